@@ -1,0 +1,37 @@
+# Every target that runs code installs first, so a fresh clone needs only `make demo` / `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test demo bench lint format clean
+
+install: $(STAMP)
+
+# Reinstall only when the declared dependencies or the lock change.
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest
+
+demo: install
+	bash scripts/demo.sh $(BIN)
+
+bench: install
+	$(BIN)/python bench/bench_ke.py
+	$(BIN)/python bench/bench_iupac.py
+
+lint: install
+	$(BIN)/ruff check curate tests bench
+	$(BIN)/ruff format --check curate tests bench
+
+format: install
+	$(BIN)/ruff format curate tests bench
+	$(BIN)/ruff check --fix curate tests bench
+
+clean:
+	rm -rf $(VENV) demo-out

@@ -1,0 +1,1 @@
+"""Audit rules, one module per dataset family (``knowledge_editing`` holds the MQuAKE rules)."""

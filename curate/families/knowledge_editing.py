@@ -1,0 +1,411 @@
+"""The knowledge-editing family (MQuAKE and MQuAKE-Remastered): reader, tables, fixes, export.
+
+Schema: :mod:`curate.schemas.knowledge_editing`. Rules: :mod:`curate.audits.knowledge_editing`.
+
+Records are validated one by one (so each defect names its record and field) and then laid out as
+three columnar tables the rules join and group over:
+
+``cases``  one row per valid case (counts of every list, answers, questions, aliases)
+``hops``   one row per (case, path ∈ {orig, new}, hop): ids, labels and the single-hop answer,
+           aligned by hop index with nulls where a list is shorter than the others
+``edits``  one row per (case, k): ``requested_rewrite[k]`` beside ``edit_triples[k]`` and
+           ``edit_triples_idx[k]``
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+from pydantic import ValidationError
+
+from curate.errors import InputError, UsageError
+from curate.families.base import ChangeEntry, Family, FixResult, LoadedDataset, Progress
+from curate.findings import InputInfo, Report, dumps
+from curate.io import open_source
+from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
+
+CASE_SCHEMA = {
+    "row": pl.Int64,
+    "record": pl.String,
+    "split": pl.String,
+    "layout": pl.String,
+    "n_rewrites": pl.Int32,
+    "n_triples": pl.Int32,
+    "n_triples_labeled": pl.Int32,
+    "n_single_hops": pl.Int32,
+    "n_new_triples": pl.Int32,
+    "n_new_triples_labeled": pl.Int32,
+    "n_new_single_hops": pl.Int32,
+    "n_edit_triples": pl.Int32,
+    "n_edit_idx": pl.Int32,
+    "answer": pl.String,
+    "new_answer": pl.String,
+    "questions": pl.List(pl.String),
+    "answer_alias": pl.List(pl.String),
+    "new_answer_alias": pl.List(pl.String),
+    "split_map": pl.String,  # Remastered ``split`` (edit count → labels) as JSON, else null
+}
+HOP_SCHEMA = {
+    "row": pl.Int64,
+    "record": pl.String,
+    "path": pl.String,
+    "hop": pl.Int32,
+    "s": pl.String,
+    "r": pl.String,
+    "o": pl.String,
+    "s_label": pl.String,
+    "r_label": pl.String,
+    "o_label": pl.String,
+    "sh_answer": pl.String,
+    "sh_aliases": pl.List(pl.String),
+}
+EDIT_SCHEMA = {
+    "row": pl.Int64,
+    "record": pl.String,
+    "k": pl.Int32,
+    "prompt": pl.String,
+    "subject": pl.String,
+    "relation_id": pl.String,
+    "new_id": pl.String,
+    "new_str": pl.String,
+    "true_id": pl.String,
+    "true_str": pl.String,
+    "t_s": pl.String,
+    "t_r": pl.String,
+    "t_o": pl.String,
+    "idx": pl.Int64,
+}
+
+
+@dataclass
+class KEData(LoadedDataset):
+    """Validated MQuAKE cases as columnar tables (plus the records themselves when kept)."""
+
+    cases: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CASE_SCHEMA))
+    hops: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=HOP_SCHEMA))
+    edits: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EDIT_SCHEMA))
+    #: Every record's id in file order, valid or not: the population of ``random:K`` edit sets.
+    all_ids: list[Any] = field(default_factory=list)
+    #: row → validated case, only when loaded with ``keep_records=True`` (fix/export need them).
+    records: dict[int, MQuAKECase] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class _TableBuilder:
+    """Accumulates column lists; one pass per case, no per-pair work."""
+
+    def __init__(self) -> None:
+        self.cases: dict[str, list] = {k: [] for k in CASE_SCHEMA}
+        self.hops: dict[str, list] = {k: [] for k in HOP_SCHEMA}
+        self.edits: dict[str, list] = {k: [] for k in EDIT_SCHEMA}
+
+    def add(self, row: int, rec: str, split: str | None, layout: str, c: MQuAKECase) -> None:
+        o = c.orig
+        cs = self.cases
+        for key, val in (
+            ("row", row),
+            ("record", rec),
+            ("split", split),
+            ("layout", layout),
+            ("n_rewrites", len(c.requested_rewrite)),
+            ("n_triples", len(o.triples)),
+            ("n_triples_labeled", len(o.triples_labeled)),
+            ("n_single_hops", len(c.single_hops)),
+            ("n_new_triples", len(o.new_triples)),
+            ("n_new_triples_labeled", len(o.new_triples_labeled)),
+            ("n_new_single_hops", len(c.new_single_hops)),
+            ("n_edit_triples", len(o.edit_triples)),
+            ("n_edit_idx", len(o.edit_triples_idx)),
+            ("answer", c.answer),
+            ("new_answer", c.new_answer),
+            ("questions", c.questions),
+            ("answer_alias", c.answer_alias),
+            ("new_answer_alias", c.new_answer_alias),
+            ("split_map", dumps(c.split) if c.split is not None else None),
+        ):
+            cs[key].append(val)
+        hs = self.hops
+        for path, ids, labs, shs in (
+            ("orig", o.triples, o.triples_labeled, c.single_hops),
+            ("new", o.new_triples, o.new_triples_labeled, c.new_single_hops),
+        ):
+            for h in range(max(len(ids), len(labs), len(shs))):
+                t = ids[h] if h < len(ids) else (None, None, None)
+                lab = labs[h] if h < len(labs) else (None, None, None)
+                sh = shs[h] if h < len(shs) else None
+                hs["row"].append(row)
+                hs["record"].append(rec)
+                hs["path"].append(path)
+                hs["hop"].append(h)
+                hs["s"].append(t[0])
+                hs["r"].append(t[1])
+                hs["o"].append(t[2])
+                hs["s_label"].append(lab[0])
+                hs["r_label"].append(lab[1])
+                hs["o_label"].append(lab[2])
+                hs["sh_answer"].append(sh.answer if sh else None)
+                hs["sh_aliases"].append(sh.answer_alias if sh else None)
+        es = self.edits
+        n = max(len(c.requested_rewrite), len(o.edit_triples), len(o.edit_triples_idx))
+        for k in range(n):
+            rw = c.requested_rewrite[k] if k < len(c.requested_rewrite) else None
+            t = o.edit_triples[k] if k < len(o.edit_triples) else (None, None, None)
+            es["row"].append(row)
+            es["record"].append(rec)
+            es["k"].append(k)
+            es["prompt"].append(rw.prompt if rw else None)
+            es["subject"].append(rw.subject if rw else None)
+            es["relation_id"].append(rw.relation_id if rw else None)
+            es["new_id"].append(rw.target_new.id if rw else None)
+            es["new_str"].append(rw.target_new.text if rw else None)
+            es["true_id"].append(rw.target_true.id if rw else None)
+            es["true_str"].append(rw.target_true.text if rw else None)
+            es["t_s"].append(t[0])
+            es["t_r"].append(t[1])
+            es["t_o"].append(t[2])
+            es["idx"].append(o.edit_triples_idx[k] if k < len(o.edit_triples_idx) else None)
+
+    def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        return (
+            pl.DataFrame(self.cases, schema=CASE_SCHEMA),
+            pl.DataFrame(self.hops, schema=HOP_SCHEMA),
+            pl.DataFrame(self.edits, schema=EDIT_SCHEMA),
+        )
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    """pydantic error location → ``requested_rewrite[1].target_new.id``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out.replace(".str", ".str")
+
+
+def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None, list[dict]]:
+    """Validate one raw record; returns (layout, case or None, error dicts)."""
+    layout = layout_of(raw)
+    if layout is None:
+        return (
+            None,
+            None,
+            [
+                {
+                    "field": "",
+                    "message": "record matches neither MQuAKE layout (no 'orig' object, no "
+                    "'orig_triples'/'new_triples', no requested_rewrite targets)",
+                    "details": {"keys": sorted(map(str, raw))[:20]},
+                }
+            ],
+        )
+    try:
+        if layout == "original":
+            return layout, MQuAKECase.model_validate(raw), []
+        return layout, RemasteredCase.model_validate(raw).to_case(), []
+    except ValidationError as e:
+        errs = []
+        for err in e.errors(include_url=False):
+            inp = err.get("input")
+            shown = inp if isinstance(inp, str | int | float | bool | type(None)) else None
+            errs.append(
+                {
+                    "field": _loc(err["loc"]),
+                    "message": err["msg"],
+                    "details": {"type": err["type"], "input": shown, "layout": layout},
+                }
+            )
+        return layout, None, errs
+
+
+class KnowledgeEditingFamily(Family):
+    name = "knowledge-editing"
+    aliases = ("mquake", "ke")
+    title = "Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)"
+    task_categories = ("question-answering",)
+    license = "mit"
+
+    @property
+    def rules(self):  # imported lazily: the rules module imports this one for KEData
+        from curate.audits.knowledge_editing import RULES
+
+        return RULES
+
+    def load(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        progress: Progress | None = None,
+        keep_records: bool = False,
+        **_: Any,
+    ) -> KEData:
+        if not paths:
+            raise UsageError("no input given")
+        builder = _TableBuilder()
+        schema_rows: list[dict[str, Any]] = []
+        inputs: list[InputInfo] = []
+        all_ids: list[Any] = []
+        records: dict[int, MQuAKECase] = {}
+        layouts: dict[str, int] = {}
+        row = 0
+        for path in paths:
+            src = open_source(path)
+            n_file = 0
+            splits: dict[str, int] = {}
+            for batch in src.batches:
+                for i, raw in enumerate(batch.rows):
+                    rec = record_id(raw, row)
+                    all_ids.append(raw.get("case_id", rec))
+                    layout, case, errs = validate_record(raw)
+                    if case is None:
+                        where = (
+                            f"line {batch.lines[i]}"
+                            if batch.lines
+                            else f"record index {batch.offset + i}"
+                        )
+                        for err in errs:
+                            err["details"].update({"file": str(src.path), "position": where})
+                            schema_rows.append({"row": row, "record": rec, **err})
+                    else:
+                        layouts[layout] = layouts.get(layout, 0) + 1
+                        builder.add(row, rec, batch.split, layout, case)
+                        if keep_records:
+                            records[row] = case
+                    if batch.split is not None:
+                        splits[batch.split] = splits.get(batch.split, 0) + 1
+                    row += 1
+                    n_file += 1
+                if progress:
+                    progress(f"read {src.path.name}", row)
+            inputs.append(InputInfo(str(path), src.sha256, n_file, src.format, splits))
+        if row == 0:
+            raise InputError("no records found", path=str(paths[0]))
+        cases, hops, edits = builder.frames()
+        from curate.findings import rule_output
+
+        schema = rule_output(schema_rows)
+        return KEData(
+            family=self.name,
+            inputs=inputs,
+            schema_findings=schema,
+            cases=cases,
+            hops=hops,
+            edits=edits,
+            all_ids=all_ids,
+            records=records,
+            stats={"layouts": layouts, "valid_cases": cases.height, "records": row},
+        )
+
+    # ----------------------------------------------------------------- edit sets
+    def audit_options(self, data: LoadedDataset, **options: Any) -> dict[str, Any]:
+        assert isinstance(data, KEData)
+        spec = options.get("edit_set") or "all"
+        edited = resolve_edit_set(data, spec)
+        n_edited = int(edited.sum()) if edited.len() else 0
+        return {
+            **options,
+            "edit_set": spec,
+            "edited_cases": n_edited,
+            "unedited_cases": data.cases.height - n_edited,
+            "_edited": edited,
+        }
+
+    # ----------------------------------------------------------------- export / fix
+    def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
+        assert isinstance(data, KEData)
+        by_split: dict[str, list[dict[str, Any]]] = {}
+        split_of = dict(zip(data.cases["row"], data.cases["split"], strict=True))
+        for row, case in data.records.items():
+            by_split.setdefault(split_of.get(row) or "train", []).append(case.to_original())
+        return {s: _to_arrow(rows) for s, rows in by_split.items()}
+
+    def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
+        from curate.audits.knowledge_editing import plan_fixes
+
+        assert isinstance(data, KEData)
+        return plan_fixes(data, report, options)
+
+
+def _to_arrow(rows: list[dict[str, Any]]) -> pa.Table:
+    """Records → Arrow with nested fields kept as structs/lists (via JSON to unify key sets)."""
+    import pyarrow.json as pj
+
+    buf = b"\n".join(orjson.dumps(r) for r in rows)
+    return pj.read_json(pa.BufferReader(buf), read_options=pj.ReadOptions(block_size=1 << 26))
+
+
+_EDITED_LABELS = ("edited", "train_edited", "test_edited", "test_edited_unique")
+
+
+def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
+    """Boolean per row of ``data.cases``: is the case in the edit set?
+
+    * ``all`` — every case is edited (MQuAKE-CF-3k's usual protocol);
+    * ``random:K[:SEED]`` — exactly ``random.seed(SEED); random.sample(ids, K)`` over case ids in
+      file order, SEED 100 by default: the procedure behind MQuAKE-Remastered's edit lists;
+    * ``ids:FILE`` — case ids listed in FILE (JSON array, or one id per line);
+    * ``split:N`` — Remastered layout: cases whose ``split[N]`` labels include an edited label.
+    """
+    spec = spec.strip()
+    records = data.cases["record"]
+    kind, _, rest = spec.partition(":")
+    if kind == "all" and not rest:
+        return pl.Series("edited", [True] * data.cases.height, dtype=pl.Boolean)
+    if kind == "random":
+        parts = rest.split(":")
+        try:
+            k = int(parts[0])
+            seed = int(parts[1]) if len(parts) > 1 and parts[1] != "" else 100
+        except ValueError:
+            raise UsageError(f"bad edit set {spec!r}: expected random:K[:SEED]") from None
+        if len(parts) > 2 or not 0 <= k <= len(data.all_ids):
+            raise UsageError(
+                f"bad edit set {spec!r}: K must be between 0 and {len(data.all_ids)} cases"
+            )
+        rng = random.Random()
+        rng.seed(seed)
+        chosen = {str(x) for x in rng.sample(data.all_ids, k)}
+        return records.is_in(list(chosen)).alias("edited")
+    if kind == "ids":
+        path = Path(rest)
+        if not rest or not path.is_file():
+            raise UsageError(f"bad edit set {spec!r}: no such file {rest!r}")
+        text = path.read_text(encoding="utf-8")
+        try:
+            ids = orjson.loads(text)
+            if not isinstance(ids, list):
+                raise ValueError
+        except (orjson.JSONDecodeError, ValueError):
+            ids = [ln.strip() for ln in text.splitlines() if ln.strip() and ln[0] != "#"]
+        wanted = {str(x) for x in ids}
+        unknown = sorted(wanted - set(map(str, data.all_ids)))
+        if unknown:
+            shown = ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else "")
+            raise UsageError(f"edit set {rest}: {len(unknown)} ids are not cases: {shown}")
+        return records.is_in(list(wanted)).alias("edited")
+    if kind == "split" and rest:
+        flags = []
+        seen_key = False
+        for raw in data.cases["split_map"]:
+            labels = orjson.loads(raw).get(rest) if raw else None
+            seen_key = seen_key or labels is not None
+            flags.append(any(lab in _EDITED_LABELS for lab in labels or []))
+        if not seen_key:
+            raise UsageError(f"edit set {spec!r}: no case has a split entry {rest!r}")
+        return pl.Series("edited", flags, dtype=pl.Boolean)
+    raise UsageError(
+        f"bad edit set {spec!r}: use all, random:K[:SEED], ids:FILE or split:N"
+    )
+
+
+FAMILY = KnowledgeEditingFamily()
+
+__all__ = ["FAMILY", "KEData", "dumps", "resolve_edit_set", "validate_record", "ChangeEntry"]

@@ -1,0 +1,222 @@
+"""Findings: the one tidy table every audit produces.
+
+Why a table and not a list of objects: a rule over a million records can produce a million findings,
+and reports, thresholds and fixes all group, count and sort them. Rules therefore return a polars
+frame with the columns of :data:`FINDING_COLUMNS`; the engine stamps rule code, category and
+severity on it, and :class:`Report` sorts it into a stable order (same input, same report).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import orjson
+import polars as pl
+
+
+class Severity(StrEnum):
+    """How bad a finding is; ``--fail-on`` compares against this order."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+class Category(StrEnum):
+    """What kind of defect a rule looks for (used by --select/--ignore and report grouping)."""
+
+    SCHEMA = "schema"
+    CONSISTENCY = "consistency"
+    CONTAMINATION = "contamination"
+    CONFLICT = "conflict"
+    DUPLICATE = "duplicate"
+    LEAKAGE = "leakage"
+    LABEL = "label"
+    OVERLAP = "overlap"
+    INTEGRITY = "integrity"
+    DISTRIBUTION = "distribution"
+
+
+#: Columns a rule function returns. ``row`` is the record's 0-based position across the inputs
+#: (file order), kept so that findings sort by where they are, not by the text of an id.
+RULE_OUTPUT_SCHEMA: dict[str, Any] = {
+    "row": pl.Int64,
+    "record": pl.String,
+    "field": pl.String,
+    "message": pl.String,
+    "details": pl.String,  # JSON object
+    "fix": pl.String,  # JSON object or null: the proposed fix
+}
+
+FINDING_SCHEMA: dict[str, Any] = {
+    "rule": pl.String,
+    "category": pl.String,
+    "severity": pl.String,
+    **RULE_OUTPUT_SCHEMA,
+}
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON (sorted keys) so that details compare and hash the same on every run."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def empty_rule_output() -> pl.DataFrame:
+    return pl.DataFrame(schema=RULE_OUTPUT_SCHEMA)
+
+
+def rule_output(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Build a rule's output from Python dicts (for rules whose hits are few).
+
+    ``details`` and ``fix`` may be given as objects; they are serialised canonically here.
+    """
+    if not rows:
+        return empty_rule_output()
+    norm = []
+    for r in rows:
+        norm.append(
+            {
+                "row": r.get("row"),
+                "record": None if r.get("record") is None else str(r["record"]),
+                "field": r.get("field") or "",
+                "message": r["message"],
+                "details": dumps(r.get("details") or {}),
+                "fix": None if r.get("fix") is None else dumps(r["fix"]),
+            }
+        )
+    return pl.DataFrame(norm, schema=RULE_OUTPUT_SCHEMA)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding, as reports and the JSON output show it."""
+
+    rule: str
+    category: str
+    severity: str
+    record: str | None
+    field: str
+    message: str
+    details: dict[str, Any]
+    fix: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "category": self.category,
+            "severity": self.severity,
+            "record": self.record,
+            "field": self.field,
+            "message": self.message,
+            "details": self.details,
+        }
+        if self.fix is not None:
+            out["fix"] = self.fix
+        return out
+
+
+@dataclass
+class InputInfo:
+    """What was read: shown in every report so a reader can tell which bytes were audited."""
+
+    path: str
+    sha256: str
+    records: int
+    format: str = ""
+    splits: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "records": self.records}
+
+
+@dataclass
+class Report:
+    """Findings of one audit plus the facts needed to read them (inputs, rules run, options)."""
+
+    family: str
+    inputs: list[InputInfo]
+    findings: pl.DataFrame
+    rules_run: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.findings = self.findings.select(list(FINDING_SCHEMA)).sort(
+            ["row", "rule", "field", "message"], nulls_last=True, maintain_order=True
+        )
+
+    @property
+    def records(self) -> int:
+        return sum(i.records for i in self.inputs)
+
+    def iter_findings(self) -> list[Finding]:
+        return [
+            Finding(
+                rule=r["rule"],
+                category=r["category"],
+                severity=r["severity"],
+                record=r["record"],
+                field=r["field"],
+                message=r["message"],
+                details=orjson.loads(r["details"]) if r["details"] else {},
+                fix=orjson.loads(r["fix"]) if r["fix"] else None,
+            )
+            for r in self.findings.iter_rows(named=True)
+        ]
+
+    def counts_by_rule(self) -> pl.DataFrame:
+        """Per rule: findings and distinct records, in rule-code order."""
+        if self.findings.is_empty():
+            return pl.DataFrame(
+                schema={
+                    "rule": pl.String,
+                    "category": pl.String,
+                    "severity": pl.String,
+                    "findings": pl.UInt32,
+                    "records": pl.UInt32,
+                }
+            )
+        return (
+            self.findings.group_by(["rule", "category", "severity"])
+            .agg(
+                pl.len().cast(pl.UInt32).alias("findings"),
+                pl.col("record").n_unique().cast(pl.UInt32).alias("records"),
+            )
+            .sort("rule")
+        )
+
+    def summary(self) -> dict[str, Any]:
+        by_sev = {s.value: 0 for s in Severity}
+        for sev, n in self.findings.group_by("severity").len().iter_rows():
+            by_sev[sev] = n
+        return {
+            "records": self.records,
+            "findings": self.findings.height,
+            "by_severity": by_sev,
+            "records_with_findings": self.findings.select(pl.col("record").n_unique()).item()
+            if self.findings.height
+            else 0,
+            "by_rule": {
+                r["rule"]: {"findings": r["findings"], "records": r["records"]}
+                for r in self.counts_by_rule().iter_rows(named=True)
+            },
+            **({"stats": self.stats} if self.stats else {}),
+        }
+
+    def worst(self) -> Severity | None:
+        if self.findings.is_empty():
+            return None
+        return max((Severity(s) for s in self.findings["severity"].unique()), key=lambda s: s.rank)
+
+    def fails(self, fail_on: str) -> bool:
+        """True when a finding is at or above ``fail_on`` (``never`` never fails)."""
+        if fail_on == "never":
+            return False
+        worst = self.worst()
+        return worst is not None and worst.rank >= Severity(fail_on).rank
