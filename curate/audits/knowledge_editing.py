@@ -854,15 +854,21 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
     f = report.findings
     changes: list[ChangeEntry] = []
     drop: dict[int, str] = {}
+
+    def original(row: int) -> Any:
+        # The whole record goes into the changelog, so a dropped case can be restored from it.
+        case = data.records.get(row)
+        return case.to_original() if case is not None else None
+
     for r in f.filter(pl.col("rule") == "KE001").unique("row", keep="first").iter_rows(named=True):
         drop[r["row"]] = "KE001"
-        changes.append(ChangeEntry(r["record"], "", "<record>", None, "KE001",
+        changes.append(ChangeEntry(r["record"], "", data.invalid.get(r["row"]), None, "KE001",
                                    f"dropped: invalid record ({r['field']}: {r['message']})"))
     for r in f.filter(pl.col("rule") == "KE401").iter_rows(named=True):
         if r["row"] in drop:
             continue
         drop[r["row"]] = "KE401"
-        changes.append(ChangeEntry(r["record"], "", "<record>", None, "KE401",
+        changes.append(ChangeEntry(r["record"], "", original(r["row"]), None, "KE401",
                                    "dropped: " + r["message"]))
     alias_fix = {
         (r["row"], r["field"]): orjson.loads(r["fix"])
@@ -872,13 +878,21 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
     contam = contamination(data, edited)
     withheld: dict[int, list[dict[str, Any]]] = {}
     if not contam.is_empty():
-        ex = contam.explode(["src_records", "src_rows", "src_k"]).filter(pl.col("src_rows") != pl.col("row"))
-        ex = ex.select("row", "src_records", "src_k", "t_s", "t_r", "t_o").unique().sort(
-            "row", "src_rows" if "src_rows" in ex.columns else "src_records", "src_k"
+        ex = (
+            contam.explode(["src_records", "src_rows", "src_k"])
+            .filter(
+                (pl.col("src_rows") != pl.col("row"))
+                & ~pl.col("src_rows").is_in(list(drop))
+            )
+            .select("row", "src_rows", "src_records", "src_k", "t_s", "t_r", "t_o")
+            .unique()
+            .sort("row", "src_rows", "src_k")
         )
+        case_ids = {row: case.case_id for row, case in data.records.items()}
         for r in ex.iter_rows(named=True):
             withheld.setdefault(r["row"], []).append(
-                {"case_id": r["src_records"], "edit_index": r["src_k"],
+                {"case_id": case_ids.get(r["src_rows"], r["src_records"]),
+                 "edit_index": r["src_k"],
                  "triple": [r["t_s"], r["t_r"], r["t_o"]]}
             )
     flags = dict(zip(data.cases["row"].to_list(), edited.to_list(), strict=True))

@@ -95,6 +95,8 @@ class KEData(LoadedDataset):
     all_ids: list[Any] = field(default_factory=list)
     #: row → validated case, only when loaded with ``keep_records=True`` (fix/export need them).
     records: dict[int, MQuAKECase] = field(default_factory=dict)
+    #: row → raw record that failed validation (kept with ``keep_records`` for the changelog).
+    invalid: dict[int, dict[str, Any]] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -254,6 +256,7 @@ class KnowledgeEditingFamily(Family):
         inputs: list[InputInfo] = []
         all_ids: list[Any] = []
         records: dict[int, MQuAKECase] = {}
+        invalid: dict[int, dict[str, Any]] = {}
         layouts: dict[str, int] = {}
         row = 0
         for path in paths:
@@ -274,6 +277,8 @@ class KnowledgeEditingFamily(Family):
                         for err in errs:
                             err["details"].update({"file": str(src.path), "position": where})
                             schema_rows.append({"row": row, "record": rec, **err})
+                        if keep_records:
+                            invalid[row] = raw
                     else:
                         layouts[layout] = layouts.get(layout, 0) + 1
                         builder.add(row, rec, batch.split, layout, case)
@@ -301,6 +306,7 @@ class KnowledgeEditingFamily(Family):
             edits=edits,
             all_ids=all_ids,
             records=records,
+            invalid=invalid,
             stats={"layouts": layouts, "valid_cases": cases.height, "records": row},
         )
 
@@ -317,6 +323,26 @@ class KnowledgeEditingFamily(Family):
             "unedited_cases": data.cases.height - n_edited,
             "_edited": edited,
         }
+
+    def audit(self, data: LoadedDataset, **kwargs: Any) -> Report:
+        """Run the rules, then add the edit-set contamination figures a reader checks first."""
+        report = super().audit(data, **kwargs)
+        f = report.findings
+        opts = report.options
+        contaminated = {
+            code: f.filter(pl.col("rule") == code)["record"].n_unique()
+            for code in ("KE201", "KE202")
+            if code in report.rules_run
+        }
+        if contaminated:
+            report.stats["contamination"] = {
+                "edit_set": opts.get("edit_set"),
+                "edited_cases": opts.get("edited_cases"),
+                "edited_contaminated": contaminated.get("KE201"),
+                "unedited_cases": opts.get("unedited_cases"),
+                "unedited_contaminated": contaminated.get("KE202"),
+            }
+        return report
 
     # ----------------------------------------------------------------- export / fix
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:

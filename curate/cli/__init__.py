@@ -1,0 +1,1 @@
+"""The ``curate`` command line: a thin typer layer over the library API."""

@@ -1,0 +1,156 @@
+"""Rendering a :class:`~curate.findings.Report` as text, JSON or Markdown.
+
+Text is for a terminal (a table of counts per rule, then examples); JSON is the stable machine
+format CI consumes; Markdown is for pull-request comments and dataset cards.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+import polars as pl
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from curate import __version__
+from curate.findings import Report
+
+#: How many example findings per rule the text and Markdown reports show.
+EXAMPLES_PER_RULE = 3
+
+
+def to_json_obj(report: Report) -> dict[str, Any]:
+    """The documented JSON report: tool, version, family, inputs, options, findings, summary."""
+    return {
+        "tool": "curate",
+        "version": __version__,
+        "family": report.family,
+        "inputs": [i.to_json() for i in report.inputs],
+        "options": report.options,
+        "findings": [f.to_json() for f in report.iter_findings()],
+        "summary": report.summary(),
+    }
+
+
+def render_json(report: Report) -> str:
+    return orjson.dumps(to_json_obj(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _examples(report: Report) -> pl.DataFrame:
+    return (
+        report.findings.with_columns(pl.int_range(pl.len()).over("rule").alias("_i"))
+        .filter(pl.col("_i") < EXAMPLES_PER_RULE)
+        .sort("rule", "_i")
+    )
+
+
+def _rule_titles(report: Report) -> dict[str, str]:
+    from curate.families import get_family
+
+    try:
+        return {r.code: r.name for r in get_family(report.family).rules}
+    except Exception:  # a report of an unknown family still renders
+        return {}
+
+
+def _options_line(report: Report) -> str:
+    opts = report.options
+    bits = [f"{k}={v}" for k, v in opts.items() if v not in (None, "", [], ())]
+    return ", ".join(bits)
+
+
+def render_text(report: Report, *, color: bool = False, width: int = 120) -> str:
+    """A terminal report: inputs, a table of counts per rule, then a few examples per rule."""
+    buf = io.StringIO()
+    con = Console(
+        file=buf, force_terminal=color, width=width, no_color=not color, emoji=False, highlight=False
+    )
+    names = _rule_titles(report)
+    for i in report.inputs:
+        con.print(f"[bold]{escape(i.path)}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
+    if report.options:
+        con.print(f"options: {escape(_options_line(report))}")
+    c = report.stats.get("contamination")
+    if c:
+        con.print(
+            f"edit set {escape(str(c['edit_set']))}: {c['edited_contaminated']} of {c['edited_cases']} edited "
+            f"and {c['unedited_contaminated']} of {c['unedited_cases']} unedited cases contaminated"
+        )
+    counts = report.counts_by_rule()
+    if counts.is_empty():
+        con.print(f"[green]No findings[/green] in {report.records} records "
+                  f"({len(report.rules_run)} rules run).")
+        return buf.getvalue()
+    t = Table(title=f"{report.family}: findings per rule", title_justify="left")
+    for col, just in (("rule", "left"), ("name", "left"), ("category", "left"),
+                      ("severity", "left"), ("findings", "right"), ("records", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    style = {"error": "red", "warning": "yellow", "info": "cyan"}
+    for r in counts.iter_rows(named=True):
+        t.add_row(r["rule"], names.get(r["rule"], ""), r["category"],
+                  f"[{style[r['severity']]}]{r['severity']}[/]", str(r["findings"]),
+                  str(r["records"]))
+    con.print(t)
+    con.print("[bold]Examples[/bold]")
+    for r in _examples(report).iter_rows(named=True):
+        where = f"record {r['record']}" + (f", {r['field']}" if r["field"] else "")
+        con.print(
+            f"  {r['rule']} [{style[r['severity']]}]{r['severity']}[/] {escape(where)}: "
+            f"{escape(r['message'])}"
+        )
+    s = report.summary()
+    sev = s["by_severity"]
+    con.print(
+        f"{s['findings']} findings in {s['records_with_findings']} of {s['records']} records: "
+        f"{sev['error']} errors, {sev['warning']} warnings, {sev['info']} info."
+    )
+    return buf.getvalue()
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: Report, *, heading_level: int = 2) -> str:
+    """Markdown summary: per-rule counts and examples (used for PR comments and dataset cards)."""
+    h = "#" * heading_level
+    names = _rule_titles(report)
+    s = report.summary()
+    out = [f"{h} Audit: {report.family}", ""]
+    for i in report.inputs:
+        out.append(f"- `{i.path}`: {i.records} records, sha256 `{i.sha256[:16]}`")
+    if report.options:
+        out.append(f"- options: {_md_escape(_options_line(report))}")
+    c = report.stats.get("contamination")
+    if c:
+        out.append(
+            f"- edit set `{c['edit_set']}`: {c['edited_contaminated']} of {c['edited_cases']} "
+            f"edited and {c['unedited_contaminated']} of {c['unedited_cases']} unedited cases "
+            "contaminated"
+        )
+    sev = s["by_severity"]
+    out += [
+        f"- {s['findings']} findings in {s['records_with_findings']} of {s['records']} records "
+        f"({sev['error']} errors, {sev['warning']} warnings, {sev['info']} info)",
+        "",
+    ]
+    counts = report.counts_by_rule()
+    if counts.is_empty():
+        out.append("No findings.")
+        return "\n".join(out) + "\n"
+    out += ["| rule | name | category | severity | findings | records |",
+            "|---|---|---|---|---:|---:|"]
+    for r in counts.iter_rows(named=True):
+        out.append(f"| {r['rule']} | {names.get(r['rule'], '')} | {r['category']} | "
+                   f"{r['severity']} | {r['findings']} | {r['records']} |")
+    out += ["", f"{h}# Examples", ""]
+    for r in _examples(report).iter_rows(named=True):
+        field = f" `{r['field']}`" if r["field"] else ""
+        out.append(f"- **{r['rule']}** record `{r['record']}`{field}: {_md_escape(r['message'])}")
+    return "\n".join(out) + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdown}
