@@ -47,6 +47,7 @@ def _out(df: pl.DataFrame, *, field: pl.Expr, message: pl.Expr, details: pl.Expr
         field.alias("field"),
         message.alias("message"),
         details.alias("details"),
+        pl.lit(None, pl.String).alias("fix"),
     )
 
 

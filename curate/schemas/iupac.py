@@ -204,37 +204,40 @@ def _normalize_residue(token: str) -> str | None:
 
 
 class _Link(NamedTuple):
-    """A linkage spelling decoded once and cached: parts, canonical text and sibling sort key."""
+    """A linkage token decoded once and cached: parts, canonical text and sibling sort key."""
 
+    written: str
     anomer: str
     child_position: str
     parent_positions: tuple[str, ...]
-    canonical: str
+    canonical: str  # "(b1-3/4)": how the canonical key writes it
     order: tuple[Any, ...]
 
 
 @lru_cache(maxsize=4096)
-def _decode_link(text: str) -> _Link | None:
-    """Decode the text inside ``(...)``; ``None`` if it is no linkage.
+def _decode_link(token: str) -> _Link | None:
+    """Decode a ``(...)`` token; ``None`` if it is no linkage.
 
     The canonical text lists uncertain acceptor positions ascending (``b1-4/3`` is ``b1-3/4``:
-    the same set). The sort key orders siblings by acceptor position first, so the canonical
-    main chain is the lowest-numbered branch, as IUPAC writers usually choose it.
+    the same set) and keeps a missing anomer missing (glycowork, too, tells ``1-4`` from
+    ``?1-4``). The sort key orders siblings by acceptor position first, so the canonical main
+    chain is the lowest-numbered branch, as IUPAC writers usually choose it.
     """
-    m = _LINK.fullmatch(text)
+    written = token[1:-1]
+    m = _LINK.fullmatch(written)
     if m is None:
         return None
     anomer, child, first, rest = m.groups()
     parents = (first, *rest.split("/")[1:])
     ordered = sorted(set(parents), key=lambda p: _UNKNOWN_POS if p == "?" else int(p))
-    canonical = f"{anomer}{child}-{'/'.join(ordered)}"
+    canonical = f"({anomer}{child}-{'/'.join(ordered)})"
     order = (
         tuple(_UNKNOWN_POS if p == "?" else int(p) for p in ordered),
         _UNKNOWN_POS if child == "?" else int(child),
         anomer,
         canonical,
     )
-    return _Link(anomer or "?", child, parents, canonical, order)
+    return _Link(written, anomer or "?", child, parents, canonical, order)
 
 
 # --------------------------------------------------------------------------- scanner
@@ -244,32 +247,45 @@ _LINK_HINT = "linkage like '(a1-4)'"
 
 
 class _Scan(NamedTuple):
-    """Flat result of one pass: parallel lists indexed by residue (cheap to build)."""
+    """Flat result of one pass, as parallel lists indexed by residue (cheap to build).
+
+    ``kids[i]`` are the residues linked to residue ``i``; ``links[i]`` is the linkage written
+    right after residue ``i`` (``None`` for the root); ``floating`` are the roots of ``{...}``.
+    """
 
     names: list[str]
     norms: list[str]
     starts: list[int]
-    parents: list[int]  # -1: the root; -2: the root of a floating fragment
+    kids: list[list[int]]
     links: list[_Link | None]
-    link_texts: list[str]
-    link_starts: list[int]
     floating: list[int]
 
 
 def _bad_residue(text: str, pos: int) -> IUPACError:
     bad = _RESIDUE_CHARS.search(text)
     if bad is not None:
-        return IUPACError(
-            f"unexpected character {bad.group()!r} at {pos + bad.start()}", pos + bad.start()
-        )
+        at = pos + bad.start()
+        return IUPACError(f"unexpected character {bad.group()!r} at {at}", at)
     return IUPACError(f"unknown residue {text!r} at {pos}", pos, "a known residue")
 
 
+def _close(part: str, pos: int, state: int, opened: int) -> IUPACError:
+    """The error for a ``]`` or ``}`` that does not follow a linkage."""
+    if state == _AFTER_RESIDUE:  # "[Fuc]Gal": the branch's last residue has no linkage
+        return IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
+    if opened + 1 == pos:
+        what = "branch" if part == "]" else "floating block"
+        return IUPACError(f"empty {what} at {opened}", opened, "a residue")
+    return IUPACError(f"expected residue before {part!r} at {pos}", pos, "a residue")
+
+
 def _scan(s: str) -> _Scan:
-    """Single left-to-right pass over the split tokens with a bracket stack.
+    """One left-to-right pass over the split tokens with a bracket stack.
 
     Each nesting level keeps the residues that carry a linkage but have no parent yet; the next
-    residue at that level adopts them all (its main-chain child plus any closed branches).
+    residue at that level adopts them all (its main-chain child plus any closed branches). The
+    regex split alternates residue text (even items, possibly empty) and delimiters (odd items),
+    so the loop takes them in pairs; this loop is the hot path of every audit.
     """
     if not isinstance(s, str):
         raise IUPACError(f"expected a string, got {type(s).__name__}", 0, "a string")
@@ -278,145 +294,122 @@ def _scan(s: str) -> _Scan:
     names: list[str] = []
     norms: list[str] = []
     starts: list[int] = []
-    parents: list[int] = []
+    kids: list[list[int]] = []
     links: list[_Link | None] = []
-    link_texts: list[str] = []
-    link_starts: list[int] = []
     floating: list[int] = []
     stack: list[tuple[list[int], int, str]] = []  # (outer waiting list, open position, bracket)
     waiting: list[int] = []
     state = _EXPECT_RESIDUE
-    prefix = True  # still before the main glycan, where floating blocks may appear
+    prefix_end = 0  # where the leading floating blocks end; a "{" is valid only there
     pos = 0
-    for i, part in enumerate(_SPLIT.split(s)):
-        if not part:
-            continue
-        if not i & 1:  # residue text
-            norm = _normalize_residue(part)
+    normalize = _normalize_residue
+    parts = _SPLIT.split(s)
+    parts.append("")  # the split has odd length: pad so texts and delimiters pair up
+    for text, part in zip(parts[::2], parts[1::2]):
+        if text:  # a residue; the split guarantees a delimiter (not a residue) came before
+            norm = normalize(text)
             if norm is None:
-                raise _bad_residue(part, pos)
-            idx = len(names)
-            names.append(part)
+                raise _bad_residue(text, pos)
+            names.append(text)
             norms.append(norm)
             starts.append(pos)
-            parents.append(-1)
+            kids.append(waiting)
             links.append(None)
-            link_texts.append("")
-            link_starts.append(-1)
-            for child in waiting:
-                parents[child] = idx
             waiting = []
             state = _AFTER_RESIDUE
-            if not stack:
-                prefix = False
-        elif len(part) > 1:  # "(...)": a linkage
+            pos += len(text)
+        if not part:
+            break
+        if len(part) > 1:  # "(...)": a linkage
             if state != _AFTER_RESIDUE:
                 raise IUPACError(f"expected residue before linkage at {pos}", pos, "a residue")
-            text = part[1:-1]
-            link = _decode_link(text)
+            link = _decode_link(part)
             if link is None:
                 raise IUPACError(
                     f"bad linkage {part!r} at {pos}, expected {_LINK_HINT}", pos, _LINK_HINT
                 )
-            idx = len(names) - 1
-            links[idx] = link
-            link_texts[idx] = text
-            link_starts[idx] = pos
-            waiting.append(idx)
+            links[-1] = link
+            waiting.append(len(names) - 1)
             state = _AFTER_LINK
         elif part == "[":
             if state == _AFTER_RESIDUE:
                 raise IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
-            stack.append((waiting, pos, "["))
+            stack.append((waiting, pos, part))
             waiting = []
             state = _EXPECT_RESIDUE
-            prefix = prefix and bool(stack[0][2] == "{")
-        elif part == "{":
-            if stack or not prefix:
-                raise IUPACError(
-                    f"floating substituent '{{' must lead the glycan, found at {pos}", pos
-                )
-            stack.append((waiting, pos, "{"))
-            waiting = []
-            state = _EXPECT_RESIDUE
-        elif part in "]}":
+        elif part == "]" or part == "}":
             if not stack or stack[-1][2] != ("[" if part == "]" else "{"):
                 raise IUPACError(f"unbalanced {part!r} at {pos}", pos)
+            outer, opened, _ = stack.pop()
             if state != _AFTER_LINK:
-                if state == _AFTER_RESIDUE:
-                    raise IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
-                empty = waiting == [] and (not names or starts[-1] < stack[-1][1])
-                what = f"empty {'branch' if part == ']' else 'floating block'}"
-                if empty:
-                    raise IUPACError(f"{what} at {stack[-1][1]}", stack[-1][1], "a residue")
-                raise IUPACError(f"expected residue before {part!r} at {pos}", pos, "a residue")
-            outer, _, _ = stack.pop()
+                raise _close(part, pos, state, opened)
             if part == "]":
                 outer.extend(waiting)
             else:
-                parents[waiting[0]] = -2
                 floating.append(waiting[0])
+                prefix_end = pos + 1
             waiting = outer
+            state = _EXPECT_RESIDUE
+        elif part == "{":
+            if stack or pos != prefix_end:
+                raise IUPACError(
+                    f"floating substituent '{{' must lead the glycan, found at {pos}", pos
+                )
+            stack.append((waiting, pos, part))
+            waiting = []
             state = _EXPECT_RESIDUE
         else:  # a lone "(" or ")"
             raise IUPACError(f"unbalanced {part!r} at {pos}", pos)
         pos += len(part)
     if stack:
         _, opened, bracket = stack[-1]
-        raise IUPACError(f"unclosed {bracket!r} opened at {opened}", opened, repr(
-            "]" if bracket == "[" else "}"
-        ))
+        closing = "]" if bracket == "[" else "}"
+        raise IUPACError(f"unclosed {bracket!r} opened at {opened}", opened, repr(closing))
     if state == _AFTER_LINK:
-        at = link_starts[-1] if link_starts else 0
+        at = pos - len(links[-1].written) - 2  # type: ignore[union-attr]
         raise IUPACError(
             f"trailing linkage at {at}: the glycan must end with its reducing-end residue",
             at,
             "a residue",
         )
     if state == _EXPECT_RESIDUE:
-        raise IUPACError(f"expected residue at {len(s)}", len(s), "a residue")
-    return _Scan(names, norms, starts, parents, links, link_texts, link_starts, floating)
+        raise IUPACError(f"expected residue at {pos}", pos, "a residue")
+    return _Scan(names, norms, starts, kids, links, floating)
 
 
 # --------------------------------------------------------------------------- canonical form
 
 
 def _canonical(
-    norms: list[str], parents: list[int], links: list[_Link | None], floating: list[int]
+    norms: list[str], kids: list[list[int]], links: list[_Link | None], floating: list[int]
 ) -> str:
     """Canonical IUPAC-condensed string of a scanned tree (see the module docstring).
 
     Indices are already bottom-up (children precede parents), so one loop builds every subtree
     string after all its children's; no recursion, so chain length is not limited by the stack.
+    ``written[i]`` is the subtree of ``i`` followed by its linkage, as its parent writes it.
     """
-    n = len(norms)
-    kids: list[list[tuple[tuple[Any, ...], str, str]] | None] = [None] * n
-    strings: list[str] = [""] * n
-    for i in range(n):
-        entries = kids[i]
-        if entries is None:
+    written: list[str] = []
+    order: list[tuple[Any, ...]] = []
+    for i, children in enumerate(kids):
+        if not children:
             text = norms[i]
-        elif len(entries) == 1:
-            text = entries[0][2] + norms[i]
+        elif len(children) == 1:
+            text = written[children[0]] + norms[i]
         else:
-            entries.sort()
-            text = entries[0][2] + "".join(f"[{e[2]}]" for e in entries[1:]) + norms[i]
-        strings[i] = text
-        parent = parents[i]
-        if parent >= 0:
-            link = links[i]
-            assert link is not None  # every non-root residue carries a linkage
-            entry = (link.order, text, f"{text}({link.canonical})")
-            bucket = kids[parent]
-            if bucket is None:
-                kids[parent] = [entry]
-            else:
-                bucket.append(entry)
-    root = strings[n - 1]  # the root is the last residue written
+            ranked = sorted((order[c], written[c]) for c in children)
+            text = ranked[0][1] + "".join(f"[{w}]" for _, w in ranked[1:]) + norms[i]
+        link = links[i]
+        if link is None:  # the root, always the last residue
+            written.append(text)
+            order.append(())
+        else:
+            written.append(text + link.canonical)
+            order.append(link.order)
+    root = written[-1]
     if not floating:
         return root
-    blocks = sorted(f"{{{strings[r]}({links[r].canonical})}}" for r in floating)  # type: ignore[union-attr]
-    return "".join(blocks) + root
+    return "".join(sorted(f"{{{written[r]}}}" for r in floating)) + root
 
 
 @lru_cache(maxsize=1 << 16)
@@ -425,33 +418,34 @@ def canonical_key(s: str) -> str:
 
     Equal for every spelling of the same tree (branch order, main-chain choice, default
     configuration, order of uncertain positions) and different for different trees. Memoized
-    (bounded LRU) because benchmark columns repeat the same glycan across many rows.
+    (bounded LRU) because dataset columns repeat the same glycan across many rows.
     """
     scan = _scan(s)
-    return _canonical(scan.norms, scan.parents, scan.links, scan.floating)
+    return _canonical(scan.norms, scan.kids, scan.links, scan.floating)
 
 
 def parse(s: str) -> Glycan:
     """Parse ``s`` into a :class:`Glycan`; raises :class:`IUPACError` if it is malformed."""
-    scan = _scan(s)
-    residues = tuple(
-        Residue(i, name, norm, start)
-        for i, (name, norm, start) in enumerate(zip(scan.names, scan.norms, scan.starts))
-    )
+    names, norms, starts, kids, links, floating = _scan(s)
+    parents: list[int | None] = [None] * len(names)
+    for parent, children in enumerate(kids):
+        for child in children:
+            parents[child] = parent
+    residues = tuple(map(Residue, range(len(names)), names, norms, starts))
     linkages = tuple(
         Linkage(
             i,
-            None if parent == -2 else parent,
+            parents[i],
             link.anomer,
             link.child_position,
             link.parent_positions,
-            scan.link_texts[i],
-            scan.link_starts[i],
+            link.written,
+            starts[i] + len(names[i]),  # a linkage directly follows its residue
         )
-        for i, (parent, link) in enumerate(zip(scan.parents, scan.links))
+        for i, link in enumerate(links)
         if link is not None
     )
-    return Glycan(s, residues, linkages, len(residues) - 1, tuple(scan.floating))
+    return Glycan(s, residues, linkages, len(names) - 1, tuple(floating))
 
 
 def try_parse(s: str) -> Glycan | IUPACError:
@@ -465,29 +459,31 @@ def try_parse(s: str) -> Glycan | IUPACError:
 def render(glycan: Glycan, *, canonical: bool = False) -> str:
     """Write ``glycan`` back as IUPAC-condensed.
 
-    With ``canonical=False`` the residues and linkages are written as they were spelled, the
-    first-written child of each residue as its main chain; for ordinary input that reproduces the
-    text (a leading ``[B(l)]A`` comes back as ``B(l)A``, the same tree). With ``canonical=True``
-    the result is :func:`canonical_key` of the text.
+    With ``canonical=False`` residues and linkages are written as spelled, the first-written
+    child of each residue as its main chain; for ordinary input that reproduces the text (a
+    leading ``[B(l)]A`` comes back as ``B(l)A``, the same tree). With ``canonical=True`` the
+    result is the :func:`canonical_key` of the text, computed from the tree itself.
     """
     n = len(glycan.residues)
-    parents = [-1] * n
+    kids: list[list[int]] = [[] for _ in range(n)]
     links: list[_Link | None] = [None] * n
     for link in glycan.linkages:
-        parents[link.child] = -2 if link.parent is None else link.parent
-        links[link.child] = _decode_link(link.written)
+        if link.parent is not None:
+            kids[link.parent].append(link.child)
+        links[link.child] = _decode_link(f"({link.written})")
+    for children in kids:
+        children.sort()
     if canonical:
         norms = [r.normalized for r in glycan.residues]
-        return _canonical(norms, parents, links, list(glycan.floating))
-    written = {link.child: link.written for link in glycan.linkages}
-    strings: list[str] = [""] * n
-    branches: list[list[str]] = [[] for _ in range(n)]
+        return _canonical(norms, kids, links, list(glycan.floating))
+    written: list[str] = []
     for i, residue in enumerate(glycan.residues):
-        parts = branches[i]
-        strings[i] = (parts[0] + "".join(f"[{p}]" for p in parts[1:]) if parts else "") + (
-            residue.name
-        )
-        if parents[i] >= 0:
-            branches[parents[i]].append(f"{strings[i]}({written[i]})")
-    blocks = "".join(f"{{{strings[r]}({written[r]})}}" for r in glycan.floating)
-    return blocks + strings[glycan.root]
+        children = kids[i]
+        text = residue.name
+        if children:
+            branches = "".join(f"[{written[c]}]" for c in children[1:])
+            text = written[children[0]] + branches + text
+        link = links[i]
+        written.append(text if link is None else f"{text}({link.written})")
+    blocks = "".join(f"{{{written[r]}}}" for r in glycan.floating)
+    return blocks + written[glycan.root]

@@ -1,0 +1,340 @@
+"""Knowledge-editing rules: recall on injected corruption, precision on clean cases, real data."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import clone, make_case, simple_case, write_json
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curate.families import get_family
+
+FAM = get_family("knowledge-editing")
+
+
+def audit_records(tmp_path: Path, records: list[dict[str, Any]], **opts: Any):
+    path = write_json(tmp_path / "cases.json", records)
+    data = FAM.load([path], keep_records=True)
+    return data, FAM.audit(data, **opts)
+
+
+def hits(report, rule: str) -> set[tuple[str, str]]:
+    f = report.findings.filter(report.findings["rule"] == rule)
+    return set(zip(f["record"].to_list(), f["field"].to_list(), strict=True))
+
+
+def rules_hit(report) -> set[str]:
+    return set(report.findings["rule"].unique().to_list())
+
+
+CLEAN = [simple_case(100 + i, n_hops=2 + i % 3, edit_at=((0,), (1,), (0, 2))[i % 3][: 2 + i % 3])
+         for i in range(12)]
+
+
+def test_clean_cases_have_no_findings(tmp_path: Path) -> None:
+    for spec in ("all", "random:5", "random:0"):
+        _, report = audit_records(tmp_path, CLEAN, edit_set=spec)
+        assert report.findings.is_empty(), report.findings.to_dicts()[:3]
+
+
+# Each corruption: (rule, expected field, mutate(case)). The corrupted case is case 1000 among
+# clean ones; the rule must fire on exactly that record and field, and no other rule may fire
+# except those listed as collateral (a corruption can legitimately break two invariants).
+def _set(path: list[Any], value: Any):
+    def mutate(c: dict[str, Any]) -> None:
+        obj = c
+        for p in path[:-1]:
+            obj = obj[p]
+        obj[path[-1]] = value
+
+    return mutate
+
+
+def _drop_hop(c: dict[str, Any]) -> None:
+    c["single_hops"].pop()
+
+
+def _break_chain(c: dict[str, Any]) -> None:
+    c["orig"]["triples"][1][0] = "QBROKEN"
+
+
+def _break_label_chain(c: dict[str, Any]) -> None:
+    c["orig"]["new_triples_labeled"][2][0] = "Somebody Else"
+
+
+def _dup_idx(c: dict[str, Any]) -> None:
+    c["orig"]["edit_triples_idx"] = [1, 1]
+
+
+def _two_slots(c: dict[str, Any]) -> None:
+    c["requested_rewrite"][0]["prompt"] = "{} and {} are"
+
+
+def _repeat_question(c: dict[str, Any]) -> None:
+    c["questions"][2] = c["questions"][0].upper() + "  "
+
+
+def _alias_problems(c: dict[str, Any]) -> None:
+    c["answer_alias"] = ["", c["answer_alias"][0], c["answer_alias"][0].lower(), c["answer"]]
+
+
+def _overlap(c: dict[str, Any]) -> None:
+    c["new_answer_alias"].append(c["answer"].lower())
+
+
+def _no_op(c: dict[str, Any]) -> None:
+    rw = c["requested_rewrite"][0]
+    rw["target_true"] = dict(rw["target_new"])
+
+
+def _changed_unedited_hop(c: dict[str, Any]) -> None:
+    # hop 0 is not edited (edit at 1): change its new object and re-route the chain consistently
+    new = c["orig"]["new_triples"]
+    new[0][2] = "QELSE"
+    new[1][0] = "QELSE"
+    c["orig"]["edit_triples"][0][0] = "QELSE"
+    lab = c["orig"]["new_triples_labeled"]
+    lab[0][2] = "Entity QELSE"
+    lab[1][0] = "Entity QELSE"
+    c["requested_rewrite"][0]["subject"] = "Entity QELSE"
+    c["new_single_hops"][0]["answer"] = "Entity QELSE"
+
+
+CORRUPTIONS = [
+    ("KE101", "orig.triples", _drop_hop, {"KE106"}),
+    ("KE102", "orig.triples[1][0]", _break_chain, {"KE105", "KE113"}),
+    ("KE102", "orig.new_triples_labeled[2][0]", _break_label_chain, set()),
+    ("KE103", "orig.edit_triples_idx", _set(["orig", "edit_triples_idx"], [1, 2]), {"KE104"}),
+    ("KE103", "orig.edit_triples_idx[0]", _set(["orig", "edit_triples_idx", 0], 7), {"KE105"}),
+    ("KE104", "orig.edit_triples[0][2]", _set(["orig", "edit_triples", 0, 2], "QX"),
+     {"KE112", "KE113"}),
+    ("KE104", "requested_rewrite[0].relation_id", _set(["requested_rewrite", 0, "relation_id"], "P6"),
+     set()),
+    ("KE104", "requested_rewrite[0].target_new.str",
+     _set(["requested_rewrite", 0, "target_new", "str"], "Atlantis"), set()),
+    ("KE104", "requested_rewrite[0].subject", _set(["requested_rewrite", 0, "subject"], "Nobody"),
+     set()),
+    ("KE105", "orig.new_triples[0][2]", _changed_unedited_hop, {"KE104"}),
+    ("KE106", "answer", _set(["answer"], "Wrong Answer"), set()),
+    ("KE106", "new_answer", _set(["new_answer"], "Wrong New Answer"), set()),
+    ("KE106", "single_hops[1].answer", _set(["single_hops", 1, "answer"], "Off"), set()),
+    ("KE107", "requested_rewrite[0].prompt", _set(["requested_rewrite", 0, "prompt"], "no slot"),
+     set()),
+    ("KE107", "requested_rewrite[0].prompt", _two_slots, set()),
+    ("KE108", "requested_rewrite[0].relation_id", None, set()),  # filled below
+    ("KE109", "questions", _set(["questions"], ["a?", "b?"]), set()),
+    ("KE109", "questions", _repeat_question, set()),
+    ("KE110", "answer_alias", _alias_problems, set()),
+    ("KE111", "new_answer_alias", _overlap, set()),
+    ("KE112", "requested_rewrite[0].target_new.id", _no_op, {"KE113", "KE111"}),
+    ("KE113", "requested_rewrite[0].target_true.id",
+     _set(["requested_rewrite", 0, "target_true", "id"], "QTRUE"), set()),
+    ("KE001", "orig.triples[0]", _set(["orig", "triples", 0], ["Q1", "P27"]), set()),
+    ("KE001", "answer", _set(["answer"], 42), set()),
+    ("KE001", "requested_rewrite[0].target_new.id",
+     _set(["requested_rewrite", 0, "target_new", "id"], ""), set()),
+]
+
+
+def _unknown_relation(c: dict[str, Any]) -> None:
+    for t in (c["orig"]["triples"], c["orig"]["new_triples"], c["orig"]["edit_triples"]):
+        for trip in t:
+            if trip[1] == "P37":
+                trip[1] = "P9999"
+    c["requested_rewrite"][0]["relation_id"] = "P9999"
+
+
+CORRUPTIONS[15] = ("KE108", "requested_rewrite[0].relation_id", _unknown_relation, set())
+
+
+@pytest.mark.parametrize(("rule", "field", "mutate", "collateral"), CORRUPTIONS,
+                         ids=[f"{r}-{f}" for r, f, *_ in CORRUPTIONS])
+def test_injected_corruption_is_found(tmp_path, rule, field, mutate, collateral) -> None:
+    bad = simple_case(1000, n_hops=3, edit_at=(1, 2)) if rule == "KE103" and "[0]" not in field \
+        else simple_case(1000, n_hops=3, edit_at=(1,))
+    if rule == "KE103" and field.endswith("idx"):
+        bad = simple_case(1000, n_hops=3, edit_at=(1,))
+        bad["orig"]["edit_triples_idx"] = [1, 2]
+        mutate = None
+    if mutate is not None:
+        mutate(bad)
+    _, report = audit_records(tmp_path, [*CLEAN, bad], edit_set="all")
+    assert ("1000", field) in hits(report, rule), report.findings.to_dicts()
+    # precision: nothing on the clean cases, nothing unexpected on the corrupted one
+    assert set(report.findings["record"].to_list()) == {"1000"}
+    assert rules_hit(report) - {rule} <= collateral, rules_hit(report)
+
+
+def test_duplicate_case_id_and_duplicate_case(tmp_path: Path) -> None:
+    twin = clone(CLEAN[0])
+    twin["case_id"] = 999
+    twin["questions"] = ["other wording 1?", "other wording 2?", "other wording 3?"]
+    same_id = simple_case(555)
+    same_id["case_id"] = CLEAN[1]["case_id"]
+    _, report = audit_records(tmp_path, [*CLEAN, twin, same_id])
+    assert hits(report, "KE401") == {("999", "")}
+    assert {f.details["duplicate_of"] for f in report.iter_findings() if f.rule == "KE401"} == {
+        "100"
+    }
+    dup_row = report.findings.filter(report.findings["rule"] == "KE401")["row"].to_list()
+    assert dup_row == [len(CLEAN)]  # the later occurrence is flagged, not the first
+    assert hits(report, "KE002") == {(str(CLEAN[1]["case_id"]), "case_id")}
+
+
+def test_near_duplicate_question(tmp_path: Path) -> None:
+    other = simple_case(777)
+    other["questions"][1] = "  " + CLEAN[2]["questions"][0].upper().replace("?", " ?!")
+    _, report = audit_records(tmp_path, [*CLEAN, other])
+    assert hits(report, "KE402") == {("777", "questions[1]")}
+
+
+# ----------------------------------------------------------------------- contamination, conflicts
+
+
+def _pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A edits (QA0, P27) → QA9; B's original chain passes through (QA0, P27, QA1)."""
+    a = make_case(1, [("QA0", "P27", "QA1"), ("QA1", "P37", "QA2")],
+                  [("QA0", "P27", "QA9"), ("QA9", "P37", "QA8")], [0, 1])
+    b = make_case(2, [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1"), ("QA1", "P37", "QA2")],
+                  [("QB0", "P36", "QB9"), ("QB9", "P27", "QB8"), ("QB8", "P37", "QB7")], [0])
+    return a, b
+
+
+def test_contamination_unedited(tmp_path: Path, monkeypatch) -> None:
+    a, b = _pair()
+    ids = tmp_path / "ids.txt"
+    ids.write_text("1\n")
+    _, report = audit_records(tmp_path, [a, b], edit_set=f"ids:{ids}")
+    assert hits(report, "KE202") == {("2", "orig.triples[1]")}
+    assert not hits(report, "KE201")
+    f = [x for x in report.iter_findings() if x.rule == "KE202"][0]
+    assert f.details["edits"][0]["triple"] == ["QA0", "P27", "QA9"]
+    assert f.details["edits"][0]["source_cases"] == ["1"]
+    assert report.stats["contamination"]["unedited_contaminated"] == 1
+
+
+def test_contamination_edited(tmp_path: Path) -> None:
+    a, b = _pair()
+    # make B's *new* path pass through (QA0, P27, QA1): B edits only its first hop to QA0
+    b = make_case(2, [("QB0", "P36", "QB1"), ("QB1", "P27", "QB2")],
+                  [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1")], [0])
+    _, report = audit_records(tmp_path, [a, b], edit_set="all")
+    assert hits(report, "KE201") == {("2", "orig.new_triples[1]")}
+    # A is not contaminated by its own edits, and B's edit (QB0,P36) touches nothing of A
+    assert {r for r, _ in hits(report, "KE201")} == {"2"}
+    # edit set of B only: A unedited; A's original chain has (QA0,P27,QA1) and B's edit is on QB0
+    ids = tmp_path / "ids.json"
+    ids.write_text("[2]")
+    _, report = audit_records(tmp_path, [a, b], edit_set=f"ids:{ids}")
+    assert not hits(report, "KE201") and not hits(report, "KE202")
+
+
+def test_conflicting_and_ambiguous_edits(tmp_path: Path) -> None:
+    a = make_case(1, [("QS", "P36", "QC1")], [("QS", "P36", "QN1")], [0])
+    b = make_case(2, [("QS", "P36", "QC1")], [("QS", "P36", "QN2")], [0])  # same s,r → other obj
+    # same label as QS, different entity and object: ambiguous for a text edit memory
+    c = make_case(3, [("QT", "P36", "QC3")], [("QT", "P36", "QN3")], [0])
+    c["requested_rewrite"][0]["subject"] = a["requested_rewrite"][0]["subject"]
+    c["orig"]["new_triples_labeled"][0][0] = a["requested_rewrite"][0]["subject"]
+    c["orig"]["triples_labeled"][0][0] = a["requested_rewrite"][0]["subject"]
+    _, report = audit_records(tmp_path, [a, b, c], edit_set="all")
+    assert {r for r, _ in hits(report, "KE301")} == {"1", "2"}
+    assert {r for r, _ in hits(report, "KE302")} == {"1", "2", "3"}
+    alts = [f for f in report.iter_findings() if f.rule == "KE301"][0].details["alternatives"]
+    assert [x["object"] for x in alts] == ["QN1", "QN2"]
+    # only a and c edited: no id conflict, but still label ambiguity
+    ids = tmp_path / "ids.json"
+    ids.write_text("[1, 3]")
+    _, report = audit_records(tmp_path, [a, b, c], edit_set=f"ids:{ids}")
+    assert not hits(report, "KE301")
+    assert {r for r, _ in hits(report, "KE302")} == {"1", "3"}
+
+
+def test_remastered_layout_gives_same_findings(tmp_path: Path) -> None:
+    a, b = _pair()
+    flat = []
+    for c in (a, b):
+        f = {k: v for k, v in c.items() if k != "orig"}
+        f["requested_rewrite"] = [
+            {"prompt": r["prompt"], "subject": r["subject"], "relation_id": r["relation_id"],
+             "target_new_str": r["target_new"]["str"], "target_new_id": r["target_new"]["id"],
+             "target_true_str": r["target_true"]["str"], "target_true_id": r["target_true"]["id"]}
+            for r in c["requested_rewrite"]
+        ]
+        o = c["orig"]
+        f.update(orig_triples=o["triples"], orig_triples_labeled=o["triples_labeled"],
+                 new_triples=o["new_triples"], new_triples_labeled=o["new_triples_labeled"],
+                 split={"1": ["edited"] if c["case_id"] == 1 else ["unedited"]})
+        flat.append(f)
+    _, report = audit_records(tmp_path, flat, edit_set="split:1")
+    assert hits(report, "KE202") == {("2", "orig.triples[1]")}
+    assert report.options["edited_cases"] == 1
+
+
+# ----------------------------------------------------------------------- real data
+
+
+@pytest.fixture(scope="module")
+def hard_data(hard_path):
+    return FAM.load([hard_path], keep_records=True)
+
+
+def test_hard_real_duplicates_and_ambiguities(hard_data) -> None:
+    report = FAM.audit(hard_data, edit_set="all")
+    assert report.findings.filter(report.findings["severity"] == "error").is_empty()
+    dups = {(f.record, f.details["duplicate_of"]) for f in report.iter_findings() if f.rule == "KE401"}
+    assert dups == {("9203", "9186"), ("9204", "9187"), ("9209", "9192"), ("9212", "9195"),
+                    ("9213", "9196")}
+    amb = {f.record for f in report.iter_findings() if f.rule == "KE302"}
+    assert amb == {"7699", "8563", "8236", "8695"}  # 'Portal' and "A Hard Day's Night"
+    assert report.stats["contamination"] == {
+        "edit_set": "all", "edited_cases": 429, "edited_contaminated": 0,
+        "unedited_cases": 0, "unedited_contaminated": 0,
+    }
+
+
+def naive_contamination(records: list[dict[str, Any]], edited_ids: set[Any]) -> tuple[set, set]:
+    """MQuAKE-Remastered's per-case loop over all applied edits (the reference definition)."""
+    applied = [(c["case_id"], e) for c in records if c["case_id"] in edited_ids
+               for e in c["orig"]["edit_triples"]]
+    edited_bad, unedited_bad = set(), set()
+    for c in records:
+        is_edited = c["case_id"] in edited_ids
+        path = c["orig"]["new_triples" if is_edited else "triples"]
+        for src, e in applied:
+            if src != c["case_id"] and any(e[0] == p[0] and e[1] == p[1] and e[2] != p[2]
+                                           for p in path):
+                (edited_bad if is_edited else unedited_bad).add(str(c["case_id"]))
+                break
+    return edited_bad, unedited_bad
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k=st.integers(0, 429), seed=st.integers(0, 2**32 - 1))
+def test_contamination_matches_reference_loop(hard_data, hard_records, k, seed) -> None:
+    spec = f"random:{k}:{seed}"
+    report = FAM.audit(hard_data, select=["KE2"], edit_set=spec)
+    rng = random.Random()
+    rng.seed(seed)
+    edited = set(rng.sample([c["case_id"] for c in hard_records], k))
+    ref_edited, ref_unedited = naive_contamination(hard_records, edited)
+    f = report.findings
+    assert set(f.filter(f["rule"] == "KE201")["record"].to_list()) == ref_edited
+    assert set(f.filter(f["rule"] == "KE202")["record"].to_list()) == ref_unedited
+    assert report.options["edited_cases"] == k
+
+
+def test_random_100_figures_by_hand(hard_data, hard_records) -> None:
+    """The official edit-list procedure: random.seed(100); random.sample(ids, 100)."""
+    report = FAM.audit(hard_data, select=["KE2"], edit_set="random:100")
+    random.seed(100)
+    edited = set(random.sample([c["case_id"] for c in hard_records], 100))
+    ref_edited, ref_unedited = naive_contamination(hard_records, edited)
+    c = report.stats["contamination"]
+    assert (c["edited_contaminated"], c["unedited_contaminated"]) == (len(ref_edited),
+                                                                     len(ref_unedited))
+    assert c["edited_cases"] == 100 and c["unedited_cases"] == 329
