@@ -22,7 +22,7 @@ class InputError(Exception):
         record: str | None = None,
         field: str | None = None,
     ) -> None:
-        self.message = message
+        self.message = " ".join(str(message).split())  # one line, whatever a library said
         self.path = str(path) if path is not None else None
         self.position = position
         self.record = record

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from curate.errors import UsageError
 from curate.families.base import ChangeEntry
 from curate.findings import Report
+from curate.io import current_umask
 from curate.reports import render_json, render_markdown
 
 DEFAULT_MAX_ROWS_PER_SHARD = 100_000
@@ -54,9 +55,15 @@ class CardInfo:
 
 def size_category(n: int) -> str:
     """The Hub's ``size_categories`` bucket for ``n`` rows."""
-    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-              (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"),
-              (1_000_000_000, "100M<n<1B")]
+    bounds = [
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+        (100_000_000, "10M<n<100M"),
+        (1_000_000_000, "100M<n<1B"),
+    ]
     for bound, label in bounds:
         if n < bound:
             return label
@@ -97,6 +104,7 @@ def write_hf_dataset(
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; a dataset is for sharing
     try:
         (tmp / "data").mkdir()
         split_dict = SplitDict()
@@ -124,7 +132,9 @@ def write_hf_dataset(
         MetadataConfigs({"default": {"data_files": data_files}}).to_dataset_card_data(card_data)
         DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
         body = _card_body(card, tables, report, changelog)
-        (tmp / "README.md").write_text(f"---\n{card_data.to_yaml()}\n---\n\n{body}", encoding="utf-8")
+        (tmp / "README.md").write_text(
+            f"---\n{card_data.to_yaml()}\n---\n\n{body}", encoding="utf-8"
+        )
         if report is not None:
             (tmp / "audit.json").write_text(render_json(report), encoding="utf-8")
         if changelog is not None:
@@ -177,11 +187,16 @@ def _card_body(
                 per_rule[key] = per_rule.get(key, 0) + 1
             lines += ["| rule | field | changes |", "|---|---|---:|"]
             lines += [f"| {r} | `{f}` | {n} |" for (r, f), n in sorted(per_rule.items())]
-            lines += ["", "Every change is listed in `changelog.jsonl` (record, field, old, new, "
-                      "rule, reason)."]
+            lines += [
+                "",
+                "Every change is listed in `changelog.jsonl` (record, field, old, new, "
+                "rule, reason).",
+            ]
         lines.append("")
     lines += card.extra_sections
-    lines.append("Produced by [curate](https://pypi.org/project/curate/) — audited, fixed, exported.")
+    lines.append(
+        "Produced by [curate](https://pypi.org/project/curate/) — audited, fixed, exported."
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -145,6 +145,8 @@ class Report:
     rules_run: list[str]
     options: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    #: Seconds per rule; kept out of every rendered report so that same input → same report.
+    timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.findings = self.findings.select(list(FINDING_SCHEMA)).sort(
@@ -202,6 +204,7 @@ class Report:
             "records_with_findings": self.findings.select(pl.col("record").n_unique()).item()
             if self.findings.height
             else 0,
+            "rules_run": list(self.rules_run),
             "by_rule": {
                 r["rule"]: {"findings": r["findings"], "records": r["records"]}
                 for r in self.counts_by_rule().iter_rows(named=True)

@@ -120,11 +120,11 @@ def _position(text: bytes, pos: int) -> str:
 
 
 def _orjson_error_pos(err: orjson.JSONDecodeError, data: bytes) -> str:
-    pos = getattr(err, "pos", None)
-    if pos is None:
-        m = re.search(r"char (\d+)", str(err))
-        pos = int(m.group(1)) if m else 0
-    return _position(data, pos)
+    # orjson reports line/column in characters; its ``pos`` is a character offset too, so
+    # counting bytes of ``data`` would drift on non-ASCII text.
+    if getattr(err, "lineno", None):
+        return f"{err.lineno}:{err.colno}"
+    return _position(data, getattr(err, "pos", 0) or 0)
 
 
 def _json_batches(path: Path) -> Iterator[Batch]:
@@ -135,7 +135,8 @@ def _json_batches(path: Path) -> Iterator[Batch]:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         msg = str(e).split(":")[0]
-        raise InputError(f"invalid JSON ({msg})", path=path, position=_orjson_error_pos(e, data))
+        pos = _orjson_error_pos(e, data)
+        raise InputError(f"invalid JSON ({msg})", path=path, position=pos) from None
     if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
         # {"data": [...]} wrappers are common; accept one list under a single key.
         doc = next(iter(doc.values()))
@@ -274,12 +275,19 @@ def atomic_path(target: str | Path):
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a report is a normal file
     try:
         yield Path(tmp)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes_atomic(target: str | Path, data: bytes) -> None:

@@ -66,7 +66,12 @@ def render_text(report: Report, *, color: bool = False, width: int = 120) -> str
     """A terminal report: inputs, a table of counts per rule, then a few examples per rule."""
     buf = io.StringIO()
     con = Console(
-        file=buf, force_terminal=color, width=width, no_color=not color, emoji=False, highlight=False
+        file=buf,
+        force_terminal=color,
+        width=width,
+        no_color=not color,
+        emoji=False,
+        highlight=False,
     )
     names = _rule_titles(report)
     for i in report.inputs:
@@ -76,23 +81,37 @@ def render_text(report: Report, *, color: bool = False, width: int = 120) -> str
     c = report.stats.get("contamination")
     if c:
         con.print(
-            f"edit set {escape(str(c['edit_set']))}: {c['edited_contaminated']} of {c['edited_cases']} edited "
+            f"edit set {escape(str(c['edit_set']))}: {c['edited_contaminated']} of "
+            f"{c['edited_cases']} edited "
             f"and {c['unedited_contaminated']} of {c['unedited_cases']} unedited cases contaminated"
         )
     counts = report.counts_by_rule()
     if counts.is_empty():
-        con.print(f"[green]No findings[/green] in {report.records} records "
-                  f"({len(report.rules_run)} rules run).")
+        con.print(
+            f"[green]No findings[/green] in {report.records} records "
+            f"({len(report.rules_run)} rules run)."
+        )
         return buf.getvalue()
     t = Table(title=f"{report.family}: findings per rule", title_justify="left")
-    for col, just in (("rule", "left"), ("name", "left"), ("category", "left"),
-                      ("severity", "left"), ("findings", "right"), ("records", "right")):
+    for col, just in (
+        ("rule", "left"),
+        ("name", "left"),
+        ("category", "left"),
+        ("severity", "left"),
+        ("findings", "right"),
+        ("records", "right"),
+    ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     style = {"error": "red", "warning": "yellow", "info": "cyan"}
     for r in counts.iter_rows(named=True):
-        t.add_row(r["rule"], names.get(r["rule"], ""), r["category"],
-                  f"[{style[r['severity']]}]{r['severity']}[/]", str(r["findings"]),
-                  str(r["records"]))
+        t.add_row(
+            r["rule"],
+            names.get(r["rule"], ""),
+            r["category"],
+            f"[{style[r['severity']]}]{r['severity']}[/]",
+            str(r["findings"]),
+            str(r["records"]),
+        )
     con.print(t)
     con.print("[bold]Examples[/bold]")
     for r in _examples(report).iter_rows(named=True):
@@ -141,11 +160,15 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     if counts.is_empty():
         out.append("No findings.")
         return "\n".join(out) + "\n"
-    out += ["| rule | name | category | severity | findings | records |",
-            "|---|---|---|---|---:|---:|"]
+    out += [
+        "| rule | name | category | severity | findings | records |",
+        "|---|---|---|---|---:|---:|",
+    ]
     for r in counts.iter_rows(named=True):
-        out.append(f"| {r['rule']} | {names.get(r['rule'], '')} | {r['category']} | "
-                   f"{r['severity']} | {r['findings']} | {r['records']} |")
+        out.append(
+            f"| {r['rule']} | {names.get(r['rule'], '')} | {r['category']} | "
+            f"{r['severity']} | {r['findings']} | {r['records']} |"
+        )
     out += ["", f"{h}# Examples", ""]
     for r in _examples(report).iter_rows(named=True):
         field = f" `{r['field']}`" if r["field"] else ""

@@ -43,8 +43,10 @@ class Rule:
     def run(self, *args: Any, **kwargs: Any) -> pl.DataFrame:
         out = self.func(*args, **kwargs)
         return out.select(
-            [pl.col(c).cast(t) if c in out.columns else pl.lit(None, t).alias(c)
-             for c, t in RULE_OUTPUT_SCHEMA.items()]
+            [
+                pl.col(c).cast(t) if c in out.columns else pl.lit(None, t).alias(c)
+                for c, t in RULE_OUTPUT_SCHEMA.items()
+            ]
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -109,7 +111,9 @@ class RuleSet:
         ign = _split(ignore)
         for s in sel + ign:
             if not any(_matches(r, s) for r in self):
-                raise UsageError(f"selector {s!r} matches no {self.family} rule (see `curate rules`)")
+                raise UsageError(
+                    f"selector {s!r} matches no {self.family} rule (see `curate rules`)"
+                )
         chosen = [r for r in self if not sel or any(_matches(r, s) for s in sel)]
         return [r for r in chosen if not any(_matches(r, s) for s in ign)]
 

@@ -15,8 +15,14 @@ HARD = SHARED / "mquake" / "MQuAKE-hard.json"
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
 
 #: Relations from MQuAKE's 44 (labels are only used to build readable labels).
-REL = {"P27": "country of citizenship", "P37": "official language", "P36": "capital",
-       "P35": "head of state", "P30": "continent", "P6": "head of government"}
+REL = {
+    "P27": "country of citizenship",
+    "P37": "official language",
+    "P36": "capital",
+    "P35": "head of state",
+    "P30": "continent",
+    "P6": "head of government",
+}
 
 
 @pytest.fixture(scope="session")
@@ -106,11 +112,13 @@ def make_case(
 def simple_case(case_id: int, n_hops: int = 3, edit_at: tuple[int, ...] = (1,)) -> dict[str, Any]:
     """A clean case with entities private to it: ``Q<case>0<i>`` originals, ``Q<case>9<i>`` new."""
     rels = list(REL)
-    triples = [(f"Q{case_id}0{i}", rels[i % len(rels)], f"Q{case_id}0{i + 1}") for i in range(n_hops)]
+    triples = [
+        (f"Q{case_id}0{i}", rels[i % len(rels)], f"Q{case_id}0{i + 1}") for i in range(n_hops)
+    ]
     new = []
     subj = triples[0][0]
     diverged = False
-    for h, (s, r, o) in enumerate(triples):
+    for h, (_s, r, o) in enumerate(triples):
         if h in edit_at:
             obj = f"Q{case_id}9{h}"
             diverged = True

@@ -31,8 +31,10 @@ def rules_hit(report) -> set[str]:
     return set(report.findings["rule"].unique().to_list())
 
 
-CLEAN = [simple_case(100 + i, n_hops=2 + i % 3, edit_at=((0,), (1,), (0, 2))[i % 3][: 2 + i % 3])
-         for i in range(12)]
+CLEAN = [
+    simple_case(100 + i, n_hops=2 + i % 3, edit_at=((0,), (1,), (0, 2))[i % 3][: 2 + i % 3])
+    for i in range(12)
+]
 
 
 def test_clean_cases_have_no_findings(tmp_path: Path) -> None:
@@ -110,20 +112,40 @@ CORRUPTIONS = [
     ("KE102", "orig.new_triples_labeled[2][0]", _break_label_chain, set()),
     ("KE103", "orig.edit_triples_idx", _set(["orig", "edit_triples_idx"], [1, 2]), {"KE104"}),
     ("KE103", "orig.edit_triples_idx[0]", _set(["orig", "edit_triples_idx", 0], 7), {"KE105"}),
-    ("KE104", "orig.edit_triples[0][2]", _set(["orig", "edit_triples", 0, 2], "QX"),
-     {"KE112", "KE113"}),
-    ("KE104", "requested_rewrite[0].relation_id", _set(["requested_rewrite", 0, "relation_id"], "P6"),
-     set()),
-    ("KE104", "requested_rewrite[0].target_new.str",
-     _set(["requested_rewrite", 0, "target_new", "str"], "Atlantis"), set()),
-    ("KE104", "requested_rewrite[0].subject", _set(["requested_rewrite", 0, "subject"], "Nobody"),
-     set()),
+    (
+        "KE104",
+        "orig.edit_triples[0][2]",
+        _set(["orig", "edit_triples", 0, 2], "QX"),
+        {"KE112", "KE113"},
+    ),
+    (
+        "KE104",
+        "requested_rewrite[0].relation_id",
+        _set(["requested_rewrite", 0, "relation_id"], "P6"),
+        set(),
+    ),
+    (
+        "KE104",
+        "requested_rewrite[0].target_new.str",
+        _set(["requested_rewrite", 0, "target_new", "str"], "Atlantis"),
+        set(),
+    ),
+    (
+        "KE104",
+        "requested_rewrite[0].subject",
+        _set(["requested_rewrite", 0, "subject"], "Nobody"),
+        set(),
+    ),
     ("KE105", "orig.new_triples[0][2]", _changed_unedited_hop, {"KE104"}),
     ("KE106", "answer", _set(["answer"], "Wrong Answer"), set()),
     ("KE106", "new_answer", _set(["new_answer"], "Wrong New Answer"), set()),
     ("KE106", "single_hops[1].answer", _set(["single_hops", 1, "answer"], "Off"), set()),
-    ("KE107", "requested_rewrite[0].prompt", _set(["requested_rewrite", 0, "prompt"], "no slot"),
-     set()),
+    (
+        "KE107",
+        "requested_rewrite[0].prompt",
+        _set(["requested_rewrite", 0, "prompt"], "no slot"),
+        set(),
+    ),
     ("KE107", "requested_rewrite[0].prompt", _two_slots, set()),
     ("KE108", "requested_rewrite[0].relation_id", None, set()),  # filled below
     ("KE109", "questions", _set(["questions"], ["a?", "b?"]), set()),
@@ -131,12 +153,20 @@ CORRUPTIONS = [
     ("KE110", "answer_alias", _alias_problems, set()),
     ("KE111", "new_answer_alias", _overlap, set()),
     ("KE112", "requested_rewrite[0].target_new.id", _no_op, {"KE113", "KE111"}),
-    ("KE113", "requested_rewrite[0].target_true.id",
-     _set(["requested_rewrite", 0, "target_true", "id"], "QTRUE"), set()),
+    (
+        "KE113",
+        "requested_rewrite[0].target_true.id",
+        _set(["requested_rewrite", 0, "target_true", "id"], "QTRUE"),
+        set(),
+    ),
     ("KE001", "orig.triples[0]", _set(["orig", "triples", 0], ["Q1", "P27"]), set()),
     ("KE001", "answer", _set(["answer"], 42), set()),
-    ("KE001", "requested_rewrite[0].target_new.id",
-     _set(["requested_rewrite", 0, "target_new", "id"], ""), set()),
+    (
+        "KE001",
+        "requested_rewrite[0].target_new.id",
+        _set(["requested_rewrite", 0, "target_new", "id"], ""),
+        set(),
+    ),
 ]
 
 
@@ -151,11 +181,17 @@ def _unknown_relation(c: dict[str, Any]) -> None:
 CORRUPTIONS[15] = ("KE108", "requested_rewrite[0].relation_id", _unknown_relation, set())
 
 
-@pytest.mark.parametrize(("rule", "field", "mutate", "collateral"), CORRUPTIONS,
-                         ids=[f"{r}-{f}" for r, f, *_ in CORRUPTIONS])
+@pytest.mark.parametrize(
+    ("rule", "field", "mutate", "collateral"),
+    CORRUPTIONS,
+    ids=[f"{r}-{f}" for r, f, *_ in CORRUPTIONS],
+)
 def test_injected_corruption_is_found(tmp_path, rule, field, mutate, collateral) -> None:
-    bad = simple_case(1000, n_hops=3, edit_at=(1, 2)) if rule == "KE103" and "[0]" not in field \
+    bad = (
+        simple_case(1000, n_hops=3, edit_at=(1, 2))
+        if rule == "KE103" and "[0]" not in field
         else simple_case(1000, n_hops=3, edit_at=(1,))
+    )
     if rule == "KE103" and field.endswith("idx"):
         bad = simple_case(1000, n_hops=3, edit_at=(1,))
         bad["orig"]["edit_triples_idx"] = [1, 2]
@@ -197,10 +233,18 @@ def test_near_duplicate_question(tmp_path: Path) -> None:
 
 def _pair() -> tuple[dict[str, Any], dict[str, Any]]:
     """A edits (QA0, P27) → QA9; B's original chain passes through (QA0, P27, QA1)."""
-    a = make_case(1, [("QA0", "P27", "QA1"), ("QA1", "P37", "QA2")],
-                  [("QA0", "P27", "QA9"), ("QA9", "P37", "QA8")], [0, 1])
-    b = make_case(2, [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1"), ("QA1", "P37", "QA2")],
-                  [("QB0", "P36", "QB9"), ("QB9", "P27", "QB8"), ("QB8", "P37", "QB7")], [0])
+    a = make_case(
+        1,
+        [("QA0", "P27", "QA1"), ("QA1", "P37", "QA2")],
+        [("QA0", "P27", "QA9"), ("QA9", "P37", "QA8")],
+        [0, 1],
+    )
+    b = make_case(
+        2,
+        [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1"), ("QA1", "P37", "QA2")],
+        [("QB0", "P36", "QB9"), ("QB9", "P27", "QB8"), ("QB8", "P37", "QB7")],
+        [0],
+    )
     return a, b
 
 
@@ -211,7 +255,7 @@ def test_contamination_unedited(tmp_path: Path, monkeypatch) -> None:
     _, report = audit_records(tmp_path, [a, b], edit_set=f"ids:{ids}")
     assert hits(report, "KE202") == {("2", "orig.triples[1]")}
     assert not hits(report, "KE201")
-    f = [x for x in report.iter_findings() if x.rule == "KE202"][0]
+    f = next(x for x in report.iter_findings() if x.rule == "KE202")
     assert f.details["edits"][0]["triple"] == ["QA0", "P27", "QA9"]
     assert f.details["edits"][0]["source_cases"] == ["1"]
     assert report.stats["contamination"]["unedited_contaminated"] == 1
@@ -220,8 +264,12 @@ def test_contamination_unedited(tmp_path: Path, monkeypatch) -> None:
 def test_contamination_edited(tmp_path: Path) -> None:
     a, b = _pair()
     # make B's *new* path pass through (QA0, P27, QA1): B edits only its first hop to QA0
-    b = make_case(2, [("QB0", "P36", "QB1"), ("QB1", "P27", "QB2")],
-                  [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1")], [0])
+    b = make_case(
+        2,
+        [("QB0", "P36", "QB1"), ("QB1", "P27", "QB2")],
+        [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1")],
+        [0],
+    )
     _, report = audit_records(tmp_path, [a, b], edit_set="all")
     assert hits(report, "KE201") == {("2", "orig.new_triples[1]")}
     # A is not contaminated by its own edits, and B's edit (QB0,P36) touches nothing of A
@@ -244,7 +292,7 @@ def test_conflicting_and_ambiguous_edits(tmp_path: Path) -> None:
     _, report = audit_records(tmp_path, [a, b, c], edit_set="all")
     assert {r for r, _ in hits(report, "KE301")} == {"1", "2"}
     assert {r for r, _ in hits(report, "KE302")} == {"1", "2", "3"}
-    alts = [f for f in report.iter_findings() if f.rule == "KE301"][0].details["alternatives"]
+    alts = next(f for f in report.iter_findings() if f.rule == "KE301").details["alternatives"]
     assert [x["object"] for x in alts] == ["QN1", "QN2"]
     # only a and c edited: no id conflict, but still label ambiguity
     ids = tmp_path / "ids.json"
@@ -260,15 +308,25 @@ def test_remastered_layout_gives_same_findings(tmp_path: Path) -> None:
     for c in (a, b):
         f = {k: v for k, v in c.items() if k != "orig"}
         f["requested_rewrite"] = [
-            {"prompt": r["prompt"], "subject": r["subject"], "relation_id": r["relation_id"],
-             "target_new_str": r["target_new"]["str"], "target_new_id": r["target_new"]["id"],
-             "target_true_str": r["target_true"]["str"], "target_true_id": r["target_true"]["id"]}
+            {
+                "prompt": r["prompt"],
+                "subject": r["subject"],
+                "relation_id": r["relation_id"],
+                "target_new_str": r["target_new"]["str"],
+                "target_new_id": r["target_new"]["id"],
+                "target_true_str": r["target_true"]["str"],
+                "target_true_id": r["target_true"]["id"],
+            }
             for r in c["requested_rewrite"]
         ]
         o = c["orig"]
-        f.update(orig_triples=o["triples"], orig_triples_labeled=o["triples_labeled"],
-                 new_triples=o["new_triples"], new_triples_labeled=o["new_triples_labeled"],
-                 split={"1": ["edited"] if c["case_id"] == 1 else ["unedited"]})
+        f.update(
+            orig_triples=o["triples"],
+            orig_triples_labeled=o["triples_labeled"],
+            new_triples=o["new_triples"],
+            new_triples_labeled=o["new_triples_labeled"],
+            split={"1": ["edited"] if c["case_id"] == 1 else ["unedited"]},
+        )
         flat.append(f)
     _, report = audit_records(tmp_path, flat, edit_set="split:1")
     assert hits(report, "KE202") == {("2", "orig.triples[1]")}
@@ -286,34 +344,51 @@ def hard_data(hard_path):
 def test_hard_real_duplicates_and_ambiguities(hard_data) -> None:
     report = FAM.audit(hard_data, edit_set="all")
     assert report.findings.filter(report.findings["severity"] == "error").is_empty()
-    dups = {(f.record, f.details["duplicate_of"]) for f in report.iter_findings() if f.rule == "KE401"}
-    assert dups == {("9203", "9186"), ("9204", "9187"), ("9209", "9192"), ("9212", "9195"),
-                    ("9213", "9196")}
+    dups = {
+        (f.record, f.details["duplicate_of"]) for f in report.iter_findings() if f.rule == "KE401"
+    }
+    assert dups == {
+        ("9203", "9186"),
+        ("9204", "9187"),
+        ("9209", "9192"),
+        ("9212", "9195"),
+        ("9213", "9196"),
+    }
     amb = {f.record for f in report.iter_findings() if f.rule == "KE302"}
     assert amb == {"7699", "8563", "8236", "8695"}  # 'Portal' and "A Hard Day's Night"
     assert report.stats["contamination"] == {
-        "edit_set": "all", "edited_cases": 429, "edited_contaminated": 0,
-        "unedited_cases": 0, "unedited_contaminated": 0,
+        "edit_set": "all",
+        "edited_cases": 429,
+        "edited_contaminated": 0,
+        "unedited_cases": 0,
+        "unedited_contaminated": 0,
     }
 
 
 def naive_contamination(records: list[dict[str, Any]], edited_ids: set[Any]) -> tuple[set, set]:
     """MQuAKE-Remastered's per-case loop over all applied edits (the reference definition)."""
-    applied = [(c["case_id"], e) for c in records if c["case_id"] in edited_ids
-               for e in c["orig"]["edit_triples"]]
+    applied = [
+        (c["case_id"], e)
+        for c in records
+        if c["case_id"] in edited_ids
+        for e in c["orig"]["edit_triples"]
+    ]
     edited_bad, unedited_bad = set(), set()
     for c in records:
         is_edited = c["case_id"] in edited_ids
         path = c["orig"]["new_triples" if is_edited else "triples"]
         for src, e in applied:
-            if src != c["case_id"] and any(e[0] == p[0] and e[1] == p[1] and e[2] != p[2]
-                                           for p in path):
+            if src != c["case_id"] and any(
+                e[0] == p[0] and e[1] == p[1] and e[2] != p[2] for p in path
+            ):
                 (edited_bad if is_edited else unedited_bad).add(str(c["case_id"]))
                 break
     return edited_bad, unedited_bad
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(k=st.integers(0, 429), seed=st.integers(0, 2**32 - 1))
 def test_contamination_matches_reference_loop(hard_data, hard_records, k, seed) -> None:
     spec = f"random:{k}:{seed}"
@@ -335,6 +410,8 @@ def test_random_100_figures_by_hand(hard_data, hard_records) -> None:
     edited = set(random.sample([c["case_id"] for c in hard_records], 100))
     ref_edited, ref_unedited = naive_contamination(hard_records, edited)
     c = report.stats["contamination"]
-    assert (c["edited_contaminated"], c["unedited_contaminated"]) == (len(ref_edited),
-                                                                     len(ref_unedited))
+    assert (c["edited_contaminated"], c["unedited_contaminated"]) == (
+        len(ref_edited),
+        len(ref_unedited),
+    )
     assert c["edited_cases"] == 100 and c["unedited_cases"] == 329

@@ -110,9 +110,7 @@ def hop_count_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     of another and per-hop accuracy compares the wrong facts. Reports every length.
     """
     cols = [c for c, _ in _COUNT_FIELDS]
-    c = data.cases.filter(
-        pl.min_horizontal(*cols) != pl.max_horizontal(*cols)
-    )
+    c = data.cases.filter(pl.min_horizontal(*cols) != pl.max_horizontal(*cols))
     counts = pl.struct([pl.col(col).alias(name) for col, name in _COUNT_FIELDS])
     return _out(
         c,
@@ -143,7 +141,9 @@ def broken_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     )
     h = h.filter(pl.col("next_hop").is_not_null())
     ids = h.filter(
-        pl.col("o").is_not_null() & pl.col("next_s").is_not_null() & (pl.col("o") != pl.col("next_s"))
+        pl.col("o").is_not_null()
+        & pl.col("next_s").is_not_null()
+        & (pl.col("o") != pl.col("next_s"))
     ).with_columns(pl.lit("").alias("kind"), pl.col("o").alias("a"), pl.col("next_s").alias("b"))
     labs = h.filter(
         pl.col("o_label").is_not_null()
@@ -171,8 +171,12 @@ def broken_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
             pl.col("a").map_elements(repr, return_dtype=pl.String),
             pl.col("b").map_elements(repr, return_dtype=pl.String),
         ),
-        details=_json_details(pl.col("path"), pl.col("hop"), pl.col("a").alias("object"),
-                              pl.col("b").alias("next_subject")),
+        details=_json_details(
+            pl.col("path"),
+            pl.col("hop"),
+            pl.col("a").alias("object"),
+            pl.col("b").alias("next_subject"),
+        ),
     )
 
 
@@ -197,9 +201,7 @@ def edit_misaligned(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
             "n_edit_triples",
             "n_edit_idx",
         ),
-        details=_json_details(
-            pl.col("n_rewrites"), pl.col("n_edit_triples"), pl.col("n_edit_idx")
-        ),
+        details=_json_details(pl.col("n_rewrites"), pl.col("n_edit_triples"), pl.col("n_edit_idx")),
     )
     e = data.edits.filter(pl.col("idx").is_not_null()).join(
         data.cases.select("row", "n_new_triples"), on="row"
@@ -211,7 +213,10 @@ def edit_misaligned(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         message=pl.format("edit index {} outside the {}-hop chain", "idx", "n_new_triples"),
         details=_json_details(pl.col("idx"), pl.col("n_new_triples").alias("hops")),
     )
-    dup = e.filter(pl.col("idx").is_duplicated().over("row") & (pl.col("k") > pl.col("k").min().over("row", "idx")))
+    dup = e.filter(
+        pl.col("idx").is_duplicated().over("row")
+        & (pl.col("k") > pl.col("k").min().over("row", "idx"))
+    )
     dups = _out(
         dup,
         field=pl.format("orig.edit_triples_idx[{}]", "k"),
@@ -245,16 +250,37 @@ def edit_not_in_new_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     )
     checks = [
         ("t_s", "n_s", "orig.edit_triples[{}][0]", "edit subject {} != new_triples[{}] subject {}"),
-        ("t_r", "n_r", "orig.edit_triples[{}][1]", "edit relation {} != new_triples[{}] relation {}"),
+        (
+            "t_r",
+            "n_r",
+            "orig.edit_triples[{}][1]",
+            "edit relation {} != new_triples[{}] relation {}",
+        ),
         ("t_o", "n_o", "orig.edit_triples[{}][2]", "edit object {} != new_triples[{}] object {}"),
-        ("relation_id", "t_r", "requested_rewrite[{}].relation_id",
-         "rewrite relation {} != edit_triples relation (hop {}) {}"),
-        ("new_id", "t_o", "requested_rewrite[{}].target_new.id",
-         "rewrite target_new.id {} != edit_triples object (hop {}) {}"),
-        ("subject", "n_s_label", "requested_rewrite[{}].subject",
-         "rewrite subject {} != new_triples_labeled[{}] subject {}"),
-        ("new_str", "n_o_label", "requested_rewrite[{}].target_new.str",
-         "rewrite target_new.str {} != new_triples_labeled[{}] object {}"),
+        (
+            "relation_id",
+            "t_r",
+            "requested_rewrite[{}].relation_id",
+            "rewrite relation {} != edit_triples relation (hop {}) {}",
+        ),
+        (
+            "new_id",
+            "t_o",
+            "requested_rewrite[{}].target_new.id",
+            "rewrite target_new.id {} != edit_triples object (hop {}) {}",
+        ),
+        (
+            "subject",
+            "n_s_label",
+            "requested_rewrite[{}].subject",
+            "rewrite subject {} != new_triples_labeled[{}] subject {}",
+        ),
+        (
+            "new_str",
+            "n_o_label",
+            "requested_rewrite[{}].target_new.str",
+            "rewrite target_new.str {} != new_triples_labeled[{}] object {}",
+        ),
     ]
     parts = []
     for a, b, fld, msg in checks:
@@ -270,8 +296,10 @@ def edit_not_in_new_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
                     pl.col(b).map_elements(repr, return_dtype=pl.String),
                 ),
                 details=_json_details(
-                    pl.col("k").alias("edit"), pl.col("idx").alias("hop"),
-                    pl.col(a).alias("edit_value"), pl.col(b).alias("chain_value"),
+                    pl.col("k").alias("edit"),
+                    pl.col("idx").alias("hop"),
+                    pl.col(a).alias("edit_value"),
+                    pl.col(b).alias("chain_value"),
                 ),
             )
         )
@@ -290,19 +318,30 @@ def unexplained_chain_change(data: KEData, opts: dict[str, Any]) -> pl.DataFrame
         "row", "hop", pl.col("s").alias("o_s"), pl.col("r").alias("o_r"), pl.col("o").alias("o_o")
     )
     new = data.hops.filter(pl.col("path") == "new").select("row", "record", "hop", "s", "r", "o")
-    edited_hops = data.edits.filter(pl.col("idx").is_not_null()).select(
-        "row", pl.col("idx").cast(pl.Int32).alias("hop")
-    ).unique()
+    edited_hops = (
+        data.edits.filter(pl.col("idx").is_not_null())
+        .select("row", pl.col("idx").cast(pl.Int32).alias("hop"))
+        .unique()
+    )
     j = new.join(orig, on=["row", "hop"]).join(edited_hops, on=["row", "hop"], how="anti")
     hit = j.filter(
-        (pl.col("s") == pl.col("o_s")) & (pl.col("r") == pl.col("o_r")) & (pl.col("o") != pl.col("o_o"))
+        (pl.col("s") == pl.col("o_s"))
+        & (pl.col("r") == pl.col("o_r"))
+        & (pl.col("o") != pl.col("o_o"))
     )
     return _out(
         hit,
         field=pl.format("orig.new_triples[{}][2]", "hop"),
-        message=pl.format("hop {} changes object {} → {} with no edit at that hop", "hop", "o_o", "o"),
-        details=_json_details(pl.col("hop"), pl.col("s"), pl.col("r"), pl.col("o_o").alias("old"),
-                              pl.col("o").alias("new")),
+        message=pl.format(
+            "hop {} changes object {} → {} with no edit at that hop", "hop", "o_o", "o"
+        ),
+        details=_json_details(
+            pl.col("hop"),
+            pl.col("s"),
+            pl.col("r"),
+            pl.col("o_o").alias("old"),
+            pl.col("o").alias("new"),
+        ),
     )
 
 
@@ -314,34 +353,55 @@ def answer_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     of the last ``single_hops`` entry; ``new_answer`` likewise for the ``new_*`` lists; and each
     single-hop answer must be the object label of its hop. A mismatch is a wrong label.
     """
-    last = data.hops.filter(pl.col("hop") == pl.col("hop").max().over("row", "path")).join(
-        data.cases.select("row", "answer", "new_answer"), on="row"
-    ).with_columns(
-        pl.when(pl.col("path") == "orig").then(pl.col("answer")).otherwise(pl.col("new_answer")).alias("gold"),
-        pl.when(pl.col("path") == "orig").then(pl.lit("answer")).otherwise(pl.lit("new_answer")).alias("gold_field"),
-        pl.when(pl.col("path") == "orig").then(pl.lit("")).otherwise(pl.lit("new_")).alias("pfx"),
+    last = (
+        data.hops.filter(pl.col("hop") == pl.col("hop").max().over("row", "path"))
+        .join(data.cases.select("row", "answer", "new_answer"), on="row")
+        .with_columns(
+            pl.when(pl.col("path") == "orig")
+            .then(pl.col("answer"))
+            .otherwise(pl.col("new_answer"))
+            .alias("gold"),
+            pl.when(pl.col("path") == "orig")
+            .then(pl.lit("answer"))
+            .otherwise(pl.lit("new_answer"))
+            .alias("gold_field"),
+            pl.when(pl.col("path") == "orig")
+            .then(pl.lit(""))
+            .otherwise(pl.lit("new_"))
+            .alias("pfx"),
+        )
     )
     a = last.filter(pl.col("o_label").is_not_null() & (pl.col("gold") != pl.col("o_label")))
     p1 = _out(
         a,
         field=pl.col("gold_field"),
-        message=pl.format("{} {} != last hop object {} in orig.{}triples_labeled",
-                          "gold_field", pl.col("gold").map_elements(repr, return_dtype=pl.String),
-                          pl.col("o_label").map_elements(repr, return_dtype=pl.String), "pfx"),
+        message=pl.format(
+            "{} {} != last hop object {} in orig.{}triples_labeled",
+            "gold_field",
+            pl.col("gold").map_elements(repr, return_dtype=pl.String),
+            pl.col("o_label").map_elements(repr, return_dtype=pl.String),
+            "pfx",
+        ),
         details=_json_details(pl.col("gold"), pl.col("o_label").alias("chain_end"), pl.col("path")),
     )
     b = last.filter(pl.col("sh_answer").is_not_null() & (pl.col("gold") != pl.col("sh_answer")))
     p2 = _out(
         b,
         field=pl.col("gold_field"),
-        message=pl.format("{} {} != last {}single_hops answer {}",
-                          "gold_field", pl.col("gold").map_elements(repr, return_dtype=pl.String),
-                          "pfx", pl.col("sh_answer").map_elements(repr, return_dtype=pl.String)),
-        details=_json_details(pl.col("gold"), pl.col("sh_answer").alias("single_hop_answer"),
-                              pl.col("path")),
+        message=pl.format(
+            "{} {} != last {}single_hops answer {}",
+            "gold_field",
+            pl.col("gold").map_elements(repr, return_dtype=pl.String),
+            "pfx",
+            pl.col("sh_answer").map_elements(repr, return_dtype=pl.String),
+        ),
+        details=_json_details(
+            pl.col("gold"), pl.col("sh_answer").alias("single_hop_answer"), pl.col("path")
+        ),
     )
     h = data.hops.filter(
-        pl.col("sh_answer").is_not_null() & pl.col("o_label").is_not_null()
+        pl.col("sh_answer").is_not_null()
+        & pl.col("o_label").is_not_null()
         & (pl.col("sh_answer") != pl.col("o_label"))
     ).with_columns(
         pl.when(pl.col("path") == "orig").then(pl.lit("")).otherwise(pl.lit("new_")).alias("pfx")
@@ -349,10 +409,14 @@ def answer_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     p3 = _out(
         h,
         field=pl.format("{}single_hops[{}].answer", "pfx", "hop"),
-        message=pl.format("single-hop answer {} != hop object {}",
-                          pl.col("sh_answer").map_elements(repr, return_dtype=pl.String),
-                          pl.col("o_label").map_elements(repr, return_dtype=pl.String)),
-        details=_json_details(pl.col("hop"), pl.col("path"), pl.col("sh_answer"), pl.col("o_label")),
+        message=pl.format(
+            "single-hop answer {} != hop object {}",
+            pl.col("sh_answer").map_elements(repr, return_dtype=pl.String),
+            pl.col("o_label").map_elements(repr, return_dtype=pl.String),
+        ),
+        details=_json_details(
+            pl.col("hop"), pl.col("path"), pl.col("sh_answer"), pl.col("o_label")
+        ),
     )
     return pl.concat([p1, p2, p3])
 
@@ -364,15 +428,20 @@ def bad_prompt(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     Editors build the edit sentence as ``prompt.format(subject)``; without exactly one slot the
     subject is never inserted (or ``format`` fails) and the edit teaches the wrong fact.
     """
-    e = data.edits.filter(pl.col("prompt").is_not_null()).with_columns(
-        pl.col("prompt").str.count_matches("{}", literal=True).alias("slots")
-    ).filter(pl.col("slots") != 1)
+    e = (
+        data.edits.filter(pl.col("prompt").is_not_null())
+        .with_columns(pl.col("prompt").str.count_matches("{}", literal=True).alias("slots"))
+        .filter(pl.col("slots") != 1)
+    )
     return _out(
         e,
         field=pl.format("requested_rewrite[{}].prompt", "k"),
-        message=pl.format("prompt {} has {} '{}' slots, expected 1",
-                          pl.col("prompt").map_elements(repr, return_dtype=pl.String), "slots",
-                          pl.lit("{}")),
+        message=pl.format(
+            "prompt {} has {} '{}' slots, expected 1",
+            pl.col("prompt").map_elements(repr, return_dtype=pl.String),
+            "slots",
+            pl.lit("{}"),
+        ),
         details=_json_details(pl.col("prompt"), pl.col("slots")),
     )
 
@@ -394,7 +463,10 @@ def unknown_relation(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         details=_json_details(pl.col("relation_id")),
     )
     h = data.hops.filter(pl.col("r").is_not_null() & ~pl.col("r").is_in(known)).with_columns(
-        pl.when(pl.col("path") == "orig").then(pl.lit("triples")).otherwise(pl.lit("new_triples")).alias("lst")
+        pl.when(pl.col("path") == "orig")
+        .then(pl.lit("triples"))
+        .otherwise(pl.lit("new_triples"))
+        .alias("lst")
     )
     p2 = _out(
         h,
@@ -414,19 +486,27 @@ def bad_questions(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     """
     c = data.cases.with_columns(
         pl.col("questions").list.len().alias("nq"),
-        pl.col("questions").list.eval(pl.element().str.strip_chars().str.to_lowercase())
-        .list.n_unique().alias("nd"),
-        pl.col("questions").list.eval(pl.element().str.strip_chars() == "").list.any().alias("empty"),
+        pl.col("questions")
+        .list.eval(pl.element().str.strip_chars().str.to_lowercase())
+        .list.n_unique()
+        .alias("nd"),
+        pl.col("questions")
+        .list.eval(pl.element().str.strip_chars() == "")
+        .list.any()
+        .alias("empty"),
     ).filter((pl.col("nq") != 3) | (pl.col("nd") != pl.col("nq")) | pl.col("empty"))
     return _out(
         c,
         field=pl.lit("questions"),
         message=pl.format(
-            "{} questions ({} distinct{}), expected 3 distinct", "nq", "nd",
+            "{} questions ({} distinct{}), expected 3 distinct",
+            "nq",
+            "nd",
             pl.when(pl.col("empty")).then(pl.lit(", some empty")).otherwise(pl.lit("")),
         ),
-        details=_json_details(pl.col("nq").alias("questions"), pl.col("nd").alias("distinct"),
-                              pl.col("empty")),
+        details=_json_details(
+            pl.col("nq").alias("questions"), pl.col("nd").alias("distinct"), pl.col("empty")
+        ),
     )
 
 
@@ -448,19 +528,21 @@ def bad_aliases(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
             .with_columns(pl.col(lst).str.strip_chars().str.to_uppercase().alias("key"))
             .with_columns(
                 (pl.col("key") == "").alias("is_empty"),
-                (pl.col("key") == pl.col(ans).str.strip_chars().str.to_uppercase()).alias("is_answer"),
+                (pl.col("key") == pl.col(ans).str.strip_chars().str.to_uppercase()).alias(
+                    "is_answer"
+                ),
                 pl.col("i").min().over("row", "key").alias("first_i"),
             )
             .filter(pl.col("is_empty") | pl.col("is_answer") | (pl.col("i") != pl.col("first_i")))
         )
         if x.is_empty():
             continue
-        clean = (
-            data.cases.filter(pl.col("row").is_in(x["row"].unique().implode()))
-            .select("row", lst, ans)
+        clean = data.cases.filter(pl.col("row").is_in(x["row"].unique().implode())).select(
+            "row", lst, ans
         )
-        bad = x.group_by("row").agg(pl.col("i"), pl.col("record").first(),
-                                    pl.col(lst).alias("removed"))
+        bad = x.group_by("row").agg(
+            pl.col("i"), pl.col("record").first(), pl.col(lst).alias("removed")
+        )
         clean = clean.join(bad, on="row").with_columns(
             pl.int_ranges(pl.col(lst).list.len()).alias("pos")
         )
@@ -491,23 +573,31 @@ def answer_sets_overlap(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     or ``new_answer``+``new_answer_alias`` (edited). A string in both sets counts the same output
     as right before and after the edit, so the case cannot tell whether the edit worked.
     """
+
     def side(ans: str, lst: str) -> pl.DataFrame:
-        return data.cases.select(
-            "row", "record",
-            pl.concat_list(pl.col(ans), pl.col(lst)).alias("v"),
-        ).explode("v").with_columns(pl.col("v").str.strip_chars().str.to_uppercase().alias("key")).filter(
-            pl.col("key") != ""
+        return (
+            data.cases.select(
+                "row",
+                "record",
+                pl.concat_list(pl.col(ans), pl.col(lst)).alias("v"),
+            )
+            .explode("v")
+            .with_columns(pl.col("v").str.strip_chars().str.to_uppercase().alias("key"))
+            .filter(pl.col("key") != "")
         )
+
     pre = side("answer", "answer_alias")
     post = side("new_answer", "new_answer_alias").select("row", "key", pl.col("v").alias("v_new"))
-    j = pre.join(post, on=["row", "key"]).group_by("row", "record").agg(
-        pl.col("v").unique(maintain_order=True).alias("shared")
-    ).sort("row")
+    j = (
+        pre.join(post, on=["row", "key"])
+        .group_by("row", "record")
+        .agg(pl.col("v").unique(maintain_order=True).alias("shared"))
+        .sort("row")
+    )
     return _out(
         j,
         field=pl.lit("new_answer_alias"),
-        message=pl.format("pre- and post-edit answers share {}",
-                          pl.col("shared").list.join(", ")),
+        message=pl.format("pre- and post-edit answers share {}", pl.col("shared").list.join(", ")),
         details=_json_details(pl.col("shared")),
     )
 
@@ -537,70 +627,107 @@ def wrong_true_target(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     memory or the original chain is mislabelled.
     """
     orig = data.hops.filter(pl.col("path") == "orig").select(
-        "row", pl.col("hop").cast(pl.Int64).alias("idx"), pl.col("s").alias("o_s"),
-        pl.col("r").alias("o_r"), pl.col("o").alias("o_o"),
+        "row",
+        pl.col("hop").cast(pl.Int64).alias("idx"),
+        pl.col("s").alias("o_s"),
+        pl.col("r").alias("o_r"),
+        pl.col("o").alias("o_o"),
     )
     e = data.edits.join(orig, on=["row", "idx"]).filter(
-        (pl.col("t_s") == pl.col("o_s")) & (pl.col("t_r") == pl.col("o_r"))
-        & pl.col("true_id").is_not_null() & (pl.col("true_id") != pl.col("o_o"))
+        (pl.col("t_s") == pl.col("o_s"))
+        & (pl.col("t_r") == pl.col("o_r"))
+        & pl.col("true_id").is_not_null()
+        & (pl.col("true_id") != pl.col("o_o"))
     )
     return _out(
         e,
         field=pl.format("requested_rewrite[{}].target_true.id", "k"),
-        message=pl.format("target_true.id {} != original object {} of hop {}", "true_id", "o_o", "idx"),
-        details=_json_details(pl.col("true_id"), pl.col("o_o").alias("original_object"),
-                              pl.col("idx").alias("hop")),
+        message=pl.format(
+            "target_true.id {} != original object {} of hop {}", "true_id", "o_o", "idx"
+        ),
+        details=_json_details(
+            pl.col("true_id"), pl.col("o_o").alias("original_object"), pl.col("idx").alias("hop")
+        ),
     )
 
 
 # --------------------------------------------------------------------------- contamination (KE2xx)
 
 
-def applied_edits(data: KEData, edited: pl.Series) -> pl.DataFrame:
-    """Edits of the cases in the edit set, one row per distinct id triple, with source cases."""
-    rows = data.cases.select("row").with_columns(edited.alias("edited")).filter(pl.col("edited"))
-    e = data.edits.filter(pl.col("t_s").is_not_null() & pl.col("t_r").is_not_null()
-                          & pl.col("t_o").is_not_null())
-    return e.join(rows.select("row"), on="row", how="semi").select(
-        "row", "record", "k", "t_s", "t_r", "t_o", "subject", "new_str"
+def applied_edits(data: KEData, edited: pl.Series) -> pl.LazyFrame:
+    """Edits of the cases in the edit set (id triples complete), lazily."""
+    rows = data.cases.lazy().select("row", edited.alias("edited")).filter(pl.col("edited"))
+    return (
+        data.edits.lazy()
+        .filter(
+            pl.col("t_s").is_not_null() & pl.col("t_r").is_not_null() & pl.col("t_o").is_not_null()
+        )
+        .join(rows.select("row"), on="row", how="semi")
+        .select("row", "record", "k", "t_s", "t_r", "t_o", "subject", "new_str")
     )
 
 
 def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
-    """(victim row, hop) × contaminating edit groups, for the whole edit set in one join.
+    """Every (victim case, hop) whose correct path an applied edit of another case overrides.
 
-    Applied edits are grouped by (s, r, o) with their source cases, so memory follows the number
-    of distinct edits, not pairs of cases. A group contaminates a hop when it shares the hop's
-    (s, r), has another object, and has a source case other than the victim.
+    One pass of joins, no loop over pairs: (1) the correct path of each case (``new_triples`` if
+    edited, else ``triples``) is joined on (subject, relation) with the *distinct* applied edit
+    triples, keeping those with another object; (2) only for these candidate hits are the source
+    cases gathered, and a hit stands if a source other than the victim itself remains (a case's
+    own edit against its own chain is a structural defect: KE104/KE105). Memory follows the
+    number of hops, distinct edits and hits, never pairs of cases.
     """
-    ap = applied_edits(data, edited)
-    if ap.is_empty():
-        return pl.DataFrame()
-    groups = ap.sort("row", "k").group_by("t_s", "t_r", "t_o").agg(
-        pl.col("record").alias("src_records"),
-        pl.col("row").alias("src_rows"),
-        pl.col("k").alias("src_k"),
-        pl.col("subject").first(),
-        pl.col("new_str").first(),
+    applied = applied_edits(data, edited)
+    flags = data.cases.lazy().select("row", edited.alias("edited"))
+    path = (
+        data.hops.lazy()
+        .select("row", "path", "hop", "s", "r", "o")
+        .join(flags, on="row")
+        .filter(
+            pl.when(pl.col("edited"))
+            .then(pl.col("path") == "new")
+            .otherwise(pl.col("path") == "orig")
+            & pl.col("s").is_not_null()
+            & pl.col("r").is_not_null()
+        )
     )
-    flags = data.cases.select("row").with_columns(edited.alias("edited"))
-    path = data.hops.join(flags, on="row").filter(
-        pl.when(pl.col("edited")).then(pl.col("path") == "new").otherwise(pl.col("path") == "orig")
-        & pl.col("s").is_not_null() & pl.col("r").is_not_null()
-    ).select("row", "record", "edited", "path", "hop", "s", "r", "o", "s_label", "o_label")
-    j = (
-        path.join(groups, left_on=["s", "r"], right_on=["t_s", "t_r"], how="inner")
+    distinct = applied.select("t_s", "t_r", "t_o").unique()
+    cand = (
+        path.join(distinct, left_on=["s", "r"], right_on=["t_s", "t_r"], how="inner")
         .filter(pl.col("o").is_null() | (pl.col("o") != pl.col("t_o")))
         .with_columns(pl.col("s").alias("t_s"), pl.col("r").alias("t_r"))
+        .collect()
     )
-    # Drop groups whose only source is the victim itself (its own edit vs. its own chain is a
-    # structural defect reported by KE104/KE105, not contamination).
-    j = j.with_columns(
-        pl.col("src_rows").list.set_difference(pl.concat_list(pl.col("row"))).list.len().alias(
-            "n_other"
+    if cand.is_empty():
+        return pl.DataFrame()
+    sources = (
+        applied.join(
+            cand.lazy().select("t_s", "t_r", "t_o").unique(), on=["t_s", "t_r", "t_o"], how="semi"
         )
-    ).filter(pl.col("n_other") > 0)
-    return j
+        .sort("row", "k")
+        .group_by("t_s", "t_r", "t_o")
+        .agg(
+            pl.col("record").alias("src_records"),
+            pl.col("row").alias("src_rows"),
+            pl.col("k").alias("src_k"),
+            pl.col("subject").first(),
+            pl.col("new_str").first(),
+        )
+    )
+    labels = data.hops.lazy().select("row", "path", "hop", "record", "s_label", "o_label")
+    return (
+        cand.lazy()
+        .join(sources, on=["t_s", "t_r", "t_o"])
+        .with_columns(
+            pl.col("src_rows")
+            .list.set_difference(pl.concat_list(pl.col("row")))
+            .list.len()
+            .alias("n_other")
+        )
+        .filter(pl.col("n_other") > 0)
+        .join(labels, on=["row", "path", "hop"], how="left")
+        .collect()
+    )
 
 
 def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> pl.DataFrame:
@@ -626,7 +753,10 @@ def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> p
             ).alias("edit")
         )
         .group_by("row", "record", "path", "hop", "s", "r", "o", "s_label", "o_label")
-        .agg(pl.col("edit").sort_by(pl.col("t_o")).head(MAX_LISTED).alias("edits"), pl.len().alias("n_edits"))
+        .agg(
+            pl.col("edit").sort_by(pl.col("t_o")).head(MAX_LISTED).alias("edits"),
+            pl.len().alias("n_edits"),
+        )
         .sort("row", "hop")
     )
     lst = "new_triples" if edited_side else "triples"
@@ -634,8 +764,12 @@ def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> p
         per_hop,
         field=pl.format(f"orig.{lst}[{{}}]", "hop"),
         message=pl.format(
-            "hop {} ({}, {}, {}) is overridden by {} edit(s) from other cases, e.g. → {} from case {}",
-            "hop", pl.col("s_label").fill_null(pl.col("s")), "r", pl.col("o_label").fill_null(pl.col("o")),
+            "hop {} ({}, {}, {}) is overridden by {} edit(s) from other cases, "
+            "e.g. → {} from case {}",
+            "hop",
+            pl.col("s_label").fill_null(pl.col("s")),
+            "r",
+            pl.col("o_label").fill_null(pl.col("o")),
             "n_edits",
             pl.col("edits").list.first().struct.field("target_new"),
             pl.col("edits").list.first().struct.field("source_cases").list.first(),
@@ -687,7 +821,7 @@ def conflicting_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     last wins, and every case relying on the other is wrong. Each edit in a conflicting group is
     reported with the alternatives and the cases that request them.
     """
-    ap = applied_edits(data, opts["_edited"])
+    ap = applied_edits(data, opts["_edited"]).collect()
     g = ap.with_columns(pl.col("t_o").n_unique().over("t_s", "t_r").alias("n_obj")).filter(
         pl.col("n_obj") > 1
     )
@@ -697,17 +831,24 @@ def conflicting_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         pl.col("record").head(MAX_LISTED).alias("cases"), pl.col("new_str").first().alias("label")
     )
     alts = alts.group_by("t_s", "t_r").agg(
-        pl.struct(pl.col("t_o").alias("object"), "label", "cases").sort_by("t_o").alias("alternatives")
+        pl.struct(pl.col("t_o").alias("object"), "label", "cases")
+        .sort_by("t_o")
+        .alias("alternatives")
     )
     hit = g.join(alts, on=["t_s", "t_r"]).sort("row", "k")
     return _out(
         hit,
         field=pl.format("requested_rewrite[{}].target_new.id", "k"),
-        message=pl.format("edit ({}, {}) → {} conflicts with {} other object(s) edited in the set",
-                          pl.col("subject").fill_null(pl.col("t_s")), "t_r", "t_o",
-                          pl.col("n_obj") - 1),
-        details=_json_details(pl.concat_list("t_s", "t_r", "t_o").alias("edit"),
-                              pl.col("alternatives")),
+        message=pl.format(
+            "edit ({}, {}) → {} conflicts with {} other object(s) edited in the set",
+            pl.col("subject").fill_null(pl.col("t_s")),
+            "t_r",
+            "t_o",
+            pl.col("n_obj") - 1,
+        ),
+        details=_json_details(
+            pl.concat_list("t_s", "t_r", "t_o").alias("edit"), pl.col("alternatives")
+        ),
     )
 
 
@@ -720,35 +861,56 @@ def ambiguous_label_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     and cannot tell the country from the US state. Each such edit is reported with the other
     entities and objects behind the same label.
     """
-    ap = applied_edits(data, opts["_edited"]).filter(pl.col("subject").is_not_null())
+    ap = applied_edits(data, opts["_edited"]).filter(pl.col("subject").is_not_null()).collect()
     d = ap.select("subject", "t_r", "t_s", "t_o").unique()
-    d = d.with_columns(
-        pl.len().over("subject", "t_r").alias("n_all"),
-        pl.len().over("subject", "t_r", "t_s").alias("n_same_s"),
-        pl.len().over("subject", "t_r", "t_o").alias("n_same_o"),
-    ).with_columns(
-        # distinct (s, o) pairs with another subject id AND another object (inclusion–exclusion;
-        # the pair itself is counted once in each term).
-        (pl.col("n_all") - pl.col("n_same_s") - pl.col("n_same_o") + 1).alias("n_ambiguous")
-    ).filter(pl.col("n_ambiguous") > 0)
+    d = (
+        d.with_columns(
+            pl.len().over("subject", "t_r").alias("n_all"),
+            pl.len().over("subject", "t_r", "t_s").alias("n_same_s"),
+            pl.len().over("subject", "t_r", "t_o").alias("n_same_o"),
+        )
+        .with_columns(
+            # distinct (s, o) pairs with another subject id AND another object (inclusion–exclusion;
+            # the pair itself is counted once in each term).
+            (pl.col("n_all") - pl.col("n_same_s") - pl.col("n_same_o") + 1).alias("n_ambiguous")
+        )
+        .filter(pl.col("n_ambiguous") > 0)
+    )
     if d.is_empty():
         return empty_rule_output()
-    others = ap.join(d.select("subject", "t_r").unique(), on=["subject", "t_r"]).group_by(
-        "subject", "t_r"
-    ).agg(
-        pl.struct(pl.col("t_s").alias("subject_id"), pl.col("t_o").alias("object"),
-                  pl.col("new_str").alias("label"), pl.col("record").alias("case"))
-        .sort_by("t_s", "t_o", "row").head(MAX_LISTED).alias("edits")
+    others = (
+        ap.join(d.select("subject", "t_r").unique(), on=["subject", "t_r"])
+        .group_by("subject", "t_r")
+        .agg(
+            pl.struct(
+                pl.col("t_s").alias("subject_id"),
+                pl.col("t_o").alias("object"),
+                pl.col("new_str").alias("label"),
+                pl.col("record").alias("case"),
+            )
+            .sort_by("t_s", "t_o", "row")
+            .head(MAX_LISTED)
+            .alias("edits")
+        )
     )
-    hit = ap.join(d.select("subject", "t_r", "t_s", "t_o", "n_ambiguous"),
-                  on=["subject", "t_r", "t_s", "t_o"]).join(others, on=["subject", "t_r"]).sort("row", "k")
+    hit = (
+        ap.join(
+            d.select("subject", "t_r", "t_s", "t_o", "n_ambiguous"),
+            on=["subject", "t_r", "t_s", "t_o"],
+        )
+        .join(others, on=["subject", "t_r"])
+        .sort("row", "k")
+    )
     return _out(
         hit,
         field=pl.format("requested_rewrite[{}].subject", "k"),
         message=pl.format(
             "label {} names {} with relation {}, but {} other edit(s) under the same label use "
             "another entity and object",
-            pl.col("subject").map_elements(repr, return_dtype=pl.String), "t_s", "t_r", "n_ambiguous",
+            pl.col("subject").map_elements(repr, return_dtype=pl.String),
+            "t_s",
+            "t_r",
+            "n_ambiguous",
         ),
         details=_json_details(pl.concat_list("t_s", "t_r", "t_o").alias("edit"), pl.col("edits")),
     )
@@ -759,14 +921,22 @@ def ambiguous_label_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 def _case_keys(data: KEData) -> pl.DataFrame:
     """Per case: a key of its fact chain and of its set of edits (order-free)."""
-    chain = data.hops.filter(pl.col("path") == "orig").sort("row", "hop").group_by("row").agg(
-        pl.concat_str("s", "r", "o", separator="\x1f").str.join("\x1e").alias("chain")
+    chain = (
+        data.hops.filter(pl.col("path") == "orig")
+        .sort("row", "hop")
+        .group_by("row")
+        .agg(pl.concat_str("s", "r", "o", separator="\x1f").str.join("\x1e").alias("chain"))
     )
-    edits = data.edits.select("row", pl.concat_str("t_s", "t_r", "t_o", separator="\x1f").alias("t")).sort(
-        "row", "t"
-    ).group_by("row").agg(pl.col("t").str.join("\x1e").alias("edit_key"))
-    return data.cases.select("row", "record").join(chain, on="row", how="left").join(
-        edits, on="row", how="left"
+    edits = (
+        data.edits.select("row", pl.concat_str("t_s", "t_r", "t_o", separator="\x1f").alias("t"))
+        .sort("row", "t")
+        .group_by("row")
+        .agg(pl.col("t").str.join("\x1e").alias("edit_key"))
+    )
+    return (
+        data.cases.select("row", "record")
+        .join(chain, on="row", how="left")
+        .join(edits, on="row", how="left")
     )
 
 
@@ -778,12 +948,17 @@ def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     every accuracy figure. The first occurrence is kept; each later one is reported with the case
     it repeats. Fix: drop the later ones.
     """
-    k = _case_keys(data).filter(pl.col("chain").is_not_null()).with_columns(
-        pl.col("row").min().over("chain", "edit_key").alias("first_row")
-    ).filter(pl.col("row") != pl.col("first_row"))
+    k = (
+        _case_keys(data)
+        .filter(pl.col("chain").is_not_null())
+        .with_columns(pl.col("row").min().over("chain", "edit_key").alias("first_row"))
+        .filter(pl.col("row") != pl.col("first_row"))
+    )
     if k.is_empty():
         return empty_rule_output()
-    firsts = data.cases.select(pl.col("row").alias("first_row"), pl.col("record").alias("first_record"))
+    firsts = data.cases.select(
+        pl.col("row").alias("first_row"), pl.col("record").alias("first_record")
+    )
     k = k.join(firsts, on="first_row").sort("row")
     out = _out(
         k,
@@ -793,7 +968,8 @@ def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     )
     return out.with_columns(
         pl.struct(pl.lit("drop").alias("op"), pl.col("record").alias("record"))
-        .struct.json_encode().alias("fix")
+        .struct.json_encode()
+        .alias("fix")
     )
 
 
@@ -807,16 +983,22 @@ def near_duplicate_question(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     One question with two gold answers cannot be right for both; and if the answers agree the
     question is counted twice. Pairs already reported as duplicate cases (KE401) are not repeated.
     """
-    dup_rows = _case_keys(data).with_columns(
-        pl.col("row").min().over("chain", "edit_key").alias("first_row")
-    ).select("row", "first_row")
+    dup_rows = (
+        _case_keys(data)
+        .with_columns(pl.col("row").min().over("chain", "edit_key").alias("first_row"))
+        .select("row", "first_row")
+    )
     q = (
         data.cases.select("row", "record", "questions")
         .explode("questions")
         .with_columns(pl.int_range(pl.len()).over("row").alias("qi"))
         .filter(pl.col("questions").is_not_null())
         .with_columns(
-            pl.col("questions").str.to_lowercase().str.replace_all(_NORM, " ").str.strip_chars().alias("norm")
+            pl.col("questions")
+            .str.to_lowercase()
+            .str.replace_all(_NORM, " ")
+            .str.strip_chars()
+            .alias("norm")
         )
         .filter(pl.col("norm") != "")
         .join(dup_rows, on="row")
@@ -828,14 +1010,21 @@ def near_duplicate_question(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     )
     if q.is_empty():
         return empty_rule_output()
-    firsts = data.cases.select(pl.col("row").alias("norm_first"), pl.col("record").alias("first_record"))
+    firsts = data.cases.select(
+        pl.col("row").alias("norm_first"), pl.col("record").alias("first_record")
+    )
     q = q.join(firsts, on="norm_first").unique(["row", "norm"], keep="first").sort("row", "qi")
     return _out(
         q,
         field=pl.format("questions[{}]", "qi"),
-        message=pl.format("question also asked by case {}: {}", "first_record",
-                          pl.col("questions").map_elements(repr, return_dtype=pl.String)),
-        details=_json_details(pl.col("first_record").alias("also_in"), pl.col("norm").alias("normalised")),
+        message=pl.format(
+            "question also asked by case {}: {}",
+            "first_record",
+            pl.col("questions").map_elements(repr, return_dtype=pl.String),
+        ),
+        details=_json_details(
+            pl.col("first_record").alias("also_in"), pl.col("norm").alias("normalised")
+        ),
     )
 
 
@@ -863,17 +1052,30 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
 
     for r in f.filter(pl.col("rule") == "KE001").unique("row", keep="first").iter_rows(named=True):
         drop[r["row"]] = "KE001"
-        changes.append(ChangeEntry(r["record"], "", data.invalid.get(r["row"]), None, "KE001",
-                                   f"dropped: invalid record ({r['field']}: {r['message']})"))
+        changes.append(
+            ChangeEntry(
+                r["record"],
+                "",
+                data.invalid.get(r["row"]),
+                None,
+                "KE001",
+                f"dropped: invalid record ({r['field']}: {r['message']})",
+            )
+        )
     for r in f.filter(pl.col("rule") == "KE401").iter_rows(named=True):
         if r["row"] in drop:
             continue
         drop[r["row"]] = "KE401"
-        changes.append(ChangeEntry(r["record"], "", original(r["row"]), None, "KE401",
-                                   "dropped: " + r["message"]))
+        changes.append(
+            ChangeEntry(
+                r["record"], "", original(r["row"]), None, "KE401", "dropped: " + r["message"]
+            )
+        )
     alias_fix = {
         (r["row"], r["field"]): orjson.loads(r["fix"])
-        for r in f.filter((pl.col("rule") == "KE110") & pl.col("fix").is_not_null()).iter_rows(named=True)
+        for r in f.filter((pl.col("rule") == "KE110") & pl.col("fix").is_not_null()).iter_rows(
+            named=True
+        )
     }
     edited = resolve_edit_set(data, report.options.get("edit_set") or "all")
     contam = contamination(data, edited)
@@ -881,10 +1083,7 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
     if not contam.is_empty():
         ex = (
             contam.explode(["src_records", "src_rows", "src_k"])
-            .filter(
-                (pl.col("src_rows") != pl.col("row"))
-                & ~pl.col("src_rows").is_in(list(drop))
-            )
+            .filter((pl.col("src_rows") != pl.col("row")) & ~pl.col("src_rows").is_in(list(drop)))
             .select("row", "src_rows", "src_records", "src_k", "t_s", "t_r", "t_o")
             .unique()
             .sort("row", "src_rows", "src_k")
@@ -892,9 +1091,11 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         case_ids = {row: case.case_id for row, case in data.records.items()}
         for r in ex.iter_rows(named=True):
             withheld.setdefault(r["row"], []).append(
-                {"case_id": case_ids.get(r["src_rows"], r["src_records"]),
-                 "edit_index": r["src_k"],
-                 "triple": [r["t_s"], r["t_r"], r["t_o"]]}
+                {
+                    "case_id": case_ids.get(r["src_rows"], r["src_records"]),
+                    "edit_index": r["src_k"],
+                    "triple": [r["t_s"], r["t_r"], r["t_o"]],
+                }
             )
     flags = dict(zip(data.cases["row"].to_list(), edited.to_list(), strict=True))
     split_of = dict(zip(data.cases["row"].to_list(), data.cases["split"].to_list(), strict=True))
@@ -908,22 +1109,41 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         for lst in ("answer_alias", "new_answer_alias"):
             fx = alias_fix.get((row, lst))
             if fx:
-                changes.append(ChangeEntry(rid, lst, fx["old"], fx["new"], "KE110",
-                                           "removed empty, repeated or answer-equal aliases"))
+                changes.append(
+                    ChangeEntry(
+                        rid,
+                        lst,
+                        fx["old"],
+                        fx["new"],
+                        "KE110",
+                        "removed empty, repeated or answer-equal aliases",
+                    )
+                )
                 rec[lst] = fx["new"]
         rec["edited"] = bool(flags.get(row, False))
         rec["withheld_edits"] = withheld.get(row, [])
         if rec["withheld_edits"]:
             n_withheld_cases += 1
             rule = "KE201" if rec["edited"] else "KE202"
-            changes.append(ChangeEntry(rid, "withheld_edits", [], rec["withheld_edits"], rule,
-                                       f"{len(rec['withheld_edits'])} contaminating edit(s) withheld "
-                                       f"when evaluating this case (edit set {report.options.get('edit_set')})"))
+            changes.append(
+                ChangeEntry(
+                    rid,
+                    "withheld_edits",
+                    [],
+                    rec["withheld_edits"],
+                    rule,
+                    f"{len(rec['withheld_edits'])} contaminating edit(s) withheld "
+                    f"when evaluating this case (edit set {report.options.get('edit_set')})",
+                )
+            )
         by_split.setdefault(split_of.get(row) or "train", []).append(rec)
     edit_set_ids = [
-        rec
+        data.records[row].case_id if row in data.records else rec
         for row, rec, e in zip(
-            data.cases["row"].to_list(), data.cases["record"].to_list(), edited.to_list(), strict=True
+            data.cases["row"].to_list(),
+            data.cases["record"].to_list(),
+            edited.to_list(),
+            strict=True,
         )
         if e and row not in drop
     ]

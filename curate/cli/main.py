@@ -161,14 +161,19 @@ def fix(
         description=f"{fam.title}: fixed with `curate fix` (edit set `{edit_set}`).",
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
     )
-    write_hf_dataset(out, result.tables, card, report=report, changelog=result.changelog,
-                     extra_files=result.extra_files, overwrite=overwrite)
+    write_hf_dataset(
+        out,
+        result.tables,
+        card,
+        report=report,
+        changelog=result.changelog,
+        extra_files=result.extra_files,
+        overwrite=overwrite,
+    )
     s = result.summary
     typer.echo(
         f"wrote {out}: {sum(t.num_rows for t in result.tables.values())} records, "
-        f"{len(result.changelog)} changes ("
-        + ", ".join(f"{k}={v}" for k, v in s.items())
-        + ")"
+        f"{len(result.changelog)} changes (" + ", ".join(f"{k}={v}" for k, v in s.items()) + ")"
     )
 
 
@@ -203,8 +208,9 @@ def export(
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
     )
     tables = fam.to_tables(data)
-    write_hf_dataset(out, tables, card, report=report, max_rows_per_shard=max_rows_per_shard,
-                     overwrite=overwrite)
+    write_hf_dataset(
+        out, tables, card, report=report, max_rows_per_shard=max_rows_per_shard, overwrite=overwrite
+    )
     typer.echo(f"wrote {out}: " + ", ".join(f"{s}={t.num_rows}" for s, t in tables.items()))
     if push_to_hub:
         push(out, push_to_hub)
@@ -214,7 +220,9 @@ def export(
 @app.command()
 def rules(
     family: Annotated[str | None, typer.Argument(help="Only this family's rules.")] = None,
-    code: Annotated[str | None, typer.Option("--code", help="Full documentation of one rule.")] = None,
+    code: Annotated[
+        str | None, typer.Option("--code", help="Full documentation of one rule.")
+    ] = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """List rules with their code, category, severity and documentation."""
@@ -223,12 +231,15 @@ def rules(
     if code and not chosen:
         raise UsageError(f"no rule {code!r}")
     if fmt is Format.json:
-        sys.stdout.write(orjson.dumps([r.to_json() for r in chosen], option=orjson.OPT_INDENT_2)
-                         .decode() + "\n")
+        sys.stdout.write(
+            orjson.dumps([r.to_json() for r in chosen], option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
         return
     for r in chosen:
         fixable = ", fixable" if r.fixable else ""
-        typer.echo(f"{r.code}  {r.name}  [{r.family}; {r.category.value}; {r.severity.value}{fixable}]")
+        typer.echo(
+            f"{r.code}  {r.name}  [{r.family}; {r.category.value}; {r.severity.value}{fixable}]"
+        )
         if code or fmt is Format.markdown:
             typer.echo("\n" + r.doc + "\n")
         else:
@@ -271,8 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: say so in one line; CURATE_DEBUG=1 shows the traceback
         if os.environ.get("CURATE_DEBUG"):
             raise
-        typer.echo(f"curate: internal error: {type(e).__name__}: {e} (set CURATE_DEBUG=1 for a "
-                   "traceback)", err=True)
+        typer.echo(
+            f"curate: internal error: {type(e).__name__}: {e} (set CURATE_DEBUG=1 for a traceback)",
+            err=True,
+        )
         return 3
 
 

@@ -140,5 +140,6 @@ class Family(ABC):
             findings=findings,
             rules_run=[r.code for r in chosen],
             options=public_opts,
-            stats={"rule_seconds": timings, **getattr(data, "stats", {})},
+            stats=dict(getattr(data, "stats", {})),
+            timings=timings,
         )

@@ -64,7 +64,7 @@ class IUPACError(ValueError):
         super().__init__(message)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Residue:
     """One monosaccharide (or aglycone) token.
 
@@ -79,7 +79,7 @@ class Residue:
     start: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Linkage:
     """The glycosidic bond from ``child`` to ``parent`` (towards the reducing end).
 
@@ -98,7 +98,7 @@ class Linkage:
     start: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Glycan:
     """A parsed glycan: residues in string order, one linkage per non-root residue.
 
@@ -225,7 +225,7 @@ def _decode_link(token: str) -> _Link | None:
     """
     written = token[1:-1]
     m = _LINK.fullmatch(written)
-    if m is None:
+    if m is None or token[-1] != ")":  # a fast-split piece may lack its ")"
         return None
     anomer, child, first, rest = m.groups()
     parents = (first, *rest.split("/")[1:])
@@ -279,18 +279,44 @@ def _close(part: str, pos: int, state: int, opened: int) -> IUPACError:
     return IUPACError(f"expected residue before {part!r} at {pos}", pos, "a residue")
 
 
-def _scan(s: str) -> _Scan:
-    """One left-to-right pass over the split tokens with a bracket stack.
+def _split(s: str) -> list[str]:
+    """Residue texts (even items, possibly empty) alternating with delimiters (odd items).
 
-    Each nesting level keeps the residues that carry a linkage but have no parent yet; the next
-    residue at that level adopts them all (its main-chain child plus any closed branches). The
-    regex split alternates residue text (even items, possibly empty) and delimiters (odd items),
-    so the loop takes them in pairs; this loop is the hot path of every audit.
+    The reference is ``_SPLIT.split(s)``. For the usual string, whose parentheses all enclose a
+    bracket-free linkage, marking token boundaries with ``str.replace`` and splitting on them
+    yields the same list about a third faster than the regex (``re`` pays per character). Any
+    other string gives a misaligned list, whose first bad piece (a residue text holding a
+    delimiter, an unclosed ``(...`` piece, two residues in a row) makes :func:`_scan_parts`
+    fail; :func:`_scan` then reruns with the reference split, so only well-formed strings ever
+    take this path, and NUL (the marker) never does.
     """
+    if "\0" in s:
+        return _SPLIT.split(s)
+    marked = s.replace("(", "\0(").replace(")", ")\0").replace("[", "\0[\0").replace("]", "\0]\0")
+    if "{" in s:
+        marked = marked.replace("{", "\0{\0").replace("}", "\0}\0")
+    return marked.split("\0")
+
+
+def _scan(s: str) -> _Scan:
+    """Scan ``s``; on any error, rescan with the reference split for the exact message."""
     if not isinstance(s, str):
         raise IUPACError(f"expected a string, got {type(s).__name__}", 0, "a string")
     if not s:
         raise IUPACError("empty glycan", 0, "a residue")
+    try:
+        return _scan_parts(_split(s))
+    except IUPACError:
+        return _scan_parts(_SPLIT.split(s))
+
+
+def _scan_parts(parts: list[str]) -> _Scan:
+    """One left-to-right pass over the split tokens with a bracket stack.
+
+    Each nesting level keeps the residues that carry a linkage but have no parent yet; the next
+    residue at that level adopts them all (its main-chain child plus any closed branches). The
+    loop takes (residue text, delimiter) pairs; it is the hot path of every audit.
+    """
     names: list[str] = []
     norms: list[str] = []
     starts: list[int] = []
@@ -299,49 +325,52 @@ def _scan(s: str) -> _Scan:
     floating: list[int] = []
     stack: list[tuple[list[int], int, str]] = []  # (outer waiting list, open position, bracket)
     waiting: list[int] = []
-    state = _EXPECT_RESIDUE
+    expect_residue, after_residue, after_link = _EXPECT_RESIDUE, _AFTER_RESIDUE, _AFTER_LINK
+    state = expect_residue
     prefix_end = 0  # where the leading floating blocks end; a "{" is valid only there
     pos = 0
     normalize = _normalize_residue
-    parts = _SPLIT.split(s)
+    decode = _decode_link
     parts.append("")  # the split has odd length: pad so texts and delimiters pair up
     for text, part in zip(parts[::2], parts[1::2]):
-        if text:  # a residue; the split guarantees a delimiter (not a residue) came before
+        if text:
             norm = normalize(text)
             if norm is None:
                 raise _bad_residue(text, pos)
+            if state == after_residue:  # only a misaligned fast split puts two texts in a row
+                raise IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
             names.append(text)
             norms.append(norm)
             starts.append(pos)
             kids.append(waiting)
             links.append(None)
             waiting = []
-            state = _AFTER_RESIDUE
+            state = after_residue
             pos += len(text)
-        if not part:
-            break
+        if not part:  # the padding (or, in a misaligned fast split, a gap checked above)
+            continue
         if len(part) > 1:  # "(...)": a linkage
-            if state != _AFTER_RESIDUE:
+            if state != after_residue:
                 raise IUPACError(f"expected residue before linkage at {pos}", pos, "a residue")
-            link = _decode_link(part)
+            link = decode(part)
             if link is None:
                 raise IUPACError(
                     f"bad linkage {part!r} at {pos}, expected {_LINK_HINT}", pos, _LINK_HINT
                 )
             links[-1] = link
             waiting.append(len(names) - 1)
-            state = _AFTER_LINK
+            state = after_link
         elif part == "[":
-            if state == _AFTER_RESIDUE:
+            if state == after_residue:
                 raise IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
             stack.append((waiting, pos, part))
             waiting = []
-            state = _EXPECT_RESIDUE
+            state = expect_residue
         elif part == "]" or part == "}":
             if not stack or stack[-1][2] != ("[" if part == "]" else "{"):
                 raise IUPACError(f"unbalanced {part!r} at {pos}", pos)
             outer, opened, _ = stack.pop()
-            if state != _AFTER_LINK:
+            if state != after_link:
                 raise _close(part, pos, state, opened)
             if part == "]":
                 outer.extend(waiting)
@@ -349,7 +378,7 @@ def _scan(s: str) -> _Scan:
                 floating.append(waiting[0])
                 prefix_end = pos + 1
             waiting = outer
-            state = _EXPECT_RESIDUE
+            state = expect_residue
         elif part == "{":
             if stack or pos != prefix_end:
                 raise IUPACError(
@@ -357,7 +386,7 @@ def _scan(s: str) -> _Scan:
                 )
             stack.append((waiting, pos, part))
             waiting = []
-            state = _EXPECT_RESIDUE
+            state = expect_residue
         else:  # a lone "(" or ")"
             raise IUPACError(f"unbalanced {part!r} at {pos}", pos)
         pos += len(part)
@@ -365,14 +394,14 @@ def _scan(s: str) -> _Scan:
         _, opened, bracket = stack[-1]
         closing = "]" if bracket == "[" else "}"
         raise IUPACError(f"unclosed {bracket!r} opened at {opened}", opened, repr(closing))
-    if state == _AFTER_LINK:
+    if state == after_link:
         at = pos - len(links[-1].written) - 2  # type: ignore[union-attr]
         raise IUPACError(
             f"trailing linkage at {at}: the glycan must end with its reducing-end residue",
             at,
             "a residue",
         )
-    if state == _EXPECT_RESIDUE:
+    if state == expect_residue:
         raise IUPACError(f"expected residue at {pos}", pos, "a residue")
     return _Scan(names, norms, starts, kids, links, floating)
 

@@ -3,9 +3,9 @@
 * **Original** (princeton-nlp/MQuAKE JSON, also MQuAKE-hard): ``requested_rewrite[].target_new``
   is an object ``{str, id}`` and the fact chains live under ``orig{...}``.
 * **Remastered** (the flattened MQuAKE-Remastered parquet): ``requested_rewrite[]`` carries
-  ``target_new_str``/``target_new_id``/``target_true_str``/``target_true_id``, the chains are top-level
-  (``orig_triples``, ``orig_triples_labeled``, ``new_triples``, ...) and ``split`` maps an edit count
-  (``"100"``, ``"1000"``, ...) to the labels of the case in that evaluation (``edited``, ...).
+  ``target_new_str``/``target_new_id``/``target_true_str``/``target_true_id``, the chains are
+  top-level (``orig_triples``, ``orig_triples_labeled``, ``new_triples``, ...) and ``split`` maps an
+  edit count (``"100"``, ``"1000"``, ...) to the case's labels in that evaluation (``edited``...).
 
 Both validate into :class:`MQuAKECase`, the one internal form the rules read. Types are strict
 (no silent int→str coercion): a benchmark whose answer is a number where a string belongs is broken,

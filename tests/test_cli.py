@@ -1,0 +1,380 @@
+"""The CLI as CI uses it: `main(argv)` → exit code, reports on stdout or in a file."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import curate
+from curate.audits.knowledge_editing import RULES
+from curate.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
+HARD = Path("/work/shared/data/mquake/MQuAKE-hard.json")
+
+needs_hard = pytest.mark.skipif(not HARD.is_file(), reason=f"{HARD} not available")
+
+#: Every knowledge-editing rule code (written out, so a rule that disappears is noticed).
+KE_CODES = [
+    "KE001", "KE002",
+    "KE101", "KE102", "KE103", "KE104", "KE105", "KE106", "KE107", "KE108", "KE109", "KE110",
+    "KE111", "KE112", "KE113",
+    "KE201", "KE202",
+    "KE301", "KE302",
+    "KE401", "KE402",
+]  # fmt: skip
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_json(capsys, *argv: str) -> tuple[int, dict]:
+    rc, out, err = run(capsys, *argv, "--format", "json")
+    assert "Traceback" not in err
+    return rc, json.loads(out)
+
+
+def keyset(report: dict) -> set[tuple]:
+    return {(f["rule"], f["record"], f["field"], f["message"]) for f in report["findings"]}
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+@needs_hard
+def test_audit_hard_all_edited_only_warnings(capsys):
+    rc, out, err = run(capsys, "audit", "mquake", HARD)
+    assert rc == 0
+    assert "Traceback" not in err
+    assert "0 errors" in out and "warnings" in out
+    rc, rep = run_json(capsys, "audit", "mquake", HARD)
+    assert rc == 0
+    sev = rep["summary"]["by_severity"]
+    assert sev["error"] == 0 and sev["warning"] > 0
+    assert {f["severity"] for f in rep["findings"]} == {"warning"}
+    # the five known duplicate pairs of MQuAKE-hard, later occurrence reported
+    dups = {
+        (f["record"], f["details"]["duplicate_of"]) for f in rep["findings"] if f["rule"] == "KE401"
+    }
+    assert dups == {
+        ("9203", "9186"),
+        ("9204", "9187"),
+        ("9209", "9192"),
+        ("9212", "9195"),
+        ("9213", "9196"),
+    }
+
+
+@needs_hard
+def test_audit_fail_on_warning_exits_1(capsys):
+    rc, _, _ = run(capsys, "audit", "mquake", HARD, "--fail-on", "warning")
+    assert rc == 1
+    rc, _, _ = run(
+        capsys, "audit", "mquake", HARD, "--fail-on", "never", "--edit-set", "random:100"
+    )
+    assert rc == 0
+
+
+@needs_hard
+def test_audit_random_edit_set_has_contamination_errors(capsys):
+    rc, rep = run_json(capsys, "audit", "mquake", HARD, "--edit-set", "random:100")
+    assert rc == 1
+    rules = {f["rule"] for f in rep["findings"] if f["severity"] == "error"}
+    assert "KE202" in rules  # unedited cases whose original path an applied edit overrides
+    c = rep["summary"]["stats"]["contamination"]
+    assert c["edited_cases"] == 100 and c["unedited_cases"] == 329
+    assert c["unedited_contaminated"] > 0
+    assert c["unedited_contaminated"] == len(
+        {f["record"] for f in rep["findings"] if f["rule"] == "KE202"}
+    )
+
+
+def test_bad_edit_set_is_usage_error(capsys):
+    for spec in ("random:x", "random:100000", "nonsense", "ids:/no/such/file"):
+        rc, _out, err = run(capsys, "audit", "mquake", SAMPLE, "--edit-set", spec)
+        assert rc == 2, spec
+        assert err.count("\n") == 1 and err.startswith("curate: error: ") and spec in err
+
+
+def test_unknown_family_is_usage_error(capsys):
+    rc, _out, err = run(capsys, "audit", "no-such-family", SAMPLE)
+    assert rc == 2
+    assert err.count("\n") == 1 and "no-such-family" in err
+
+
+# --------------------------------------------------------------------------- JSON report
+
+
+@needs_hard
+def test_json_report_shape_and_sha256(capsys):
+    rc, rep = run_json(capsys, "audit", "mquake", HARD)
+    assert rc == 0
+    assert {"tool", "version", "family", "inputs", "findings", "summary"} <= set(rep)
+    assert rep["tool"] == "curate"
+    assert rep["version"] == curate.__version__
+    assert rep["family"] == "knowledge-editing"
+    assert rep["inputs"] == [
+        {
+            "path": str(HARD),
+            "sha256": hashlib.sha256(HARD.read_bytes()).hexdigest(),
+            "records": 429,
+        }
+    ]
+    required = {"rule", "category", "severity", "record", "field", "message", "details"}
+    assert rep["findings"]
+    for f in rep["findings"]:
+        assert required <= set(f) <= required | {"fix"}
+        assert f["rule"] in KE_CODES
+        assert f["severity"] == RULES[f["rule"]].severity.value
+        assert f["category"] == RULES[f["rule"]].category.value
+        assert isinstance(f["details"], dict)
+        assert isinstance(f["record"], str) and f["message"]
+    s = rep["summary"]
+    assert s["records"] == 429
+    assert s["findings"] == len(rep["findings"])
+    assert sum(s["by_severity"].values()) == len(rep["findings"])
+    assert s["records_with_findings"] == len({f["record"] for f in rep["findings"]})
+    for code, n in s["by_rule"].items():
+        assert n["findings"] == sum(1 for f in rep["findings"] if f["rule"] == code)
+
+
+def test_output_file_gets_the_report(tmp_path, capsys):
+    rc, stdout_report, _ = run(capsys, "audit", "mquake", SAMPLE, "--format", "json")
+    target = tmp_path / "reports" / "audit.json"
+    rc2, out, err = run(capsys, "audit", "mquake", SAMPLE, "--format", "json", "--output", target)
+    assert rc == rc2 == 0
+    assert out == ""
+    assert str(target) in err
+    on_disk = target.read_text(encoding="utf-8")
+    # the same report as on stdout, byte for byte (no timings in reports)
+    assert on_disk == stdout_report
+    assert sorted(p.name for p in target.parent.iterdir()) == ["audit.json"]
+
+
+def test_output_file_untouched_when_run_fails(tmp_path, capsys):
+    target = tmp_path / "audit.json"
+    rc, _out, _err = run(capsys, "audit", "mquake", tmp_path / "missing.json", "--output", target)
+    assert rc == 2
+    assert not target.exists()
+    target.write_text("previous report")
+    rc, _, _ = run(capsys, "audit", "mquake", SAMPLE, "--select", "KE999", "--output", target)
+    assert rc == 2
+    assert target.read_text() == "previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.json"]
+
+
+# --------------------------------------------------------------------------- rule selection
+
+
+@needs_hard
+def test_select_and_ignore(capsys):
+    rc, rep = run_json(capsys, "audit", "mquake", HARD, "--select", "KE4", "--ignore", "KE402")
+    assert rc == 0
+    assert set(rep["summary"]["rules_run"]) == {"KE401"}
+    assert {f["rule"] for f in rep["findings"]} == {"KE401"}
+    assert len(rep["findings"]) == 5
+    # a category and a comma list select the same way
+    rc, rep = run_json(capsys, "audit", "mquake", HARD, "--select", "duplicate,KE110")
+    assert set(rep["summary"]["rules_run"]) == {"KE110", "KE401", "KE402"}
+    assert {f["rule"] for f in rep["findings"]} <= {"KE110", "KE401", "KE402"}
+    assert "KE110" in {f["rule"] for f in rep["findings"]}
+
+
+@pytest.mark.parametrize("opt", ["--select", "--ignore"])
+def test_unknown_selector_exit_2(capsys, opt):
+    rc, out, err = run(capsys, "audit", "mquake", SAMPLE, opt, "KE999")
+    assert rc == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "KE999" in err and "Traceback" not in err
+
+
+def test_markdown_report_has_a_table(capsys):
+    rc, out, _ = run(capsys, "audit", "mquake", SAMPLE, "--format", "markdown")
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == "## Audit: knowledge-editing"
+    i = lines.index("| rule | name | category | severity | findings | records |")
+    assert lines[i + 1] == "|---|---|---|---|---:|---:|"
+    rows = [ln for ln in lines[i + 2 :] if ln.startswith("| KE")]
+    assert {r.split(" | ")[0][2:] for r in rows} == {"KE110", "KE302", "KE401"}
+    assert "| KE401 | duplicate-case | duplicate | warning | 3 | 3 |" in rows
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def test_validate_good_data(capsys):
+    rc, out, _err = run(capsys, "validate", "mquake", SAMPLE)
+    assert rc == 0
+    assert "No findings" in out
+    rc, rep = run_json(capsys, "validate", "mquake", SAMPLE)
+    assert rc == 0 and rep["findings"] == []
+    assert set(rep["summary"]["rules_run"]) == {"KE001", "KE002"}
+
+
+def test_validate_corrupted_records(tmp_path, capsys):
+    recs = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    bad = copy.deepcopy(recs)
+    bad[3]["answer"] = 7
+    bad[5]["orig"]["triples"][1] = bad[5]["orig"]["triples"][1][:2]
+    p = tmp_path / "corrupt.json"
+    p.write_text(json.dumps(bad), encoding="utf-8")
+    id3, id5 = str(recs[3]["case_id"]), str(recs[5]["case_id"])
+
+    rc, out, _err = run(capsys, "validate", "mquake", p)
+    assert rc == 1
+    assert f"record {id3}, answer" in out
+    assert f"record {id5}, orig.triples[1]" in out
+
+    rc, rep = run_json(capsys, "validate", "mquake", p)
+    assert rc == 1
+    got = {(f["rule"], f["record"], f["field"]) for f in rep["findings"]}
+    assert got == {("KE001", id3, "answer"), ("KE001", id5, "orig.triples[1]")}
+    by_rec = {f["record"]: f for f in rep["findings"]}
+    assert by_rec[id3]["details"]["input"] == 7
+    assert by_rec[id3]["details"]["position"] == "record index 3"
+    assert by_rec[id5]["details"]["position"] == "record index 5"
+
+
+def test_validate_jsonl_names_the_line(tmp_path, capsys):
+    recs = json.loads(SAMPLE.read_text(encoding="utf-8"))[:4]
+    recs[2]["requested_rewrite"][0]["target_new"]["id"] = ""
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n", encoding="utf-8")
+    rc, rep = run_json(capsys, "validate", "mquake", p)
+    assert rc == 1
+    [f] = rep["findings"]
+    assert f["record"] == str(recs[2]["case_id"])
+    assert f["field"] == "requested_rewrite[0].target_new.id"
+    assert f["details"]["position"] == "line 3"
+
+
+def test_validate_duplicate_case_id(tmp_path, capsys):
+    recs = json.loads(SAMPLE.read_text(encoding="utf-8"))[:5]
+    recs[4]["case_id"] = recs[1]["case_id"]
+    p = tmp_path / "dupid.json"
+    p.write_text(json.dumps(recs), encoding="utf-8")
+    rc, rep = run_json(capsys, "validate", "mquake", p)
+    assert rc == 1
+    assert [(f["rule"], f["record"], f["field"]) for f in rep["findings"]] == [
+        ("KE002", str(recs[1]["case_id"]), "case_id")
+    ]
+
+
+# --------------------------------------------------------------------------- rules / version
+
+
+def test_rules_lists_every_code(capsys):
+    assert [r.code for r in RULES] == KE_CODES
+    rc, out, _ = run(capsys, "rules")
+    assert rc == 0
+    listed = [ln.split()[0] for ln in out.splitlines() if ln.startswith("KE")]
+    assert listed == KE_CODES
+    for r in RULES:
+        assert (
+            f"{r.code}  {r.name}  [knowledge-editing; {r.category.value}; {r.severity.value}" in out
+        )
+        assert r.summary in out
+
+
+def test_rules_json(capsys):
+    rc, out, _ = run(capsys, "rules", "knowledge-editing", "--format", "json")
+    assert rc == 0
+    rules = json.loads(out)
+    assert [r["code"] for r in rules] == KE_CODES
+    for r in rules:
+        assert {
+            "code",
+            "name",
+            "family",
+            "category",
+            "severity",
+            "fixable",
+            "summary",
+            "doc",
+        } <= set(r)
+        assert r["family"] == "knowledge-editing"
+        assert len(r["doc"]) > len(r["summary"]) > 20
+        assert r["doc"].replace("\n", " ").startswith(r["summary"])
+    fixable = {r["code"] for r in rules if r["fixable"]}
+    assert fixable == {"KE110", "KE401"}
+    rc, out2, _ = run(capsys, "rules", "mquake", "--format", "json")
+    assert json.loads(out2) == rules
+
+
+def test_rules_code_prints_full_doc(capsys):
+    rc, out, _ = run(capsys, "rules", "--code", "KE201")
+    assert rc == 0
+    doc = RULES["KE201"].doc
+    assert doc in out
+    # the whole doc, not only the summary line
+    assert "MQuAKE-Remastered's protocol withholds" in out
+    assert "curate fix" in out
+    assert "KE202" not in out
+    rc, out_lower, _ = run(capsys, "rules", "--code", "ke201")
+    assert out_lower == out
+
+
+def test_rules_unknown_code_exit_2(capsys):
+    rc, _out, err = run(capsys, "rules", "--code", "KE999")
+    assert rc == 2 and err.count("\n") == 1 and "KE999" in err
+
+
+def test_version(capsys):
+    rc, out, _err = run(capsys, "--version")
+    assert rc == 0
+    assert out == f"curate {curate.__version__}\n"
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+@needs_hard
+def test_findings_are_deterministic(tmp_path, capsys):
+    args = ("audit", "mquake", HARD, "--edit-set", "random:100")
+    _, a = run_json(capsys, *args)
+    _, b = run_json(capsys, *args)
+    assert a["findings"] == b["findings"]  # same order, same details
+    assert a["findings"]
+
+
+def _normalised(report: dict) -> set[tuple]:
+    """Finding keys, with "which of two equal cases is first" rules made order-free."""
+    out = set()
+    for f in report["findings"]:
+        if f["rule"] == "KE401":
+            out.add(("KE401", frozenset({f["record"], f["details"]["duplicate_of"]})))
+        else:
+            out.add((f["rule"], f["record"], f["field"], f["message"]))
+    return out
+
+
+@needs_hard
+def test_findings_do_not_depend_on_file_order(tmp_path, capsys):
+    recs = json.loads(HARD.read_text(encoding="utf-8"))
+    shuffled = recs[:]
+    random.Random(7).shuffle(shuffled)
+    assert shuffled != recs
+    p = tmp_path / "shuffled.json"
+    p.write_text(json.dumps(shuffled), encoding="utf-8")
+    _, a = run_json(capsys, "audit", "mquake", HARD, "--edit-set", "all")
+    _, b = run_json(capsys, "audit", "mquake", p, "--edit-set", "all")
+    assert len(a["findings"]) == len(b["findings"]) > 0
+    assert _normalised(a) == _normalised(b)
+    # apart from which member of a duplicate pair comes first, the keys agree exactly
+    non_dup = {k for k in keyset(a) if k[0] != "KE401"}
+    assert non_dup == {k for k in keyset(b) if k[0] != "KE401"}
+    # and the report is sorted by file position, whatever the order
+    pos = {str(r["case_id"]): i for i, r in enumerate(shuffled)}
+    rows = [pos[f["record"]] for f in b["findings"]]
+    assert rows == sorted(rows)
