@@ -134,10 +134,13 @@ def broken_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     disconnected chain means the multi-hop question does not follow the listed facts, so its gold
     answer cannot be trusted.
     """
-    h = data.hops.sort("row", "path", "hop").with_columns(
-        pl.col("s").shift(-1).over("row", "path").alias("next_s"),
-        pl.col("s_label").shift(-1).over("row", "path").alias("next_s_label"),
-        pl.col("hop").shift(-1).over("row", "path").alias("next_hop"),
+    # ``hops`` is built in (row, path, hop) order, so the next hop is the next row when it
+    # belongs to the same case and path: a shift, not a sort or a window per case.
+    same = (pl.col("row").shift(-1) == pl.col("row")) & (pl.col("path").shift(-1) == pl.col("path"))
+    h = data.hops.with_columns(
+        pl.when(same).then(pl.col("s").shift(-1)).alias("next_s"),
+        pl.when(same).then(pl.col("s_label").shift(-1)).alias("next_s_label"),
+        pl.when(same).then(pl.col("hop").shift(-1)).alias("next_hop"),
     )
     h = h.filter(pl.col("next_hop").is_not_null())
     ids = h.filter(

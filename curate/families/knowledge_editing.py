@@ -7,7 +7,8 @@ three columnar tables the rules join and group over:
 
 ``cases``  one row per valid case (counts of every list, answers, questions, aliases)
 ``hops``   one row per (case, path ∈ {orig, new}, hop): ids, labels and the single-hop answer,
-           aligned by hop index with nulls where a list is shorter than the others
+           aligned by hop index with nulls where a list is shorter than the others; rows are in
+           (case, path, hop) order, which rules rely on
 ``edits``  one row per (case, k): ``requested_rewrite[k]`` beside ``edit_triples[k]`` and
            ``edit_triples_idx[k]``
 """
