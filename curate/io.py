@@ -293,3 +293,42 @@ def current_umask() -> int:
 def write_bytes_atomic(target: str | Path, data: bytes) -> None:
     with atomic_path(target) as tmp:
         tmp.write_bytes(data)
+
+
+SPLIT_FROM_LAYOUT = "__split__"
+
+
+def read_frame(path: str | Path) -> tuple[Any, Source]:
+    """A flat table as a polars frame of strings (how tabular families read their input).
+
+    CSV is read by polars directly with every column as text, so that ``" N"`` or ``"007"`` reach
+    the rules exactly as written. Other formats go through :func:`open_source`; a dataset folder's
+    split (from its file layout) becomes the column ``__split__``.
+    """
+    import polars as pl
+
+    src = open_source(path)
+    if src.format == "csv":
+        sep = "\t" if src.path.suffix.lower() == ".tsv" else ","
+        try:
+            df = pl.read_csv(src.path, separator=sep, infer_schema=False)
+        except Exception as e:
+            raise InputError(f"not a readable CSV file ({e})", path=src.path) from None
+        if df.width == 0:
+            raise InputError("empty table", path=src.path)
+        return df, src
+    frames = []
+    for b in src.batches:
+        if not b.rows:
+            continue
+        part = pl.from_dicts(b.rows, infer_schema_length=None)
+        part = part.with_columns(
+            [pl.col(c).cast(pl.String) for c, t in part.schema.items() if t != pl.String
+             and not isinstance(t, pl.List | pl.Struct)]
+        )
+        if b.split is not None:
+            part = part.with_columns(pl.lit(b.split).alias(SPLIT_FROM_LAYOUT))
+        frames.append(part)
+    if not frames:
+        raise InputError("no records found", path=src.path)
+    return pl.concat(frames, how="diagonal_relaxed"), src

@@ -44,13 +44,16 @@ class FailOn(StrEnum):
     never = "never"
 
 
-FamilyArg = Annotated[str, typer.Argument(help="Dataset family: knowledge-editing (alias mquake).")]
+FamilyArg = Annotated[
+    str, typer.Argument(help="Dataset family: knowledge-editing (alias mquake) or glycan.")
+]
 PathsArg = Annotated[list[Path], typer.Argument(help="Files or dataset folders to read.")]
 EditSetOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--edit-set",
-        help="Cases edited together: all | random:K[:SEED] (SEED 100) | ids:FILE | split:N.",
+        help="Knowledge editing: cases edited together: all (default) | random:K[:SEED] "
+        "(SEED 100) | ids:FILE | split:N.",
     ),
 ]
 SelectOpt = Annotated[
@@ -58,6 +61,14 @@ SelectOpt = Annotated[
     typer.Option("--select", help="Only these rules: codes, prefixes, names or categories."),
 ]
 IgnoreOpt = Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules.")]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option("--task", help="Glycan task: taxonomy|immunogenicity|glycosylation|interaction."),
+]
+ColumnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--column", help="Override a detected column: glycan=NAME, label=NAME, split=NAME."),
+]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
@@ -93,6 +104,16 @@ def _emit(text: str, output: Path | None) -> None:
         typer.echo(f"report written to {output}", err=True)
 
 
+def _columns(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value:
+            raise UsageError(f"--column {item!r}: expected KEY=NAME")
+        out[key.strip()] = value
+    return out
+
+
 def _render(report, fmt: Format) -> str:
     if fmt is Format.text:
         return RENDERERS["text"](report, color=sys.stdout.isatty())
@@ -105,11 +126,13 @@ def validate(
     paths: PathsArg,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
+    task: TaskOpt = None,
+    column: ColumnOpt = None,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
     fam = get_family(family)
     cb = _progress()
-    data = fam.load(paths, progress=cb)
+    data = fam.load(paths, progress=cb, task=task, columns=_columns(column))
     report = fam.audit(data, select=["schema", "integrity"], progress=cb)
     _clear_progress(cb)
     _emit(_render(report, fmt), output)
@@ -120,17 +143,19 @@ def validate(
 def audit(
     family: FamilyArg,
     paths: PathsArg,
-    edit_set: EditSetOpt = "all",
+    edit_set: EditSetOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
     fail_on: FailOnOpt = FailOn.error,
+    task: TaskOpt = None,
+    column: ColumnOpt = None,
 ) -> None:
     """Run the family's rules and report findings."""
     fam = get_family(family)
     cb = _progress()
-    data = fam.load(paths, progress=cb)
+    data = fam.load(paths, progress=cb, task=task, columns=_columns(column))
     report = fam.audit(data, select=select, ignore=ignore, progress=cb, edit_set=edit_set)
     _clear_progress(cb)
     _emit(_render(report, fmt), output)
@@ -142,23 +167,34 @@ def fix(
     family: FamilyArg,
     paths: PathsArg,
     out: Annotated[Path, typer.Option("--out", help="Folder for the remastered dataset.")],
-    edit_set: EditSetOpt = "all",
+    edit_set: EditSetOpt = None,
     overwrite: Annotated[bool, typer.Option(help="Replace --out if it exists.")] = False,
+    task: TaskOpt = None,
+    column: ColumnOpt = None,
+    seed: Annotated[int, typer.Option(help="Seed of the grouped re-split (glycan).")] = 0,
+    resplit: Annotated[
+        bool, typer.Option(help="Re-split grouped by canonical key (glycan).")
+    ] = True,
+    mapping: Annotated[
+        Path | None, typer.Option(help="JSON {level: {child: parent}} overriding taxonomy fixes.")
+    ] = None,
 ) -> None:
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched."""
     from curate.export import CardInfo, write_hf_dataset
 
     fam = get_family(family)
     cb = _progress()
-    data = fam.load(paths, progress=cb, keep_records=True)
+    data = fam.load(paths, progress=cb, keep_records=True, task=task, columns=_columns(column))
     report = fam.audit(data, progress=cb, edit_set=edit_set)
-    result = fam.fix(data, report, edit_set=edit_set)
+    result = fam.fix(data, report, edit_set=edit_set, seed=seed, resplit=resplit,
+                     mapping=str(mapping) if mapping else None)
     _clear_progress(cb)
     card = CardInfo(
         pretty_name=f"{Path(paths[0]).stem} (remastered by curate)",
         license=fam.license,
         task_categories=fam.task_categories,
-        description=f"{fam.title}: fixed with `curate fix` (edit set `{edit_set}`).",
+        description=f"{fam.title}: fixed with `curate fix`"
+        + (f" (edit set `{edit_set}`)." if edit_set else "."),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
     )
     write_hf_dataset(
@@ -182,7 +218,7 @@ def export(
     family: FamilyArg,
     paths: PathsArg,
     out: Annotated[Path, typer.Option("--out", help="Folder for the Hugging Face dataset.")],
-    edit_set: EditSetOpt = "all",
+    edit_set: EditSetOpt = None,
     max_rows_per_shard: Annotated[int, typer.Option(min=1)] = 100_000,
     pretty_name: Annotated[str | None, typer.Option()] = None,
     license: Annotated[str | None, typer.Option("--license")] = None,
@@ -190,6 +226,8 @@ def export(
     push_to_hub: Annotated[
         str | None, typer.Option("--push-to-hub", help="Also upload to this dataset repo.")
     ] = None,
+    task: TaskOpt = None,
+    column: ColumnOpt = None,
 ) -> None:
     """Export the valid records as a Hugging Face dataset folder with an audited dataset card."""
     from curate.export import CardInfo, write_hf_dataset
@@ -197,7 +235,7 @@ def export(
 
     fam = get_family(family)
     cb = _progress()
-    data = fam.load(paths, progress=cb, keep_records=True)
+    data = fam.load(paths, progress=cb, keep_records=True, task=task, columns=_columns(column))
     report = fam.audit(data, progress=cb, edit_set=edit_set)
     _clear_progress(cb)
     card = CardInfo(

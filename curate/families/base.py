@@ -133,7 +133,9 @@ class Family(ABC):
                 for c, t in FINDING_SCHEMA.items()
             ]
         )
-        public_opts = {k: v for k, v in resolved.items() if not k.startswith("_")}
+        public_opts = {
+            k: v for k, v in resolved.items() if not k.startswith("_") and v is not None
+        }
         return Report(
             family=self.name,
             inputs=data.inputs,

@@ -1,0 +1,421 @@
+"""The glycan family (GlycanML-style task tables): reader, canonical keys, fixes, re-split, export.
+
+Schema and column detection: :mod:`curate.schemas.glycan`. Parser: :mod:`curate.schemas.iupac`.
+Rules: :mod:`curate.audits.glycan`.
+
+Each input becomes a :class:`GlycanTable`: the original columns (``raw``, kept for export) beside a
+normalised frame (``rows``) that the rules read — one row per input row with the glycan, its
+canonical key or parse error, the split, and every label as a *list* of strings (one element for
+ordinary cells, several for list-valued cells such as ``['Homo_sapiens', 'Mus_musculus']``), so
+single- and multi-valued tables go through the same rules. Interaction matrices also get a long
+``cells`` frame (protein row, glycan column, value) holding the non-empty cells.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+from pydantic import ValidationError
+
+from curate.errors import InputError, UsageError
+from curate.families.base import ChangeEntry, Family, FixResult, LoadedDataset, Progress
+from curate.findings import InputInfo, Report, rule_output
+from curate.io import SPLIT_FROM_LAYOUT, read_frame
+from curate.schemas.glycan import (
+    PLACEHOLDERS,
+    ROW_MODELS,
+    SPLIT_NAMES,
+    Columns,
+    detect_columns,
+    parse_list_cell,
+)
+from curate.schemas.iupac import IUPACError, canonical_key
+
+ID_COLUMNS = ("glycan_id", "id", "glycowork_row", "row_id")
+
+
+@dataclass
+class GlycanTable:
+    """One input table: its columns, the original data and the normalised rows."""
+
+    index: int
+    path: str
+    columns: Columns
+    raw: pl.DataFrame
+    rows: pl.DataFrame
+    cells: pl.DataFrame | None = None  # interaction matrices only
+    #: Derived frames shared by several rules within one run (the table never changes).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def task(self) -> str:
+        return self.columns.task
+
+    @property
+    def label_names(self) -> list[str]:
+        return self.columns.label_names
+
+
+@dataclass
+class GlycanData(LoadedDataset):
+    tables: list[GlycanTable] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def all_rows(self) -> pl.DataFrame:
+        """Rows of every table (label columns differ between tasks, so only shared columns)."""
+        shared = ["row", "table", "record", "split", "glycan", "key", "error", "valid", "in_task"]
+        return pl.concat([t.rows.select(shared) for t in self.tables])
+
+
+def key_glycans(glycans: pl.Series) -> pl.DataFrame:
+    """Canonical key or parse error for each distinct glycan string (parsed once each)."""
+    keys: list[str | None] = []
+    errors: list[str | None] = []
+    positions: list[int | None] = []
+    kinds: list[str | None] = []
+    uniq = glycans.drop_nulls().unique(maintain_order=True)
+    for s in uniq.to_list():
+        try:
+            keys.append(canonical_key(s))
+            errors.append(None)
+            positions.append(None)
+            kinds.append(None)
+        except IUPACError as e:
+            keys.append(None)
+            errors.append(e.message)
+            positions.append(e.position)
+            kinds.append("unknown" if e.message.startswith("unknown") else "syntax")
+    return pl.DataFrame(
+        {
+            "glycan": uniq,
+            "key": pl.Series(keys, dtype=pl.String),
+            "error": pl.Series(errors, dtype=pl.String),
+            "error_pos": pl.Series(positions, dtype=pl.Int64),
+            "error_kind": pl.Series(kinds, dtype=pl.String),
+        }
+    )
+
+
+def _label_list(column: pl.Series) -> pl.Series:
+    """A label column → list of strings per row: list-valued cells (``"['a', 'b']"``) split,
+    empty or null cells → empty list. Each distinct cell is parsed once.
+    """
+    col = column.cast(pl.String)
+    uniq = col.drop_nulls().unique().to_list()
+    parsed = {v: (parse_list_cell(v) if v.lstrip().startswith("[") else None) for v in uniq}
+    parsed = {v: (p if p is not None else [v]) for v, p in parsed.items()}
+    return pl.Series(
+        column.name,
+        [parsed[v] if v is not None else [] for v in col.to_list()],
+        dtype=pl.List(pl.String),
+    )
+
+
+class GlycanFamily(Family):
+    name = "glycan"
+    aliases = ("glycans", "glycanml")
+    title = "Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)"
+    task_categories = ("text-classification",)
+    license = "mit"
+
+    @property
+    def rules(self):
+        from curate.audits.glycan import RULES
+
+        return RULES
+
+    # ----------------------------------------------------------------- reading
+    def load(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        progress: Progress | None = None,
+        task: str | None = None,
+        columns: dict[str, str] | None = None,
+        **_: Any,
+    ) -> GlycanData:
+        if not paths:
+            raise UsageError("no input given")
+        tables: list[GlycanTable] = []
+        inputs: list[InputInfo] = []
+        schema_rows: list[dict[str, Any]] = []
+        offset = 0
+        for i, path in enumerate(paths):
+            raw, src = read_frame(path)
+            cols = detect_columns(
+                [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, columns, path=str(path)
+            )
+            if SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
+                cols.split = SPLIT_FROM_LAYOUT
+            table, errs = self._normalise(i, str(path), cols, raw, offset, src.format)
+            schema_rows.extend(errs)
+            tables.append(table)
+            splits = (
+                dict(table.rows.group_by("split").len().drop_nulls("split").iter_rows())
+                if table.rows.height
+                else {}
+            )
+            inputs.append(InputInfo(str(path), src.sha256, raw.height, src.format, splits))
+            offset += raw.height
+            if progress:
+                progress(f"read {Path(path).name}", offset)
+        stats = {
+            "tables": [
+                {
+                    "path": t.path,
+                    "task": t.task,
+                    "rows": t.raw.height,
+                    "glycan_column": t.columns.glycan,
+                    "labels": t.columns.labels,
+                    "split": t.columns.split or (t.columns.split_flags or None),
+                    "task_rows": int(t.rows["in_task"].sum()),
+                }
+                for t in tables
+            ]
+        }
+        return GlycanData(
+            family=self.name,
+            inputs=inputs,
+            schema_findings=rule_output(schema_rows),
+            tables=tables,
+            stats=stats,
+        )
+
+    def _normalise(
+        self, index: int, path: str, cols: Columns, raw: pl.DataFrame, offset: int, fmt: str
+    ) -> tuple[GlycanTable, list[dict[str, Any]]]:
+        n = raw.height
+        id_col = next((c for c in ID_COLUMNS if c in raw.columns), None)
+        if id_col is not None and raw[id_col].is_duplicated().any():
+            id_col = None
+        if id_col is not None:
+            record = raw[id_col].cast(pl.String)
+        elif fmt == "csv":  # a line number a reader can jump to (line 1 is the header)
+            record = pl.Series([f"line {i + 2}" for i in range(n)], dtype=pl.String)
+        else:
+            record = pl.Series([f"#{i}" for i in range(n)], dtype=pl.String)
+        split = pl.lit(None, pl.String)
+        if cols.split:
+            split = pl.col(cols.split).cast(pl.String)
+        elif cols.split_flags:
+            expr = pl.lit(None, pl.String)
+            for name, col in reversed(list(cols.split_flags.items())):
+                flag = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
+                expr = pl.when(flag.is_in(["1", "true", "1.0", "yes"])).then(pl.lit(name)).otherwise(expr)
+            split = expr
+        base = raw.select(
+            (pl.int_range(n, dtype=pl.Int64) + offset).alias("row"),
+            pl.lit(index, pl.Int32).alias("table"),
+            record.alias("record"),
+            split.alias("split_raw"),
+        ).with_columns(
+            pl.col("split_raw")
+            .str.strip_chars()
+            .str.to_lowercase()
+            .replace_strict(SPLIT_NAMES, default=pl.col("split_raw"), return_dtype=pl.String)
+            .alias("split")
+        )
+        if cols.task == "interaction":
+            return self._normalise_matrix(index, path, cols, raw, base)
+        glycan = raw[cols.glycan].cast(pl.String) if cols.glycan else pl.Series([None] * n)
+        base = base.with_columns(glycan.alias("glycan"))
+        keys = key_glycans(base["glycan"])
+        rows = base.join(keys, on="glycan", how="left", maintain_order="left")
+        labels = pl.DataFrame(
+            [_label_list(raw[col]).alias(f"lab_{name}") for name, col in cols.labels.items()]
+        )
+        rows = pl.concat([rows, labels], how="horizontal")
+        # A row is part of the task when it has at least one real label (not a placeholder):
+        # a multi-purpose table such as v3_sugarbase labels only some rows for each task.
+        real = [
+            pl.col(f"lab_{n}")
+            .list.eval(~pl.element().str.strip_chars().str.to_lowercase().is_in(list(PLACEHOLDERS)))
+            .list.any()
+            for n in cols.labels
+        ]
+        rows = rows.with_columns(pl.any_horizontal(real).fill_null(False).alias("labelled"))
+        # schema: one pydantic validation per row, on the values the rules will use
+        model = ROW_MODELS[cols.task]
+        errs: list[dict[str, Any]] = []
+        invalid: list[int] = []
+        label_col = cols.labels.get(cols.task)
+        view = rows.select(
+            "row",
+            "record",
+            "glycan",
+            "split",
+            *([pl.col(f"lab_{cols.task}").list.first().alias("label")] if label_col else []),
+        )
+        for r in view.iter_rows(named=True):
+            payload = dict(r)
+            row_model = model
+            if label_col:
+                label = payload.get("label")
+                if label is None or label.strip().lower() in PLACEHOLDERS:
+                    row_model = ROW_MODELS["taxonomy"]  # unlabelled: GL203 reports it
+            try:
+                row_model.model_validate(payload)
+            except ValidationError as e:
+                invalid.append(r["row"])
+                for err in e.errors(include_url=False):
+                    loc = ".".join(str(x) for x in err["loc"])
+                    column = {"glycan": cols.glycan, "split": cols.split or "split",
+                              "label": label_col}.get(loc, loc)
+                    value = r.get(loc)
+                    errs.append(
+                        {
+                            "row": r["row"],
+                            "record": r["record"],
+                            "field": column or loc,
+                            "message": f"{err['msg']} (got {value!r})",
+                            "details": {"file": path, "column": column, "value": value},
+                        }
+                    )
+        rows = rows.with_columns(
+            (~pl.col("row").is_in(invalid) & pl.col("glycan").is_not_null()).alias("valid")
+        ).with_columns((pl.col("valid") & pl.col("labelled")).alias("in_task")).drop("split_raw")
+        for r in rows.filter(pl.col("glycan").is_null()).iter_rows(named=True):
+            errs.append({"row": r["row"], "record": r["record"], "field": cols.glycan or "glycan",
+                         "message": "missing glycan", "details": {"file": path}})
+        return GlycanTable(index, path, cols, raw, rows), errs
+
+    def _normalise_matrix(
+        self, index: int, path: str, cols: Columns, raw: pl.DataFrame, base: pl.DataFrame
+    ) -> tuple[GlycanTable, list[dict[str, Any]]]:
+        rows = base.with_columns(
+            raw[cols.protein].cast(pl.String).alias("protein"),
+            (raw[cols.protein_name].cast(pl.String) if cols.protein_name else pl.lit(None, pl.String))
+            .alias("protein_name"),
+            pl.lit(None, pl.String).alias("glycan"),
+            pl.lit(None, pl.String).alias("key"),
+            pl.lit(None, pl.String).alias("error"),
+            pl.lit(True).alias("valid"),
+            pl.lit(True).alias("in_task"),
+        ).drop("split_raw")
+        headers = key_glycans(pl.Series(cols.glycan_columns, dtype=pl.String)).rename(
+            {"glycan": "column"}
+        )
+        cells = (
+            pl.concat(
+                [rows.select("row", "record"), raw.select(cols.glycan_columns).cast(pl.String)],
+                how="horizontal",
+            )
+            .unpivot(index=["row", "record"], variable_name="column", value_name="value")
+            .filter(pl.col("value").is_not_null() & (pl.col("value").str.strip_chars() != ""))
+            .with_columns(pl.col("value").str.strip_chars().cast(pl.Float64, strict=False).alias("number"))
+            .join(headers, on="column", how="left")
+        )
+        errs = [
+            {"row": r["row"], "record": r["record"], "field": r["column"],
+             "message": f"non-numeric interaction value {r['value']!r}",
+             "details": {"file": path, "value": r["value"]}}
+            for r in cells.filter(pl.col("number").is_null()).head(1000).iter_rows(named=True)
+        ]
+        return GlycanTable(index, path, cols, raw, rows, cells), errs
+
+    def audit(self, data: LoadedDataset, **kwargs: Any) -> Report:
+        """Run the rules, then add per-table figures: task rows, label ceiling, leakage counts."""
+        from curate.audits.glycan import ceiling_accuracy
+
+        report = super().audit(data, **kwargs)
+        assert isinstance(data, GlycanData)
+        f = report.findings
+        per = []
+        for t, info in zip(data.tables, self._table_stats(data), strict=True):
+            rows = set(t.rows["row"].to_list())
+            mine = f.filter(pl.col("row").is_in(list(rows)))
+            info["records_with_findings"] = {
+                code: mine.filter(pl.col("rule") == code)["record"].n_unique()
+                for code in sorted(set(mine["rule"].to_list()))
+            }
+            if t.task in ("immunogenicity", "glycosylation"):
+                info["label_ceiling"] = ceiling_accuracy(t)
+            per.append(info)
+        report.stats["tables"] = per
+        return report
+
+    def _table_stats(self, data: GlycanData) -> list[dict[str, Any]]:
+        return [dict(x) for x in data.stats["tables"]]
+
+    # ----------------------------------------------------------------- export / fix
+    def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
+        assert isinstance(data, GlycanData)
+        table = _single_table(data)
+        return _split_tables(table, table.raw, table.rows["split"])
+
+    def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
+        from curate.audits.glycan import plan_fixes
+
+        assert isinstance(data, GlycanData)
+        return plan_fixes(data, report, options)
+
+
+def _single_table(data: GlycanData) -> GlycanTable:
+    if len(data.tables) != 1:
+        raise UsageError("fix/export take one glycan table at a time (got "
+                         f"{len(data.tables)}); audit several together for cross-task leakage")
+    return data.tables[0]
+
+
+def _split_tables(table: GlycanTable, raw: pl.DataFrame, split: pl.Series) -> dict[str, pa.Table]:
+    """Raw columns (fixed) per split; the split column itself stays in the data too."""
+    out_cols = [c for c in raw.columns if c != SPLIT_FROM_LAYOUT]
+    df = raw.select(out_cols).with_columns(split.fill_null("train").alias("__s"))
+    tables = {}
+    for name in ("train", "validation", "test"):
+        part = df.filter(pl.col("__s") == name).drop("__s")
+        if part.height:
+            tables[name] = part.to_arrow()
+    others = df.filter(~pl.col("__s").is_in(["train", "validation", "test"]))
+    if others.height:
+        bad = others["__s"].unique().to_list()[:5]
+        raise UsageError(f"unknown split names {bad}: fix the split column before exporting")
+    return tables
+
+
+def regroup_split(
+    keys: pl.Series, current: pl.Series, *, seed: int = 0, proportions: dict[str, float] | None = None
+) -> pl.Series:
+    """A new split per row such that rows with the same key share one split.
+
+    Deterministic for a seed: distinct keys are shuffled with ``random.Random(seed)`` (from their
+    sorted order, so input row order does not matter), then each key group goes to the split whose
+    row count is furthest below its target share. Targets are the current split proportions
+    (80/10/10 when there is no split). Rows whose key is null keep a group of their own.
+    """
+    n = keys.len()
+    if proportions is None:
+        counts = current.drop_nulls().value_counts()
+        if counts.height:
+            proportions = {s: c / current.drop_nulls().len() for s, c in counts.iter_rows()}
+        else:
+            proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
+    names = sorted(proportions, key=lambda s: ("train", "validation", "test").index(s)
+                   if s in ("train", "validation", "test") else 9)
+    group = pl.Series(
+        [k if k is not None else f"\x00row{i}" for i, k in enumerate(keys.to_list())],
+        dtype=pl.String,
+    )
+    sizes = pl.DataFrame({"g": group}).group_by("g").len().sort("g")
+    order = sizes.rows()
+    random.Random(seed).shuffle(order)
+    filled = dict.fromkeys(names, 0)
+    assign: dict[str, str] = {}
+    for g, size in order:
+        target = {s: proportions[s] * n for s in names}
+        best = max(names, key=lambda s: (target[s] - filled[s]) / max(target[s], 1e-9))
+        assign[g] = best
+        filled[best] += size
+    return group.replace_strict(assign, return_dtype=pl.String)
+
+
+FAMILY = GlycanFamily()
+
+__all__ = ["FAMILY", "GlycanData", "GlycanTable", "key_glycans", "regroup_split"]

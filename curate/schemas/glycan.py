@@ -1,0 +1,219 @@
+"""GlycanML-style glycan task tables: column detection and row models.
+
+Four tasks, as published by GlycanML and its upstream (glycowork):
+
+* **taxonomy** — a glycan and its labels at eight levels, Species … Domain (capitalised upstream,
+  lower-case in GlycanML; list-valued cells such as ``['Homo_sapiens']`` in ``v3_sugarbase``);
+* **immunogenicity** — a glycan and a 0/1 label;
+* **glycosylation** — a glycan and its link type, ``N``, ``O`` or ``free``;
+* **interaction** — a protein–glycan matrix: one row per protein, one numeric column per glycan.
+
+The split is either one ``split`` column (train / validation / test) or one 0/1 column per split.
+Column names are detected from the header (case-insensitive) and can be overridden; detection is
+what a user would otherwise do by eye, so it is strict: ambiguous headers are an error, not a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
+
+from curate.errors import InputError
+
+TASKS = ("taxonomy", "immunogenicity", "glycosylation", "interaction")
+LEVELS = ("species", "genus", "family", "order", "class", "phylum", "kingdom", "domain")
+GLYCAN_COLUMNS = ("glycan", "target", "iupac", "glycan_iupac", "sequence")
+LABEL_COLUMNS = {
+    "immunogenicity": ("immunogenicity", "label", "immunogenic"),
+    "glycosylation": ("link", "glycosylation", "glycosylation_type", "label"),
+}
+PROTEIN_COLUMNS = ("target", "protein_sequence", "sequence", "aa_sequence")
+PROTEIN_NAME_COLUMNS = ("protein", "protein_name", "name")
+SPLIT_COLUMN = ("split",)
+SPLIT_NAMES = {
+    "train": "train",
+    "training": "train",
+    "valid": "validation",
+    "validation": "validation",
+    "val": "validation",
+    "dev": "validation",
+    "test": "test",
+    "testing": "test",
+}
+#: Cell values that mean "no label" in the real files; rules report them, fixes null them.
+PLACEHOLDERS = frozenset(
+    {"", "undetermined", "unknown", "unclassified", "none", "na", "n/a", "nan", "null", "-", "[]"}
+)
+
+_LIST_CELL = re.compile(r"^\s*\[.*\]\s*$", re.S)
+
+
+def parse_list_cell(value: Any) -> list[str] | None:
+    """``"['Homo_sapiens', 'Mus_musculus']"`` → list; other values → None (not a list cell)."""
+    if not isinstance(value, str) or not _LIST_CELL.match(value):
+        return None
+    try:
+        out = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(out, list | tuple) and all(isinstance(x, str) for x in out):
+        return list(out)
+    return None
+
+
+@dataclass
+class Columns:
+    """Which columns of a table hold what (detected, or given by the user)."""
+
+    task: str
+    glycan: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)  # canonical name → column
+    split: str | None = None
+    split_flags: dict[str, str] = field(default_factory=dict)  # split name → 0/1 column
+    protein: str | None = None
+    protein_name: str | None = None
+    glycan_columns: list[str] = field(default_factory=list)  # interaction matrix
+
+    @property
+    def label_names(self) -> list[str]:
+        return list(self.labels)
+
+
+def _find(header: list[str], names: tuple[str, ...], exclude: set[str] = frozenset()) -> str | None:
+    lower = {h.lower().strip(): h for h in header if h not in exclude}
+    for n in names:
+        if n in lower:
+            return lower[n]
+    return None
+
+
+def detect_columns(
+    header: list[str],
+    task: str | None = None,
+    overrides: dict[str, str] | None = None,
+    *,
+    path: str = "",
+) -> Columns:
+    """Detect the task and its columns from a header; raises InputError when it cannot."""
+    overrides = {k: v for k, v in (overrides or {}).items() if v}
+    for k, v in overrides.items():
+        if v not in header:
+            raise InputError(f"--column {k}={v}: no such column (have {', '.join(header)})",
+                             path=path)
+    if task is not None and task not in TASKS:
+        raise InputError(f"unknown glycan task {task!r}; use one of {', '.join(TASKS)}", path=path)
+    lower = {h.lower().strip(): h for h in header}
+    levels = {lvl: lower[lvl] for lvl in LEVELS if lvl in lower}
+    glyc_matrix = [h for h in header if _matrix_glycan_header(h)]
+    if task is None:
+        if len(levels) >= 2:
+            task = "taxonomy"
+        elif _find(header, LABEL_COLUMNS["immunogenicity"][:1]):
+            task = "immunogenicity"
+        elif _find(header, ("link", "glycosylation", "glycosylation_type")):
+            task = "glycosylation"
+        elif len(glyc_matrix) >= 2:
+            task = "interaction"
+        else:
+            raise InputError(
+                "cannot tell which glycan task this table is (no taxonomy levels, no "
+                "immunogenicity/link column, no glycan columns): pass --task",
+                path=path,
+            )
+    cols = Columns(task=task)
+    split = overrides.get("split") or _find(header, SPLIT_COLUMN)
+    cols.split = split
+    if split is None:
+        for h in header:
+            name = SPLIT_NAMES.get(h.lower().strip())
+            if name and name not in cols.split_flags:
+                cols.split_flags[name] = h
+        if len(cols.split_flags) < 2:
+            cols.split_flags = {}
+    if task == "interaction":
+        cols.protein = overrides.get("protein") or _find(header, PROTEIN_COLUMNS)
+        cols.protein_name = _find(header, PROTEIN_NAME_COLUMNS, {cols.protein or ""})
+        used = {cols.protein, cols.protein_name, cols.split, *cols.split_flags.values()}
+        cols.glycan_columns = [h for h in header if h not in used and _matrix_glycan_header(h)]
+        if cols.protein is None or not cols.glycan_columns:
+            raise InputError("interaction matrix needs a protein column (target/sequence) and "
+                             "glycan columns", path=path)
+        return cols
+    cols.glycan = overrides.get("glycan") or _find(header, GLYCAN_COLUMNS)
+    if cols.glycan is None:
+        raise InputError(f"no glycan column (looked for {', '.join(GLYCAN_COLUMNS)}; "
+                         "use --column glycan=NAME)", path=path)
+    if task == "taxonomy":
+        if not levels:
+            raise InputError("taxonomy task needs Species…Domain columns", path=path)
+        cols.labels = levels
+    else:
+        col = overrides.get("label") or _find(header, LABEL_COLUMNS[task])
+        if col is None:
+            raise InputError(f"no {task} label column (looked for "
+                             f"{', '.join(LABEL_COLUMNS[task])}; use --column label=NAME)",
+                             path=path)
+        cols.labels = {task: col}
+    return cols
+
+
+_MATRIX_GLYCAN = re.compile(r"^(?:\{.*\})?[\[\]A-Za-z0-9\-?,/(){}]+$")
+
+
+def _matrix_glycan_header(h: str) -> bool:
+    # A glycan header contains a linkage like "(a1-3)" or is a bare monosaccharide name.
+    return bool(re.search(r"\([ab?]?[0-9?]-[0-9?/]*\)", h)) or bool(
+        re.fullmatch(r"(?:[DL]-)?[A-Z][a-z]{1,3}(?:NAc|NGc|N|A|5Ac|5Gc|f|p)?[0-9A-Za-z]*", h)
+        and h.lower() not in {"target", "protein", "split", "train", "test", "valid"}
+    )
+
+
+def normalise_split(value: Any) -> str | None:
+    if value is None:
+        return None
+    return SPLIT_NAMES.get(str(value).strip().lower(), str(value))
+
+
+# --------------------------------------------------------------------------- row models
+
+
+def _strip(v: Any) -> Any:
+    # Whitespace around a label is reported by its own rule (GL201); the schema judges the value.
+    return v.strip() if isinstance(v, str) else v
+
+
+def _binary(v: Any) -> Any:
+    v = _strip(v)
+    if isinstance(v, str) and v in ("0", "1", "0.0", "1.0"):
+        return int(float(v))
+    if isinstance(v, float) and v in (0.0, 1.0):
+        return int(v)
+    return v
+
+
+class GlycanRow(BaseModel):
+    """What every task row needs: a non-empty glycan string and a known split (or none)."""
+
+    model_config = ConfigDict(extra="ignore", strict=False)
+
+    glycan: Annotated[str, StringConstraints(min_length=1)]
+    split: Literal["train", "validation", "test"] | None = None
+
+
+class ImmunogenicityRow(GlycanRow):
+    label: Annotated[Literal[0, 1], BeforeValidator(_binary)]
+
+
+class GlycosylationRow(GlycanRow):
+    label: Annotated[Literal["N", "O", "free"], BeforeValidator(_strip)]
+
+
+ROW_MODELS: dict[str, type[GlycanRow]] = {
+    "taxonomy": GlycanRow,
+    "immunogenicity": ImmunogenicityRow,
+    "glycosylation": GlycosylationRow,
+}
