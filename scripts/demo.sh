@@ -24,13 +24,23 @@ head -n 3 "$OUT/remastered/changelog.jsonl" | cut -c1-200
 step curate export mquake "$SAMPLE" --out "$OUT/export"
 "$BIN/curate" export mquake "$SAMPLE" --out "$OUT/export"
 
+GLYCANS=$(dirname "$SAMPLE")/glycan_taxonomy_sample.csv
+step curate audit glycan "$GLYCANS"
+"$BIN/curate" audit glycan "$GLYCANS" || echo "(exit $? — hierarchy contradictions and split leakage are errors)"
+
+step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed"
+"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed"
+
+step curate audit glycan "$OUT/glycan-fixed" --select GL3,GL4
+"$BIN/curate" audit glycan "$OUT/glycan-fixed" --select GL3,GL4
+
 step 'python -c "datasets.load_dataset(...)"'
 "$BIN/python" - "$OUT" <<'PY'
 import sys
 import datasets
 
 datasets.disable_progress_bars()
-for name in ("remastered", "export"):
+for name in ("remastered", "export", "glycan-fixed"):
     d = datasets.load_dataset(f"{sys.argv[1]}/{name}")
     print(name, {s: d[s].num_rows for s in d}, "columns:", len(d["train"].column_names))
 PY

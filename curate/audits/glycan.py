@@ -8,6 +8,7 @@ and duplicates, ``GL4xx`` leakage, ``GL5xx`` class distribution, ``GL6xx`` inter
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,14 @@ def _json(*exprs: pl.Expr) -> pl.Expr:
     return pl.struct(*exprs).struct.json_encode()
 
 
-def _out(df: pl.DataFrame, *, field: pl.Expr, message: pl.Expr, details: pl.Expr,
-         fix: pl.Expr | None = None) -> pl.DataFrame:
+def _out(
+    df: pl.DataFrame,
+    *,
+    field: pl.Expr,
+    message: pl.Expr,
+    details: pl.Expr,
+    fix: pl.Expr | None = None,
+) -> pl.DataFrame:
     if df.is_empty():
         return empty_rule_output()
     return df.select(
@@ -82,15 +89,21 @@ def _labels_long(t: GlycanTable) -> pl.DataFrame:
     long = (
         t.rows.filter(pl.col("valid"))
         .select("row", "record", "split", "key", *cols)
-        .unpivot(index=["row", "record", "split", "key"], on=cols, variable_name="name",
-                 value_name="values")
+        .unpivot(
+            index=["row", "record", "split", "key"],
+            on=cols,
+            variable_name="name",
+            value_name="values",
+        )
         .with_columns(pl.col("name").str.strip_prefix("lab_"))
         .with_columns(pl.int_ranges(pl.col("values").list.len()).alias("pos"))
         .explode(["values", "pos"])
         .rename({"values": "value"})
         .filter(pl.col("value").is_not_null())
         .with_columns(pl.col("value").str.strip_chars().alias("clean"))
-        .with_columns(pl.col("clean").str.to_lowercase().is_in(list(PLACEHOLDERS)).alias("placeholder"))
+        .with_columns(
+            pl.col("clean").str.to_lowercase().is_in(list(PLACEHOLDERS)).alias("placeholder")
+        )
     )
     spellings = (
         long.filter(~pl.col("placeholder"))
@@ -98,14 +111,21 @@ def _labels_long(t: GlycanTable) -> pl.DataFrame:
         .len()
         .sort(["name", "fold", "len", "clean"], descending=[False, False, True, False])
         .group_by("name", "fold", maintain_order=True)
-        .agg(pl.col("clean").first().alias("majority"), pl.col("clean").n_unique().alias("n_spellings"),
-             pl.struct("clean", "len").alias("spellings"))
+        .agg(
+            pl.col("clean").first().alias("majority"),
+            pl.col("clean").n_unique().alias("n_spellings"),
+            pl.struct("clean", "len").alias("spellings"),
+        )
     )
-    return long.with_columns(pl.col("clean").str.to_lowercase().alias("fold")).join(
-        spellings, on=["name", "fold"], how="left"
-    ).with_columns(
-        pl.when(pl.col("placeholder")).then(pl.lit(None, pl.String)).otherwise(pl.col("majority"))
-        .alias("norm")
+    return (
+        long.with_columns(pl.col("clean").str.to_lowercase().alias("fold"))
+        .join(spellings, on=["name", "fold"], how="left")
+        .with_columns(
+            pl.when(pl.col("placeholder"))
+            .then(pl.lit(None, pl.String))
+            .otherwise(pl.col("majority"))
+            .alias("norm")
+        )
     )
 
 
@@ -126,8 +146,10 @@ def _task_labels(t: GlycanTable) -> pl.DataFrame:
         .group_by("row", maintain_order=True)
         .agg(pl.format("{}={}", "name", "v").str.join("; ").alias("label"))
     )
-    out = t.rows.filter(pl.col("in_task")).select("row", "record", "split", "key", "glycan").join(
-        lab, on="row", how="inner"
+    out = (
+        t.rows.filter(pl.col("in_task"))
+        .select("row", "record", "split", "key", "glycan")
+        .join(lab, on="row", how="inner")
     )
     t.cache["task_labels"] = out
     return out
@@ -155,22 +177,37 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
         if t.task == "interaction":
             assert t.cells is not None
             bad = t.cells.filter(pl.col("error_kind") == kind).unique("column", keep="first")
-            bad = bad.with_columns(pl.lit(None, pl.Int64).alias("row"),
-                                   pl.format("column {}", _repr("column")).alias("record"))
-            parts.append(_out(
-                bad, field=pl.col("column"),
-                message=pl.format("glycan column header: {} (at {})", "error", "error_pos"),
-                details=_json(pl.col("column").alias("glycan"), pl.col("error_pos").alias("position"),
-                              pl.lit(t.path).alias("file")),
-            ))
+            bad = bad.with_columns(
+                pl.lit(None, pl.Int64).alias("row"),
+                pl.format("column {}", _repr("column")).alias("record"),
+            )
+            parts.append(
+                _out(
+                    bad,
+                    field=pl.col("column"),
+                    message=pl.format("glycan column header: {} (at {})", "error", "error_pos"),
+                    details=_json(
+                        pl.col("column").alias("glycan"),
+                        pl.col("error_pos").alias("position"),
+                        pl.lit(t.path).alias("file"),
+                    ),
+                )
+            )
             continue
         bad = t.rows.filter(pl.col("in_task") & (pl.col("error_kind") == kind))
-        parts.append(_out(
-            bad, field=pl.lit(t.columns.glycan),
-            message=pl.format("{} in {}", "error", _repr("glycan")),
-            details=_json(pl.col("glycan"), pl.col("error_pos").alias("position"),
-                          pl.col("error").alias("problem"), pl.lit(t.path).alias("file")),
-        ))
+        parts.append(
+            _out(
+                bad,
+                field=pl.lit(t.columns.glycan),
+                message=pl.format("{} in {}", "error", _repr("glycan")),
+                details=_json(
+                    pl.col("glycan"),
+                    pl.col("error_pos").alias("position"),
+                    pl.col("error").alias("problem"),
+                    pl.lit(t.path).alias("file"),
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -208,13 +245,21 @@ def label_whitespace(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     for t in _label_tables(data):
         long = labels_long(t).filter((pl.col("value") != pl.col("clean")) & ~pl.col("placeholder"))
         names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(_out(
-            long, field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-            message=pl.format("label {} has surrounding whitespace", _repr("value")),
-            details=_json(pl.col("value"), pl.col("clean"), pl.col("pos").alias("list_position")),
-            fix=_json(pl.lit("set").alias("op"), pl.col("value").alias("old"),
-                      pl.col("clean").alias("new")),
-        ))
+        parts.append(
+            _out(
+                long,
+                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
+                message=pl.format("label {} has surrounding whitespace", _repr("value")),
+                details=_json(
+                    pl.col("value"), pl.col("clean"), pl.col("pos").alias("list_position")
+                ),
+                fix=_json(
+                    pl.lit("set").alias("op"),
+                    pl.col("value").alias("old"),
+                    pl.col("clean").alias("new"),
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -231,13 +276,23 @@ def label_case_variant(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
             (pl.col("n_spellings") > 1) & (pl.col("clean") != pl.col("majority"))
         )
         names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(_out(
-            long, field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-            message=pl.format("label {} is a case variant of {}", _repr("clean"), _repr("majority")),
-            details=_json(pl.col("clean").alias("value"), pl.col("majority"), pl.col("spellings")),
-            fix=_json(pl.lit("set").alias("op"), pl.col("value").alias("old"),
-                      pl.col("majority").alias("new")),
-        ))
+        parts.append(
+            _out(
+                long,
+                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
+                message=pl.format(
+                    "label {} is a case variant of {}", _repr("clean"), _repr("majority")
+                ),
+                details=_json(
+                    pl.col("clean").alias("value"), pl.col("majority"), pl.col("spellings")
+                ),
+                fix=_json(
+                    pl.lit("set").alias("op"),
+                    pl.col("value").alias("old"),
+                    pl.col("majority").alias("new"),
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -252,13 +307,19 @@ def placeholder_label(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     for t in _label_tables(data):
         long = labels_long(t).filter(pl.col("placeholder"))
         names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(_out(
-            long, field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-            message=pl.format("placeholder label {} treated as missing", _repr("value")),
-            details=_json(pl.col("value")),
-            fix=_json(pl.lit("set").alias("op"), pl.col("value").alias("old"),
-                      pl.lit(None, pl.String).alias("new")),
-        ))
+        parts.append(
+            _out(
+                long,
+                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
+                message=pl.format("placeholder label {} treated as missing", _repr("value")),
+                details=_json(pl.col("value")),
+                fix=_json(
+                    pl.lit("set").alias("op"),
+                    pl.col("value").alias("old"),
+                    pl.lit(None, pl.String).alias("new"),
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -283,11 +344,16 @@ def hierarchy_edges(t: GlycanTable, long: pl.DataFrame | None = None) -> pl.Data
     )
     levels = [n for n in LEVELS if n in t.label_names]
     edges = []
-    for child, parent in zip(levels, levels[1:], strict=False):
-        c = single.filter(pl.col("name") == child).select("row", "record", pl.col("v").alias("child"))
+    for child, parent in itertools.pairwise(levels):
+        c = single.filter(pl.col("name") == child).select(
+            "row", "record", pl.col("v").alias("child")
+        )
         p = single.filter(pl.col("name") == parent).select("row", pl.col("v").alias("parent"))
-        edges.append(c.join(p, on="row").with_columns(
-            pl.lit(child).alias("child_level"), pl.lit(parent).alias("parent_level")))
+        edges.append(
+            c.join(p, on="row").with_columns(
+                pl.lit(child).alias("child_level"), pl.lit(parent).alias("parent_level")
+            )
+        )
     return pl.concat(edges) if edges else pl.DataFrame()
 
 
@@ -297,16 +363,23 @@ def hierarchy_majority(edges: pl.DataFrame) -> pl.DataFrame:
         return edges
     counts = edges.group_by("child_level", "parent_level", "child", "parent").len()
     return (
-        counts.sort(["child_level", "child", "len", "parent"], descending=[False, False, True, False])
+        counts.sort(
+            ["child_level", "child", "len", "parent"], descending=[False, False, True, False]
+        )
         .group_by("child_level", "parent_level", "child", maintain_order=True)
-        .agg(pl.col("parent").first().alias("majority"), pl.col("len").first().alias("majority_rows"),
-             pl.struct("parent", "len").alias("parents"), pl.col("parent").n_unique().alias("n"))
+        .agg(
+            pl.col("parent").first().alias("majority"),
+            pl.col("len").first().alias("majority_rows"),
+            pl.struct("parent", "len").alias("parents"),
+            pl.col("parent").n_unique().alias("n"),
+        )
         .filter(pl.col("n") > 1)
     )
 
 
-@RULES.rule("GL301", "taxonomy-contradiction", category="consistency", severity="error",
-            fixable=True)
+@RULES.rule(
+    "GL301", "taxonomy-contradiction", category="consistency", severity="error", fixable=True
+)
 def taxonomy_contradiction(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """A taxon is filed under two parents at adjacent levels (one genus in two families, a
     phylum under two kingdoms).
@@ -323,19 +396,37 @@ def taxonomy_contradiction(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
         if maj.is_empty():
             continue
         hit = edges.join(maj, on=["child_level", "parent_level", "child"]).filter(
-            pl.col("parent") != pl.col("majority"))
+            pl.col("parent") != pl.col("majority")
+        )
         names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(_out(
-            hit.sort("row", "child_level"),
-            field=pl.col("parent_level").replace_strict(names, return_dtype=pl.String),
-            message=pl.format("{} {} is under {} {} here but under {} in {} rows",
-                              "child_level", _repr("child"), "parent_level", _repr("parent"),
-                              _repr("majority"), "majority_rows"),
-            details=_json(pl.col("child_level"), pl.col("child"), pl.col("parent_level"),
-                          pl.col("parent"), pl.col("majority"), pl.col("parents")),
-            fix=_json(pl.lit("set").alias("op"), pl.col("parent").alias("old"),
-                      pl.col("majority").alias("new")),
-        ))
+        parts.append(
+            _out(
+                hit.sort("row", "child_level"),
+                field=pl.col("parent_level").replace_strict(names, return_dtype=pl.String),
+                message=pl.format(
+                    "{} {} is under {} {} here but under {} in {} rows",
+                    "child_level",
+                    _repr("child"),
+                    "parent_level",
+                    _repr("parent"),
+                    _repr("majority"),
+                    "majority_rows",
+                ),
+                details=_json(
+                    pl.col("child_level"),
+                    pl.col("child"),
+                    pl.col("parent_level"),
+                    pl.col("parent"),
+                    pl.col("majority"),
+                    pl.col("parents"),
+                ),
+                fix=_json(
+                    pl.lit("set").alias("op"),
+                    pl.col("parent").alias("old"),
+                    pl.col("majority").alias("new"),
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -343,7 +434,8 @@ def label_conflicts(t: GlycanTable) -> pl.DataFrame:
     """Rows of single-label tasks whose canonical key carries more than one label."""
     lab = _task_labels(t).filter(pl.col("key").is_not_null())
     return lab.with_columns(pl.col("label").n_unique().over("key").alias("n_labels")).filter(
-        pl.col("n_labels") > 1)
+        pl.col("n_labels") > 1
+    )
 
 
 def ceiling_accuracy(t: GlycanTable) -> dict[str, Any]:
@@ -371,36 +463,51 @@ def conflicting_labels(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         c = label_conflicts(t)
         if c.is_empty():
             continue
-        counts = c.group_by("key", "label").len().group_by("key").agg(
-            pl.struct("label", "len").sort_by("label").alias("labels"))
+        counts = (
+            c.group_by("key", "label")
+            .len()
+            .group_by("key")
+            .agg(pl.struct("label", "len").sort_by("label").alias("labels"))
+        )
         c = c.join(counts, on="key").sort("row")
-        parts.append(_out(
-            c, field=pl.lit(t.columns.labels[t.task]),
-            message=pl.format("glycan has {} labels across {} rows; this row says {}",
-                              "n_labels", pl.col("labels").list.eval(pl.element().struct.field("len")).list.sum(),
-                              _repr("label")),
-            details=_json(pl.col("key"), pl.col("labels")),
-        ))
+        parts.append(
+            _out(
+                c,
+                field=pl.lit(t.columns.labels[t.task]),
+                message=pl.format(
+                    "glycan has {} labels across {} rows; this row says {}",
+                    "n_labels",
+                    pl.col("labels").list.eval(pl.element().struct.field("len")).list.sum(),
+                    _repr("label"),
+                ),
+                details=_json(pl.col("key"), pl.col("labels")),
+            )
+        )
     return _concat(parts)
 
 
 def spelling_groups(t: GlycanTable) -> pl.DataFrame:
     """Valid rows with their key's representative spelling (most frequent, then sort order)."""
     rows = t.rows.filter(pl.col("in_task") & pl.col("key").is_not_null()).select(
-        "row", "record", "split", "glycan", "key")
+        "row", "record", "split", "glycan", "key"
+    )
     rep = (
-        rows.group_by("key", "glycan").len()
+        rows.group_by("key", "glycan")
+        .len()
         .sort(["key", "len", "glycan"], descending=[False, True, False])
         .group_by("key", maintain_order=True)
-        .agg(pl.col("glycan").first().alias("representative"),
-             pl.col("glycan").n_unique().alias("n_spellings"),
-             pl.col("glycan").head(MAX_LISTED).alias("spellings"))
+        .agg(
+            pl.col("glycan").first().alias("representative"),
+            pl.col("glycan").n_unique().alias("n_spellings"),
+            pl.col("glycan").head(MAX_LISTED).alias("spellings"),
+        )
     )
     return rows.join(rep, on="key")
 
 
-@RULES.rule("GL303", "branch-order-duplicate", category="duplicate", severity="warning",
-            fixable=True)
+@RULES.rule(
+    "GL303", "branch-order-duplicate", category="duplicate", severity="warning", fixable=True
+)
 def branch_order_duplicate(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """One glycan is written with different strings (branches in another order, another main
     chain, an explicit default configuration).
@@ -411,17 +518,26 @@ def branch_order_duplicate(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
     """
     parts = []
     for t in _label_tables(data):
-        g = spelling_groups(t).filter((pl.col("n_spellings") > 1)
-                                      & (pl.col("glycan") != pl.col("representative")))
-        parts.append(_out(
-            g, field=pl.lit(t.columns.glycan),
-            message=pl.format("same glycan as {} ({} spellings)", _repr("representative"),
-                              "n_spellings"),
-            details=_json(pl.col("glycan"), pl.col("representative"), pl.col("spellings"),
-                          pl.col("key")),
-            fix=_json(pl.lit("set").alias("op"), pl.col("glycan").alias("old"),
-                      pl.col("representative").alias("new")),
-        ))
+        g = spelling_groups(t).filter(
+            (pl.col("n_spellings") > 1) & (pl.col("glycan") != pl.col("representative"))
+        )
+        parts.append(
+            _out(
+                g,
+                field=pl.lit(t.columns.glycan),
+                message=pl.format(
+                    "same glycan as {} ({} spellings)", _repr("representative"), "n_spellings"
+                ),
+                details=_json(
+                    pl.col("glycan"), pl.col("representative"), pl.col("spellings"), pl.col("key")
+                ),
+                fix=_json(
+                    pl.lit("set").alias("op"),
+                    pl.col("glycan").alias("old"),
+                    pl.col("representative").alias("new"),
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -439,12 +555,17 @@ def duplicate_row(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         hit = lab.filter(pl.col("row") != pl.col("first"))
         firsts = t.rows.select(pl.col("row").alias("first"), pl.col("record").alias("first_record"))
         hit = hit.join(firsts, on="first").sort("row")
-        parts.append(_out(
-            hit, field=pl.lit(""),
-            message=pl.format("repeats record {} (same glycan, labels and split)", "first_record"),
-            details=_json(pl.col("first_record").alias("duplicate_of"), pl.col("label")),
-            fix=_json(pl.lit("drop").alias("op")),
-        ))
+        parts.append(
+            _out(
+                hit,
+                field=pl.lit(""),
+                message=pl.format(
+                    "repeats record {} (same glycan, labels and split)", "first_record"
+                ),
+                details=_json(pl.col("first_record").alias("duplicate_of"), pl.col("label")),
+                fix=_json(pl.lit("drop").alias("op")),
+            )
+        )
     return _concat(parts)
 
 
@@ -465,11 +586,14 @@ def _leakage(t: GlycanTable) -> pl.DataFrame:
     if train.is_empty():
         return pl.DataFrame()
     train_keys = train.group_by("key").agg(
-        pl.col("label").unique().sort().alias("train_labels"), pl.len().alias("train_rows"),
-        pl.col("record").head(5).alias("train_records"))
+        pl.col("label").unique().sort().alias("train_labels"),
+        pl.len().alias("train_rows"),
+        pl.col("record").head(5).alias("train_records"),
+    )
     ev = lab.filter(pl.col("split").is_in(["validation", "test"]))
     return ev.join(train_keys, on="key").with_columns(
-        pl.col("train_labels").list.contains(pl.col("label")).alias("same_label"))
+        pl.col("train_labels").list.contains(pl.col("label")).alias("same_label")
+    )
 
 
 def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
@@ -479,14 +603,22 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
         if lk.is_empty():
             continue
         lk = lk.filter(pl.col("same_label") == same).sort("row")
-        parts.append(_out(
-            lk, field=pl.lit(t.columns.glycan),
-            message=pl.format("{} glycan also in train ({} rows, e.g. record {}){}", "split",
-                              "train_rows", pl.col("train_records").list.first(),
-                              pl.lit(" with the same label" if same else " with another label")),
-            details=_json(pl.col("key"), pl.col("label"), pl.col("train_labels"),
-                          pl.col("train_records")),
-        ))
+        parts.append(
+            _out(
+                lk,
+                field=pl.lit(t.columns.glycan),
+                message=pl.format(
+                    "{} glycan also in train ({} rows, e.g. record {}){}",
+                    "split",
+                    "train_rows",
+                    pl.col("train_records").list.first(),
+                    pl.lit(" with the same label" if same else " with another label"),
+                ),
+                details=_json(
+                    pl.col("key"), pl.col("label"), pl.col("train_labels"), pl.col("train_records")
+                ),
+            )
+        )
     return _concat(parts)
 
 
@@ -531,14 +663,26 @@ def cross_task_leakage(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
                 continue
             ev = b.rows.filter(pl.col("in_task") & pl.col("split").is_in(["validation", "test"]))
             hit = ev.join(keys, on="key").sort("row")
-            parts.append(_out(
-                hit, field=pl.lit(b.columns.glycan),
-                message=pl.format("{} glycan of {} is in the training rows of {} ({} rows, "
-                                  "e.g. record {})", "split", pl.lit(Path(b.path).name),
-                                  pl.lit(Path(a.path).name), "n", "r"),
-                details=_json(pl.col("key"), pl.lit(a.path).alias("other_table"),
-                              pl.lit(a.task).alias("other_task"), pl.col("n").alias("other_rows")),
-            ))
+            parts.append(
+                _out(
+                    hit,
+                    field=pl.lit(b.columns.glycan),
+                    message=pl.format(
+                        "{} glycan of {} is in the training rows of {} ({} rows, e.g. record {})",
+                        "split",
+                        pl.lit(Path(b.path).name),
+                        pl.lit(Path(a.path).name),
+                        "n",
+                        "r",
+                    ),
+                    details=_json(
+                        pl.col("key"),
+                        pl.lit(a.path).alias("other_table"),
+                        pl.lit(a.task).alias("other_task"),
+                        pl.col("n").alias("other_rows"),
+                    ),
+                )
+            )
     return _concat(parts)
 
 
@@ -557,12 +701,14 @@ def singleton_class(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         long = labels_long(t).filter(pl.col("norm").is_not_null()).unique(["row", "name", "norm"])
         long = long.with_columns(pl.len().over("name", "norm").alias("n")).filter(pl.col("n") == 1)
         names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(_out(
-            long.sort("row", "name"),
-            field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-            message=pl.format("class {} has a single example", _repr("norm")),
-            details=_json(pl.col("name").alias("level"), pl.col("norm").alias("class")),
-        ))
+        parts.append(
+            _out(
+                long.sort("row", "name"),
+                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
+                message=pl.format("{} {} has a single example", "name", _repr("norm")),
+                details=_json(pl.col("name").alias("level"), pl.col("norm").alias("class")),
+            )
+        )
     return _concat(parts)
 
 
@@ -586,17 +732,28 @@ def matrix_duplicate_columns(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
         assert t.cells is not None
         c = t.cells.filter(pl.col("key").is_not_null() & pl.col("number").is_not_null())
         c = c.with_columns(pl.col("column").n_unique().over("key").alias("ncols")).filter(
-            pl.col("ncols") > 1)
-        g = c.group_by("row", "record", "key").agg(
-            pl.col("number").n_unique().alias("nv"),
-            pl.struct("column", "number").sort_by("column").alias("values"),
-        ).filter(pl.col("nv") > 1).sort("row", "key")
-        parts.append(_out(
-            g, field=pl.col("values").list.first().struct.field("column"),
-            message=pl.format("{} columns of one glycan disagree for this protein",
-                              pl.col("values").list.len()),
-            details=_json(pl.col("key"), pl.col("values")),
-        ))
+            pl.col("ncols") > 1
+        )
+        g = (
+            c.group_by("row", "record", "key")
+            .agg(
+                pl.col("number").n_unique().alias("nv"),
+                pl.struct("column", "number").sort_by("column").alias("values"),
+            )
+            .filter(pl.col("nv") > 1)
+            .sort("row", "key")
+        )
+        parts.append(
+            _out(
+                g,
+                field=pl.col("values").list.first().struct.field("column"),
+                message=pl.format(
+                    "{} columns of one glycan disagree for this protein",
+                    pl.col("values").list.len(),
+                ),
+                details=_json(pl.col("key"), pl.col("values")),
+            )
+        )
     return _concat(parts)
 
 
@@ -608,11 +765,14 @@ def matrix_empty_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame
     for t in _matrices(data):
         assert t.cells is not None
         empty = t.rows.join(t.cells.select("row").unique(), on="row", how="anti").sort("row")
-        parts.append(_out(
-            empty, field=pl.lit(t.columns.protein),
-            message=pl.lit("no interaction value for any glycan"),
-            details=_json(pl.col("protein_name")),
-        ))
+        parts.append(
+            _out(
+                empty,
+                field=pl.lit(t.columns.protein),
+                message=pl.lit("no interaction value for any glycan"),
+                details=_json(pl.col("protein_name")),
+            )
+        )
     return _concat(parts)
 
 
@@ -626,17 +786,27 @@ def matrix_duplicate_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
     parts = []
     for t in _matrices(data):
         r = t.rows.filter(pl.col("protein").is_not_null()).with_columns(
-            pl.col("row").min().over("protein").alias("first"))
+            pl.col("row").min().over("protein").alias("first")
+        )
         hit = r.filter(pl.col("row") != pl.col("first"))
-        firsts = t.rows.select(pl.col("row").alias("first"), pl.col("record").alias("first_record"),
-                               pl.col("protein_name").alias("first_name"))
+        firsts = t.rows.select(
+            pl.col("row").alias("first"),
+            pl.col("record").alias("first_record"),
+            pl.col("protein_name").alias("first_name"),
+        )
         hit = hit.join(firsts, on="first").sort("row")
-        parts.append(_out(
-            hit, field=pl.lit(t.columns.protein),
-            message=pl.format("same protein sequence as record {} ({})", "first_record",
-                              pl.col("first_name").fill_null("")),
-            details=_json(pl.col("first_record").alias("duplicate_of"), pl.col("protein_name")),
-        ))
+        parts.append(
+            _out(
+                hit,
+                field=pl.lit(t.columns.protein),
+                message=pl.format(
+                    "same protein sequence as record {} ({})",
+                    "first_record",
+                    pl.col("first_name").fill_null(""),
+                ),
+                details=_json(pl.col("first_record").alias("duplicate_of"), pl.col("protein_name")),
+            )
+        )
     return _concat(parts)
 
 
@@ -666,7 +836,7 @@ def resolve_hierarchy(
     for row, name, v in single.iter_rows():
         values.setdefault(row, {})[name] = v
     fixes: dict[tuple[int, str], tuple[str, str]] = {}
-    for child, parent in zip(levels, levels[1:], strict=False):
+    for child, parent in itertools.pairwise(levels):
         counts: dict[str, dict[str, int]] = {}
         for vals in values.values():
             if child in vals and parent in vals:
@@ -740,8 +910,9 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
         for i, (a, b) in enumerate(zip(old, new, strict=True)):
             if a != b:
                 rule = _which_label_rule(a, b, parent_fix.get((i + offset, name)))
-                changes.append(ChangeEntry(record_of[i + offset], col, a, b, rule,
-                                           _LABEL_REASONS[rule]))
+                changes.append(
+                    ChangeEntry(record_of[i + offset], col, a, b, rule, _LABEL_REASONS[rule])
+                )
         raw = raw.with_columns(pl.Series(col, new, dtype=pl.String))
     # spellings: one string per glycan
     groups = spelling_groups(t).filter(pl.col("glycan") != pl.col("representative"))
@@ -752,8 +923,16 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
         new = [rep.get(i + offset, v) for i, v in enumerate(old)]
         for i, (a, b) in enumerate(zip(old, new, strict=True)):
             if a != b:
-                changes.append(ChangeEntry(record_of[i + offset], gcol, a, b, "GL303",
-                                           "rewritten to the glycan's most frequent spelling"))
+                changes.append(
+                    ChangeEntry(
+                        record_of[i + offset],
+                        gcol,
+                        a,
+                        b,
+                        "GL303",
+                        "rewritten to the glycan's most frequent spelling",
+                    )
+                )
         raw = raw.with_columns(pl.Series(gcol, new, dtype=pl.String))
     # re-split grouped by canonical key
     keys = t.rows["key"]
@@ -763,23 +942,42 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     split = regroup_split(keys, current, seed=seed) if resplit else current
     if resplit:
         moved = 0
-        for rec, a, b in zip(t.rows["record"].to_list(), current.to_list(), split.to_list(),
-                             strict=True):
+        for rec, a, b in zip(
+            t.rows["record"].to_list(), current.to_list(), split.to_list(), strict=True
+        ):
             if a != b:
                 moved += 1
-                changes.append(ChangeEntry(rec, t.columns.split or "split", a, b, "GL401",
-                                           f"re-split grouped by canonical key (seed {seed})"))
+                changes.append(
+                    ChangeEntry(
+                        rec,
+                        t.columns.split or "split",
+                        a,
+                        b,
+                        "GL401",
+                        f"re-split grouped by canonical key (seed {seed})",
+                    )
+                )
         raw = _write_split(raw, t, split)
     # drop duplicates after normalisation (same key, labels and new split)
     dedup = raw.with_columns(
-        t.rows["key"].fill_null(t.rows["glycan"]).alias("__k"), split.alias("__s"),
-        pl.int_range(raw.height).alias("__i"))
+        t.rows["key"].fill_null(t.rows["glycan"]).alias("__k"),
+        split.alias("__s"),
+        pl.int_range(raw.height).alias("__i"),
+    )
     label_cols = list(t.columns.labels.values())
     keep = dedup.unique(["__k", "__s", *label_cols], keep="first", maintain_order=True)["__i"]
     dropped = sorted(set(range(raw.height)) - set(keep.to_list()))
     for i in dropped:
-        changes.append(ChangeEntry(record_of[i + offset], "", raw.row(i, named=True), None,
-                                   "GL304", "dropped: duplicate of an earlier row after fixes"))
+        changes.append(
+            ChangeEntry(
+                record_of[i + offset],
+                "",
+                raw.row(i, named=True),
+                None,
+                "GL304",
+                "dropped: duplicate of an earlier row after fixes",
+            )
+        )
     keep_mask = ~pl.Series(range(raw.height)).is_in(dropped)
     raw = raw.filter(keep_mask)
     split = split.filter(keep_mask)
@@ -792,8 +990,12 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
         "rows_moved_between_splits": sum(1 for c in changes if c.rule == "GL401"),
         "seed": seed,
     }
-    return FixResult(tables=tables, changelog=changes,
-                     extra_files={"fix_summary.json": dumps(summary).encode()}, summary=summary)
+    return FixResult(
+        tables=tables,
+        changelog=changes,
+        extra_files={"fix_summary.json": dumps(summary).encode()},
+        summary=summary,
+    )
 
 
 _LABEL_REASONS = {
@@ -821,8 +1023,10 @@ def _write_split(raw: pl.DataFrame, t: GlycanTable, split: pl.Series) -> pl.Data
     if cols.split and cols.split in raw.columns:
         return raw.with_columns(split.alias(cols.split))
     if cols.split_flags:
-        return raw.with_columns([
-            (split == name).cast(pl.Int8).cast(pl.String).alias(col)
-            for name, col in cols.split_flags.items()
-        ])
+        return raw.with_columns(
+            [
+                (split == name).cast(pl.Int8).cast(pl.String).alias(col)
+                for name, col in cols.split_flags.items()
+            ]
+        )
     return raw.with_columns(split.alias("split"))

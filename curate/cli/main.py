@@ -67,7 +67,9 @@ TaskOpt = Annotated[
 ]
 ColumnOpt = Annotated[
     list[str] | None,
-    typer.Option("--column", help="Override a detected column: glycan=NAME, label=NAME, split=NAME."),
+    typer.Option(
+        "--column", help="Override a detected column: glycan=NAME, label=NAME, split=NAME."
+    ),
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
 OutputOpt = Annotated[
@@ -186,8 +188,14 @@ def fix(
     cb = _progress()
     data = fam.load(paths, progress=cb, keep_records=True, task=task, columns=_columns(column))
     report = fam.audit(data, progress=cb, edit_set=edit_set)
-    result = fam.fix(data, report, edit_set=edit_set, seed=seed, resplit=resplit,
-                     mapping=str(mapping) if mapping else None)
+    result = fam.fix(
+        data,
+        report,
+        edit_set=edit_set,
+        seed=seed,
+        resplit=resplit,
+        mapping=str(mapping) if mapping else None,
+    )
     _clear_progress(cb)
     card = CardInfo(
         pretty_name=f"{Path(paths[0]).stem} (remastered by curate)",

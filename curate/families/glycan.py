@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
-from curate.errors import InputError, UsageError
-from curate.families.base import ChangeEntry, Family, FixResult, LoadedDataset, Progress
+from curate.errors import UsageError
+from curate.families.base import Family, FixResult, LoadedDataset, Progress
 from curate.findings import InputInfo, Report, rule_output
 from curate.io import SPLIT_FROM_LAYOUT, read_frame
 from curate.schemas.glycan import (
@@ -105,17 +104,25 @@ def key_glycans(glycans: pl.Series) -> pl.DataFrame:
 
 def _label_list(column: pl.Series) -> pl.Series:
     """A label column → list of strings per row: list-valued cells (``"['a', 'b']"``) split,
-    empty or null cells → empty list. Each distinct cell is parsed once.
+    empty or null cells → empty list. Each distinct list cell is parsed once.
     """
     col = column.cast(pl.String)
-    uniq = col.drop_nulls().unique().to_list()
-    parsed = {v: (parse_list_cell(v) if v.lstrip().startswith("[") else None) for v in uniq}
-    parsed = {v: (p if p is not None else [v]) for v, p in parsed.items()}
-    return pl.Series(
-        column.name,
-        [parsed[v] if v is not None else [] for v in col.to_list()],
-        dtype=pl.List(pl.String),
-    )
+    frame = pl.DataFrame({"v": col})
+    listish = col.str.strip_chars_start().str.starts_with("[").fill_null(False)
+    if not listish.any():  # the common case, fully vectorised
+        return frame.select(
+            pl.when(pl.col("v").is_null())
+            .then(pl.lit([], dtype=pl.List(pl.String)))
+            .otherwise(pl.concat_list("v"))
+            .alias(column.name)
+        ).to_series()
+    parsed = {}
+    for v in col.filter(listish).unique().to_list():
+        got = parse_list_cell(v)
+        parsed[v] = got if got is not None else [v]
+    values = [[] if v is None else parsed.get(v, [v]) for v in col.to_list()]
+    arr = pa.array(values, type=pa.large_list(pa.large_string()))
+    return pl.Series(column.name, pl.from_arrow(arr)).cast(pl.List(pl.String))
 
 
 class GlycanFamily(Family):
@@ -208,7 +215,11 @@ class GlycanFamily(Family):
             expr = pl.lit(None, pl.String)
             for name, col in reversed(list(cols.split_flags.items())):
                 flag = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
-                expr = pl.when(flag.is_in(["1", "true", "1.0", "yes"])).then(pl.lit(name)).otherwise(expr)
+                expr = (
+                    pl.when(flag.is_in(["1", "true", "1.0", "yes"]))
+                    .then(pl.lit(name))
+                    .otherwise(expr)
+                )
             split = expr
         base = raw.select(
             (pl.int_range(n, dtype=pl.Int64) + offset).alias("row"),
@@ -266,8 +277,11 @@ class GlycanFamily(Family):
                 invalid.append(r["row"])
                 for err in e.errors(include_url=False):
                     loc = ".".join(str(x) for x in err["loc"])
-                    column = {"glycan": cols.glycan, "split": cols.split or "split",
-                              "label": label_col}.get(loc, loc)
+                    column = {
+                        "glycan": cols.glycan,
+                        "split": cols.split or "split",
+                        "label": label_col,
+                    }.get(loc, loc)
                     value = r.get(loc)
                     errs.append(
                         {
@@ -278,12 +292,23 @@ class GlycanFamily(Family):
                             "details": {"file": path, "column": column, "value": value},
                         }
                     )
-        rows = rows.with_columns(
-            (~pl.col("row").is_in(invalid) & pl.col("glycan").is_not_null()).alias("valid")
-        ).with_columns((pl.col("valid") & pl.col("labelled")).alias("in_task")).drop("split_raw")
+        rows = (
+            rows.with_columns(
+                (~pl.col("row").is_in(invalid) & pl.col("glycan").is_not_null()).alias("valid")
+            )
+            .with_columns((pl.col("valid") & pl.col("labelled")).alias("in_task"))
+            .drop("split_raw")
+        )
         for r in rows.filter(pl.col("glycan").is_null()).iter_rows(named=True):
-            errs.append({"row": r["row"], "record": r["record"], "field": cols.glycan or "glycan",
-                         "message": "missing glycan", "details": {"file": path}})
+            errs.append(
+                {
+                    "row": r["row"],
+                    "record": r["record"],
+                    "field": cols.glycan or "glycan",
+                    "message": "missing glycan",
+                    "details": {"file": path},
+                }
+            )
         return GlycanTable(index, path, cols, raw, rows), errs
 
     def _normalise_matrix(
@@ -291,8 +316,11 @@ class GlycanFamily(Family):
     ) -> tuple[GlycanTable, list[dict[str, Any]]]:
         rows = base.with_columns(
             raw[cols.protein].cast(pl.String).alias("protein"),
-            (raw[cols.protein_name].cast(pl.String) if cols.protein_name else pl.lit(None, pl.String))
-            .alias("protein_name"),
+            (
+                raw[cols.protein_name].cast(pl.String)
+                if cols.protein_name
+                else pl.lit(None, pl.String)
+            ).alias("protein_name"),
             pl.lit(None, pl.String).alias("glycan"),
             pl.lit(None, pl.String).alias("key"),
             pl.lit(None, pl.String).alias("error"),
@@ -309,13 +337,19 @@ class GlycanFamily(Family):
             )
             .unpivot(index=["row", "record"], variable_name="column", value_name="value")
             .filter(pl.col("value").is_not_null() & (pl.col("value").str.strip_chars() != ""))
-            .with_columns(pl.col("value").str.strip_chars().cast(pl.Float64, strict=False).alias("number"))
+            .with_columns(
+                pl.col("value").str.strip_chars().cast(pl.Float64, strict=False).alias("number")
+            )
             .join(headers, on="column", how="left")
         )
         errs = [
-            {"row": r["row"], "record": r["record"], "field": r["column"],
-             "message": f"non-numeric interaction value {r['value']!r}",
-             "details": {"file": path, "value": r["value"]}}
+            {
+                "row": r["row"],
+                "record": r["record"],
+                "field": r["column"],
+                "message": f"non-numeric interaction value {r['value']!r}",
+                "details": {"file": path, "value": r["value"]},
+            }
             for r in cells.filter(pl.col("number").is_null()).head(1000).iter_rows(named=True)
         ]
         return GlycanTable(index, path, cols, raw, rows, cells), errs
@@ -359,8 +393,10 @@ class GlycanFamily(Family):
 
 def _single_table(data: GlycanData) -> GlycanTable:
     if len(data.tables) != 1:
-        raise UsageError("fix/export take one glycan table at a time (got "
-                         f"{len(data.tables)}); audit several together for cross-task leakage")
+        raise UsageError(
+            "fix/export take one glycan table at a time (got "
+            f"{len(data.tables)}); audit several together for cross-task leakage"
+        )
     return data.tables[0]
 
 
@@ -381,36 +417,59 @@ def _split_tables(table: GlycanTable, raw: pl.DataFrame, split: pl.Series) -> di
 
 
 def regroup_split(
-    keys: pl.Series, current: pl.Series, *, seed: int = 0, proportions: dict[str, float] | None = None
+    keys: pl.Series,
+    current: pl.Series,
+    *,
+    seed: int = 0,
+    proportions: dict[str, float] | None = None,
 ) -> pl.Series:
     """A new split per row such that rows with the same key share one split.
 
-    Deterministic for a seed: distinct keys are shuffled with ``random.Random(seed)`` (from their
-    sorted order, so input row order does not matter), then each key group goes to the split whose
-    row count is furthest below its target share. Targets are the current split proportions
-    (80/10/10 when there is no split). Rows whose key is null keep a group of their own.
+    Moves as few rows as it can: a key whose rows all sit in one split stays there. Keys whose
+    rows span splits (the leaks) or have no split are shuffled with ``random.Random(seed)`` (from
+    their sorted order, so input row order does not matter) and each goes, whole, to the split
+    furthest below its target share. Targets are the current proportions (80/10/10 when there is
+    no split). Rows without a key (unparseable glycans) form a group of their own.
     """
     n = keys.len()
+    known = current.drop_nulls()
     if proportions is None:
-        counts = current.drop_nulls().value_counts()
-        if counts.height:
-            proportions = {s: c / current.drop_nulls().len() for s, c in counts.iter_rows()}
+        if known.len():
+            proportions = {s: c / known.len() for s, c in known.value_counts().iter_rows()}
         else:
             proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
-    names = sorted(proportions, key=lambda s: ("train", "validation", "test").index(s)
-                   if s in ("train", "validation", "test") else 9)
+    order_of = {"train": 0, "validation": 1, "test": 2}
+    names = sorted(proportions, key=lambda s: (order_of.get(s, 9), s))
     group = pl.Series(
         [k if k is not None else f"\x00row{i}" for i, k in enumerate(keys.to_list())],
         dtype=pl.String,
     )
-    sizes = pl.DataFrame({"g": group}).group_by("g").len().sort("g")
-    order = sizes.rows()
-    random.Random(seed).shuffle(order)
+    frame = pl.DataFrame({"g": group, "s": current.cast(pl.String)})
+    groups = (
+        frame.group_by("g")
+        .agg(
+            pl.len().alias("n"),
+            pl.col("s").drop_nulls().unique().alias("splits"),
+            pl.col("s").null_count().alias("nulls"),
+        )
+        .sort("g")
+    )
     filled = dict.fromkeys(names, 0)
     assign: dict[str, str] = {}
-    for g, size in order:
-        target = {s: proportions[s] * n for s in names}
-        best = max(names, key=lambda s: (target[s] - filled[s]) / max(target[s], 1e-9))
+    loose: list[tuple[str, int]] = []
+    for g, size, splits, nulls in groups.iter_rows():
+        if len(splits) == 1 and nulls == 0 and splits[0] in filled:
+            assign[g] = splits[0]
+            filled[splits[0]] += size
+        else:
+            loose.append((g, size))
+    random.Random(seed).shuffle(loose)
+    target = {s: proportions[s] * n for s in names}
+    for g, size in loose:
+        best = max(
+            names,
+            key=lambda s: ((target[s] - filled[s]) / max(target[s], 1e-9), -order_of.get(s, 9)),
+        )
         assign[g] = best
         filled[best] += size
     return group.replace_strict(assign, return_dtype=pl.String)

@@ -102,8 +102,9 @@ def detect_columns(
     overrides = {k: v for k, v in (overrides or {}).items() if v}
     for k, v in overrides.items():
         if v not in header:
-            raise InputError(f"--column {k}={v}: no such column (have {', '.join(header)})",
-                             path=path)
+            raise InputError(
+                f"--column {k}={v}: no such column (have {', '.join(header)})", path=path
+            )
     if task is not None and task not in TASKS:
         raise InputError(f"unknown glycan task {task!r}; use one of {', '.join(TASKS)}", path=path)
     lower = {h.lower().strip(): h for h in header}
@@ -140,13 +141,17 @@ def detect_columns(
         used = {cols.protein, cols.protein_name, cols.split, *cols.split_flags.values()}
         cols.glycan_columns = [h for h in header if h not in used and _matrix_glycan_header(h)]
         if cols.protein is None or not cols.glycan_columns:
-            raise InputError("interaction matrix needs a protein column (target/sequence) and "
-                             "glycan columns", path=path)
+            raise InputError(
+                "interaction matrix needs a protein column (target/sequence) and glycan columns",
+                path=path,
+            )
         return cols
     cols.glycan = overrides.get("glycan") or _find(header, GLYCAN_COLUMNS)
     if cols.glycan is None:
-        raise InputError(f"no glycan column (looked for {', '.join(GLYCAN_COLUMNS)}; "
-                         "use --column glycan=NAME)", path=path)
+        raise InputError(
+            f"no glycan column (looked for {', '.join(GLYCAN_COLUMNS)}; use --column glycan=NAME)",
+            path=path,
+        )
     if task == "taxonomy":
         if not levels:
             raise InputError("taxonomy task needs Species…Domain columns", path=path)
@@ -154,9 +159,11 @@ def detect_columns(
     else:
         col = overrides.get("label") or _find(header, LABEL_COLUMNS[task])
         if col is None:
-            raise InputError(f"no {task} label column (looked for "
-                             f"{', '.join(LABEL_COLUMNS[task])}; use --column label=NAME)",
-                             path=path)
+            raise InputError(
+                f"no {task} label column (looked for "
+                f"{', '.join(LABEL_COLUMNS[task])}; use --column label=NAME)",
+                path=path,
+            )
         cols.labels = {task: col}
     return cols
 

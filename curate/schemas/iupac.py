@@ -10,9 +10,10 @@ is unknown (``{Neu5Ac(a2-?)}Gal(b1-4)GlcNAc``).
 
 Why a parser of our own: glycowork's ``glycan_to_nxGraph`` accepts almost any string (it splits on
 brackets, never validates, and rescues failures by rewriting the input), so a dataset linter
-cannot use it to *find* malformed records, and it is too slow for 100k-row audits. This module
-rejects anything that is not a well-formed glycan, with the 0-based position of the problem, and
-runs a single regex split per string plus cached per-token checks.
+cannot use it to *find* malformed records, and building a networkx graph per string is slow for
+100k-row audits. This module rejects anything that is not a well-formed glycan, with the 0-based
+position of the problem. Well-formed strings take one ``str.split`` and one cached lookup per
+residue; only rejected strings pay for a second, regex-driven pass that pinpoints the error.
 
 Why canonical keys: one glycan has many spellings. Branch order is free (``Man(a1-3)[Man(a1-6)]Man``
 and ``Man(a1-6)[Man(a1-3)]Man``), and which branch is written as the main chain is a convention
@@ -61,7 +62,14 @@ class IUPACError(ValueError):
         self.message = message
         self.position = position
         self.expected = expected
-        super().__init__(message)
+        super().__init__(message, position, expected)  # all args, so the error pickles
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# The records are slotted but not frozen: a frozen dataclass sets every field through
+# object.__setattr__, which made parse() about twice as slow. Treat them as read-only.
 
 
 @dataclass(slots=True)
@@ -104,6 +112,7 @@ class Glycan:
 
     Children are always written before their parent, so residue indices are a valid bottom-up
     order. ``floating`` lists the roots of the ``{...}`` fragments; their linkage has no parent.
+    ``key`` is :func:`canonical_key` of ``text``.
     """
 
     text: str
@@ -111,6 +120,7 @@ class Glycan:
     linkages: tuple[Linkage, ...]
     root: int
     floating: tuple[int, ...]
+    key: str  # the canonical key, computed in the same pass
 
     def children(self, index: int) -> tuple[int, ...]:
         """Indices of the residues linked to residue ``index``, in string order."""
@@ -135,9 +145,9 @@ def _residue_regex(vocab: dict[str, Any]) -> re.Pattern[str]:
 
     Every modification unit is an atomic group repeated possessively: once a unit matched, the
     engine never re-splits it. That keeps matching linear on adversarial input such as
-    ``NAcNAcNAc...X`` (where ``N``+``Ac`` and ``NAc`` would otherwise be retried exponentially),
-    and it cannot reject a real token because no code is a prefix of a valid continuation that
-    a shorter code would have allowed (codes are tried longest first).
+    ``NAcNAcNAc...X`` (``N``+``Ac`` and ``NAc`` would otherwise be retried exponentially). It
+    rejects no valid token: codes are tried longest first, and wherever a longer code wins
+    (``Pyr`` over ``Py``, ``EtN`` over ``Et``+``N``) what is left parses either way.
     """
     system = vocab["systematic"]
     prefixes = vocab["prefixes"]
@@ -204,7 +214,7 @@ def _normalize_residue(token: str) -> str | None:
 
 
 class _Link(NamedTuple):
-    """A linkage token decoded once and cached: parts, canonical text and sibling sort key."""
+    """A linkage spelling decoded once and cached: parts, canonical form and sibling sort key."""
 
     written: str
     anomer: str
@@ -215,17 +225,16 @@ class _Link(NamedTuple):
 
 
 @lru_cache(maxsize=4096)
-def _decode_link(token: str) -> _Link | None:
-    """Decode a ``(...)`` token; ``None`` if it is no linkage.
+def _decode_link(written: str) -> _Link | None:
+    """Decode the text inside ``(...)``; ``None`` if it is no linkage.
 
-    The canonical text lists uncertain acceptor positions ascending (``b1-4/3`` is ``b1-3/4``:
+    The canonical form lists uncertain acceptor positions ascending (``b1-4/3`` is ``b1-3/4``:
     the same set) and keeps a missing anomer missing (glycowork, too, tells ``1-4`` from
     ``?1-4``). The sort key orders siblings by acceptor position first, so the canonical main
     chain is the lowest-numbered branch, as IUPAC writers usually choose it.
     """
-    written = token[1:-1]
     m = _LINK.fullmatch(written)
-    if m is None or token[-1] != ")":  # a fast-split piece may lack its ")"
+    if m is None:
         return None
     anomer, child, first, rest = m.groups()
     parents = (first, *rest.split("/")[1:])
@@ -240,25 +249,127 @@ def _decode_link(token: str) -> _Link | None:
     return _Link(written, anomer or "?", child, parents, canonical, order)
 
 
-# --------------------------------------------------------------------------- scanner
+class _Unit(NamedTuple):
+    """One ``)``-separated piece of a glycan: ``][Fuc(a1-2`` is brackets, residue, linkage."""
+
+    brackets: str
+    name: str
+    norm: str
+    link: _Link | None
+
+
+@lru_cache(maxsize=1 << 14)
+def _decode_unit(text: str) -> _Unit | None:
+    """Decode a ``)``-separated piece; ``None`` unless it is ``[brackets] residue ["(" link]``.
+
+    One cache lookup per residue instead of a strip, a split and two lookups: real columns reuse
+    a few thousand such pieces (4,307 in the three glycowork files).
+    """
+    body = text.lstrip("[]{}")
+    name, paren, written = body.partition("(")
+    norm = _normalize_residue(name) if name else None
+    if norm is None:
+        return None
+    brackets = text[: len(text) - len(body)]
+    if not paren:
+        return _Unit(brackets, name, norm, None)
+    link = _decode_link(written)
+    return None if link is None else _Unit(brackets, name, norm, link)
+
+
+# --------------------------------------------------------------------------- builder
 
 _EXPECT_RESIDUE, _AFTER_RESIDUE, _AFTER_LINK = 0, 1, 2
 _LINK_HINT = "linkage like '(a1-4)'"
+# Floating blocks may only lead the glycan; braces cannot nest, so this settles where they are.
+_FLOATING_PREFIX = re.compile(r"(?:\{[^{}]*\})*[^{}]*")
+
+# A waiting child: (sort key of its linkage, canonical subtree + linkage, residue index).
+_Entry = tuple[tuple[Any, ...], str, int]
 
 
-class _Scan(NamedTuple):
-    """Flat result of one pass, as parallel lists indexed by residue (cheap to build).
+class _Built(NamedTuple):
+    """What one pass over a well-formed glycan yields.
 
-    ``kids[i]`` are the residues linked to residue ``i``; ``links[i]`` is the linkage written
-    right after residue ``i`` (``None`` for the root); ``floating`` are the roots of ``{...}``.
+    ``units[i]`` spells residue ``i`` (string order); ``kids[i]`` are the entries of its
+    children; ``floating`` the entries of the ``{...}`` roots; ``key`` the canonical key.
     """
 
-    names: list[str]
-    norms: list[str]
-    starts: list[int]
-    kids: list[list[int]]
-    links: list[_Link | None]
-    floating: list[int]
+    key: str
+    units: list[_Unit]
+    kids: list[list[_Entry]]
+    floating: list[_Entry]
+
+
+def _build(s: str) -> _Built | None:
+    """Tree and canonical key of a well-formed glycan in one pass; ``None`` if it is not one.
+
+    Splitting on ``)`` (one C-level call, where ``re`` would pay per character) cuts a
+    well-formed glycan into units ``[brackets] residue "(" linkage``, the last one without its
+    linkage: a linkage is always written right after its residue and a bracket never inside
+    one. All units are decoded by a cached C-level ``map`` before the loop. Each nesting level
+    keeps the residues that carry a linkage but have no parent yet; the next residue at that
+    level adopts them all (its main-chain child plus any closed branches).
+
+    Children are always written before their parent, so when a residue is read its subtree is
+    complete and its canonical string is built right away: children ordered by (linkage,
+    canonical subtree string), the first one as main chain, the others as branches.
+
+    Anything irregular returns ``None`` and :func:`_diagnose` explains it; the two implement one
+    grammar, which the tests check on real and random strings. This is the hot path of audits.
+    """
+    units = list(map(_decode_unit, s.split(")")))
+    if None in units or (("{" in s or "}" in s) and not _FLOATING_PREFIX.fullmatch(s)):
+        return None
+    kids: list[list[_Entry]] = []
+    floating: list[_Entry] = []
+    stack: list[tuple[list[_Entry], str]] = []  # (outer waiting list, bracket)
+    waiting: list[_Entry] = []
+    state = _EXPECT_RESIDUE
+    subtree = ""
+    for index, (brackets, _, norm, link) in enumerate(units):
+        if brackets:
+            for bracket in brackets:
+                if bracket == "[" or bracket == "{":
+                    if bracket == "{" and stack:
+                        return None
+                    stack.append((waiting, bracket))
+                    waiting = []
+                else:
+                    opener = "[" if bracket == "]" else "{"
+                    if state != _AFTER_LINK or not stack or stack[-1][1] != opener:
+                        return None
+                    outer = stack.pop()[0]
+                    if bracket == "]":
+                        outer.extend(waiting)
+                    else:
+                        floating.append(waiting[0])
+                    waiting = outer
+                state = _EXPECT_RESIDUE
+        if state == _AFTER_RESIDUE:
+            return None
+        if not waiting:
+            subtree = norm
+        elif len(waiting) == 1:
+            subtree = waiting[0][1] + norm
+        else:
+            waiting.sort()
+            subtree = waiting[0][1] + "".join(f"[{e[1]}]" for e in waiting[1:]) + norm
+        kids.append(waiting)
+        if link is None:
+            waiting = []
+            state = _AFTER_RESIDUE
+        else:
+            waiting = [(link.order, subtree + link.canonical, index)]
+            state = _AFTER_LINK
+    if stack or state != _AFTER_RESIDUE:
+        return None
+    if floating:  # the root's subtree, after the floating fragments in canonical order
+        subtree = "".join(sorted(f"{{{e[1]}}}" for e in floating)) + subtree
+    return _Built(subtree, units, kids, floating)
+
+
+# --------------------------------------------------------------------------- diagnosis
 
 
 def _bad_residue(text: str, pos: int) -> IUPACError:
@@ -269,176 +380,92 @@ def _bad_residue(text: str, pos: int) -> IUPACError:
     return IUPACError(f"unknown residue {text!r} at {pos}", pos, "a known residue")
 
 
-def _close(part: str, pos: int, state: int, opened: int) -> IUPACError:
-    """The error for a ``]`` or ``}`` that does not follow a linkage."""
-    if state == _AFTER_RESIDUE:  # "[Fuc]Gal": the branch's last residue has no linkage
-        return IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
-    if opened + 1 == pos:
-        what = "branch" if part == "]" else "floating block"
-        return IUPACError(f"empty {what} at {opened}", opened, "a residue")
-    return IUPACError(f"expected residue before {part!r} at {pos}", pos, "a residue")
+def _diagnose(s: str) -> IUPACError | None:
+    """The first error in ``s`` with its exact position; ``None`` if ``s`` is well-formed.
 
-
-def _split(s: str) -> list[str]:
-    """Residue texts (even items, possibly empty) alternating with delimiters (odd items).
-
-    The reference is ``_SPLIT.split(s)``. For the usual string, whose parentheses all enclose a
-    bracket-free linkage, marking token boundaries with ``str.replace`` and splitting on them
-    yields the same list about a third faster than the regex (``re`` pays per character). Any
-    other string gives a misaligned list, whose first bad piece (a residue text holding a
-    delimiter, an unclosed ``(...`` piece, two residues in a row) makes :func:`_scan_parts`
-    fail; :func:`_scan` then reruns with the reference split, so only well-formed strings ever
-    take this path, and NUL (the marker) never does.
+    Runs only for strings :func:`_build` rejected. A slower reference tokenizer (one regex split
+    into residue texts and delimiters, which also isolates stray parentheses) drives the same
+    grammar as a state machine that only validates.
     """
-    if "\0" in s:
-        return _SPLIT.split(s)
-    marked = s.replace("(", "\0(").replace(")", ")\0").replace("[", "\0[\0").replace("]", "\0]\0")
-    if "{" in s:
-        marked = marked.replace("{", "\0{\0").replace("}", "\0}\0")
-    return marked.split("\0")
+    parts = _SPLIT.split(s)
+    parts.append("")  # the split has odd length: pad so texts and delimiters pair up
+    stack: list[tuple[int, str]] = []  # (open position, bracket)
+    state = _EXPECT_RESIDUE
+    prefix_end = 0
+    pos = 0
+    last_link = 0
+    for text, part in zip(parts[::2], parts[1::2], strict=True):
+        if text:  # a residue; the split puts a delimiter before every text
+            if _normalize_residue(text) is None:
+                return _bad_residue(text, pos)
+            state = _AFTER_RESIDUE
+            pos += len(text)
+        if not part:  # the padding
+            break
+        if len(part) > 1:  # "(...)": a linkage
+            if state != _AFTER_RESIDUE:
+                return IUPACError(f"expected residue before linkage at {pos}", pos, "a residue")
+            if _decode_link(part[1:-1]) is None:
+                return IUPACError(
+                    f"bad linkage {part!r} at {pos}, expected {_LINK_HINT}", pos, _LINK_HINT
+                )
+            state = _AFTER_LINK
+            last_link = pos
+        elif part == "[" or part == "{":
+            if state == _AFTER_RESIDUE:
+                return IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
+            if part == "{" and (stack or pos != prefix_end):
+                return IUPACError(
+                    f"floating substituent '{{' must lead the glycan, found at {pos}", pos
+                )
+            stack.append((pos, part))
+            state = _EXPECT_RESIDUE
+        elif part == "]" or part == "}":
+            if not stack or stack[-1][1] != ("[" if part == "]" else "{"):
+                return IUPACError(f"unbalanced {part!r} at {pos}", pos)
+            opened = stack.pop()[0]
+            if state == _AFTER_RESIDUE:  # "[Fuc]Gal": the branch's last residue has no linkage
+                return IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
+            if state == _EXPECT_RESIDUE:
+                if opened + 1 == pos:
+                    what = "branch" if part == "]" else "floating block"
+                    return IUPACError(f"empty {what} at {opened}", opened, "a residue")
+                return IUPACError(f"expected residue before {part!r} at {pos}", pos, "a residue")
+            if part == "}":
+                prefix_end = pos + 1
+            state = _EXPECT_RESIDUE
+        else:  # a lone "(" or ")"
+            return IUPACError(f"unbalanced {part!r} at {pos}", pos)
+        pos += len(part)
+    if stack:
+        opened, bracket = stack[-1]
+        closing = "]" if bracket == "[" else "}"
+        return IUPACError(f"unclosed {bracket!r} opened at {opened}", opened, repr(closing))
+    if state == _AFTER_LINK:
+        return IUPACError(
+            f"trailing linkage at {last_link}: the glycan must end with its reducing-end residue",
+            last_link,
+            "a residue",
+        )
+    if state == _EXPECT_RESIDUE:
+        return IUPACError(f"expected residue at {pos}", pos, "a residue")
+    return None
 
 
-def _scan(s: str) -> _Scan:
-    """Scan ``s``; on any error, rescan with the reference split for the exact message."""
+# --------------------------------------------------------------------------- public API
+
+
+def _checked(s: str) -> _Built:
+    """:func:`_build` ``s``, or raise the exact error :func:`_diagnose` finds."""
     if not isinstance(s, str):
         raise IUPACError(f"expected a string, got {type(s).__name__}", 0, "a string")
     if not s:
         raise IUPACError("empty glycan", 0, "a residue")
-    try:
-        return _scan_parts(_split(s))
-    except IUPACError:
-        return _scan_parts(_SPLIT.split(s))
-
-
-def _scan_parts(parts: list[str]) -> _Scan:
-    """One left-to-right pass over the split tokens with a bracket stack.
-
-    Each nesting level keeps the residues that carry a linkage but have no parent yet; the next
-    residue at that level adopts them all (its main-chain child plus any closed branches). The
-    loop takes (residue text, delimiter) pairs; it is the hot path of every audit.
-    """
-    names: list[str] = []
-    norms: list[str] = []
-    starts: list[int] = []
-    kids: list[list[int]] = []
-    links: list[_Link | None] = []
-    floating: list[int] = []
-    stack: list[tuple[list[int], int, str]] = []  # (outer waiting list, open position, bracket)
-    waiting: list[int] = []
-    expect_residue, after_residue, after_link = _EXPECT_RESIDUE, _AFTER_RESIDUE, _AFTER_LINK
-    state = expect_residue
-    prefix_end = 0  # where the leading floating blocks end; a "{" is valid only there
-    pos = 0
-    normalize = _normalize_residue
-    decode = _decode_link
-    parts.append("")  # the split has odd length: pad so texts and delimiters pair up
-    for text, part in zip(parts[::2], parts[1::2]):
-        if text:
-            norm = normalize(text)
-            if norm is None:
-                raise _bad_residue(text, pos)
-            if state == after_residue:  # only a misaligned fast split puts two texts in a row
-                raise IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
-            names.append(text)
-            norms.append(norm)
-            starts.append(pos)
-            kids.append(waiting)
-            links.append(None)
-            waiting = []
-            state = after_residue
-            pos += len(text)
-        if not part:  # the padding (or, in a misaligned fast split, a gap checked above)
-            continue
-        if len(part) > 1:  # "(...)": a linkage
-            if state != after_residue:
-                raise IUPACError(f"expected residue before linkage at {pos}", pos, "a residue")
-            link = decode(part)
-            if link is None:
-                raise IUPACError(
-                    f"bad linkage {part!r} at {pos}, expected {_LINK_HINT}", pos, _LINK_HINT
-                )
-            links[-1] = link
-            waiting.append(len(names) - 1)
-            state = after_link
-        elif part == "[":
-            if state == after_residue:
-                raise IUPACError(f"expected {_LINK_HINT} at {pos}", pos, _LINK_HINT)
-            stack.append((waiting, pos, part))
-            waiting = []
-            state = expect_residue
-        elif part == "]" or part == "}":
-            if not stack or stack[-1][2] != ("[" if part == "]" else "{"):
-                raise IUPACError(f"unbalanced {part!r} at {pos}", pos)
-            outer, opened, _ = stack.pop()
-            if state != after_link:
-                raise _close(part, pos, state, opened)
-            if part == "]":
-                outer.extend(waiting)
-            else:
-                floating.append(waiting[0])
-                prefix_end = pos + 1
-            waiting = outer
-            state = expect_residue
-        elif part == "{":
-            if stack or pos != prefix_end:
-                raise IUPACError(
-                    f"floating substituent '{{' must lead the glycan, found at {pos}", pos
-                )
-            stack.append((waiting, pos, part))
-            waiting = []
-            state = expect_residue
-        else:  # a lone "(" or ")"
-            raise IUPACError(f"unbalanced {part!r} at {pos}", pos)
-        pos += len(part)
-    if stack:
-        _, opened, bracket = stack[-1]
-        closing = "]" if bracket == "[" else "}"
-        raise IUPACError(f"unclosed {bracket!r} opened at {opened}", opened, repr(closing))
-    if state == after_link:
-        at = pos - len(links[-1].written) - 2  # type: ignore[union-attr]
-        raise IUPACError(
-            f"trailing linkage at {at}: the glycan must end with its reducing-end residue",
-            at,
-            "a residue",
-        )
-    if state == expect_residue:
-        raise IUPACError(f"expected residue at {pos}", pos, "a residue")
-    return _Scan(names, norms, starts, kids, links, floating)
-
-
-# --------------------------------------------------------------------------- canonical form
-
-
-def _canonical(
-    norms: list[str], kids: list[list[int]], links: list[_Link | None], floating: list[int]
-) -> str:
-    """Canonical IUPAC-condensed string of a scanned tree (see the module docstring).
-
-    Indices are already bottom-up (children precede parents), so one loop builds every subtree
-    string after all its children's; no recursion, so chain length is not limited by the stack.
-    ``written[i]`` is the subtree of ``i`` followed by its linkage, as its parent writes it.
-    """
-    written: list[str] = []
-    order: list[tuple[Any, ...]] = []
-    for i, children in enumerate(kids):
-        if not children:
-            text = norms[i]
-        elif len(children) == 1:
-            text = written[children[0]] + norms[i]
-        else:
-            ranked = sorted((order[c], written[c]) for c in children)
-            text = ranked[0][1] + "".join(f"[{w}]" for _, w in ranked[1:]) + norms[i]
-        link = links[i]
-        if link is None:  # the root, always the last residue
-            written.append(text)
-            order.append(())
-        else:
-            written.append(text + link.canonical)
-            order.append(link.order)
-    root = written[-1]
-    if not floating:
-        return root
-    return "".join(sorted(f"{{{written[r]}}}" for r in floating)) + root
+    built = _build(s)
+    if built is None:
+        # _build and _diagnose implement one grammar; a missing diagnosis would be a bug in one
+        raise _diagnose(s) or IUPACError("malformed glycan at 0", 0)
+    return built
 
 
 @lru_cache(maxsize=1 << 16)
@@ -449,32 +476,38 @@ def canonical_key(s: str) -> str:
     configuration, order of uncertain positions) and different for different trees. Memoized
     (bounded LRU) because dataset columns repeat the same glycan across many rows.
     """
-    scan = _scan(s)
-    return _canonical(scan.norms, scan.kids, scan.links, scan.floating)
+    return _checked(s).key
 
 
 def parse(s: str) -> Glycan:
     """Parse ``s`` into a :class:`Glycan`; raises :class:`IUPACError` if it is malformed."""
-    names, norms, starts, kids, links, floating = _scan(s)
-    parents: list[int | None] = [None] * len(names)
+    key, units, kids, floating = _checked(s)
+    residues = []
+    linkages: list[Linkage] = []  # every residue but the root (the last) has one: index = child
+    pos = 0
+    for index, (brackets, name, norm, link) in enumerate(units):
+        start = pos + len(brackets)
+        residues.append(Residue(index, name, norm, start))
+        pos = start + len(name)
+        if link is not None:  # written right after its residue; the ")" ends the unit
+            linkages.append(
+                Linkage(
+                    index,
+                    None,
+                    link.anomer,
+                    link.child_position,
+                    link.parent_positions,
+                    link.written,
+                    pos,
+                )
+            )
+            pos += len(link.written) + 2
     for parent, children in enumerate(kids):
-        for child in children:
-            parents[child] = parent
-    residues = tuple(map(Residue, range(len(names)), names, norms, starts))
-    linkages = tuple(
-        Linkage(
-            i,
-            parents[i],
-            link.anomer,
-            link.child_position,
-            link.parent_positions,
-            link.written,
-            starts[i] + len(names[i]),  # a linkage directly follows its residue
-        )
-        for i, link in enumerate(links)
-        if link is not None
+        for entry in children:
+            linkages[entry[2]].parent = parent
+    return Glycan(
+        s, tuple(residues), tuple(linkages), len(units) - 1, tuple(e[2] for e in floating), key
     )
-    return Glycan(s, residues, linkages, len(names) - 1, tuple(floating))
 
 
 def try_parse(s: str) -> Glycan | IUPACError:
@@ -485,34 +518,26 @@ def try_parse(s: str) -> Glycan | IUPACError:
         return error
 
 
-def render(glycan: Glycan, *, canonical: bool = False) -> str:
-    """Write ``glycan`` back as IUPAC-condensed.
+def render(glycan: Glycan) -> str:
+    """Write ``glycan`` back as IUPAC-condensed, residues and linkages as spelled.
 
-    With ``canonical=False`` residues and linkages are written as spelled, the first-written
-    child of each residue as its main chain; for ordinary input that reproduces the text (a
-    leading ``[B(l)]A`` comes back as ``B(l)A``, the same tree). With ``canonical=True`` the
-    result is the :func:`canonical_key` of the text, computed from the tree itself.
+    The first-written child of each residue is written as its main chain, so for ordinary input
+    this reproduces the text (a leading ``[B(l)]A`` comes back as ``B(l)A``, the same tree).
+    Unlike ``glycan.key`` it is built from the dataclasses alone, which lets tests check that
+    the tree holds everything the text said: ``canonical_key(render(g)) == g.key``.
     """
-    n = len(glycan.residues)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    links: list[_Link | None] = [None] * n
+    kids: list[list[int]] = [[] for _ in glycan.residues]
     for link in glycan.linkages:
         if link.parent is not None:
             kids[link.parent].append(link.child)
-        links[link.child] = _decode_link(f"({link.written})")
-    for children in kids:
-        children.sort()
-    if canonical:
-        norms = [r.normalized for r in glycan.residues]
-        return _canonical(norms, kids, links, list(glycan.floating))
+    suffix = {link.child: f"({link.written})" for link in glycan.linkages}
     written: list[str] = []
     for i, residue in enumerate(glycan.residues):
-        children = kids[i]
+        children = sorted(kids[i])
         text = residue.name
         if children:
             branches = "".join(f"[{written[c]}]" for c in children[1:])
             text = written[children[0]] + branches + text
-        link = links[i]
-        written.append(text if link is None else f"{text}({link.written})")
+        written.append(text + suffix.get(i, ""))
     blocks = "".join(f"{{{written[r]}}}" for r in glycan.floating)
     return blocks + written[glycan.root]
