@@ -328,6 +328,8 @@ def _build(s: str) -> _Built | None:
     state = _EXPECT_RESIDUE
     subtree = ""
     for index, (brackets, _, norm, link) in enumerate(units):
+        if state == _AFTER_RESIDUE:  # only the last unit may lack its linkage
+            return None
         if brackets:
             for bracket in brackets:
                 if bracket == "[" or bracket == "{":
@@ -346,8 +348,6 @@ def _build(s: str) -> _Built | None:
                         floating.append(waiting[0])
                     waiting = outer
                 state = _EXPECT_RESIDUE
-        if state == _AFTER_RESIDUE:
-            return None
         if not waiting:
             subtree = norm
         elif len(waiting) == 1:
