@@ -323,8 +323,11 @@ def read_frame(path: str | Path) -> tuple[Any, Source]:
             continue
         part = pl.from_dicts(b.rows, infer_schema_length=None)
         part = part.with_columns(
-            [pl.col(c).cast(pl.String) for c, t in part.schema.items() if t != pl.String
-             and not isinstance(t, pl.List | pl.Struct)]
+            [
+                pl.col(c).cast(pl.String)
+                for c, t in part.schema.items()
+                if t != pl.String and not isinstance(t, pl.List | pl.Struct)
+            ]
         )
         if b.split is not None:
             part = part.with_columns(pl.lit(b.split).alias(SPLIT_FROM_LAYOUT))

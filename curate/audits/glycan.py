@@ -934,29 +934,31 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
                     )
                 )
         raw = raw.with_columns(pl.Series(gcol, new, dtype=pl.String))
-    # re-split grouped by canonical key
-    keys = t.rows["key"]
+    # re-split grouped by canonical key (an unparseable string is grouped by its text)
+    keys = t.rows["key"].fill_null(pl.lit("\x00") + t.rows["glycan"])
     current = t.rows["split"]
     seed = int(options.get("seed") or 0)
     resplit = bool(options.get("resplit", True))
     split = regroup_split(keys, current, seed=seed) if resplit else current
+    moved = int((current.fill_null("") != split.fill_null("")).sum())
     if resplit:
-        moved = 0
+        flags = t.columns.split_flags
         for rec, a, b in zip(
             t.rows["record"].to_list(), current.to_list(), split.to_list(), strict=True
         ):
-            if a != b:
-                moved += 1
-                changes.append(
-                    ChangeEntry(
-                        rec,
-                        t.columns.split or "split",
-                        a,
-                        b,
-                        "GL401",
-                        f"re-split grouped by canonical key (seed {seed})",
-                    )
-                )
+            if a == b:
+                continue
+            reason = f"re-split grouped by canonical key (seed {seed})"
+            if flags:  # one 0/1 column per split: log each flag that changes
+                for name, col in flags.items():
+                    if (a == name) != (b == name):
+                        changes.append(
+                            ChangeEntry(
+                                rec, col, str(int(a == name)), str(int(b == name)), "GL401", reason
+                            )
+                        )
+            else:
+                changes.append(ChangeEntry(rec, t.columns.split or "split", a, b, "GL401", reason))
         raw = _write_split(raw, t, split)
     # drop duplicates after normalisation (same key, labels and new split)
     dedup = raw.with_columns(
@@ -987,7 +989,7 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
         "rows_out": raw.height,
         "dropped": len(dropped),
         "cells_changed": sum(1 for c in changes if c.field and c.rule != "GL401"),
-        "rows_moved_between_splits": sum(1 for c in changes if c.rule == "GL401"),
+        "rows_moved_between_splits": moved,
         "seed": seed,
     }
     return FixResult(

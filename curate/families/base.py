@@ -133,9 +133,7 @@ class Family(ABC):
                 for c, t in FINDING_SCHEMA.items()
             ]
         )
-        public_opts = {
-            k: v for k, v in resolved.items() if not k.startswith("_") and v is not None
-        }
+        public_opts = {k: v for k, v in resolved.items() if not k.startswith("_") and v is not None}
         return Report(
             family=self.name,
             inputs=data.inputs,

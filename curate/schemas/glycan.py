@@ -139,7 +139,8 @@ def detect_columns(
         cols.protein = overrides.get("protein") or _find(header, PROTEIN_COLUMNS)
         cols.protein_name = _find(header, PROTEIN_NAME_COLUMNS, {cols.protein or ""})
         used = {cols.protein, cols.protein_name, cols.split, *cols.split_flags.values()}
-        cols.glycan_columns = [h for h in header if h not in used and _matrix_glycan_header(h)]
+        # every other column of a matrix is a glycan; headers that do not parse are reported
+        cols.glycan_columns = [h for h in header if h not in used]
         if cols.protein is None or not cols.glycan_columns:
             raise InputError(
                 "interaction matrix needs a protein column (target/sequence) and glycan columns",
@@ -168,15 +169,16 @@ def detect_columns(
     return cols
 
 
-_MATRIX_GLYCAN = re.compile(r"^(?:\{.*\})?[\[\]A-Za-z0-9\-?,/(){}]+$")
-
-
 def _matrix_glycan_header(h: str) -> bool:
-    # A glycan header contains a linkage like "(a1-3)" or is a bare monosaccharide name.
-    return bool(re.search(r"\([ab?]?[0-9?]-[0-9?/]*\)", h)) or bool(
-        re.fullmatch(r"(?:[DL]-)?[A-Z][a-z]{1,3}(?:NAc|NGc|N|A|5Ac|5Gc|f|p)?[0-9A-Za-z]*", h)
-        and h.lower() not in {"target", "protein", "split", "train", "test", "valid"}
-    )
+    """Is this header a glycan? Yes if it parses, or if it has a linkage like ``(a1-3)`` (then
+    it is a malformed glycan, which GL101/GL102 report, not some other column)."""
+    from curate.schemas.iupac import IUPACError, canonical_key
+
+    try:
+        canonical_key(h)
+        return True
+    except IUPACError:
+        return bool(re.search(r"\([ab?]?[0-9?]-[0-9?/]*\)", h))
 
 
 def normalise_split(value: Any) -> str | None:
