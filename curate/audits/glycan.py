@@ -18,6 +18,8 @@ import polars as pl
 from curate.errors import UsageError
 from curate.families.base import ChangeEntry, FixResult
 from curate.families.glycan import (
+    ID_COLUMNS,
+    SPLIT_FROM_LAYOUT,
     GlycanData,
     GlycanTable,
     _single_table,
@@ -543,15 +545,25 @@ def branch_order_duplicate(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
 
 @RULES.rule("GL304", "duplicate-row", category="duplicate", severity="warning", fixable=True)
 def duplicate_row(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
-    """The same glycan with the same labels occurs twice in the same split.
+    """A row repeats an earlier one: same glycan (by canonical key), same labels (after
+    normalisation), same split and the same values in every other column (ids aside).
 
-    The example counts twice in training or evaluation. Reported on every occurrence after the
-    first (compared after label normalisation and by canonical key); fix: drop them.
+    The example counts twice in training or evaluation. Rows that differ elsewhere (another
+    reference, another task's label in a multi-purpose table) are separate records and are not
+    reported. Fix: drop the repeats (the changelog keeps each dropped row whole).
     """
     parts = []
     for t in _label_tables(data):
-        lab = _task_labels(t).with_columns(pl.col("key").fill_null(pl.col("glycan")).alias("k"))
-        lab = lab.with_columns(pl.col("row").min().over("k", "label", "split").alias("first"))
+        other = _other_columns(t)
+        lab = _task_labels(t).with_columns(
+            pl.col("key").fill_null(pl.lit("\x00") + pl.col("glycan")).alias("k")
+        )
+        if other:
+            extra = t.raw.select(other).with_columns(pl.Series("row", t.rows["row"]))
+            lab = lab.join(extra, on="row", how="left")
+        lab = lab.with_columns(
+            pl.col("row").min().over("k", "label", "split", *other).alias("first")
+        )
         hit = lab.filter(pl.col("row") != pl.col("first"))
         firsts = t.rows.select(pl.col("row").alias("first"), pl.col("record").alias("first_record"))
         hit = hit.join(firsts, on="first").sort("row")
@@ -569,6 +581,19 @@ def duplicate_row(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     return _concat(parts)
 
 
+def _other_columns(t: GlycanTable) -> list[str]:
+    """Columns that are neither the glycan, a label of this task, a split nor a row id."""
+    skip = {
+        t.columns.glycan,
+        SPLIT_FROM_LAYOUT,
+        t.columns.split,
+        *t.columns.split_flags.values(),
+        *t.columns.labels.values(),
+        *ID_COLUMNS,
+    }
+    return [c for c in t.raw.columns if c not in skip]
+
+
 # --------------------------------------------------------------------------- GL4xx leakage
 
 
@@ -581,7 +606,8 @@ def leakage(t: GlycanTable) -> pl.DataFrame:
 
 
 def _leakage(t: GlycanTable) -> pl.DataFrame:
-    lab = _task_labels(t).filter(pl.col("key").is_not_null())
+    # an unparseable string has no key; the same text in train and test still leaks
+    lab = _task_labels(t).with_columns(pl.col("key").fill_null(pl.lit("\x00") + pl.col("glycan")))
     train = lab.filter(pl.col("split") == "train")
     if train.is_empty():
         return pl.DataFrame()
@@ -961,14 +987,19 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
                 changes.append(ChangeEntry(rec, t.columns.split or "split", a, b, "GL401", reason))
         raw = _write_split(raw, t, split)
     # drop duplicates after normalisation (same key, labels and new split)
+    # Drop a task row only when the whole row repeats an earlier one after the fixes (GL304's
+    # definition), so no reference or other task's label is lost.
+    label_cols = list(t.columns.labels.values())
     dedup = raw.with_columns(
-        t.rows["key"].fill_null(t.rows["glycan"]).alias("__k"),
+        t.rows["key"].fill_null(pl.lit("\x00") + t.rows["glycan"]).alias("__k"),
         split.alias("__s"),
         pl.int_range(raw.height).alias("__i"),
+        t.rows["in_task"].alias("__task"),
     )
-    label_cols = list(t.columns.labels.values())
-    keep = dedup.unique(["__k", "__s", *label_cols], keep="first", maintain_order=True)["__i"]
-    dropped = sorted(set(range(raw.height)) - set(keep.to_list()))
+    compare = ["__k", "__s", *label_cols, *_other_columns(t)]
+    task_dups = dedup.filter(pl.col("__task"))
+    keep = task_dups.unique(compare, keep="first", maintain_order=True)["__i"]
+    dropped = sorted(set(task_dups["__i"].to_list()) - set(keep.to_list()))
     for i in dropped:
         changes.append(
             ChangeEntry(

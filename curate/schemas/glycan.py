@@ -139,8 +139,9 @@ def detect_columns(
         cols.protein = overrides.get("protein") or _find(header, PROTEIN_COLUMNS)
         cols.protein_name = _find(header, PROTEIN_NAME_COLUMNS, {cols.protein or ""})
         used = {cols.protein, cols.protein_name, cols.split, *cols.split_flags.values()}
-        # every other column of a matrix is a glycan; headers that do not parse are reported
-        cols.glycan_columns = [h for h in header if h not in used]
+        # every other column of a matrix is a glycan (headers that do not parse are reported),
+        # except the row index pandas writes by default
+        cols.glycan_columns = [h for h in header if h not in used and not _index_column(h)]
         if cols.protein is None or not cols.glycan_columns:
             raise InputError(
                 "interaction matrix needs a protein column (target/sequence) and glycan columns",
@@ -167,6 +168,10 @@ def detect_columns(
             )
         cols.labels = {task: col}
     return cols
+
+
+def _index_column(h: str) -> bool:
+    return h.strip() == "" or bool(re.fullmatch(r"Unnamed: \d+|index|__index_level_\d+__", h))
 
 
 def _matrix_glycan_header(h: str) -> bool:
