@@ -223,3 +223,44 @@ class Report:
             return False
         worst = self.worst()
         return worst is not None and worst.rank >= Severity(fail_on).rank
+
+
+# --------------------------------------------------------------------------- helpers for rules
+
+
+def json_struct(*exprs: pl.Expr) -> pl.Expr:
+    """A struct of expressions → canonical JSON text (for the ``details`` and ``fix`` columns)."""
+    return pl.struct(*exprs).struct.json_encode()
+
+
+def finding_frame(
+    df: pl.DataFrame,
+    *,
+    field: pl.Expr,
+    message: pl.Expr,
+    details: pl.Expr,
+    fix: pl.Expr | None = None,
+) -> pl.DataFrame:
+    """A rule's output from a frame of hits (which must have ``row`` and ``record`` columns)."""
+    if df.is_empty():
+        return empty_rule_output()
+    return df.select(
+        pl.col("row"),
+        pl.col("record"),
+        field.alias("field"),
+        message.alias("message"),
+        details.alias("details"),
+        (fix if fix is not None else pl.lit(None, pl.String)).alias("fix"),
+    )
+
+
+def concat_outputs(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Concatenate rule outputs (empty parts skipped)."""
+    parts = [p for p in parts if p.height]
+    return pl.concat(parts, how="vertical_relaxed") if parts else empty_rule_output()
+
+
+def repr_expr(col: str | pl.Expr) -> pl.Expr:
+    """Python ``repr`` of a string column, for quoting values in messages."""
+    c = pl.col(col) if isinstance(col, str) else col
+    return c.map_elements(repr, return_dtype=pl.String)

@@ -138,3 +138,30 @@ def write_json(path: Path, records: list[dict[str, Any]]) -> Path:
 
 def clone(rec: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(rec)
+
+
+def to_flat(case: dict[str, Any], with_edit_triples: bool) -> dict[str, Any]:
+    """The flattened MQuAKE-Remastered layout of an original-layout case."""
+    flat = {k: v for k, v in case.items() if k != "orig"}
+    flat["requested_rewrite"] = [
+        {
+            "prompt": r["prompt"],
+            "subject": r["subject"],
+            "relation_id": r["relation_id"],
+            "target_new_str": r["target_new"]["str"],
+            "target_new_id": r["target_new"]["id"],
+            "target_true_str": r["target_true"]["str"],
+            "target_true_id": r["target_true"]["id"],
+            "question": r["question"],
+        }
+        for r in case["requested_rewrite"]
+    ]
+    o = case["orig"]
+    flat["orig_triples"] = o["triples"]
+    flat["orig_triples_labeled"] = o["triples_labeled"]
+    flat["new_triples"] = o["new_triples"]
+    flat["new_triples_labeled"] = o["new_triples_labeled"]
+    if with_edit_triples:
+        flat["edit_triples"] = o["edit_triples"]
+        flat["edit_triples_idx"] = o["edit_triples_idx"]
+    return flat

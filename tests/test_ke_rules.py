@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import clone, make_case, simple_case, write_json
+from conftest import clone, make_case, simple_case, to_flat, write_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -304,30 +304,13 @@ def test_conflicting_and_ambiguous_edits(tmp_path: Path) -> None:
 
 def test_remastered_layout_gives_same_findings(tmp_path: Path) -> None:
     a, b = _pair()
-    flat = []
-    for c in (a, b):
-        f = {k: v for k, v in c.items() if k != "orig"}
-        f["requested_rewrite"] = [
-            {
-                "prompt": r["prompt"],
-                "subject": r["subject"],
-                "relation_id": r["relation_id"],
-                "target_new_str": r["target_new"]["str"],
-                "target_new_id": r["target_new"]["id"],
-                "target_true_str": r["target_true"]["str"],
-                "target_true_id": r["target_true"]["id"],
-            }
-            for r in c["requested_rewrite"]
-        ]
-        o = c["orig"]
-        f.update(
-            orig_triples=o["triples"],
-            orig_triples_labeled=o["triples_labeled"],
-            new_triples=o["new_triples"],
-            new_triples_labeled=o["new_triples_labeled"],
-            split={"1": ["edited"] if c["case_id"] == 1 else ["unedited"]},
-        )
-        flat.append(f)
+    flat = [
+        {
+            **to_flat(c, with_edit_triples=False),
+            "split": {"1": ["edited"] if c["case_id"] == 1 else ["unedited"]},
+        }
+        for c in (a, b)
+    ]
     _, report = audit_records(tmp_path, flat, edit_set="split:1")
     assert hits(report, "KE202") == {("2", "orig.triples[1]")}
     assert report.options["edited_cases"] == 1

@@ -4,39 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import make_case, simple_case
+from conftest import make_case, simple_case, to_flat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curate.families.knowledge_editing import validate_record
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
-
-
-def to_flat(case: dict[str, Any], with_edit_triples: bool) -> dict[str, Any]:
-    """The flattened MQuAKE-Remastered layout of an original-layout case."""
-    flat = {k: v for k, v in case.items() if k != "orig"}
-    flat["requested_rewrite"] = [
-        {
-            "prompt": r["prompt"],
-            "subject": r["subject"],
-            "relation_id": r["relation_id"],
-            "target_new_str": r["target_new"]["str"],
-            "target_new_id": r["target_new"]["id"],
-            "target_true_str": r["target_true"]["str"],
-            "target_true_id": r["target_true"]["id"],
-            "question": r["question"],
-        }
-        for r in case["requested_rewrite"]
-    ]
-    o = case["orig"]
-    flat["orig_triples"] = o["triples"]
-    flat["orig_triples_labeled"] = o["triples_labeled"]
-    flat["new_triples"] = o["new_triples"]
-    flat["new_triples_labeled"] = o["new_triples_labeled"]
-    if with_edit_triples:
-        flat["edit_triples"] = o["edit_triples"]
-        flat["edit_triples_idx"] = o["edit_triples_idx"]
-    return flat
 
 
 def test_real_cases_validate_and_round_trip(hard_records) -> None:

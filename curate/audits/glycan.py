@@ -26,47 +26,20 @@ from curate.families.glycan import (
     _split_tables,
     regroup_split,
 )
-from curate.findings import Report, dumps, empty_rule_output
+from curate.findings import (
+    Report,
+    concat_outputs,
+    dumps,
+    finding_frame,
+    json_struct,
+    repr_expr,
+)
 from curate.rules import RuleSet
 from curate.schemas.glycan import LEVELS, PLACEHOLDERS, parse_list_cell
 
 RULES = RuleSet("glycan")
 MAX_LISTED = 20
 SINGLE_LABEL = ("immunogenicity", "glycosylation")
-
-
-def _json(*exprs: pl.Expr) -> pl.Expr:
-    return pl.struct(*exprs).struct.json_encode()
-
-
-def _out(
-    df: pl.DataFrame,
-    *,
-    field: pl.Expr,
-    message: pl.Expr,
-    details: pl.Expr,
-    fix: pl.Expr | None = None,
-) -> pl.DataFrame:
-    if df.is_empty():
-        return empty_rule_output()
-    return df.select(
-        pl.col("row"),
-        pl.col("record"),
-        field.alias("field"),
-        message.alias("message"),
-        details.alias("details"),
-        (fix if fix is not None else pl.lit(None, pl.String)).alias("fix"),
-    )
-
-
-def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    parts = [p for p in parts if p.height]
-    return pl.concat(parts) if parts else empty_rule_output()
-
-
-def _repr(col: str | pl.Expr) -> pl.Expr:
-    c = pl.col(col) if isinstance(col, str) else col
-    return c.map_elements(repr, return_dtype=pl.String)
 
 
 def _label_tables(data: GlycanData) -> list[GlycanTable]:
@@ -181,14 +154,14 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
             bad = t.cells.filter(pl.col("error_kind") == kind).unique("column", keep="first")
             bad = bad.with_columns(
                 pl.lit(None, pl.Int64).alias("row"),
-                pl.format("column {}", _repr("column")).alias("record"),
+                pl.format("column {}", repr_expr("column")).alias("record"),
             )
             parts.append(
-                _out(
+                finding_frame(
                     bad,
                     field=pl.col("column"),
                     message=pl.format("glycan column header: {} (at {})", "error", "error_pos"),
-                    details=_json(
+                    details=json_struct(
                         pl.col("column").alias("glycan"),
                         pl.col("error_pos").alias("position"),
                         pl.lit(t.path).alias("file"),
@@ -198,11 +171,11 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
             continue
         bad = t.rows.filter(pl.col("in_task") & (pl.col("error_kind") == kind))
         parts.append(
-            _out(
+            finding_frame(
                 bad,
                 field=pl.lit(t.columns.glycan),
-                message=pl.format("{} in {}", "error", _repr("glycan")),
-                details=_json(
+                message=pl.format("{} in {}", "error", repr_expr("glycan")),
+                details=json_struct(
                     pl.col("glycan"),
                     pl.col("error_pos").alias("position"),
                     pl.col("error").alias("problem"),
@@ -210,7 +183,7 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
                 ),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 @RULES.rule("GL101", "unparseable-glycan", category="schema", severity="error")
@@ -236,6 +209,28 @@ def unknown_residue(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
 # --------------------------------------------------------------------------- GL2xx label values
 
 
+def _label_value_findings(
+    data: GlycanData, hits: pl.Expr, message: pl.Expr, details: pl.Expr, new: pl.Expr
+) -> pl.DataFrame:
+    """Findings on single label values (GL201–GL203): one per value, with a ``set`` fix."""
+    parts = []
+    for t in _label_tables(data):
+        long = labels_long(t).filter(hits)
+        names = {n: _columns_of(t, n) for n in t.label_names}
+        parts.append(
+            finding_frame(
+                long,
+                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
+                message=message,
+                details=details,
+                fix=json_struct(
+                    pl.lit("set").alias("op"), pl.col("value").alias("old"), new.alias("new")
+                ),
+            )
+        )
+    return concat_outputs(parts)
+
+
 @RULES.rule("GL201", "label-whitespace", category="label", severity="warning", fixable=True)
 def label_whitespace(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """A label has leading or trailing whitespace (``'Monocotyledons '``).
@@ -243,26 +238,13 @@ def label_whitespace(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     Encoders treat it as a class of its own, splitting one class in two and lowering every
     metric on it. Fix: strip.
     """
-    parts = []
-    for t in _label_tables(data):
-        long = labels_long(t).filter((pl.col("value") != pl.col("clean")) & ~pl.col("placeholder"))
-        names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(
-            _out(
-                long,
-                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-                message=pl.format("label {} has surrounding whitespace", _repr("value")),
-                details=_json(
-                    pl.col("value"), pl.col("clean"), pl.col("pos").alias("list_position")
-                ),
-                fix=_json(
-                    pl.lit("set").alias("op"),
-                    pl.col("value").alias("old"),
-                    pl.col("clean").alias("new"),
-                ),
-            )
-        )
-    return _concat(parts)
+    return _label_value_findings(
+        data,
+        (pl.col("value") != pl.col("clean")) & ~pl.col("placeholder"),
+        pl.format("label {} has surrounding whitespace", repr_expr("value")),
+        json_struct(pl.col("value"), pl.col("clean"), pl.col("pos").alias("list_position")),
+        pl.col("clean"),
+    )
 
 
 @RULES.rule("GL202", "label-case-variant", category="label", severity="warning", fixable=True)
@@ -272,30 +254,13 @@ def label_case_variant(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     Each spelling becomes a separate class. Fix: the most frequent spelling (ties: the first in
     sort order); the finding lists every spelling with its count.
     """
-    parts = []
-    for t in _label_tables(data):
-        long = labels_long(t).filter(
-            (pl.col("n_spellings") > 1) & (pl.col("clean") != pl.col("majority"))
-        )
-        names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(
-            _out(
-                long,
-                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-                message=pl.format(
-                    "label {} is a case variant of {}", _repr("clean"), _repr("majority")
-                ),
-                details=_json(
-                    pl.col("clean").alias("value"), pl.col("majority"), pl.col("spellings")
-                ),
-                fix=_json(
-                    pl.lit("set").alias("op"),
-                    pl.col("value").alias("old"),
-                    pl.col("majority").alias("new"),
-                ),
-            )
-        )
-    return _concat(parts)
+    return _label_value_findings(
+        data,
+        (pl.col("n_spellings") > 1) & (pl.col("clean") != pl.col("majority")),
+        pl.format("label {} is a case variant of {}", repr_expr("clean"), repr_expr("majority")),
+        json_struct(pl.col("clean").alias("value"), pl.col("majority"), pl.col("spellings")),
+        pl.col("majority"),
+    )
 
 
 @RULES.rule("GL203", "placeholder-label", category="label", severity="warning", fixable=True)
@@ -305,24 +270,13 @@ def placeholder_label(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     It means "no label", but a classifier learns it as a class and is scored on predicting it.
     curate treats it as missing everywhere; the fix writes an empty value.
     """
-    parts = []
-    for t in _label_tables(data):
-        long = labels_long(t).filter(pl.col("placeholder"))
-        names = {n: _columns_of(t, n) for n in t.label_names}
-        parts.append(
-            _out(
-                long,
-                field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-                message=pl.format("placeholder label {} treated as missing", _repr("value")),
-                details=_json(pl.col("value")),
-                fix=_json(
-                    pl.lit("set").alias("op"),
-                    pl.col("value").alias("old"),
-                    pl.lit(None, pl.String).alias("new"),
-                ),
-            )
-        )
-    return _concat(parts)
+    return _label_value_findings(
+        data,
+        pl.col("placeholder"),
+        pl.format("placeholder label {} treated as missing", repr_expr("value")),
+        json_struct(pl.col("value")),
+        pl.lit(None, pl.String),
+    )
 
 
 # --------------------------------------------------------------------------- GL3xx consistency
@@ -402,19 +356,19 @@ def taxonomy_contradiction(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
         )
         names = {n: _columns_of(t, n) for n in t.label_names}
         parts.append(
-            _out(
+            finding_frame(
                 hit.sort("row", "child_level"),
                 field=pl.col("parent_level").replace_strict(names, return_dtype=pl.String),
                 message=pl.format(
                     "{} {} is under {} {} here but under {} in {} rows",
                     "child_level",
-                    _repr("child"),
+                    repr_expr("child"),
                     "parent_level",
-                    _repr("parent"),
-                    _repr("majority"),
+                    repr_expr("parent"),
+                    repr_expr("majority"),
                     "majority_rows",
                 ),
-                details=_json(
+                details=json_struct(
                     pl.col("child_level"),
                     pl.col("child"),
                     pl.col("parent_level"),
@@ -422,14 +376,14 @@ def taxonomy_contradiction(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
                     pl.col("majority"),
                     pl.col("parents"),
                 ),
-                fix=_json(
+                fix=json_struct(
                     pl.lit("set").alias("op"),
                     pl.col("parent").alias("old"),
                     pl.col("majority").alias("new"),
                 ),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 def label_conflicts(t: GlycanTable) -> pl.DataFrame:
@@ -473,19 +427,19 @@ def conflicting_labels(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         )
         c = c.join(counts, on="key").sort("row")
         parts.append(
-            _out(
+            finding_frame(
                 c,
                 field=pl.lit(t.columns.labels[t.task]),
                 message=pl.format(
                     "glycan has {} labels across {} rows; this row says {}",
                     "n_labels",
                     pl.col("labels").list.eval(pl.element().struct.field("len")).list.sum(),
-                    _repr("label"),
+                    repr_expr("label"),
                 ),
-                details=_json(pl.col("key"), pl.col("labels")),
+                details=json_struct(pl.col("key"), pl.col("labels")),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 def spelling_groups(t: GlycanTable) -> pl.DataFrame:
@@ -524,23 +478,23 @@ def branch_order_duplicate(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
             (pl.col("n_spellings") > 1) & (pl.col("glycan") != pl.col("representative"))
         )
         parts.append(
-            _out(
+            finding_frame(
                 g,
                 field=pl.lit(t.columns.glycan),
                 message=pl.format(
-                    "same glycan as {} ({} spellings)", _repr("representative"), "n_spellings"
+                    "same glycan as {} ({} spellings)", repr_expr("representative"), "n_spellings"
                 ),
-                details=_json(
+                details=json_struct(
                     pl.col("glycan"), pl.col("representative"), pl.col("spellings"), pl.col("key")
                 ),
-                fix=_json(
+                fix=json_struct(
                     pl.lit("set").alias("op"),
                     pl.col("glycan").alias("old"),
                     pl.col("representative").alias("new"),
                 ),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 @RULES.rule("GL304", "duplicate-row", category="duplicate", severity="warning", fixable=True)
@@ -568,17 +522,17 @@ def duplicate_row(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         firsts = t.rows.select(pl.col("row").alias("first"), pl.col("record").alias("first_record"))
         hit = hit.join(firsts, on="first").sort("row")
         parts.append(
-            _out(
+            finding_frame(
                 hit,
                 field=pl.lit(""),
                 message=pl.format(
                     "repeats record {} (same glycan, labels and split)", "first_record"
                 ),
-                details=_json(pl.col("first_record").alias("duplicate_of"), pl.col("label")),
-                fix=_json(pl.lit("drop").alias("op")),
+                details=json_struct(pl.col("first_record").alias("duplicate_of"), pl.col("label")),
+                fix=json_struct(pl.lit("drop").alias("op")),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 def _other_columns(t: GlycanTable) -> list[str]:
@@ -630,7 +584,7 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
             continue
         lk = lk.filter(pl.col("same_label") == same).sort("row")
         parts.append(
-            _out(
+            finding_frame(
                 lk,
                 field=pl.lit(t.columns.glycan),
                 message=pl.format(
@@ -640,12 +594,12 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
                     pl.col("train_records").list.first(),
                     pl.lit(" with the same label" if same else " with another label"),
                 ),
-                details=_json(
+                details=json_struct(
                     pl.col("key"), pl.col("label"), pl.col("train_labels"), pl.col("train_records")
                 ),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 @RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error")
@@ -690,7 +644,7 @@ def cross_task_leakage(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
             ev = b.rows.filter(pl.col("in_task") & pl.col("split").is_in(["validation", "test"]))
             hit = ev.join(keys, on="key").sort("row")
             parts.append(
-                _out(
+                finding_frame(
                     hit,
                     field=pl.lit(b.columns.glycan),
                     message=pl.format(
@@ -701,7 +655,7 @@ def cross_task_leakage(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
                         "n",
                         "r",
                     ),
-                    details=_json(
+                    details=json_struct(
                         pl.col("key"),
                         pl.lit(a.path).alias("other_table"),
                         pl.lit(a.task).alias("other_task"),
@@ -709,7 +663,7 @@ def cross_task_leakage(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
                     ),
                 )
             )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 # --------------------------------------------------------------------------- GL5xx distribution
@@ -728,14 +682,14 @@ def singleton_class(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         long = long.with_columns(pl.len().over("name", "norm").alias("n")).filter(pl.col("n") == 1)
         names = {n: _columns_of(t, n) for n in t.label_names}
         parts.append(
-            _out(
+            finding_frame(
                 long.sort("row", "name"),
                 field=pl.col("name").replace_strict(names, return_dtype=pl.String),
-                message=pl.format("{} {} has a single example", "name", _repr("norm")),
-                details=_json(pl.col("name").alias("level"), pl.col("norm").alias("class")),
+                message=pl.format("{} {} has a single example", "name", repr_expr("norm")),
+                details=json_struct(pl.col("name").alias("level"), pl.col("norm").alias("class")),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 # --------------------------------------------------------------------------- GL6xx interaction
@@ -770,17 +724,17 @@ def matrix_duplicate_columns(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
             .sort("row", "key")
         )
         parts.append(
-            _out(
+            finding_frame(
                 g,
                 field=pl.col("values").list.first().struct.field("column"),
                 message=pl.format(
                     "{} columns of one glycan disagree for this protein",
                     pl.col("values").list.len(),
                 ),
-                details=_json(pl.col("key"), pl.col("values")),
+                details=json_struct(pl.col("key"), pl.col("values")),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 @RULES.rule("GL602", "matrix-empty-protein", category="integrity", severity="warning")
@@ -792,14 +746,14 @@ def matrix_empty_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame
         assert t.cells is not None
         empty = t.rows.join(t.cells.select("row").unique(), on="row", how="anti").sort("row")
         parts.append(
-            _out(
+            finding_frame(
                 empty,
                 field=pl.lit(t.columns.protein),
                 message=pl.lit("no interaction value for any glycan"),
-                details=_json(pl.col("protein_name")),
+                details=json_struct(pl.col("protein_name")),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 @RULES.rule("GL603", "matrix-duplicate-protein", category="duplicate", severity="warning")
@@ -822,7 +776,7 @@ def matrix_duplicate_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
         )
         hit = hit.join(firsts, on="first").sort("row")
         parts.append(
-            _out(
+            finding_frame(
                 hit,
                 field=pl.lit(t.columns.protein),
                 message=pl.format(
@@ -830,10 +784,12 @@ def matrix_duplicate_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
                     "first_record",
                     pl.col("first_name").fill_null(""),
                 ),
-                details=_json(pl.col("first_record").alias("duplicate_of"), pl.col("protein_name")),
+                details=json_struct(
+                    pl.col("first_record").alias("duplicate_of"), pl.col("protein_name")
+                ),
             )
         )
-    return _concat(parts)
+    return concat_outputs(parts)
 
 
 # --------------------------------------------------------------------------- fixes

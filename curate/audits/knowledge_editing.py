@@ -19,7 +19,14 @@ import polars as pl
 
 from curate.families.base import ChangeEntry, FixResult
 from curate.families.knowledge_editing import KEData, _to_arrow, resolve_edit_set
-from curate.findings import Report, dumps, empty_rule_output
+from curate.findings import (
+    Report,
+    dumps,
+    empty_rule_output,
+    finding_frame,
+    json_struct,
+    repr_expr,
+)
 from curate.rules import RuleSet
 
 RULES = RuleSet("knowledge-editing")
@@ -31,28 +38,6 @@ RELATIONS: dict[str, str] = json.loads(
 
 #: How many contaminating / conflicting edits a finding lists in ``details`` (counts are exact).
 MAX_LISTED = 20
-
-
-def _json_details(*exprs: pl.Expr) -> pl.Expr:
-    """A struct of expressions → canonical JSON text for the ``details`` column."""
-    return pl.struct(*exprs).struct.json_encode()
-
-
-def _out(df: pl.DataFrame, *, field: pl.Expr, message: pl.Expr, details: pl.Expr) -> pl.DataFrame:
-    if df.is_empty():
-        return empty_rule_output()
-    return df.select(
-        pl.col("row"),
-        pl.col("record"),
-        field.alias("field"),
-        message.alias("message"),
-        details.alias("details"),
-        pl.lit(None, pl.String).alias("fix"),
-    )
-
-
-def _fmt(template: str, *cols: pl.Expr | str) -> pl.Expr:
-    return pl.format(template, *[pl.col(c) if isinstance(c, str) else c for c in cols])
 
 
 # --------------------------------------------------------------------------- schema / integrity
@@ -81,11 +66,11 @@ def duplicate_case_id(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         pl.len().over("record").alias("n"),
     )
     hits = c.filter(pl.col("row") != pl.col("first_row"))
-    return _out(
+    return finding_frame(
         hits,
         field=pl.lit("case_id"),
-        message=_fmt("case_id {} occurs {} times", "record", "n"),
-        details=_json_details(pl.col("first_row"), pl.col("n").alias("occurrences")),
+        message=pl.format("case_id {} occurs {} times", "record", "n"),
+        details=json_struct(pl.col("first_row"), pl.col("n").alias("occurrences")),
     )
 
 
@@ -112,7 +97,7 @@ def hop_count_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     cols = [c for c, _ in _COUNT_FIELDS]
     c = data.cases.filter(pl.min_horizontal(*cols) != pl.max_horizontal(*cols))
     counts = pl.struct([pl.col(col).alias(name) for col, name in _COUNT_FIELDS])
-    return _out(
+    return finding_frame(
         c,
         field=pl.lit("orig.triples"),
         message=pl.concat_str(
@@ -164,17 +149,17 @@ def broken_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         pl.col("kind"),
         pl.col("next_hop"),
     )
-    return _out(
+    return finding_frame(
         hits,
         field=field,
         message=pl.format(
             "chain broken between hop {} and {}: object {} != next subject {}",
             "hop",
             "next_hop",
-            pl.col("a").map_elements(repr, return_dtype=pl.String),
-            pl.col("b").map_elements(repr, return_dtype=pl.String),
+            repr_expr("a"),
+            repr_expr("b"),
         ),
-        details=_json_details(
+        details=json_struct(
             pl.col("path"),
             pl.col("hop"),
             pl.col("a").alias("object"),
@@ -195,7 +180,7 @@ def edit_misaligned(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         (pl.col("n_rewrites") != pl.col("n_edit_triples"))
         | (pl.col("n_rewrites") != pl.col("n_edit_idx"))
     )
-    lengths = _out(
+    lengths = finding_frame(
         c,
         field=pl.lit("orig.edit_triples_idx"),
         message=pl.format(
@@ -204,27 +189,27 @@ def edit_misaligned(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
             "n_edit_triples",
             "n_edit_idx",
         ),
-        details=_json_details(pl.col("n_rewrites"), pl.col("n_edit_triples"), pl.col("n_edit_idx")),
+        details=json_struct(pl.col("n_rewrites"), pl.col("n_edit_triples"), pl.col("n_edit_idx")),
     )
     e = data.edits.filter(pl.col("idx").is_not_null()).join(
         data.cases.select("row", "n_new_triples"), on="row"
     )
     out_of_range = e.filter((pl.col("idx") < 0) | (pl.col("idx") >= pl.col("n_new_triples")))
-    oor = _out(
+    oor = finding_frame(
         out_of_range,
         field=pl.format("orig.edit_triples_idx[{}]", "k"),
         message=pl.format("edit index {} outside the {}-hop chain", "idx", "n_new_triples"),
-        details=_json_details(pl.col("idx"), pl.col("n_new_triples").alias("hops")),
+        details=json_struct(pl.col("idx"), pl.col("n_new_triples").alias("hops")),
     )
     dup = e.filter(
         pl.col("idx").is_duplicated().over("row")
         & (pl.col("k") > pl.col("k").min().over("row", "idx"))
     )
-    dups = _out(
+    dups = finding_frame(
         dup,
         field=pl.format("orig.edit_triples_idx[{}]", "k"),
         message=pl.format("two edits change hop {}", "idx"),
-        details=_json_details(pl.col("idx")),
+        details=json_struct(pl.col("idx")),
     )
     return pl.concat([lengths, oor, dups])
 
@@ -289,16 +274,16 @@ def edit_not_in_new_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     for a, b, fld, msg in checks:
         hit = e.filter(pl.col(a).is_not_null() & pl.col(b).is_not_null() & (pl.col(a) != pl.col(b)))
         parts.append(
-            _out(
+            finding_frame(
                 hit,
                 field=pl.format(fld, "k"),
                 message=pl.format(
                     msg.replace("{}", "{}"),
-                    pl.col(a).map_elements(repr, return_dtype=pl.String),
+                    repr_expr(a),
                     pl.col("idx"),
-                    pl.col(b).map_elements(repr, return_dtype=pl.String),
+                    repr_expr(b),
                 ),
-                details=_json_details(
+                details=json_struct(
                     pl.col("k").alias("edit"),
                     pl.col("idx").alias("hop"),
                     pl.col(a).alias("edit_value"),
@@ -332,13 +317,13 @@ def unexplained_chain_change(data: KEData, opts: dict[str, Any]) -> pl.DataFrame
         & (pl.col("r") == pl.col("o_r"))
         & (pl.col("o") != pl.col("o_o"))
     )
-    return _out(
+    return finding_frame(
         hit,
         field=pl.format("orig.new_triples[{}][2]", "hop"),
         message=pl.format(
             "hop {} changes object {} → {} with no edit at that hop", "hop", "o_o", "o"
         ),
-        details=_json_details(
+        details=json_struct(
             pl.col("hop"),
             pl.col("s"),
             pl.col("r"),
@@ -375,30 +360,30 @@ def answer_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         )
     )
     a = last.filter(pl.col("o_label").is_not_null() & (pl.col("gold") != pl.col("o_label")))
-    p1 = _out(
+    p1 = finding_frame(
         a,
         field=pl.col("gold_field"),
         message=pl.format(
             "{} {} != last hop object {} in orig.{}triples_labeled",
             "gold_field",
-            pl.col("gold").map_elements(repr, return_dtype=pl.String),
-            pl.col("o_label").map_elements(repr, return_dtype=pl.String),
+            repr_expr("gold"),
+            repr_expr("o_label"),
             "pfx",
         ),
-        details=_json_details(pl.col("gold"), pl.col("o_label").alias("chain_end"), pl.col("path")),
+        details=json_struct(pl.col("gold"), pl.col("o_label").alias("chain_end"), pl.col("path")),
     )
     b = last.filter(pl.col("sh_answer").is_not_null() & (pl.col("gold") != pl.col("sh_answer")))
-    p2 = _out(
+    p2 = finding_frame(
         b,
         field=pl.col("gold_field"),
         message=pl.format(
             "{} {} != last {}single_hops answer {}",
             "gold_field",
-            pl.col("gold").map_elements(repr, return_dtype=pl.String),
+            repr_expr("gold"),
             "pfx",
-            pl.col("sh_answer").map_elements(repr, return_dtype=pl.String),
+            repr_expr("sh_answer"),
         ),
-        details=_json_details(
+        details=json_struct(
             pl.col("gold"), pl.col("sh_answer").alias("single_hop_answer"), pl.col("path")
         ),
     )
@@ -409,17 +394,15 @@ def answer_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     ).with_columns(
         pl.when(pl.col("path") == "orig").then(pl.lit("")).otherwise(pl.lit("new_")).alias("pfx")
     )
-    p3 = _out(
+    p3 = finding_frame(
         h,
         field=pl.format("{}single_hops[{}].answer", "pfx", "hop"),
         message=pl.format(
             "single-hop answer {} != hop object {}",
-            pl.col("sh_answer").map_elements(repr, return_dtype=pl.String),
-            pl.col("o_label").map_elements(repr, return_dtype=pl.String),
+            repr_expr("sh_answer"),
+            repr_expr("o_label"),
         ),
-        details=_json_details(
-            pl.col("hop"), pl.col("path"), pl.col("sh_answer"), pl.col("o_label")
-        ),
+        details=json_struct(pl.col("hop"), pl.col("path"), pl.col("sh_answer"), pl.col("o_label")),
     )
     return pl.concat([p1, p2, p3])
 
@@ -436,16 +419,16 @@ def bad_prompt(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         .with_columns(pl.col("prompt").str.count_matches("{}", literal=True).alias("slots"))
         .filter(pl.col("slots") != 1)
     )
-    return _out(
+    return finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].prompt", "k"),
         message=pl.format(
             "prompt {} has {} '{}' slots, expected 1",
-            pl.col("prompt").map_elements(repr, return_dtype=pl.String),
+            repr_expr("prompt"),
             "slots",
             pl.lit("{}"),
         ),
-        details=_json_details(pl.col("prompt"), pl.col("slots")),
+        details=json_struct(pl.col("prompt"), pl.col("slots")),
     )
 
 
@@ -459,11 +442,11 @@ def unknown_relation(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     """
     known = list(RELATIONS)
     e = data.edits.filter(pl.col("relation_id").is_not_null() & ~pl.col("relation_id").is_in(known))
-    p1 = _out(
+    p1 = finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].relation_id", "k"),
         message=pl.format("relation {} is not an MQuAKE relation", "relation_id"),
-        details=_json_details(pl.col("relation_id")),
+        details=json_struct(pl.col("relation_id")),
     )
     h = data.hops.filter(pl.col("r").is_not_null() & ~pl.col("r").is_in(known)).with_columns(
         pl.when(pl.col("path") == "orig")
@@ -471,11 +454,11 @@ def unknown_relation(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         .otherwise(pl.lit("new_triples"))
         .alias("lst")
     )
-    p2 = _out(
+    p2 = finding_frame(
         h,
         field=pl.format("orig.{}[{}][1]", "lst", "hop"),
         message=pl.format("relation {} is not an MQuAKE relation", "r"),
-        details=_json_details(pl.col("r").alias("relation_id"), pl.col("path"), pl.col("hop")),
+        details=json_struct(pl.col("r").alias("relation_id"), pl.col("path"), pl.col("hop")),
     )
     return pl.concat([p1, p2])
 
@@ -498,7 +481,7 @@ def bad_questions(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         .list.any()
         .alias("empty"),
     ).filter((pl.col("nq") != 3) | (pl.col("nd") != pl.col("nq")) | pl.col("empty"))
-    return _out(
+    return finding_frame(
         c,
         field=pl.lit("questions"),
         message=pl.format(
@@ -507,7 +490,7 @@ def bad_questions(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
             "nd",
             pl.when(pl.col("empty")).then(pl.lit(", some empty")).otherwise(pl.lit("")),
         ),
-        details=_json_details(
+        details=json_struct(
             pl.col("nq").alias("questions"), pl.col("nd").alias("distinct"), pl.col("empty")
         ),
     )
@@ -597,11 +580,11 @@ def answer_sets_overlap(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         .agg(pl.col("v").unique(maintain_order=True).alias("shared"))
         .sort("row")
     )
-    return _out(
+    return finding_frame(
         j,
         field=pl.lit("new_answer_alias"),
         message=pl.format("pre- and post-edit answers share {}", pl.col("shared").list.join(", ")),
-        details=_json_details(pl.col("shared")),
+        details=json_struct(pl.col("shared")),
     )
 
 
@@ -613,11 +596,11 @@ def no_op_edit(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     recorded wrongly. Either way the case tests something other than it claims.
     """
     e = data.edits.filter(pl.col("new_id").is_not_null() & (pl.col("new_id") == pl.col("true_id")))
-    return _out(
+    return finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].target_new.id", "k"),
         message=pl.format("edit sets {} to its current value {}", "relation_id", "new_id"),
-        details=_json_details(pl.col("new_id"), pl.col("true_id")),
+        details=json_struct(pl.col("new_id"), pl.col("true_id")),
     )
 
 
@@ -642,13 +625,13 @@ def wrong_true_target(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         & pl.col("true_id").is_not_null()
         & (pl.col("true_id") != pl.col("o_o"))
     )
-    return _out(
+    return finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].target_true.id", "k"),
         message=pl.format(
             "target_true.id {} != original object {} of hop {}", "true_id", "o_o", "idx"
         ),
-        details=_json_details(
+        details=json_struct(
             pl.col("true_id"), pl.col("o_o").alias("original_object"), pl.col("idx").alias("hop")
         ),
     )
@@ -763,7 +746,7 @@ def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> p
         .sort("row", "hop")
     )
     lst = "new_triples" if edited_side else "triples"
-    return _out(
+    return finding_frame(
         per_hop,
         field=pl.format(f"orig.{lst}[{{}}]", "hop"),
         message=pl.format(
@@ -839,7 +822,7 @@ def conflicting_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         .alias("alternatives")
     )
     hit = g.join(alts, on=["t_s", "t_r"]).sort("row", "k")
-    return _out(
+    return finding_frame(
         hit,
         field=pl.format("requested_rewrite[{}].target_new.id", "k"),
         message=pl.format(
@@ -849,7 +832,7 @@ def conflicting_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
             "t_o",
             pl.col("n_obj") - 1,
         ),
-        details=_json_details(
+        details=json_struct(
             pl.concat_list("t_s", "t_r", "t_o").alias("edit"), pl.col("alternatives")
         ),
     )
@@ -904,18 +887,18 @@ def ambiguous_label_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         .join(others, on=["subject", "t_r"])
         .sort("row", "k")
     )
-    return _out(
+    return finding_frame(
         hit,
         field=pl.format("requested_rewrite[{}].subject", "k"),
         message=pl.format(
             "label {} names {} with relation {}, but {} other edit(s) under the same label use "
             "another entity and object",
-            pl.col("subject").map_elements(repr, return_dtype=pl.String),
+            repr_expr("subject"),
             "t_s",
             "t_r",
             "n_ambiguous",
         ),
-        details=_json_details(pl.concat_list("t_s", "t_r", "t_o").alias("edit"), pl.col("edits")),
+        details=json_struct(pl.concat_list("t_s", "t_r", "t_o").alias("edit"), pl.col("edits")),
     )
 
 
@@ -963,11 +946,11 @@ def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         pl.col("row").alias("first_row"), pl.col("record").alias("first_record")
     )
     k = k.join(firsts, on="first_row").sort("row")
-    out = _out(
+    out = finding_frame(
         k,
         field=pl.lit(""),
         message=pl.format("same chain and edits as case {}", "first_record"),
-        details=_json_details(pl.col("first_record").alias("duplicate_of")),
+        details=json_struct(pl.col("first_record").alias("duplicate_of")),
     )
     return out.with_columns(
         pl.struct(pl.lit("drop").alias("op"), pl.col("record").alias("record"))
@@ -1017,15 +1000,15 @@ def near_duplicate_question(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
         pl.col("row").alias("norm_first"), pl.col("record").alias("first_record")
     )
     q = q.join(firsts, on="norm_first").unique(["row", "norm"], keep="first").sort("row", "qi")
-    return _out(
+    return finding_frame(
         q,
         field=pl.format("questions[{}]", "qi"),
         message=pl.format(
             "question also asked by case {}: {}",
             "first_record",
-            pl.col("questions").map_elements(repr, return_dtype=pl.String),
+            repr_expr("questions"),
         ),
-        details=_json_details(
+        details=json_struct(
             pl.col("first_record").alias("also_in"), pl.col("norm").alias("normalised")
         ),
     )
