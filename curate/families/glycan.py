@@ -283,12 +283,13 @@ class GlycanFamily(Family):
                         "label": label_col,
                     }.get(loc, loc)
                     value = r.get(loc)
+                    message = f"missing {loc}" if value is None else f"{err['msg']} (got {value!r})"
                     errs.append(
                         {
                             "row": r["row"],
                             "record": r["record"],
                             "field": column or loc,
-                            "message": f"{err['msg']} (got {value!r})",
+                            "message": message,
                             "details": {"file": path, "column": column, "value": value},
                         }
                     )
@@ -299,16 +300,6 @@ class GlycanFamily(Family):
             .with_columns((pl.col("valid") & pl.col("labelled")).alias("in_task"))
             .drop("split_raw")
         )
-        for r in rows.filter(pl.col("glycan").is_null()).iter_rows(named=True):
-            errs.append(
-                {
-                    "row": r["row"],
-                    "record": r["record"],
-                    "field": cols.glycan or "glycan",
-                    "message": "missing glycan",
-                    "details": {"file": path},
-                }
-            )
         return GlycanTable(index, path, cols, raw, rows), errs
 
     def _normalise_matrix(
