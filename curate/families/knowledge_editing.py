@@ -28,7 +28,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.errors import InputError, UsageError
-from curate.families.base import ChangeEntry, Family, FixResult, LoadedDataset, Progress
+from curate.families.base import Family, FixResult, LoadedDataset, Progress
 from curate.findings import InputInfo, Report, dumps
 from curate.io import open_source
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
@@ -207,7 +207,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)
-    return out.replace(".str", ".str")
+    return out
 
 
 def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None, list[dict]]:
@@ -463,4 +463,4 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
 
 FAMILY = KnowledgeEditingFamily()
 
-__all__ = ["FAMILY", "ChangeEntry", "KEData", "dumps", "resolve_edit_set", "validate_record"]
+__all__ = ["FAMILY", "KEData", "resolve_edit_set", "validate_record"]
