@@ -44,4 +44,4 @@ for name in ("remastered", "export", "glycan-fixed"):
     d = datasets.load_dataset(f"{sys.argv[1]}/{name}")
     print(name, {s: d[s].num_rows for s in d}, "columns:", len(d["train"].column_names))
 PY
-printf '\nDemo output is in %s/ (remastered dataset with changelog.jsonl, exported dataset).\n' "$OUT"
+printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table).\n' "$OUT"
