@@ -38,7 +38,11 @@ class Rule:
 
     @property
     def summary(self) -> str:
-        return self.doc.split("\n\n", 1)[0].replace("\n", " ")
+        """The first paragraph of the doc, cut to its first sentence when long."""
+        first = self.doc.split("\n\n", 1)[0].replace("\n", " ")
+        if len(first) > 120 and ". " in first:
+            first = first.split(". ", 1)[0] + "."
+        return first
 
     def run(self, *args: Any, **kwargs: Any) -> pl.DataFrame:
         out = self.func(*args, **kwargs)

@@ -602,7 +602,7 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
-@RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error")
+@RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error", fixable=True)
 def split_leakage_same(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """A validation/test glycan (by canonical key) is also in train, with the same label.
 
@@ -613,7 +613,9 @@ def split_leakage_same(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     return _leak_rule(data, True)
 
 
-@RULES.rule("GL402", "split-leakage-different-label", category="leakage", severity="error")
+@RULES.rule(
+    "GL402", "split-leakage-different-label", category="leakage", severity="error", fixable=True
+)
 def split_leakage_different(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """A validation/test glycan is also in train, with a different label.
 

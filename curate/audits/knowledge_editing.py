@@ -769,7 +769,9 @@ def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> p
     )
 
 
-@RULES.rule("KE201", "contaminated-edited-case", category="contamination", severity="error")
+@RULES.rule(
+    "KE201", "contaminated-edited-case", category="contamination", severity="error", fixable=True
+)
 def contaminated_edited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     """An *edited* case's correct path is overridden by an edit from another case.
 
@@ -783,7 +785,9 @@ def contaminated_edited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     return _contam_findings(data, opts, True)
 
 
-@RULES.rule("KE202", "contaminated-unedited-case", category="contamination", severity="error")
+@RULES.rule(
+    "KE202", "contaminated-unedited-case", category="contamination", severity="error", fixable=True
+)
 def contaminated_unedited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     """An *unedited* case's original path is overridden by an edit from an edited case.
 
