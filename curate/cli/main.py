@@ -122,6 +122,26 @@ def _render(report, fmt: Format) -> str:
     return RENDERERS[fmt.value](report)
 
 
+def _load_and_audit(
+    family: str,
+    paths: list[Path],
+    *,
+    task: str | None,
+    column: list[str] | None,
+    keep_records: bool = False,
+    **audit_options,
+):
+    """Family, loaded data and audit report: the first half of every data command."""
+    fam = get_family(family)
+    cb = _progress()
+    data = fam.load(
+        paths, progress=cb, keep_records=keep_records, task=task, columns=_columns(column)
+    )
+    report = fam.audit(data, progress=cb, **audit_options)
+    _clear_progress(cb)
+    return fam, data, report
+
+
 @app.command()
 def validate(
     family: FamilyArg,
@@ -132,11 +152,9 @@ def validate(
     column: ColumnOpt = None,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
-    fam = get_family(family)
-    cb = _progress()
-    data = fam.load(paths, progress=cb, task=task, columns=_columns(column))
-    report = fam.audit(data, select=["schema", "integrity"], progress=cb)
-    _clear_progress(cb)
+    _, _, report = _load_and_audit(
+        family, paths, task=task, column=column, select=["schema", "integrity"]
+    )
     _emit(_render(report, fmt), output)
     raise typer.Exit(1 if report.fails("error") else 0)
 
@@ -155,11 +173,9 @@ def audit(
     column: ColumnOpt = None,
 ) -> None:
     """Run the family's rules and report findings."""
-    fam = get_family(family)
-    cb = _progress()
-    data = fam.load(paths, progress=cb, task=task, columns=_columns(column))
-    report = fam.audit(data, select=select, ignore=ignore, progress=cb, edit_set=edit_set)
-    _clear_progress(cb)
+    _, _, report = _load_and_audit(
+        family, paths, task=task, column=column, select=select, ignore=ignore, edit_set=edit_set
+    )
     _emit(_render(report, fmt), output)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
 
@@ -184,10 +200,9 @@ def fix(
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched."""
     from curate.export import CardInfo, write_hf_dataset
 
-    fam = get_family(family)
-    cb = _progress()
-    data = fam.load(paths, progress=cb, keep_records=True, task=task, columns=_columns(column))
-    report = fam.audit(data, progress=cb, edit_set=edit_set)
+    fam, data, report = _load_and_audit(
+        family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
+    )
     result = fam.fix(
         data,
         report,
@@ -196,7 +211,6 @@ def fix(
         resplit=resplit,
         mapping=str(mapping) if mapping else None,
     )
-    _clear_progress(cb)
     card = CardInfo(
         pretty_name=f"{Path(paths[0]).stem} (remastered by curate)",
         license=fam.license,
@@ -241,11 +255,9 @@ def export(
     from curate.export import CardInfo, write_hf_dataset
     from curate.export import push_to_hub as push
 
-    fam = get_family(family)
-    cb = _progress()
-    data = fam.load(paths, progress=cb, keep_records=True, task=task, columns=_columns(column))
-    report = fam.audit(data, progress=cb, edit_set=edit_set)
-    _clear_progress(cb)
+    fam, data, report = _load_and_audit(
+        family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
+    )
     card = CardInfo(
         pretty_name=pretty_name or Path(paths[0]).stem,
         license=license or fam.license,
