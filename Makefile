@@ -24,6 +24,7 @@ demo: install
 bench: install
 	$(BIN)/python bench/bench_ke.py
 	$(BIN)/python bench/bench_iupac.py
+	$(BIN)/python bench/bench_glycan.py
 
 lint: install
 	$(BIN)/ruff check curate tests bench
