@@ -500,15 +500,4 @@ def test_fix_split_flag_changes_are_in_the_changelog(sample, work):
 def test_fix_refuses_what_it_cannot_do(sample, work, tmp_path):
     # two tables at once (fix works per table; audit them together for GL403)
     assert cli("fix", "glycan", SAMPLE, SPECIES, "--out", tmp_path / "two") == 2
-    # an interaction matrix
-    matrix = tmp_path / "matrix.csv"
-    pl.DataFrame(
-        {
-            "target": ["MKV", "MKW"],
-            "protein": ["a", "b"],
-            "Gal(b1-4)Glc": ["0.1", None],
-            "Man(a1-3)Man": ["0.2", "0.3"],
-        }
-    ).write_csv(matrix)
-    assert cli("fix", "glycan", matrix, "--out", tmp_path / "m") == 2
-    assert not (tmp_path / "two").exists() and not (tmp_path / "m").exists()
+    assert not (tmp_path / "two").exists()

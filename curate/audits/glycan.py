@@ -858,7 +858,7 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     """
     t = _single_table(data)
     if t.task == "interaction":
-        raise UsageError("fix for interaction matrices is not implemented; audit reports them")
+        return fix_matrix(t)
     changes: list[ChangeEntry] = []
     raw = t.raw.clone()
     record_of = dict(zip(t.rows["row"].to_list(), t.rows["record"].to_list(), strict=True))
@@ -983,6 +983,139 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     }
     return FixResult(
         tables=tables,
+        changelog=changes,
+        extra_files={"fix_summary.json": dumps(summary).encode()},
+        summary=summary,
+    )
+
+
+def fix_matrix(t: GlycanTable) -> FixResult:
+    """Interaction matrix fixes: one row per protein, one column per glycan, no empty rows.
+
+    * GL603: rows repeating a protein sequence are merged into its first row (a cell the first
+      row lacks is taken from the repeat) and dropped;
+    * GL601: columns of one glycan (same canonical key) are merged into the column with the most
+      values (ties: sort order); where two columns disagree for a protein, the kept column's value
+      stays and the other is logged as discarded;
+    * GL602: protein rows with no value at all are dropped.
+
+    Every moved, discarded or dropped value is in the changelog.
+    """
+    assert t.cells is not None
+    changes: list[ChangeEntry] = []
+    raw = t.raw.clone()
+    cols = t.columns
+    offset = int(t.rows["row"].min()) if t.rows.height else 0
+    record = t.rows["record"].to_list()
+    # GL603: merge repeated protein sequences into their first row
+    first_of: dict[str, int] = {}
+    drop: set[int] = set()
+    data = {c: raw[c].to_list() for c in cols.glycan_columns}
+    for i, seq in enumerate(raw[cols.protein].to_list()):
+        if seq is None:
+            continue
+        if seq not in first_of:
+            first_of[seq] = i
+            continue
+        j = first_of[seq]
+        drop.add(i)
+        for c, values in data.items():
+            if values[i] is not None and values[j] is None:
+                values[j] = values[i]
+                changes.append(
+                    ChangeEntry(
+                        record[j],
+                        c,
+                        None,
+                        values[i],
+                        "GL603",
+                        f"value taken from repeat {record[i]} of this protein",
+                    )
+                )
+        changes.append(
+            ChangeEntry(
+                record[i],
+                "",
+                raw.row(i, named=True),
+                None,
+                "GL603",
+                f"dropped: same protein sequence as {record[j]}",
+            )
+        )
+    # GL601: merge columns of one glycan
+    keyed = t.cells.select("column", "key").unique().drop_nulls("key")
+    counts = t.cells.group_by("column").len()
+    groups = (
+        keyed.join(counts, on="column", how="left")
+        .with_columns(pl.col("len").fill_null(0))
+        .sort(["key", "len", "column"], descending=[False, True, False])
+        .group_by("key", maintain_order=True)
+        .agg(pl.col("column"))
+        .filter(pl.col("column").list.len() > 1)
+    )
+    dropped_cols: list[str] = []
+    for _key, columns in groups.iter_rows():
+        keep, others = columns[0], columns[1:]
+        for other in others:
+            for i, v in enumerate(data[other]):
+                if v is None or i in drop:
+                    continue
+                if data[keep][i] is None:
+                    data[keep][i] = v
+                    changes.append(
+                        ChangeEntry(
+                            record[i],
+                            keep,
+                            None,
+                            v,
+                            "GL601",
+                            f"value moved from column {other!r} (same glycan)",
+                        )
+                    )
+                elif data[keep][i] != v:
+                    changes.append(
+                        ChangeEntry(
+                            record[i],
+                            other,
+                            v,
+                            None,
+                            "GL601",
+                            f"discarded: column {keep!r} of the same glycan "
+                            f"holds {data[keep][i]!r}",
+                        )
+                    )
+            dropped_cols.append(other)
+    # GL602: empty rows (after the merges)
+    kept_cols = [c for c in cols.glycan_columns if c not in dropped_cols]
+    for i in range(raw.height):
+        if i not in drop and all(
+            data[c][i] is None or str(data[c][i]).strip() == "" for c in kept_cols
+        ):
+            drop.add(i)
+            changes.append(
+                ChangeEntry(
+                    record[i],
+                    "",
+                    raw.row(i, named=True),
+                    None,
+                    "GL602",
+                    "dropped: no interaction value for any glycan",
+                )
+            )
+    raw = raw.with_columns([pl.Series(c, data[c], dtype=raw.schema[c]) for c in kept_cols])
+    raw = raw.drop(dropped_cols)
+    keep_mask = ~pl.Series(range(raw.height)).is_in(sorted(drop))
+    out = raw.filter(keep_mask)
+    split = t.rows["split"].filter(keep_mask)
+    summary = {
+        "rows_in": t.raw.height,
+        "rows_out": out.height,
+        "rows_dropped": len(drop),
+        "glycan_columns_merged": len(dropped_cols),
+        "row_offset": offset,
+    }
+    return FixResult(
+        tables=_split_tables(t, out, split),
         changelog=changes,
         extra_files={"fix_summary.json": dumps(summary).encode()},
         summary=summary,

@@ -15,7 +15,6 @@ what a user would otherwise do by eye, so it is strict: ambiguous headers are an
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -49,20 +48,34 @@ PLACEHOLDERS = frozenset(
     {"", "undetermined", "unknown", "unclassified", "none", "na", "n/a", "nan", "null", "-", "[]"}
 )
 
-_LIST_CELL = re.compile(r"^\s*\[.*\]\s*$", re.S)
+_LIST_CELL = re.compile(r"^\s*\[(?P<body>.*)\]\s*$", re.S)
+_QUOTED = re.compile(r"""\s*(?:'(?P<s>(?:[^'\\]|\\.)*)'|"(?P<d>(?:[^"\\]|\\.)*)")\s*(?:,|$)""")
 
 
 def parse_list_cell(value: Any) -> list[str] | None:
-    """``"['Homo_sapiens', 'Mus_musculus']"`` → list; other values → None (not a list cell)."""
-    if not isinstance(value, str) or not _LIST_CELL.match(value):
+    """``"['Homo_sapiens', 'Mus_musculus']"`` → list; other values → None (not a list cell).
+
+    A small regex reader of Python list-of-string literals rather than ``ast.literal_eval``:
+    cells are data, and the compiler is both slower and more than a data cell deserves.
+    """
+    if not isinstance(value, str):
         return None
-    try:
-        out = ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+    m = _LIST_CELL.match(value)
+    if m is None:
         return None
-    if isinstance(out, list | tuple) and all(isinstance(x, str) for x in out):
-        return list(out)
-    return None
+    body = m.group("body")
+    out: list[str] = []
+    pos = 0
+    while pos < len(body) and body[pos:].strip():
+        q = _QUOTED.match(body, pos)
+        if q is None:
+            return None
+        text = q.group("s") if q.group("s") is not None else q.group("d")
+        if "\\" in text:  # Python escapes (\\', \\n, \\U0001123f), decoded without eval
+            text = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        out.append(text)
+        pos = q.end()
+    return out
 
 
 @dataclass

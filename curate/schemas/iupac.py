@@ -155,7 +155,7 @@ def _residue_regex(vocab: dict[str, Any]) -> re.Pattern[str]:
     cfg_stem = _alternation(system["configurational_stems"])
     letters = "".join(sorted(prefixes["position_letters"]))
     core = (
-        rf"(?:\d+(?:,\d+)*[{letters}]|d{{1,2}})?"
+        rf"(?:(?:\d+(?:,\d+)*[{letters}])+|d{{1,2}})?"
         rf"(?:(?:{_alternation(system['stereo_pairs'])})?(?:{cfg_stem})(?:(?:-(?:{config})-)?"
         rf"(?:{cfg_stem}))?(?:{_alternation(system['chain_length_stems'])})"
         rf"|{_alternation(vocab['bases'])})"
