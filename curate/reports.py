@@ -62,6 +62,18 @@ def _options_line(report: Report) -> str:
     return ", ".join(bits)
 
 
+def _contamination_line(report: Report, quote: str) -> str | None:
+    """The edit-set sentence a knowledge-editing reader checks first (None for other families)."""
+    c = report.stats.get("contamination")
+    if not c:
+        return None
+    return (
+        f"edit set {quote.format(c['edit_set'])}: {c['edited_contaminated']} of "
+        f"{c['edited_cases']} edited and {c['unedited_contaminated']} of {c['unedited_cases']} "
+        "unedited cases contaminated"
+    )
+
+
 def render_text(report: Report, *, color: bool = False, width: int = 120) -> str:
     """A terminal report: inputs, a table of counts per rule, then a few examples per rule."""
     buf = io.StringIO()
@@ -78,13 +90,8 @@ def render_text(report: Report, *, color: bool = False, width: int = 120) -> str
         con.print(f"[bold]{escape(i.path)}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
     if report.options:
         con.print(f"options: {escape(_options_line(report))}")
-    c = report.stats.get("contamination")
-    if c:
-        con.print(
-            f"edit set {escape(str(c['edit_set']))}: {c['edited_contaminated']} of "
-            f"{c['edited_cases']} edited "
-            f"and {c['unedited_contaminated']} of {c['unedited_cases']} unedited cases contaminated"
-        )
+    if line := _contamination_line(report, "{}"):
+        con.print(escape(line))
     counts = report.counts_by_rule()
     if counts.is_empty():
         con.print(
@@ -143,13 +150,8 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
         out.append(f"- `{i.path}`: {i.records} records, sha256 `{i.sha256[:16]}`")
     if report.options:
         out.append(f"- options: {_md_escape(_options_line(report))}")
-    c = report.stats.get("contamination")
-    if c:
-        out.append(
-            f"- edit set `{c['edit_set']}`: {c['edited_contaminated']} of {c['edited_cases']} "
-            f"edited and {c['unedited_contaminated']} of {c['unedited_cases']} unedited cases "
-            "contaminated"
-        )
+    if line := _contamination_line(report, "`{}`"):
+        out.append(f"- {line}")
     sev = s["by_severity"]
     out += [
         f"- {s['findings']} findings in {s['records_with_findings']} of {s['records']} records "

@@ -32,6 +32,7 @@ from curate.findings import (
     dumps,
     finding_frame,
     json_struct,
+    later_occurrences,
     repr_expr,
 )
 from curate.rules import RuleSet
@@ -515,12 +516,7 @@ def duplicate_row(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
         if other:
             extra = t.raw.select(other).with_columns(pl.Series("row", t.rows["row"]))
             lab = lab.join(extra, on="row", how="left")
-        lab = lab.with_columns(
-            pl.col("row").min().over("k", "label", "split", *other).alias("first")
-        )
-        hit = lab.filter(pl.col("row") != pl.col("first"))
-        firsts = t.rows.select(pl.col("row").alias("first"), pl.col("record").alias("first_record"))
-        hit = hit.join(firsts, on="first").sort("row")
+        hit = later_occurrences(lab, ["k", "label", "split", *other], t.rows)
         parts.append(
             finding_frame(
                 hit,
@@ -767,16 +763,8 @@ def matrix_duplicate_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
     """
     parts = []
     for t in _matrices(data):
-        r = t.rows.filter(pl.col("protein").is_not_null()).with_columns(
-            pl.col("row").min().over("protein").alias("first")
-        )
-        hit = r.filter(pl.col("row") != pl.col("first"))
-        firsts = t.rows.select(
-            pl.col("row").alias("first"),
-            pl.col("record").alias("first_record"),
-            pl.col("protein_name").alias("first_name"),
-        )
-        hit = hit.join(firsts, on="first").sort("row")
+        r = t.rows.filter(pl.col("protein").is_not_null())
+        hit = later_occurrences(r, ["protein"], t.rows, extra=("protein_name",))
         parts.append(
             finding_frame(
                 hit,
@@ -784,7 +772,7 @@ def matrix_duplicate_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
                 message=pl.format(
                     "same protein sequence as record {} ({})",
                     "first_record",
-                    pl.col("first_name").fill_null(""),
+                    pl.col("first_protein_name").fill_null(""),
                 ),
                 details=json_struct(
                     pl.col("first_record").alias("duplicate_of"), pl.col("protein_name")

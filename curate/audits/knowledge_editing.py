@@ -25,6 +25,7 @@ from curate.findings import (
     empty_rule_output,
     finding_frame,
     json_struct,
+    later_occurrences,
     repr_expr,
 )
 from curate.rules import RuleSet
@@ -938,18 +939,11 @@ def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     every accuracy figure. The first occurrence is kept; each later one is reported with the case
     it repeats. Fix: drop the later ones.
     """
-    k = (
-        _case_keys(data)
-        .filter(pl.col("chain").is_not_null())
-        .with_columns(pl.col("row").min().over("chain", "edit_key").alias("first_row"))
-        .filter(pl.col("row") != pl.col("first_row"))
+    k = later_occurrences(
+        _case_keys(data).filter(pl.col("chain").is_not_null()), ["chain", "edit_key"], data.cases
     )
     if k.is_empty():
         return empty_rule_output()
-    firsts = data.cases.select(
-        pl.col("row").alias("first_row"), pl.col("record").alias("first_record")
-    )
-    k = k.join(firsts, on="first_row").sort("row")
     out = finding_frame(
         k,
         field=pl.lit(""),
