@@ -44,3 +44,7 @@ class InputError(Exception):
 
 class UsageError(Exception):
     """A command-line option or argument is wrong (bad --edit-set, unknown family, ...)."""
+
+
+class RemoteError(Exception):
+    """A remote service (the Hugging Face Hub) refused or could not be reached: exit 2, one line."""

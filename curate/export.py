@@ -18,10 +18,7 @@ failed export never leaves a half-written dataset behind.
 from __future__ import annotations
 
 import math
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +28,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.errors import UsageError
+from curate.errors import RemoteError, UsageError
 from curate.families.base import ChangeEntry
 from curate.findings import Report
-from curate.io import current_umask
+from curate.outputs import staged_folder
 from curate.reports import render_json, render_markdown
 
 DEFAULT_MAX_ROWS_PER_SHARD = 100_000
@@ -80,8 +77,15 @@ def write_hf_dataset(
     extra_files: dict[str, bytes] | None = None,
     max_rows_per_shard: int = DEFAULT_MAX_ROWS_PER_SHARD,
     overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
+    marker: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``tables`` (split → Arrow table) as a Hub-layout dataset folder at ``out``."""
+    """Write ``tables`` (split → Arrow table) as a Hub-layout dataset folder at ``out``.
+
+    ``out`` goes through the output gate (:mod:`curate.outputs`): refused when it holds or is one
+    of ``inputs``, replaced (with ``overwrite``) only when curate wrote it. ``marker`` is the
+    ``.curate/manifest.json`` content that proves it later.
+    """
     import datasets
     from datasets.info import DatasetInfo, DatasetInfosDict
     from datasets.splits import SplitDict, SplitInfo
@@ -89,8 +93,6 @@ def write_hf_dataset(
     from huggingface_hub import DatasetCardData
 
     out = Path(out)
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())) and not overwrite:
-        raise UsageError(f"{out} exists and is not empty (use --overwrite to replace it)")
     if not tables:
         raise UsageError("nothing to export: no valid records")
     for split in tables:
@@ -102,10 +104,7 @@ def write_hf_dataset(
         unified = pa.unify_schemas(list(schemas), promote_options="permissive")
         tables = {s: t.cast(unified) if t.schema != unified else t for s, t in tables.items()}
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; a dataset is for sharing
-    try:
+    with staged_folder(out, inputs=inputs, overwrite=overwrite, marker=marker) as tmp:
         (tmp / "data").mkdir()
         split_dict = SplitDict()
         data_files = []
@@ -143,21 +142,7 @@ def write_hf_dataset(
                     fh.write(orjson.dumps(c.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")
         for name, blob in (extra_files or {}).items():
             (tmp / name).write_bytes(blob)
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(new, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(new, target)
 
 
 def _card_body(
@@ -201,9 +186,32 @@ def _card_body(
 
 
 def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False) -> Any:
-    """Upload an exported folder as a dataset repo (needs ``huggingface_hub`` and a token)."""
-    from huggingface_hub import HfApi
+    """Upload an exported folder as a dataset repo (needs ``huggingface_hub`` and a token).
 
-    api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    return api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset")
+    Every failure of the remote side (offline, no login, no permission, a bad repo id, HTTP
+    errors) is a :class:`~curate.errors.RemoteError`: exit 2 with one line, and the exported
+    folder stays where it is, so the user can push it again without re-exporting. The marker
+    folder ``.curate/`` (local paths of the inputs) is not uploaded.
+    """
+    try:
+        from huggingface_hub import HfApi
+    except ImportError:
+        raise RemoteError(
+            f"--push-to-hub needs huggingface_hub (pip install 'curate[hub]'); "
+            f"the exported folder {folder} stays"
+        ) from None
+    try:
+        api = HfApi()
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        return api.upload_folder(
+            folder_path=str(folder),
+            repo_id=repo_id,
+            repo_type="dataset",
+            ignore_patterns=[".curate/*"],
+        )
+    except Exception as e:  # network, auth, HTTP, validation: all are the remote's answer
+        msg = " ".join(str(e).split())[:300] or type(e).__name__
+        raise RemoteError(
+            f"push to {repo_id} failed ({type(e).__name__}: {msg}); "
+            f"the exported folder {folder} stays"
+        ) from None

@@ -12,11 +12,8 @@ field of every defect. Families turn the validated records into columnar tables 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,19 @@ from typing import Any
 import orjson
 
 from curate.errors import InputError
+from curate.outputs import atomic_path, current_umask, write_bytes_atomic
+
+__all__ = [
+    "Batch",
+    "Source",
+    "atomic_path",
+    "current_umask",
+    "detect_format",
+    "open_source",
+    "read_frame",
+    "sha256_of",
+    "write_bytes_atomic",
+]
 
 BATCH_ROWS = 8192
 
@@ -262,37 +272,6 @@ def _hf_disk_batches(path: Path) -> Iterator[Batch]:
             rows = rb.to_pylist()
             yield Batch(split, offset, rows)
             offset += len(rows)
-
-
-@contextmanager
-def atomic_path(target: str | Path):
-    """Yield a temporary path beside ``target``; rename it over ``target`` only on success.
-
-    Why: a crash or Ctrl-C mid-write must never leave a half-written report or dataset that a
-    later CI step would take for a good one.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a report is a normal file
-    try:
-        yield Path(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_bytes_atomic(target: str | Path, data: bytes) -> None:
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(data)
 
 
 SPLIT_FROM_LAYOUT = "__split__"

@@ -173,9 +173,10 @@ def test_export_refuses_non_empty_folder(tmp_path, capsys, sample_records):
     assert (out / "keep.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]  # no temporary leftovers
 
-    assert cli("export", "mquake", SAMPLE, "--out", out, "--overwrite") == 0
-    assert not (out / "keep.txt").exists()
-    assert parquet_rows(out) == sample_records
+    # --overwrite does not make a user's folder curate's to delete
+    assert cli("export", "mquake", SAMPLE, "--out", out, "--overwrite") == 2
+    assert "not written by curate" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]
 
 

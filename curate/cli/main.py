@@ -6,20 +6,28 @@ Exit codes: 0 clean (or findings below ``--fail-on``), 1 findings at or above ``
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import click
 import orjson
 import typer
 
 from curate import __version__
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, RemoteError, UsageError
 from curate.families import all_families, get_family
-from curate.io import write_bytes_atomic
+from curate.outputs import (
+    Interrupted,
+    guard_file,
+    guard_folder,
+    install_signal_handlers,
+    manifest,
+    write_bytes_atomic,
+)
 from curate.reports import RENDERERS
 
 app = typer.Typer(
@@ -75,6 +83,12 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
 ]
+OverwriteOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Replace --out if it is a folder curate wrote earlier (other folders are refused)."
+    ),
+]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
 ]
@@ -116,6 +130,21 @@ def _columns(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _protected(paths: list[Path], edit_set: str | None = None, mapping: Path | None = None):
+    """Every file this run reads: data, an ``ids:`` edit-set file, a ``--mapping`` file."""
+    out: list[Path] = list(paths)
+    if edit_set and edit_set.strip().startswith("ids:"):
+        out.append(Path(edit_set.strip()[4:]))
+    if mapping is not None:
+        out.append(mapping)
+    return out
+
+
+def _guard_output(output: Path | None, protected: list[Path]) -> None:
+    if output is not None:
+        guard_file(output, protected)
+
+
 def _render(report, fmt: Format) -> str:
     if fmt is Format.text:
         return RENDERERS["text"](report, color=sys.stdout.isatty())
@@ -152,6 +181,7 @@ def validate(
     column: ColumnOpt = None,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
+    _guard_output(output, _protected(paths))
     _, _, report = _load_and_audit(
         family, paths, task=task, column=column, select=["schema", "integrity"]
     )
@@ -173,6 +203,7 @@ def audit(
     column: ColumnOpt = None,
 ) -> None:
     """Run the family's rules and report findings."""
+    _guard_output(output, _protected(paths, edit_set))
     _, _, report = _load_and_audit(
         family, paths, task=task, column=column, select=select, ignore=ignore, edit_set=edit_set
     )
@@ -186,7 +217,7 @@ def fix(
     paths: PathsArg,
     out: Annotated[Path, typer.Option("--out", help="Folder for the remastered dataset.")],
     edit_set: EditSetOpt = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace --out if it exists.")] = False,
+    overwrite: OverwriteOpt = False,
     task: TaskOpt = None,
     column: ColumnOpt = None,
     seed: Annotated[int, typer.Option(help="Seed of the grouped re-split (glycan).")] = 0,
@@ -200,6 +231,8 @@ def fix(
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched."""
     from curate.export import CardInfo, write_hf_dataset
 
+    protected = _protected(paths, edit_set, mapping)
+    guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
         family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
     )
@@ -227,6 +260,8 @@ def fix(
         changelog=result.changelog,
         extra_files=result.extra_files,
         overwrite=overwrite,
+        inputs=protected,
+        marker=manifest(_COMMAND, data.inputs),
     )
     s = result.summary
     typer.echo(
@@ -244,7 +279,7 @@ def export(
     max_rows_per_shard: Annotated[int, typer.Option(min=1)] = 100_000,
     pretty_name: Annotated[str | None, typer.Option()] = None,
     license: Annotated[str | None, typer.Option("--license")] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace --out if it exists.")] = False,
+    overwrite: OverwriteOpt = False,
     push_to_hub: Annotated[
         str | None, typer.Option("--push-to-hub", help="Also upload to this dataset repo.")
     ] = None,
@@ -255,6 +290,8 @@ def export(
     from curate.export import CardInfo, write_hf_dataset
     from curate.export import push_to_hub as push
 
+    protected = _protected(paths, edit_set)
+    guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
         family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
     )
@@ -267,7 +304,14 @@ def export(
     )
     tables = fam.to_tables(data)
     write_hf_dataset(
-        out, tables, card, report=report, max_rows_per_shard=max_rows_per_shard, overwrite=overwrite
+        out,
+        tables,
+        card,
+        report=report,
+        max_rows_per_shard=max_rows_per_shard,
+        overwrite=overwrite,
+        inputs=protected,
+        marker=manifest(_COMMAND, data.inputs),
     )
     typer.echo(f"wrote {out}: " + ", ".join(f"{s}={t.num_rows}" for s, t in tables.items()))
     if push_to_hub:
@@ -313,38 +357,63 @@ def _root(
         raise typer.Exit(0)
 
 
+#: The command line of this run, for the output folder's marker.
+_COMMAND: list[str] = []
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: map every failure to one line and an exit code (never a traceback)."""
+    """Entry point: map every failure to one line and an exit code (never a traceback).
+
+    2 for anything the user can fix (usage, unusable input, a refused or unwritable output, a
+    failed upload), 130/143 for SIGINT/SIGTERM after cleanup, 3 only for a bug in curate.
+    """
+    install_signal_handlers()
+    _COMMAND[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="curate")
         return rc if isinstance(rc, int) else 0
     except typer.Exit as e:
         return e.exit_code
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except InputError as e:
-        typer.echo(f"curate: error: {e.one_line()}", err=True)
+    except (InputError, UsageError, RemoteError) as e:
+        line = e.one_line() if isinstance(e, InputError) else str(e)
+        typer.echo(f"curate: error: {line}", err=True)
         return 2
-    except UsageError as e:
-        typer.echo(f"curate: error: {e}", err=True)
+    except typer.TyperException as e:  # click's usage errors, as typer re-exports them
+        show = getattr(e, "show", None)
+        if show is not None:
+            show()
+        else:
+            typer.echo(f"curate: error: {e.format_message()}", err=True)
         return 2
-    except click.ClickException as e:
-        e.show()
-        return 2
-    except click.exceptions.Abort:
+    except typer.Abort:  # end of input at a prompt
         typer.echo("curate: aborted", err=True)
         return 2
-    except KeyboardInterrupt:
-        typer.echo("curate: interrupted", err=True)
-        return 130
+    except (Interrupted, KeyboardInterrupt) as e:
+        signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+        name = "interrupted" if signum == signal.SIGINT else "terminated"
+        typer.echo(f"curate: {name}", err=True)
+        return 128 + signum
+    except OSError as e:  # permissions, read-only or full disk, a folder where a file goes
+        typer.echo(f"curate: error: {_os_error_line(e)}", err=True)
+        return 2
     except Exception as e:  # a bug: say so in one line; CURATE_DEBUG=1 shows the traceback
         if os.environ.get("CURATE_DEBUG"):
             raise
         typer.echo(
-            f"curate: internal error: {type(e).__name__}: {e} (set CURATE_DEBUG=1 for a traceback)",
+            f"curate: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
+            "(set CURATE_DEBUG=1 for a traceback)",
             err=True,
         )
         return 3
+
+
+def _os_error_line(e: OSError) -> str:
+    """``PATH: reason`` for an OSError, in one line (errno's words, not Python's repr)."""
+    reason = e.strerror or " ".join(str(e).split()) or type(e).__name__
+    paths = [p for p in (e.filename, e.filename2) if p]
+    if e.errno == errno.ENOSPC:
+        reason += " (disk full)"
+    return f"{' -> '.join(map(str, paths))}: {reason}" if paths else reason
 
 
 def _entry() -> None:
