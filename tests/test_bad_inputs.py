@@ -1,0 +1,355 @@
+"""The shared bad-input corpus: every command of every family against every unusable input.
+
+Why one table: a bad input must never cost a user a traceback, a misleading exit code or a byte of
+their data, whichever command or family they ran. Each case builds its input (derived from the
+real samples shipped in the package, so the corpus runs anywhere) and says which exit codes are
+right; the test asserts, for every (case, family, command):
+
+* the exit code is one of the case's (1 or 2 for a bad input; 3 would be a bug);
+* exit 2 prints exactly one line on stderr, and no command prints a traceback;
+* every input is byte-identical afterwards, and a refused or failed write leaves no output and no
+  staging leftovers.
+
+A new family adds its name to ``FAMILIES`` and its own bad inputs to ``CORPUS`` (with
+``families=("its-name",)``); everything else comes for free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import ROOT, SAMPLE
+
+from curate.cli.main import main
+
+GLYCANS = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
+FAMILIES = ("mquake", "glycan")
+COMMANDS = ("validate", "audit", "fix", "export")
+BAD = frozenset({1, 2})
+UNUSABLE = frozenset({2})
+READABLE = frozenset({0, 1})
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: how to make it, who runs it, with which extra arguments, and what is right."""
+
+    name: str
+    make: Callable[[Path], Path]
+    expect: frozenset[int] = BAD
+    families: tuple[str, ...] = FAMILIES
+    commands: tuple[str, ...] = COMMANDS
+    args: tuple[str, ...] = ()
+    #: Per-family override of ``expect`` (e.g. a table that one family reads and the other can't).
+    expect_for: dict[str, frozenset[int]] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- input builders
+
+
+def _mquake() -> list[dict]:
+    return json.loads(SAMPLE.read_text(encoding="utf-8"))
+
+
+def _glycan_lines() -> list[str]:
+    return GLYCANS.read_text(encoding="utf-8").splitlines()
+
+
+def _write(name: str, data: bytes | str) -> Callable[[Path], Path]:
+    def make(d: Path) -> Path:
+        p = d / name
+        p.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        return p
+
+    return make
+
+
+def _json(name: str, records) -> Callable[[Path], Path]:
+    return lambda d: _write(name, json.dumps(records))(d)
+
+
+def _missing(d: Path) -> Path:
+    return d / "does-not-exist.json"
+
+
+def _folder(d: Path) -> Path:
+    p = d / "not-a-dataset"
+    p.mkdir()
+    (p / "notes.txt").write_text("hello\n")
+    return p
+
+
+def _truncated(d: Path) -> Path:
+    text = SAMPLE.read_text(encoding="utf-8")
+    return _write("truncated.json", text[: len(text) // 2])(d)
+
+
+def _binary(suffix: str) -> Callable[[Path], Path]:
+    data = random.Random(6).randbytes(4096)
+    return _write(f"binary{suffix}", data)
+
+
+_HTML = (
+    "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head>\n"
+    "<body><h1>Not Found</h1><p>The requested URL was not found, "
+    "please try again.</p></body></html>\n"
+)
+
+
+def _latin1_json(d: Path) -> Path:
+    recs = _mquake()[:5]
+    recs[0]["answer"] = "Zürich, Genève"  # non-ASCII, then written as latin-1
+    return _write("latin1.json", json.dumps(recs, ensure_ascii=False).encode("latin-1"))(d)
+
+
+def _latin1_csv(d: Path) -> Path:
+    lines = _glycan_lines()[:40]
+    lines[3] = lines[3].replace("Abroma", "Abrôma")
+    return _write("latin1.csv", ("\n".join(lines) + "\n").encode("latin-1"))(d)
+
+
+def _utf16_csv_no_bom(d: Path) -> Path:
+    return _write("utf16.csv", ("\n".join(_glycan_lines()[:40]) + "\n").encode("utf-16-le"))(d)
+
+
+def _bom_json(d: Path) -> Path:
+    return _write("bom.json", b"\xef\xbb\xbf" + json.dumps(_mquake()[:10]).encode())(d)
+
+
+def _bom_csv(d: Path) -> Path:
+    return _write("bom.csv", b"\xef\xbb\xbf" + ("\n".join(_glycan_lines()[:60]) + "\n").encode())(d)
+
+
+def _deep(d: Path) -> Path:
+    return _write("deep.json", "[" * 100_000 + "]" * 100_000)(d)
+
+
+def _long_strings(d: Path) -> Path:
+    big = "x" * 1_000_000
+    return _json(
+        "long.json",
+        [{"case_id": i, "glycan": big, "requested_rewrite": big, "answer": big} for i in range(3)],
+    )(d)
+
+
+def _nulls_json(d: Path) -> Path:
+    keys = [*_mquake()[0].keys(), "glycan", "Species", "Genus", "split"]
+    return _json("nulls.json", [dict.fromkeys(keys) for _ in range(4)])(d)
+
+
+def _nulls_csv(d: Path) -> Path:
+    header = _glycan_lines()[0]
+    return _write("nulls.csv", header + "\n" + ("," * header.count(",") + "\n") * 5)(d)
+
+
+def _numbers(d: Path) -> Path:
+    recs = []
+    for i, r in enumerate(_mquake()[:5]):
+        r = {k: (7 if isinstance(v, str) else v) for k, v in r.items()}
+        r["questions"] = [1, 2, 3]
+        r["glycan"], r["Species"], r["Genus"] = 123 + i, 4, 5.5
+        recs.append(r)
+    return _json("numbers.json", recs)(d)
+
+
+def _mixed_rows(d: Path) -> Path:
+    rows = [
+        {"glycan": "Gal(b1-4)Glc", "Species": "Homo_sapiens", "Genus": "Homo", "case_id": 1},
+        {"glycan": 5, "Species": ["a", {"b": 1}], "Genus": {"x": [1, 2]}, "case_id": "two"},
+        {"glycan": {"nested": {"deep": [1, 2, 3]}}, "Species": None, "Genus": 1.5, "case_id": []},
+        {"glycan": [["Gal"]], "Species": True, "Genus": None, "case_id": 4.5},
+    ]
+    return _json("mixed.json", rows)(d)
+
+
+def _list_label_parquet(d: Path) -> Path:
+    """Real glycans with Species as a true list<string> column (as GlycanML's parquet has it)."""
+    import polars as pl
+
+    df = pl.read_csv(GLYCANS, infer_schema=False).head(80)
+    df = df.with_columns(pl.concat_list("Species", pl.lit("Mus_musculus")).alias("Species"))
+    p = d / "lists.parquet"
+    df.write_parquet(p)
+    return p
+
+
+def _object_label_cell(d: Path) -> Path:
+    import polars as pl
+
+    rows = pl.read_csv(GLYCANS, infer_schema=False).head(40).to_dicts()
+    rows[3]["Genus"] = {"name": "Homo", "rank": "genus"}
+    rows[5]["Species"] = [["nested", "list"]]
+    return _json("objects.json", rows)(d)
+
+
+def _wrong_columns_csv(d: Path) -> Path:
+    return _write("wrong.csv", "a,b,c\n1,2,3\n4,5,6\n")(d)
+
+
+def _wrong_fields_json(d: Path) -> Path:
+    return _json("wrong.json", [{"name": "x", "value": 1}, {"name": "y", "value": 2}])(d)
+
+
+def _header_only(d: Path) -> Path:
+    return _write("header.csv", _glycan_lines()[0] + "\n")(d)
+
+
+def _cut_mid_quote(d: Path) -> Path:
+    lines = _glycan_lines()[:30]
+    return _write("cut.csv", "\n".join(lines) + '\n9999,"Gal(b1-4)Glc(b1-\n')(d)
+
+
+def _corrupt_parquet(d: Path) -> Path:
+    """A real parquet file with bytes flipped inside its first data page."""
+    table = pa.table({"glycan": ["Gal(b1-4)Glc"] * 2000, "Species": ["Homo_sapiens"] * 2000})
+    p = d / "corrupt.parquet"
+    pq.write_table(table, p, compression="none", use_dictionary=False)
+    raw = bytearray(p.read_bytes())
+    for i in range(200, 1200):
+        raw[i] ^= 0x5A
+    p.write_bytes(bytes(raw))
+    return p
+
+
+def _empty_parquet(d: Path) -> Path:
+    p = d / "empty.parquet"
+    pq.write_table(pa.table({"glycan": pa.array([], pa.string())}), p)
+    return p
+
+
+def _sample_copy(d: Path) -> Path:
+    return _write("sample.json", SAMPLE.read_bytes())(d)
+
+
+def _glycan_copy(d: Path) -> Path:
+    return _write("glycans.csv", GLYCANS.read_bytes())(d)
+
+
+def _mapping_with_numbers(d: Path) -> Path:
+    _write("mapping.json", json.dumps({"Genus": {"Homo": 3}, "Family": ["x"]}))(d)
+    return _glycan_copy(d)
+
+
+def _ids_not_utf8(d: Path) -> Path:
+    _write("ids.txt", b"7417\n" + "caf\xe9\n".encode("latin-1"))(d)
+    return _sample_copy(d)
+
+
+CORPUS: list[Case] = [
+    Case("nonexistent path", _missing, UNUSABLE),
+    Case("folder that is not a dataset", _folder, UNUSABLE),
+    Case("empty .json", _write("empty.json", b""), UNUSABLE),
+    Case("empty .jsonl", _write("empty.jsonl", b""), UNUSABLE),
+    Case("empty .csv", _write("empty.csv", b""), UNUSABLE),
+    Case("whitespace-only .json", _write("blank.json", b"  \n\t\n"), UNUSABLE),
+    Case("truncated JSON", _truncated, UNUSABLE),
+    Case("JSON object, not an array", _write("object.json", '{"a": 1, "b": {"c": 2}}'), UNUSABLE),
+    Case("JSON scalar", _write("scalar.json", "42"), UNUSABLE),
+    Case("empty JSON array", _write("emptyarray.json", "[]"), UNUSABLE),
+    Case("binary as .json", _binary(".json"), UNUSABLE),
+    Case("binary as .jsonl", _binary(".jsonl"), UNUSABLE),
+    Case("binary as .csv", _binary(".csv"), UNUSABLE),
+    Case("binary as .parquet", _binary(".parquet"), UNUSABLE),
+    Case("HTML saved as .json", _write("page.json", _HTML), UNUSABLE),
+    Case("HTML saved as .csv", _write("page.csv", _HTML), BAD),
+    Case("unknown suffix", _write("data.txt", "hello"), UNUSABLE),
+    Case("CSV with wrong columns", _wrong_columns_csv, BAD),
+    Case("JSON records with wrong fields", _wrong_fields_json, BAD),
+    Case("header-only CSV", _header_only, UNUSABLE),
+    Case("empty parquet", _empty_parquet, UNUSABLE),
+    Case("latin-1 JSON", _latin1_json, UNUSABLE),
+    Case("latin-1 CSV", _latin1_csv, UNUSABLE),
+    Case("UTF-16 CSV without BOM", _utf16_csv_no_bom, UNUSABLE),
+    Case("JSON nested 100k deep", _deep, UNUSABLE),
+    Case("1 MB strings", _long_strings, BAD),
+    Case("nulls everywhere (JSON)", _nulls_json, BAD),
+    Case("nulls everywhere (CSV)", _nulls_csv, BAD),
+    Case("numbers for strings", _numbers, BAD),
+    Case("mixed-type rows", _mixed_rows, BAD),
+    Case("array holding a non-object", _write("strings.json", '[{"a": 1}, "text"]'), UNUSABLE),
+    Case("object-typed label cells", _object_label_cell, BAD, families=("glycan",)),
+    Case(
+        "list-typed parquet label column",
+        _list_label_parquet,
+        READABLE,
+        families=("glycan",),
+    ),
+    Case("CSV cut mid-quote", _cut_mid_quote, BAD, families=("glycan",)),
+    Case("corrupt parquet data page", _corrupt_parquet, UNUSABLE),
+    # Well-formed input with a text-format quirk: must be read, not rejected.
+    Case("UTF-8 BOM in JSON", _bom_json, expect_for={"mquake": READABLE}, families=("mquake",)),
+    Case("UTF-8 BOM in CSV", _bom_csv, expect_for={"glycan": READABLE}, families=("glycan",)),
+    # Bad option files: the data is fine, the file an option names is not.
+    Case(
+        "--mapping with non-string values",
+        _mapping_with_numbers,
+        UNUSABLE,
+        families=("glycan",),
+        commands=("fix",),
+        args=("--mapping", "{dir}/mapping.json"),
+    ),
+    Case(
+        "non-UTF-8 ids: file",
+        _ids_not_utf8,
+        UNUSABLE,
+        families=("mquake",),
+        commands=("audit", "fix", "export"),
+        args=("--edit-set", "ids:{dir}/ids.txt"),
+    ),
+    Case(
+        "unknown codec",
+        _sample_copy,
+        UNUSABLE,
+        families=("mquake",),
+        commands=("validate",),
+        args=("--encoding", "no-such-codec"),
+    ),
+]
+
+
+def _params():
+    for case in CORPUS:
+        for family in case.families:
+            for command in case.commands:
+                yield pytest.param(case, family, command, id=f"{case.name}-{family}-{command}")
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(("case", "family", "command"), list(_params()))
+def test_bad_input(tmp_path: Path, capsys, case: Case, family: str, command: str) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = case.make(inputs)
+    before = _hashes(inputs)
+    out = tmp_path / "out"
+    argv = [command, family, str(path), *(a.format(dir=inputs) for a in case.args)]
+    if command in ("fix", "export"):
+        argv += ["--out", str(out)]
+    capsys.readouterr()
+    rc = main(argv)
+    captured = capsys.readouterr()
+    expect = case.expect_for.get(family, case.expect)
+    assert rc in expect, f"exit {rc}, expected {sorted(expect)}; stderr: {captured.err!r}"
+    assert "Traceback" not in captured.err + captured.out
+    assert "internal error" not in captured.err
+    if rc == 2:
+        lines = captured.err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("curate: error: "), captured.err
+        assert not out.exists(), "a refused run must write nothing"
+    assert _hashes(inputs) == before, "an input changed"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("in", "out")) == []
