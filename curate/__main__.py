@@ -1,6 +1,6 @@
 """``python -m curate`` runs the same CLI as the ``curate`` command (same exit codes)."""
 
-from curate.cli.main import _entry
+from curate.cli.entry import run
 
 if __name__ == "__main__":
-    _entry()
+    run()

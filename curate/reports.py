@@ -20,6 +20,9 @@ from curate.findings import Report
 
 #: How many example findings per rule the text and Markdown reports show.
 EXAMPLES_PER_RULE = 3
+#: The console width of an unwrapped text report: wide enough that no line is ever folded (soft
+#: wrapping is on too; the width only bounds the table, which is sized to its content).
+_UNWRAPPED = 1_000_000
 
 
 def to_json_obj(report: Report) -> dict[str, Any]:
@@ -74,16 +77,23 @@ def _contamination_line(report: Report, quote: str) -> str | None:
     )
 
 
-def render_text(report: Report, *, color: bool = False, width: int = 120) -> str:
-    """A terminal report: inputs, a table of counts per rule, then a few examples per rule."""
+def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
+    """A terminal report: inputs, a table of counts per rule, then a few examples per rule.
+
+    ``color`` adds ANSI styles (the caller decides from the destination, ``NO_COLOR`` and
+    ``FORCE_COLOR``; this function never looks at the environment). ``width`` is the terminal's
+    width; ``None`` (a pipe or a file) means no wrapping at all, so that every finding stays on
+    one line and ``grep`` finds it whole.
+    """
     buf = io.StringIO()
     con = Console(
         file=buf,
         force_terminal=color,
-        width=width,
+        width=width or _UNWRAPPED,
         no_color=not color,
         emoji=False,
         highlight=False,
+        soft_wrap=width is None,
     )
     names = _rule_titles(report)
     for i in report.inputs:

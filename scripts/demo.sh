@@ -5,7 +5,14 @@ BIN=${1:-.venv/bin}
 SAMPLE=$("$BIN/python" -c 'from importlib.resources import files; print(files("curate") / "data" / "samples" / "mquake_sample.json")')
 OUT=demo-out
 rm -rf "$OUT"
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+# Bold step headers only on a terminal (or with FORCE_COLOR), never with NO_COLOR: a piped or
+# logged demo is plain text, like curate's own output.
+if [[ -z "${NO_COLOR:-}" && ( -t 1 || -n "${FORCE_COLOR:-}" ) ]]; then
+    BOLD=$'\033[1m' RESET=$'\033[0m'
+else
+    BOLD='' RESET=''
+fi
+step() { printf '\n%s$ %s%s\n' "$BOLD" "$*" "$RESET"; }
 
 step curate validate mquake "$SAMPLE"
 "$BIN/curate" validate mquake "$SAMPLE"

@@ -1,18 +1,95 @@
-"""Shared fixtures: real data paths and a builder of consistent synthetic MQuAKE cases."""
+"""Shared fixtures: the one way to the shared data folder, and a builder of synthetic MQuAKE cases.
+
+Real data lives in the ``shared`` folder beside the project root (never an absolute path). Tests
+reach it only through the :func:`shared` fixture or the fixtures built on it, so that missing data
+is noticed in one place: without ``CI`` the tests that need it are skipped with the path they
+looked for; with ``CI`` set the run fails, because a green CI run that silently skipped the
+real-data tests would claim what it never checked.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-HARD = SHARED / "mquake" / "MQuAKE-hard.json"
+#: The shared data folder beside the project root.
+SHARED = ROOT.parent / "shared"
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "") != ""
+
+
+def _missing(path: Path) -> NoReturn:
+    reason = f"shared data missing: {path} (the `shared` folder beside the project root)"
+    if _in_ci():
+        pytest.fail(f"{reason}; CI is set, so it fails instead of skipping", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def shared() -> Callable[[str], Path]:
+    """``shared("data/mquake/MQuAKE-hard.json")``: a path in the shared folder that exists.
+
+    A missing file skips the test asking for it (with the path in the reason), or fails it when
+    ``CI`` is set.
+    """
+
+    def resolve(relative: str) -> Path:
+        path = SHARED / relative
+        if not path.exists():
+            _missing(path)
+        return path
+
+    return resolve
+
+
+@pytest.fixture(scope="session")
+def hard_path(shared: Callable[[str], Path]) -> Path:
+    return shared("data/mquake/MQuAKE-hard.json")
+
+
+@pytest.fixture(scope="session")
+def species_csv(shared: Callable[[str], Path]) -> Path:
+    return shared("data/glycan/glycowork_upstream/glyco_targets_species_seq_all_V3.csv")
+
+
+@pytest.fixture(scope="session")
+def sugarbase_csv(shared: Callable[[str], Path]) -> Path:
+    return shared("data/glycan/glycowork_upstream/v3_sugarbase.csv")
+
+
+@pytest.fixture(scope="session")
+def glycan_sample_csv(shared: Callable[[str], Path]) -> Path:
+    return shared("data/glycan/glycowork_sample.csv")
+
+
+@pytest.fixture(scope="session")
+def hard_records(hard_path: Path) -> list[dict[str, Any]]:
+    return json.loads(hard_path.read_text(encoding="utf-8"))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """With ``CI`` set and the shared folder absent, stop before running anything: one loud
+    message instead of dozens of per-test failures (or, before, dozens of silent skips)."""
+    if not _in_ci() or SHARED.is_dir():
+        return
+    needing = [item.nodeid for item in items if "shared" in getattr(item, "fixturenames", ())]
+    if needing:
+        pytest.exit(
+            f"CI is set and the shared data folder {SHARED} is missing: at least {len(needing)} "
+            f"collected tests need it (e.g. {needing[0]}). Put the data there or unset CI.",
+            returncode=pytest.ExitCode.TESTS_FAILED,
+        )
+
 
 #: Relations from MQuAKE's 44 (labels are only used to build readable labels).
 REL = {
@@ -23,18 +100,6 @@ REL = {
     "P30": "continent",
     "P6": "head of government",
 }
-
-
-@pytest.fixture(scope="session")
-def hard_path() -> Path:
-    if not HARD.exists():
-        pytest.skip(f"real data missing: {HARD}")
-    return HARD
-
-
-@pytest.fixture(scope="session")
-def hard_records(hard_path: Path) -> list[dict[str, Any]]:
-    return json.loads(hard_path.read_text(encoding="utf-8"))
 
 
 def label(entity: str) -> str:

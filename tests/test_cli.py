@@ -16,9 +16,6 @@ from curate.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
-HARD = Path("/work/shared/data/mquake/MQuAKE-hard.json")
-
-needs_hard = pytest.mark.skipif(not HARD.is_file(), reason=f"{HARD} not available")
 
 #: Every knowledge-editing rule code (written out, so a rule that disappears is noticed).
 KE_CODES = [
@@ -51,13 +48,12 @@ def keyset(report: dict) -> set[tuple]:
 # --------------------------------------------------------------------------- exit codes
 
 
-@needs_hard
-def test_audit_hard_all_edited_only_warnings(capsys):
-    rc, out, err = run(capsys, "audit", "mquake", HARD)
+def test_audit_hard_all_edited_only_warnings(hard_path, capsys):
+    rc, out, err = run(capsys, "audit", "mquake", hard_path)
     assert rc == 0
     assert "Traceback" not in err
     assert "0 errors" in out and "warnings" in out
-    rc, rep = run_json(capsys, "audit", "mquake", HARD)
+    rc, rep = run_json(capsys, "audit", "mquake", hard_path)
     assert rc == 0
     sev = rep["summary"]["by_severity"]
     assert sev["error"] == 0 and sev["warning"] > 0
@@ -75,19 +71,17 @@ def test_audit_hard_all_edited_only_warnings(capsys):
     }
 
 
-@needs_hard
-def test_audit_fail_on_warning_exits_1(capsys):
-    rc, _, _ = run(capsys, "audit", "mquake", HARD, "--fail-on", "warning")
+def test_audit_fail_on_warning_exits_1(hard_path, capsys):
+    rc, _, _ = run(capsys, "audit", "mquake", hard_path, "--fail-on", "warning")
     assert rc == 1
     rc, _, _ = run(
-        capsys, "audit", "mquake", HARD, "--fail-on", "never", "--edit-set", "random:100"
+        capsys, "audit", "mquake", hard_path, "--fail-on", "never", "--edit-set", "random:100"
     )
     assert rc == 0
 
 
-@needs_hard
-def test_audit_random_edit_set_has_contamination_errors(capsys):
-    rc, rep = run_json(capsys, "audit", "mquake", HARD, "--edit-set", "random:100")
+def test_audit_random_edit_set_has_contamination_errors(hard_path, capsys):
+    rc, rep = run_json(capsys, "audit", "mquake", hard_path, "--edit-set", "random:100")
     assert rc == 1
     rules = {f["rule"] for f in rep["findings"] if f["severity"] == "error"}
     assert "KE202" in rules  # unedited cases whose original path an applied edit overrides
@@ -115,9 +109,8 @@ def test_unknown_family_is_usage_error(capsys):
 # --------------------------------------------------------------------------- JSON report
 
 
-@needs_hard
-def test_json_report_shape_and_sha256(capsys):
-    rc, rep = run_json(capsys, "audit", "mquake", HARD)
+def test_json_report_shape_and_sha256(hard_path, capsys):
+    rc, rep = run_json(capsys, "audit", "mquake", hard_path)
     assert rc == 0
     assert {"tool", "version", "family", "inputs", "findings", "summary"} <= set(rep)
     assert rep["tool"] == "curate"
@@ -125,8 +118,8 @@ def test_json_report_shape_and_sha256(capsys):
     assert rep["family"] == "knowledge-editing"
     assert rep["inputs"] == [
         {
-            "path": str(HARD),
-            "sha256": hashlib.sha256(HARD.read_bytes()).hexdigest(),
+            "path": str(hard_path),
+            "sha256": hashlib.sha256(hard_path.read_bytes()).hexdigest(),
             "records": 429,
         }
     ]
@@ -176,15 +169,14 @@ def test_output_file_untouched_when_run_fails(tmp_path, capsys):
 # --------------------------------------------------------------------------- rule selection
 
 
-@needs_hard
-def test_select_and_ignore(capsys):
-    rc, rep = run_json(capsys, "audit", "mquake", HARD, "--select", "KE4", "--ignore", "KE402")
+def test_select_and_ignore(hard_path, capsys):
+    rc, rep = run_json(capsys, "audit", "mquake", hard_path, "--select", "KE4", "--ignore", "KE402")
     assert rc == 0
     assert set(rep["summary"]["rules_run"]) == {"KE401"}
     assert {f["rule"] for f in rep["findings"]} == {"KE401"}
     assert len(rep["findings"]) == 5
     # a category and a comma list select the same way
-    rc, rep = run_json(capsys, "audit", "mquake", HARD, "--select", "duplicate,KE110")
+    rc, rep = run_json(capsys, "audit", "mquake", hard_path, "--select", "duplicate,KE110")
     assert set(rep["summary"]["rules_run"]) == {"KE110", "KE401", "KE402"}
     assert {f["rule"] for f in rep["findings"]} <= {"KE110", "KE401", "KE402"}
     assert "KE110" in {f["rule"] for f in rep["findings"]}
@@ -340,9 +332,8 @@ def test_version(capsys):
 # --------------------------------------------------------------------------- determinism
 
 
-@needs_hard
-def test_findings_are_deterministic(tmp_path, capsys):
-    args = ("audit", "mquake", HARD, "--edit-set", "random:100")
+def test_findings_are_deterministic(hard_path, tmp_path, capsys):
+    args = ("audit", "mquake", hard_path, "--edit-set", "random:100")
     _, a = run_json(capsys, *args)
     _, b = run_json(capsys, *args)
     assert a["findings"] == b["findings"]  # same order, same details
@@ -360,15 +351,14 @@ def _normalised(report: dict) -> set[tuple]:
     return out
 
 
-@needs_hard
-def test_findings_do_not_depend_on_file_order(tmp_path, capsys):
-    recs = json.loads(HARD.read_text(encoding="utf-8"))
+def test_findings_do_not_depend_on_file_order(hard_path, tmp_path, capsys):
+    recs = json.loads(hard_path.read_text(encoding="utf-8"))
     shuffled = recs[:]
     random.Random(7).shuffle(shuffled)
     assert shuffled != recs
     p = tmp_path / "shuffled.json"
     p.write_text(json.dumps(shuffled), encoding="utf-8")
-    _, a = run_json(capsys, "audit", "mquake", HARD, "--edit-set", "all")
+    _, a = run_json(capsys, "audit", "mquake", hard_path, "--edit-set", "all")
     _, b = run_json(capsys, "audit", "mquake", p, "--edit-set", "all")
     assert len(a["findings"]) == len(b["findings"]) > 0
     assert _normalised(a) == _normalised(b)

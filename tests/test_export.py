@@ -20,8 +20,6 @@ from curate.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
-HARD = Path("/work/shared/data/mquake/MQuAKE-hard.json")
-needs_hard = pytest.mark.skipif(not HARD.is_file(), reason=f"{HARD} not available")
 
 #: MQuAKE-hard's known duplicates: later occurrence → the case it repeats.
 HARD_DUPLICATES = {9203: 9186, 9204: 9187, 9209: 9192, 9212: 9195, 9213: 9196}
@@ -222,19 +220,19 @@ def test_export_folder_follows_umask(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def hard_records() -> list[dict]:
-    return json.loads(HARD.read_text(encoding="utf-8"))
+def hard_records(hard_path) -> list[dict]:
+    return json.loads(hard_path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def fixed(tmp_path_factory) -> dict:
+def fixed(hard_path, tmp_path_factory) -> dict:
     """Two ``fix`` runs of MQuAKE-hard with the random:100 edit set, and the input's hash."""
-    before = hashlib.sha256(HARD.read_bytes()).hexdigest()
+    before = hashlib.sha256(hard_path.read_bytes()).hexdigest()
     base = tmp_path_factory.mktemp("fix")
     outs = []
     for name in ("a", "b"):
         out = base / name
-        assert cli("fix", "mquake", HARD, "--out", out, "--edit-set", "random:100") == 0
+        assert cli("fix", "mquake", hard_path, "--out", out, "--edit-set", "random:100") == 0
         outs.append(out)
     return {"before": before, "out": outs[0], "again": outs[1]}
 
@@ -261,12 +259,10 @@ def reference_edit_set(records: list[dict]) -> set[int]:
     return set(chosen) - set(HARD_DUPLICATES)
 
 
-@needs_hard
-def test_fix_leaves_input_untouched(fixed):
-    assert hashlib.sha256(HARD.read_bytes()).hexdigest() == fixed["before"]
+def test_fix_leaves_input_untouched(hard_path, fixed):
+    assert hashlib.sha256(hard_path.read_bytes()).hexdigest() == fixed["before"]
 
 
-@needs_hard
 def test_fix_drops_later_duplicates(fixed_rows, changelog, hard_records):
     ids = [r["case_id"] for r in fixed_rows]
     assert len(fixed_rows) == 424
@@ -283,7 +279,6 @@ def test_fix_drops_later_duplicates(fixed_rows, changelog, hard_records):
         assert str(HARD_DUPLICATES[cid]) in c["reason"]
 
 
-@needs_hard
 def test_changelog_lines_are_complete(changelog, fixed_rows):
     assert changelog
     for c in changelog:
@@ -293,7 +288,6 @@ def test_changelog_lines_are_complete(changelog, fixed_rows):
     assert sum(c["rule"] == "KE110" for c in changelog) == 23
 
 
-@needs_hard
 def test_fix_changes_only_what_the_changelog_says(fixed_rows, changelog, hard_records):
     raw = {r["case_id"]: r for r in hard_records}
     by_record: dict[str, list[dict]] = {}
@@ -317,7 +311,6 @@ def test_fix_changes_only_what_the_changelog_says(fixed_rows, changelog, hard_re
             assert any(c["field"] == "withheld_edits" for c in by_record[str(row["case_id"])])
 
 
-@needs_hard
 def test_cleaned_aliases(fixed_rows, changelog):
     for c in (c for c in changelog if c["rule"] == "KE110"):
         new = c["new"]
@@ -326,7 +319,6 @@ def test_cleaned_aliases(fixed_rows, changelog):
         assert len(keys) == len(set(keys)) and "" not in keys
 
 
-@needs_hard
 def test_withheld_edits_match_reference(fixed_rows, hard_records):
     """Plain-Python MQuAKE-Remastered reference: withhold, when asking case c, every applied
     edit of another edited case that shares (subject id, relation) with a hop of c's correct
@@ -364,7 +356,6 @@ def test_withheld_edits_match_reference(fixed_rows, hard_records):
     assert n_with > 200
 
 
-@needs_hard
 def test_edit_set_file(fixed, fixed_rows, hard_records):
     ids = json.loads((fixed["out"] / "edit_set.json").read_text(encoding="utf-8"))
     assert len(ids) == len(set(ids)) == 100
@@ -373,13 +364,11 @@ def test_edit_set_file(fixed, fixed_rows, hard_records):
     assert {r["case_id"] for r in fixed_rows if r["edited"]} == expected
 
 
-@needs_hard
 def test_edit_set_file_keeps_id_type(fixed, fixed_rows):
     ids = json.loads((fixed["out"] / "edit_set.json").read_text(encoding="utf-8"))
     assert ids == [r["case_id"] for r in fixed_rows if r["edited"]]
 
 
-@needs_hard
 def test_fix_is_deterministic(fixed):
     a, b = fixed["out"], fixed["again"]
     names = sorted(p.name for p in (a / "data").iterdir())
@@ -391,7 +380,6 @@ def test_fix_is_deterministic(fixed):
         assert (a / f).read_bytes() == (b / f).read_bytes()
 
 
-@needs_hard
 def test_fixed_dataset_loads_and_card_mentions_changes(fixed, fixed_rows, tmp_path):
     ds = load_hf(fixed["out"], tmp_path / "cache")
     assert ds["train"].num_rows == 424

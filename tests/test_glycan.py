@@ -30,21 +30,10 @@ from curate.families.glycan import FAMILY, regroup_split
 from curate.schemas.glycan import detect_columns
 from curate.schemas.iupac import IUPACError, canonical_key
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "glycan"
-SPECIES = DATA / "glycowork_upstream" / "glyco_targets_species_seq_all_V3.csv"
-SUGARBASE = DATA / "glycowork_upstream" / "v3_sugarbase.csv"
-SAMPLE = DATA / "glycowork_sample.csv"
-
 LEVELS = ["Species", "Genus", "Family", "Order", "Class", "Phylum", "Kingdom", "Domain"]
 #: What the issue calls "no label": the placeholders seen in the glycowork tables and their kin.
 PLACEHOLDERS = ["", "undetermined", "unknown", "unclassified", "none", "na", "n/a", "nan",
                 "null", "-", "[]"]  # fmt: skip
-
-needs_data = pytest.mark.skipif(
-    not (SPECIES.is_file() and SUGARBASE.is_file() and SAMPLE.is_file()),
-    reason=f"real glycan data missing under {DATA}",
-)
-pytestmark = needs_data
 
 
 # --------------------------------------------------------------------------- helpers
@@ -159,33 +148,33 @@ def swap_first_branch(g: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def species():
-    return read(SPECIES)
+def species(species_csv):
+    return read(species_csv)
 
 
 @pytest.fixture(scope="module")
-def sample():
-    return read(SAMPLE)
+def sample(glycan_sample_csv):
+    return read(glycan_sample_csv)
 
 
 @pytest.fixture(scope="module")
-def sugarbase():
-    return read(SUGARBASE)
+def sugarbase(sugarbase_csv):
+    return read(sugarbase_csv)
 
 
 @pytest.fixture(scope="module")
-def species_report():
-    return audit([SPECIES])[1]
+def species_report(species_csv):
+    return audit([species_csv])[1]
 
 
 @pytest.fixture(scope="module")
-def sample_report():
-    return audit([SAMPLE])[1]
+def sample_report(glycan_sample_csv):
+    return audit([glycan_sample_csv])[1]
 
 
 @pytest.fixture(scope="module")
-def sugarbase_report():
-    return audit([SUGARBASE])[1]
+def sugarbase_report(sugarbase_csv):
+    return audit([sugarbase_csv])[1]
 
 
 def table_and_report(request, which: str):
@@ -195,8 +184,8 @@ def table_and_report(request, which: str):
 # --------------------------------------------------------------------------- 1. detection
 
 
-def test_detect_species_file(species):
-    data = FAMILY.load([str(SPECIES)])
+def test_detect_species_file(species_csv, species):
+    data = FAMILY.load([str(species_csv)])
     (t,) = data.tables
     assert t.task == "taxonomy"
     assert t.columns.glycan == "target"
@@ -211,8 +200,8 @@ def test_detect_species_file(species):
     assert t.rows["glycan"].to_list() == species["target"].to_list()
 
 
-def test_detect_sample_split(sample):
-    (t,) = FAMILY.load([str(SAMPLE)]).tables
+def test_detect_sample_split(glycan_sample_csv, sample):
+    (t,) = FAMILY.load([str(glycan_sample_csv)]).tables
     assert t.task == "taxonomy"
     assert t.columns.glycan == "glycan"
     assert t.columns.split == "split"
@@ -223,8 +212,8 @@ def test_detect_sample_split(sample):
     assert t.rows["record"].to_list() == sample["glycowork_row"].to_list()
 
 
-def test_detect_sugarbase_taxonomy_by_default(sugarbase):
-    (t,) = FAMILY.load([str(SUGARBASE)]).tables
+def test_detect_sugarbase_taxonomy_by_default(sugarbase_csv, sugarbase):
+    (t,) = FAMILY.load([str(sugarbase_csv)]).tables
     assert t.task == "taxonomy"
     assert t.columns.glycan == "glycan"
     assert list(t.columns.labels.values()) == LEVELS
@@ -244,8 +233,8 @@ def test_detect_sugarbase_taxonomy_by_default(sugarbase):
     assert got == ast.literal_eval(first["Species"])
 
 
-def test_detect_sugarbase_immunogenicity(sugarbase):
-    (t,) = FAMILY.load([str(SUGARBASE)], task="immunogenicity").tables
+def test_detect_sugarbase_immunogenicity(sugarbase_csv, sugarbase):
+    (t,) = FAMILY.load([str(sugarbase_csv)], task="immunogenicity").tables
     assert t.task == "immunogenicity"
     assert t.columns.labels == {"immunogenicity": "immunogenicity"}
     labelled = sugarbase.filter(pl.col("immunogenicity").is_not_null())
@@ -255,8 +244,8 @@ def test_detect_sugarbase_immunogenicity(sugarbase):
     assert in_task == labelled["i"].to_list()
 
 
-def test_detect_sugarbase_glycosylation(sugarbase):
-    (t,) = FAMILY.load([str(SUGARBASE)], task="glycosylation").tables
+def test_detect_sugarbase_glycosylation(sugarbase_csv, sugarbase):
+    (t,) = FAMILY.load([str(sugarbase_csv)], task="glycosylation").tables
     assert t.task == "glycosylation"
     assert t.columns.labels == {"glycosylation": "link"}
     linked = sugarbase.filter(pl.col("link").is_in(["N", "O", "free"]))
@@ -485,7 +474,7 @@ def test_gl301_hierarchy_contradictions(which, request):
     assert all(len(v) == 1 for v in kept.values())  # one majority per child
 
 
-def test_gl302_conflicts_and_label_ceiling_immunogenicity(sugarbase, capsys):
+def test_gl302_conflicts_and_label_ceiling_immunogenicity(sugarbase_csv, sugarbase, capsys):
     im = with_keys(sugarbase.filter(pl.col("immunogenicity").is_not_null()), "glycan")
     scored = im.filter(pl.col("key").is_not_null())  # unparseable glycans cannot be compared
     per_key = scored.group_by("key", "immunogenicity").len()
@@ -495,7 +484,7 @@ def test_gl302_conflicts_and_label_ceiling_immunogenicity(sugarbase, capsys):
     assert 0 < ceiling < 1 and conflicting.height > 0
 
     rc, out, err = run(
-        capsys, "audit", "glycan", SUGARBASE, "--task", "immunogenicity", "--format", "json"
+        capsys, "audit", "glycan", sugarbase_csv, "--task", "immunogenicity", "--format", "json"
     )
     assert rc == 1 and "Traceback" not in err
     rep = json.loads(out)
@@ -514,12 +503,12 @@ def test_gl302_conflicts_and_label_ceiling_immunogenicity(sugarbase, capsys):
         }
 
 
-def test_gl302_glycosylation_has_no_conflicts_and_full_ceiling(sugarbase):
+def test_gl302_glycosylation_has_no_conflicts_and_full_ceiling(sugarbase_csv, sugarbase):
     gl = with_keys(sugarbase.filter(pl.col("link").is_not_null()), "glycan").filter(
         pl.col("key").is_not_null()
     )
     assert gl.filter(pl.col("link").n_unique().over("key") > 1).is_empty()
-    _, report = audit([SUGARBASE], task="glycosylation")
+    _, report = audit([sugarbase_csv], task="glycosylation")
     assert hits(report, "GL302").is_empty()
     assert report.stats["tables"][0]["label_ceiling"] == {"rows": gl.height, "max_accuracy": 1.0}
 
@@ -597,7 +586,7 @@ def test_no_leakage_rules_without_a_split(species_report):
     assert hits(species_report, "GL402").is_empty()
 
 
-def test_gl403_cross_task_leakage(sample, species, tmp_path):
+def test_gl403_cross_task_leakage(glycan_sample_csv, sample, species, tmp_path):
     sk = with_keys(sample, "glycan")
     train_keys = set(sk.filter(pl.col("split") == "train")["key"].drop_nulls())
     all_keys = set(sk["key"].drop_nulls())
@@ -625,26 +614,26 @@ def test_gl403_cross_task_leakage(sample, species, tmp_path):
     )
     path = tmp_path / "immuno.csv"
     other.write_csv(path)
-    data, report = audit([SAMPLE, path])
+    data, report = audit([glycan_sample_csv, path])
     assert [t.task for t in data.tables] == ["taxonomy", "immunogenicity"]
     gl403 = hits(report, "GL403")
     offset = sample.height
     assert gl403["row"].to_list() == [offset + 4]  # the reversed spelling, nothing else
     (d,) = details(report, "GL403")
     assert d["key"] == key_or_none(leaked[0])
-    assert d["other_table"] == str(SAMPLE) and d["other_task"] == "taxonomy"
+    assert d["other_table"] == str(glycan_sample_csv) and d["other_task"] == "taxonomy"
     in_train = sk.filter((pl.col("key") == d["key"]) & (pl.col("split") == "train"))
     assert d["other_rows"] == in_train.height
     # alone, neither table shows cross-task leakage
     assert hits(audit([path])[1], "GL403").is_empty()
-    assert hits(audit([SAMPLE])[1], "GL403").is_empty()
+    assert hits(audit([glycan_sample_csv])[1], "GL403").is_empty()
 
 
-def test_gl403_table_without_split_counts_as_train(species, tmp_path):
+def test_gl403_table_without_split_counts_as_train(species_csv, species, tmp_path):
     g = species["target"][0]
     path = tmp_path / "eval.csv"
     pl.DataFrame({"glycan": [g], "link": ["N"], "split": ["test"]}).write_csv(path)
-    _, report = audit([SPECIES, path])
+    _, report = audit([species_csv, path])
     (d,) = details(report, "GL403")
     sk = with_keys(species, "target")
     assert d["other_rows"] == sk.filter(pl.col("key") == key_or_none(g)).height

@@ -24,9 +24,6 @@ import pytest
 from curate.cli.main import main
 from curate.schemas.iupac import IUPACError, canonical_key
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "glycan"
-SPECIES = DATA / "glycowork_upstream" / "glyco_targets_species_seq_all_V3.csv"
-SAMPLE = DATA / "glycowork_sample.csv"
 LEVELS = ["Species", "Genus", "Family", "Order", "Class", "Phylum", "Kingdom", "Domain"]
 PLACEHOLDERS = ["", "undetermined", "unknown", "unclassified", "none", "na", "n/a", "nan",
                 "null", "-", "[]"]  # fmt: skip
@@ -34,10 +31,6 @@ SPLITS = ("train", "validation", "test")
 #: Rules whose findings `curate fix` claims to remove.
 FIXED_RULES = {"GL201", "GL202", "GL203", "GL301", "GL303", "GL304", "GL401", "GL402", "GL403"}
 CHANGE_RULES = {"GL201", "GL202", "GL203", "GL301", "GL303", "GL304", "GL401"}
-
-pytestmark = pytest.mark.skipif(
-    not (SPECIES.is_file() and SAMPLE.is_file()), reason=f"real glycan data missing under {DATA}"
-)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -160,13 +153,13 @@ def contradictions(df: pl.DataFrame) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def sample() -> pl.DataFrame:
-    return pl.read_csv(SAMPLE, infer_schema=False)
+def sample(glycan_sample_csv) -> pl.DataFrame:
+    return pl.read_csv(glycan_sample_csv, infer_schema=False)
 
 
 @pytest.fixture(scope="module")
-def species() -> pl.DataFrame:
-    return pl.read_csv(SPECIES, infer_schema=False)
+def species(species_csv) -> pl.DataFrame:
+    return pl.read_csv(species_csv, infer_schema=False)
 
 
 @pytest.fixture(scope="module")
@@ -175,13 +168,13 @@ def work(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fixed_sample(work):
-    return fix(SAMPLE, work / "sample")
+def fixed_sample(glycan_sample_csv, work):
+    return fix(glycan_sample_csv, work / "sample")
 
 
 @pytest.fixture(scope="module")
-def fixed_species(work):
-    return fix(SPECIES, work / "species")
+def fixed_species(species_csv, work):
+    return fix(species_csv, work / "species")
 
 
 # --------------------------------------------------------------------------- sample
@@ -279,22 +272,22 @@ def test_fix_sample_changelog_accounts_for_every_change(fixed_sample, sample):
     assert summary["rows_moved_between_splits"] == rules["GL401"]
 
 
-def test_fix_leaves_its_input_untouched(fixed_sample, tmp_path):
+def test_fix_leaves_its_input_untouched(glycan_sample_csv, fixed_sample, tmp_path):
     # the shared file is read-only, so check on a writable copy that nothing is written back
-    src = tmp_path / "in" / SAMPLE.name
+    src = tmp_path / "in" / glycan_sample_csv.name
     src.parent.mkdir()
-    src.write_bytes(SAMPLE.read_bytes())
+    src.write_bytes(glycan_sample_csv.read_bytes())
     before = (sha256(src), src.stat().st_mtime_ns)
     assert cli("fix", "glycan", src, "--out", tmp_path / "out") == 0
     assert (sha256(src), src.stat().st_mtime_ns) == before
-    assert sorted(p.name for p in src.parent.iterdir()) == [SAMPLE.name]
+    assert sorted(p.name for p in src.parent.iterdir()) == [glycan_sample_csv.name]
     # and the card names the exact bytes that were fixed
     card = (fixed_sample["out"] / "README.md").read_text()
-    assert f"sha256 {sha256(SAMPLE)}" in card
+    assert f"sha256 {sha256(glycan_sample_csv)}" in card
 
 
-def test_fix_sample_is_deterministic(fixed_sample, work):
-    again = fix(SAMPLE, work / "sample_again")
+def test_fix_sample_is_deterministic(glycan_sample_csv, fixed_sample, work):
+    again = fix(glycan_sample_csv, work / "sample_again")
     a, b = fixed_sample["out"], again["out"]
     # .curate/manifest.json records the run (command, time), not the data: it may differ
     files_a = sorted(
@@ -308,8 +301,8 @@ def test_fix_sample_is_deterministic(fixed_sample, work):
         assert (a / f).read_bytes() == (b / f).read_bytes(), f
 
 
-def test_fix_sample_other_seed_other_grouped_split(fixed_sample, work, sample):
-    other = fix(SAMPLE, work / "sample_seed7", "--seed", "7")
+def test_fix_sample_other_seed_other_grouped_split(glycan_sample_csv, fixed_sample, work, sample):
+    other = fix(glycan_sample_csv, work / "sample_seed7", "--seed", "7")
     a = everything(fixed_sample["splits"]).select("glycowork_row", "__split")
     b = everything(other["splits"])
     assert_grouped(b, "glycan")
@@ -342,14 +335,16 @@ def mapping_case(sample: pl.DataFrame) -> tuple[str, str, str]:
     return best[1], best[2], best[3]
 
 
-def test_fix_mapping_overrides_majority_parent(fixed_sample, sample, work, capsys):
+def test_fix_mapping_overrides_majority_parent(
+    glycan_sample_csv, fixed_sample, sample, work, capsys
+):
     genus, majority, minority = mapping_case(sample)
     default = everything(fixed_sample["splits"]).filter(pl.col("Genus") == genus)
     assert default.height > 0 and set(default["Family"]) == {majority}
 
     mapping = work / "mapping.json"
     mapping.write_text(json.dumps({"Genus": {genus: minority}}))
-    mapped = fix(SAMPLE, work / "sample_mapped", "--mapping", mapping)
+    mapped = fix(glycan_sample_csv, work / "sample_mapped", "--mapping", mapping)
     rows = everything(mapped["splits"]).filter(pl.col("Genus") == genus)
     assert rows.height > 0 and set(rows["Family"]) == {minority}
     moved = [
@@ -364,12 +359,12 @@ def test_fix_mapping_overrides_majority_parent(fixed_sample, sample, work, capsy
 
     bad = work / "bad_mapping.json"
     bad.write_text('["not", "a", "mapping"]')
-    assert cli("fix", "glycan", SAMPLE, "--out", work / "never", "--mapping", bad) == 2
+    assert cli("fix", "glycan", glycan_sample_csv, "--out", work / "never", "--mapping", bad) == 2
     assert not (work / "never").exists()
 
 
-def test_fix_no_resplit_keeps_the_original_split(sample, work, capsys):
-    kept = fix(SAMPLE, work / "sample_noresplit", "--no-resplit")
+def test_fix_no_resplit_keeps_the_original_split(glycan_sample_csv, sample, work, capsys):
+    kept = fix(glycan_sample_csv, work / "sample_noresplit", "--no-resplit")
     out = everything(kept["splits"])
     orig = dict(zip(sample["glycowork_row"], sample["split"], strict=True))
     assert all(orig[r] == s for r, s in out.select("glycowork_row", "split").iter_rows())
@@ -425,8 +420,8 @@ def test_fix_species_keeps_identical_strings_in_one_split(fixed_species, species
     assert crossing.is_empty(), crossing["target"].to_list()
 
 
-def test_fix_sugarbase_taxonomy_keeps_the_other_tasks_labels(work):
-    sugarbase = DATA / "glycowork_upstream" / "v3_sugarbase.csv"
+def test_fix_sugarbase_taxonomy_keeps_the_other_tasks_labels(sugarbase_csv, work):
+    sugarbase = sugarbase_csv
     src = pl.read_csv(sugarbase, infer_schema=False)
     result = fix(sugarbase, work / "sugarbase")
     out = everything(result["splits"])
@@ -442,9 +437,9 @@ def test_fix_sugarbase_taxonomy_keeps_the_other_tasks_labels(work):
         assert not lost, (col, sorted(lost)[:3])
 
 
-def test_export_sample_keeps_rows_and_splits(sample, work):
+def test_export_sample_keeps_rows_and_splits(glycan_sample_csv, sample, work):
     out = work / "export"
-    assert cli("export", "glycan", SAMPLE, "--out", out) == 0
+    assert cli("export", "glycan", glycan_sample_csv, "--out", out) == 0
     splits = load(out)
     assert {s: df.height for s, df in splits.items()} == dict(
         sample.group_by("split").len().iter_rows()
@@ -502,7 +497,7 @@ def test_fix_split_flag_changes_are_in_the_changelog(sample, work):
     assert any(c["field"] in flag.values() for c in result["log"] if c["rule"] == "GL401")
 
 
-def test_fix_refuses_what_it_cannot_do(sample, work, tmp_path):
+def test_fix_refuses_what_it_cannot_do(glycan_sample_csv, species_csv, sample, work, tmp_path):
     # two tables at once (fix works per table; audit them together for GL403)
-    assert cli("fix", "glycan", SAMPLE, SPECIES, "--out", tmp_path / "two") == 2
+    assert cli("fix", "glycan", glycan_sample_csv, species_csv, "--out", tmp_path / "two") == 2
     assert not (tmp_path / "two").exists()

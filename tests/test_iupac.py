@@ -1,8 +1,9 @@
 """Tests for the strict IUPAC-condensed parser (curate.schemas.iupac).
 
-The real-data tests read the three glycowork files of the shared data folder next to the
-repository and skip when it is absent; everything else needs only the package. The glycowork
-cross-check is skipped when glycowork (a test-only dependency) is not installed.
+The real-data tests read the three glycowork files of the shared data folder beside the project
+root through the ``shared`` fixture (skipped when absent, a failure when ``CI`` is set);
+everything else needs only the package. The glycowork cross-check is skipped when glycowork (a
+test-only dependency) is not installed.
 """
 
 # ruff: noqa: E501  (the malformed strings from the data files are quoted verbatim below)
@@ -14,10 +15,8 @@ import json
 import pickle
 import random
 import re
-import time
 from collections import defaultdict
 from collections.abc import Callable
-from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from curate.schemas.iupac import (
     try_parse,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "glycan"
 SOURCES = (
     ("glycowork_upstream/glyco_targets_species_seq_all_V3.csv", "target"),
     ("glycowork_upstream/v3_sugarbase.csv", "glycan"),
@@ -210,44 +208,45 @@ MALFORMED: dict[str, str] = {
 }
 
 
-@lru_cache(maxsize=1)
-def real_strings() -> tuple[str, ...]:
+@pytest.fixture(scope="module")
+def real_strings(shared: Callable[[str], Path]) -> tuple[str, ...]:
     """The distinct glycan strings of the three files, sorted (deterministic order)."""
-    if not DATA.is_dir():
-        pytest.skip(f"shared glycan data not found at {DATA}")
     seen: set[str] = set()
     for name, column in SOURCES:
-        with (DATA / name).open(newline="", encoding="utf-8") as handle:
+        with shared(f"data/glycan/{name}").open(newline="", encoding="utf-8") as handle:
             seen.update(row[column] for row in csv.DictReader(handle))
     return tuple(sorted(seen))
 
 
-def accepted_strings() -> list[str]:
-    return [s for s in real_strings() if s not in MALFORMED]
+@pytest.fixture(scope="module")
+def accepted_strings(real_strings: tuple[str, ...]) -> list[str]:
+    return [s for s in real_strings if s not in MALFORMED]
 
 
 # --------------------------------------------------------------------------- real data
 
 
-def test_every_well_formed_real_string_parses() -> None:
-    strings = accepted_strings()
+def test_every_well_formed_real_string_parses(accepted_strings: list[str]) -> None:
+    strings = accepted_strings
     assert len(strings) == 21_454
     for s in strings:
         glycan = parse(s)
         assert glycan.key == canonical_key(s)
 
 
-def test_exactly_the_listed_real_strings_are_rejected_with_these_errors() -> None:
+def test_exactly_the_listed_real_strings_are_rejected_with_these_errors(
+    real_strings: tuple[str, ...],
+) -> None:
     rejected = {}
-    for s in real_strings():
+    for s in real_strings:
         result = try_parse(s)
         if isinstance(result, IUPACError):
             rejected[s] = str(result)
     assert rejected == MALFORMED
 
 
-def test_render_reproduces_real_strings_and_their_key() -> None:
-    for s in accepted_strings():
+def test_render_reproduces_real_strings_and_their_key(accepted_strings: list[str]) -> None:
+    for s in accepted_strings:
         glycan = parse(s)
         text = render(glycan)
         # only a leading "[B(l)]A" changes spelling: it is written "B(l)A", the same tree
@@ -438,16 +437,17 @@ def test_non_strings_become_errors_not_crashes() -> None:
     assert isinstance(IUPACError("x", 0), ValueError)
 
 
-def test_adversarial_input_stays_fast() -> None:
+def test_adversarial_input_is_parsed_or_rejected() -> None:
+    """Deep nesting and huge strings neither hit the recursion limit nor crash. How fast is the
+    benchmark's business (``bench/bench_iupac.py`` times these same inputs against a 5 s
+    budget): a wall-clock assertion here would fail on a loaded machine and prove nothing."""
     chain = "Glc(a1-4)" * 5000 + "Glc"
     nested = "[" * 2000 + "Glc(a1-6)" + "]Glc(a1-6)" * 2000 + "Glc"
-    start = time.perf_counter()
     assert len(parse(chain).residues) == 5001
     assert len(parse(nested).residues) == 2002
     assert isinstance(try_parse("Glc" + "NAc" * 20_000 + "X"), IUPACError)
     assert isinstance(try_parse("Glc(a1-4)" * 5000 + "Gl"), IUPACError)
     assert isinstance(try_parse("[" * 10_000), IUPACError)
-    assert time.perf_counter() - start < 5
 
 
 # --------------------------------------------------------------------------- canonical keys
@@ -766,28 +766,32 @@ DISAGREEMENTS = [
 
 
 @pytest.fixture(scope="module")
-def glycowork_graphs() -> dict[str, Any]:
+def glycowork_graphs(real_strings: tuple[str, ...]) -> dict[str, Any]:
     """glycowork's own graph of every real string, without its rescue-by-rewriting wrapper."""
     graph_module = pytest.importorskip("glycowork.motif.graph")
     build: Callable[[str], Any] = graph_module.glycan_to_nxGraph.__wrapped__
-    return {s: build(s) for s in real_strings()}
+    return {s: build(s) for s in real_strings}
 
 
-def test_trees_match_glycowork_graphs(glycowork_graphs: dict[str, Any]) -> None:
+def test_trees_match_glycowork_graphs(
+    glycowork_graphs: dict[str, Any], accepted_strings: list[str]
+) -> None:
     """On every string we accept, our tree is glycowork's graph (same residues and links)."""
-    for s in accepted_strings():
+    for s in accepted_strings:
         assert our_form(parse(s)) == glycowork_form(glycowork_graphs[s]), s
     # glycowork builds a graph for the malformed strings as well: it does not validate
     assert all(glycowork_graphs[s].number_of_nodes() for s in MALFORMED)
 
 
-def test_keys_group_like_glycowork(glycowork_graphs: dict[str, Any]) -> None:
+def test_keys_group_like_glycowork(
+    glycowork_graphs: dict[str, Any], accepted_strings: list[str]
+) -> None:
     import networkx as nx
     from glycowork.motif.processing import canonicalize_iupac
 
     ours: dict[str, set[str]] = defaultdict(set)
     theirs: dict[Any, set[str]] = defaultdict(set)
-    for s in accepted_strings():
+    for s in accepted_strings:
         ours[canonical_key(s)].add(s)
         theirs[glycowork_form(glycowork_graphs[s])].add(s)
     ours_groups = {frozenset(g) for g in ours.values()}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import shutil
 import signal
 import sys
 from enum import StrEnum
@@ -94,22 +96,81 @@ FailOnOpt = Annotated[
 ]
 
 
-def _progress():
-    """A progress callback on stderr when it is a terminal (CI logs stay clean)."""
-    if not sys.stderr.isatty() or os.environ.get("CI"):
+def _env_flag(name: str) -> bool:
+    """A ``NO_COLOR``-style switch: set to any non-empty value means on."""
+    return os.environ.get(name, "") != ""
+
+
+def _color_for(stream) -> bool:
+    """Colour on ``stream``: ``NO_COLOR`` wins, then ``FORCE_COLOR``, else only on a terminal."""
+    if _env_flag("NO_COLOR"):
+        return False
+    return _env_flag("FORCE_COLOR") or stream.isatty()
+
+
+#: The stage string :meth:`curate.families.base.Family.audit` reports for each rule.
+_RULE_STAGE = re.compile(r"rule (\d+)/(\d+): ")
+
+
+class _TerminalProgress:
+    """A rich progress line on stderr: stage, rows read or a bar over the rules, elapsed time.
+
+    Started on the first callback and cleared by :meth:`stop`, which ``_load_and_audit`` calls
+    on every exit path (an error, Ctrl-C) so that no half-drawn bar or hidden cursor is left
+    behind.
+    """
+
+    def __init__(self, console=None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        if console is None:
+            console = Console(file=sys.stderr, no_color=not _color_for(sys.stderr))
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[done]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            redirect_stdout=False,
+        )
+        self._task = None
+
+    def __call__(self, stage: str, n: int) -> None:
+        m = _RULE_STAGE.match(stage)
+        if m:  # n rules done of the total: the bar fills over the rules
+            fields = {"total": int(m.group(2)), "completed": n, "done": ""}
+        else:  # rows read so far; the total is not known before the end of the input
+            fields = {"total": None, "completed": 0, "done": f"{n:,} rows"}
+        if self._task is None:
+            self._bar.start()
+            self._task = self._bar.add_task(stage, **fields)
+        else:
+            self._bar.update(self._task, description=stage, **fields)
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
+def _progress() -> _TerminalProgress | None:
+    """A progress callback when stderr is a terminal; none in CI logs, pipes or files."""
+    if not sys.stderr.isatty() or _env_flag("CI"):
         return None
-
-    def report(stage: str, n: int) -> None:
-        sys.stderr.write(f"\r\x1b[2K{stage}: {n}")
-        sys.stderr.flush()
-
-    return report
+    return _TerminalProgress()
 
 
-def _clear_progress(cb) -> None:
+def _clear_progress(cb: _TerminalProgress | None) -> None:
+    """Erase the progress line (safe to call when it never started, or twice)."""
     if cb is not None:
-        sys.stderr.write("\r\x1b[2K")
-        sys.stderr.flush()
+        cb.stop()
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -145,9 +206,18 @@ def _guard_output(output: Path | None, protected: list[Path]) -> None:
         guard_file(output, protected)
 
 
-def _render(report, fmt: Format) -> str:
+def _render(report, fmt: Format, output: Path | None = None) -> str:
+    """The report for its destination: colour and wrapping only on a terminal's stdout.
+
+    A file (``--output``) gets neither, whatever the environment says; a pipe gets colour only
+    with ``FORCE_COLOR`` and is never wrapped (one finding per line, for ``grep``).
+    """
     if fmt is Format.text:
-        return RENDERERS["text"](report, color=sys.stdout.isatty())
+        if output is not None:
+            return RENDERERS["text"](report, color=False, width=None)
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        return RENDERERS["text"](report, color=_color_for(sys.stdout), width=width)
     return RENDERERS[fmt.value](report)
 
 
@@ -163,11 +233,13 @@ def _load_and_audit(
     """Family, loaded data and audit report: the first half of every data command."""
     fam = get_family(family)
     cb = _progress()
-    data = fam.load(
-        paths, progress=cb, keep_records=keep_records, task=task, columns=_columns(column)
-    )
-    report = fam.audit(data, progress=cb, **audit_options)
-    _clear_progress(cb)
+    try:
+        data = fam.load(
+            paths, progress=cb, keep_records=keep_records, task=task, columns=_columns(column)
+        )
+        report = fam.audit(data, progress=cb, **audit_options)
+    finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
+        _clear_progress(cb)
     return fam, data, report
 
 
@@ -185,7 +257,7 @@ def validate(
     _, _, report = _load_and_audit(
         family, paths, task=task, column=column, select=["schema", "integrity"]
     )
-    _emit(_render(report, fmt), output)
+    _emit(_render(report, fmt, output), output)
     raise typer.Exit(1 if report.fails("error") else 0)
 
 
@@ -207,7 +279,7 @@ def audit(
     _, _, report = _load_and_audit(
         family, paths, task=task, column=column, select=select, ignore=ignore, edit_set=edit_set
     )
-    _emit(_render(report, fmt), output)
+    _emit(_render(report, fmt, output), output)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
 
 
@@ -416,9 +488,5 @@ def _os_error_line(e: OSError) -> str:
     return f"{' -> '.join(map(str, paths))}: {reason}" if paths else reason
 
 
-def _entry() -> None:
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    _entry()
+    sys.exit(main())

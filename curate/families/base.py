@@ -108,8 +108,8 @@ class Family(ABC):
         frames = []
         timings: dict[str, float] = {}
         for i, rule in enumerate(chosen):
-            if progress:
-                progress(f"{rule.code} {rule.name}", i)
+            if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
+                progress(f"rule {i + 1}/{len(chosen)}: {rule.code} {rule.name}", i)
             t0 = time.perf_counter()
             out = rule.run(data, resolved)
             timings[rule.code] = round(time.perf_counter() - t0, 4)
