@@ -12,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 HARD = SHARED / "mquake" / "MQuAKE-hard.json"
+GLYCAN_SAMPLE = SHARED / "glycan" / "glycowork_sample.csv"
+SUGARBASE = SHARED / "glycan" / "glycowork_upstream" / "v3_sugarbase.csv"
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
 
 #: Relations from MQuAKE's 44 (labels are only used to build readable labels).
@@ -35,6 +37,20 @@ def hard_path() -> Path:
 @pytest.fixture(scope="session")
 def hard_records(hard_path: Path) -> list[dict[str, Any]]:
     return json.loads(hard_path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def glycan_sample_path() -> Path:
+    if not GLYCAN_SAMPLE.exists():
+        pytest.skip(f"real data missing: {GLYCAN_SAMPLE}")
+    return GLYCAN_SAMPLE
+
+
+@pytest.fixture(scope="session")
+def sugarbase_path() -> Path:
+    if not SUGARBASE.exists():
+        pytest.skip(f"real data missing: {SUGARBASE}")
+    return SUGARBASE
 
 
 def label(entity: str) -> str:
