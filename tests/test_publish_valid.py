@@ -235,7 +235,12 @@ def test_a_whole_object_column_is_reported_per_row(sample_head, tmp_path, capsys
     assert Counter(f["rule"] for f in json.loads(out)["findings"])["GL001"] == 60
     rc, _, err = run(capsys, "export", "glycan", src, "--out", tmp_path / "hf")
     assert rc == 2
-    assert err.strip() == "curate: error: nothing to export: all 60 records are invalid"
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(
+        f"curate: error: {src}, record 4, field Genus: nothing to write: all 60 records are "
+        "invalid (first: GL001 an object where a label or a list of labels belongs"
+    )
+    assert not (tmp_path / "hf").exists()
 
 
 def test_parquet_list_label_columns_read_as_label_lists(sugarbase_path, tmp_path, capsys):
@@ -367,7 +372,11 @@ def _empty_inputs(tmp_path: Path, family: str) -> list[Path]:
     empty_array.write_text("[]", encoding="utf-8")
     empty_parquet = tmp_path / "empty.parquet"
     pq.write_table(schema.empty_table(), empty_parquet)
-    return [header_only, empty_array, empty_parquet]
+    zero_bytes = tmp_path / "zero.jsonl"
+    zero_bytes.write_bytes(b"")
+    blank_csv = tmp_path / "blank.csv"
+    blank_csv.write_text("\n\n", encoding="utf-8")
+    return [header_only, empty_array, empty_parquet, zero_bytes, blank_csv]
 
 
 @pytest.mark.parametrize("family", ["glycan", "mquake"])
@@ -379,13 +388,11 @@ def test_no_records_is_exit_2_for_every_family_and_command(tmp_path, capsys, fam
         )
         rc, out, err = run(capsys, command, family, src, *extra)
         assert rc == 2, (src, out, err)
-        assert err == f"curate: error: {src}: no records in {src}\n"
+        blank = "" if src.read_bytes().strip() else " (empty file)"
+        assert err == f"curate: error: {src}: no records in {src}{blank}\n"
         assert out == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "empty.json",
-        "empty.parquet",
-        "header.csv",
-    ]
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["blank.csv", "empty.json", "empty.parquet", "header.csv", "zero.jsonl"]
 
 
 def test_one_empty_file_among_several_is_named(tmp_path, capsys):

@@ -166,6 +166,21 @@ def _invalid(fam, data, strict: bool):
     return invalid
 
 
+def _require_rows(tables, invalid) -> None:
+    """Exit 2 naming the first invalid record when every record was invalid (nothing to write)."""
+    from curate.families.base import count_invalid
+
+    if invalid.height and not any(t.num_rows for t in tables.values()):
+        first = invalid.row(0, named=True)
+        raise InputError(
+            f"nothing to write: all {count_invalid(invalid)} records are invalid "
+            f"(first: {first['rule']} {first['message']})",
+            path=first["file"],
+            record=first["record"],
+            field=first["field"] or None,
+        )
+
+
 @app.command()
 def validate(
     family: FamilyArg,
@@ -251,6 +266,7 @@ def fix(
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
     )
+    _require_rows(result.tables, invalid)
     write_hf_dataset(
         out,
         result.tables,
@@ -307,8 +323,7 @@ def export(
     )
     tables = fam.to_tables(data)
     n_invalid = count_invalid(invalid)
-    if n_invalid and not any(t.num_rows for t in tables.values()):
-        raise UsageError(f"nothing to export: all {n_invalid} records are invalid")
+    _require_rows(tables, invalid)
     write_hf_dataset(
         out, tables, card, report=report, max_rows_per_shard=max_rows_per_shard, overwrite=overwrite
     )

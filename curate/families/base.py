@@ -65,14 +65,25 @@ class FixResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def no_records(path: str | Path) -> InputError:
+def check_not_blank(path: str | Path) -> None:
+    """Raise :func:`no_records` for a file holding nothing but whitespace (a zero-byte dump).
+
+    The readers would each word it their own way ("empty CSV", "empty file"); it is the same
+    defect as a header-only table, so it gets the same line. Only small files are read.
+    """
+    p = Path(path)
+    if p.is_file() and p.stat().st_size <= 4096 and not p.read_bytes().strip():
+        raise no_records(path, "empty file")
+
+
+def no_records(path: str | Path, why: str | None = None) -> InputError:
     """The error for an input that holds no record (header-only CSV, ``[]``, empty parquet).
 
     Why an error and not an empty report: "no findings in 0 records" reads as a clean bill of
     health, but a file that lost its rows (a failed dump, a wrong path into a split folder) is
     exactly what a release check must stop. Every family raises it for every command.
     """
-    return InputError(f"no records in {path}", path=path)
+    return InputError(f"no records in {path}" + (f" ({why})" if why else ""), path=path)
 
 
 def count_invalid(invalid: pl.DataFrame) -> int:

@@ -30,7 +30,14 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, FixResult, LoadedDataset, Progress, no_records
+from curate.families.base import (
+    Family,
+    FixResult,
+    LoadedDataset,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.findings import InputInfo, Report, rule_output
 from curate.io import SPLIT_FROM_LAYOUT, Source, open_source, read_frame
 from curate.schemas.glycan import (
@@ -243,6 +250,7 @@ def _read_table(path: str | Path) -> tuple[pl.DataFrame, Source, Flagged, dict[i
     as read), and an error for an input without records."""
     flagged: Flagged = {}
     originals: dict[int, dict[str, Any]] = {}
+    check_not_blank(path)
     try:
         raw, src = read_frame(path)
     except InputError as e:

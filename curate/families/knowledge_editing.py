@@ -28,7 +28,14 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.errors import UsageError
-from curate.families.base import Family, FixResult, LoadedDataset, Progress, no_records
+from curate.families.base import (
+    Family,
+    FixResult,
+    LoadedDataset,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.findings import InputInfo, Report, dumps
 from curate.io import open_source
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
@@ -297,6 +304,7 @@ class KnowledgeEditingFamily(Family):
         layouts: dict[str, int] = {}
         row = 0
         for path in paths:
+            check_not_blank(path)
             src = open_source(path)
             n_file = 0
             splits: dict[str, int] = {}
