@@ -31,6 +31,8 @@ SPLITS = ("train", "validation", "test")
 #: Rules whose findings `curate fix` claims to remove.
 FIXED_RULES = {"GL201", "GL202", "GL203", "GL301", "GL303", "GL304", "GL401", "GL402", "GL403"}
 CHANGE_RULES = {"GL201", "GL202", "GL203", "GL301", "GL303", "GL304", "GL401"}
+#: Rules whose rows fix drops as invalid (logged whole, as read).
+INVALID_RULES = {"GL001", "GL101", "GL102"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -95,11 +97,15 @@ def replay(src: pl.DataFrame, records: list[str], log: list[dict[str, Any]]) -> 
     assert len(at) == len(rows), "records must name rows uniquely"
     dropped = set()
     for c in log:
-        assert c["rule"] in CHANGE_RULES and c["reason"], c
+        assert c["rule"] in CHANGE_RULES | INVALID_RULES and c["reason"], c
         i = at[c["record"]]
         if c["field"] == "":
-            assert c["rule"] == "GL304" and c["new"] is None
-            assert c["old"] == rows[i], "a dropped row is logged as it was when dropped"
+            assert c["rule"] in {"GL304"} | INVALID_RULES and c["new"] is None
+            if c["rule"] in INVALID_RULES:  # logged as read: without a split column fix adds
+                assert set(rows[i]) - set(c["old"]) <= {"split"}
+                assert c["old"] == {k: rows[i][k] for k in c["old"]}, "logged as read"
+            else:
+                assert c["old"] == rows[i], "a dropped row is logged as it was when dropped"
             dropped.add(i)
             continue
         assert i not in dropped
@@ -266,9 +272,14 @@ def test_fix_sample_changelog_accounts_for_every_change(fixed_sample, sample):
             assert c["field"] == "split" and c["old"] != c["new"]
     # the summary agrees with the changelog
     summary = json.loads((fixed_sample["out"] / "fix_summary.json").read_text())
+    unparseable = sample.filter(
+        pl.col("glycan").map_elements(key_or_none, return_dtype=pl.String).is_null()
+    )
+    assert unparseable.height == 1  # the sample's one malformed glycan (GL101)
     assert summary["rows_in"] == sample.height
     assert summary["dropped"] == rules["GL304"]
-    assert summary["rows_out"] == sample.height - rules["GL304"]
+    assert summary["invalid_dropped"] == rules["GL101"] == unparseable.height
+    assert summary["rows_out"] == sample.height - rules["GL304"] - unparseable.height
     assert summary["rows_moved_between_splits"] == rules["GL401"]
 
 
@@ -401,7 +412,9 @@ def test_fix_species_changelog_accounts_for_every_change(fixed_species, species)
     records = [f"line {i + 2}" for i in range(species.height)]
     src = species.with_columns(pl.lit(None, pl.String).alias("split"))
     assert_replay_matches(src, records, fixed_species)
-    assert sum(c["rule"] == "GL401" for c in fixed_species["log"]) == species.height
+    invalid = sum(c["rule"] in INVALID_RULES for c in fixed_species["log"])
+    assert invalid > 0  # the species file has malformed glycans: dropped, not re-split
+    assert sum(c["rule"] == "GL401" for c in fixed_species["log"]) == species.height - invalid
 
 
 def test_fix_species_keeps_identical_strings_in_one_split(fixed_species, species):
@@ -432,20 +445,28 @@ def test_fix_sugarbase_taxonomy_keeps_the_other_tasks_labels(sugarbase_csv, work
             for g, v in df.filter(pl.col(col).is_not_null()).select("glycan", col).iter_rows()
         }
 
+    dropped = {c["old"]["glycan"] for c in result["log"] if c["rule"] in INVALID_RULES and c["old"]}
+    assert dropped and all(key_or_none(g) is None for g in dropped)
     for col in ("immunogenicity", "link"):
+        # every fact survives except those of rows dropped for a malformed glycan
         lost = facts(src, col) - facts(out, col)
-        assert not lost, (col, sorted(lost)[:3])
+        assert all(g in dropped for g, _ in lost), (col, sorted(lost)[:3])
 
 
 def test_export_sample_keeps_rows_and_splits(glycan_sample_csv, sample, work):
     out = work / "export"
     assert cli("export", "glycan", glycan_sample_csv, "--out", out) == 0
     splits = load(out)
+    # every row but the one whose glycan does not parse (GL101), which is never published
+    valid = sample.filter(
+        pl.col("glycan").map_elements(key_or_none, return_dtype=pl.String).is_not_null()
+    )
+    assert valid.height == sample.height - 1
     assert {s: df.height for s, df in splits.items()} == dict(
-        sample.group_by("split").len().iter_rows()
+        valid.group_by("split").len().iter_rows()
     )
     for name, df in splits.items():
-        assert df.to_dicts() == sample.filter(pl.col("split") == name).to_dicts()
+        assert df.to_dicts() == valid.filter(pl.col("split") == name).to_dicts()
 
 
 # --------------------------------------------------------------------------- other layouts

@@ -15,15 +15,17 @@ from typing import Any
 
 import polars as pl
 
-from curate.errors import UsageError
+from curate.errors import InputError
 from curate.families.base import ChangeEntry, FixResult
 from curate.families.glycan import (
+    FAMILY,
     ID_COLUMNS,
     SPLIT_FROM_LAYOUT,
     GlycanData,
     GlycanTable,
     _single_table,
     _split_tables,
+    invalid_rows_and_columns,
     regroup_split,
 )
 from curate.findings import (
@@ -142,7 +144,10 @@ def _columns_of(t: GlycanTable, name: str) -> str:
 def schema_invalid(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """A row does not fit its task's schema: missing glycan, a label outside the task's classes
     (immunogenicity 0/1, glycosylation N/O/free), an unknown split name, a non-numeric
-    interaction value. Such rows are left out of the label rules.
+    interaction value, or a list or object where a glycan, label, split or number belongs.
+
+    Such rows are left out of the label rules, and ``fix``/``export`` never publish them (they are
+    dropped and counted; ``fix`` logs each one whole; ``--strict`` refuses instead).
     """
     return data.schema_findings
 
@@ -170,12 +175,16 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
                 )
             )
             continue
-        bad = t.rows.filter(pl.col("in_task") & (pl.col("error_kind") == kind))
+        # Every row, labelled or not: an unlabelled row with a broken glycan (a line cut short)
+        # is still a malformed record that export would otherwise publish.
+        bad = t.rows.filter(pl.col("error_kind") == kind).with_columns(
+            _shortened("glycan", 120).alias("shown"), _shortened("glycan", 2000).alias("glycan")
+        )
         parts.append(
             finding_frame(
                 bad,
                 field=pl.lit(t.columns.glycan),
-                message=pl.format("{} in {}", "error", repr_expr("glycan")),
+                message=pl.format("{} in {}", "error", repr_expr("shown")),
                 details=json_struct(
                     pl.col("glycan"),
                     pl.col("error_pos").alias("position"),
@@ -187,12 +196,19 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
+def _shortened(col: str, limit: int) -> pl.Expr:
+    """A long string cut to ``limit`` characters plus "…" (a 1 MB cell must not flood reports)."""
+    c = pl.col(col)
+    return pl.when(c.str.len_chars() > limit).then(c.str.slice(0, limit) + "…").otherwise(c)
+
+
 @RULES.rule("GL101", "unparseable-glycan", category="schema", severity="error")
 def unparseable_glycan(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """The glycan is not well-formed IUPAC-condensed: unbalanced brackets, a missing or malformed
     linkage, stray characters. The message gives the 0-based character position and what was
     expected there. A model fed such a string learns from noise, and no duplicate or leakage
-    check can recognise it.
+    check can recognise it. Every row is parsed, labelled or not, and strings over 100,000
+    characters are rejected as too long. ``fix``/``export`` never publish such rows.
     """
     return _parse_findings(data, "syntax")
 
@@ -202,7 +218,7 @@ def unknown_residue(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
     """The glycan uses a monosaccharide, modification or linkage token outside the vocabulary
     (``curate/data/glycan_vocab.json``, built from GlycanML's 127 residue and 84 linkage tokens
     and the real glycowork tables). Tokenisers map it to an unknown token, so the model never sees
-    what the string says.
+    what the string says. ``fix``/``export`` never publish such rows.
     """
     return _parse_findings(data, "unknown")
 
@@ -826,15 +842,52 @@ def resolve_hierarchy(
 
 
 def _load_mapping(path: str | None) -> dict[str, dict[str, str]]:
+    """``--mapping FILE``: ``{"<child level>": {"<child>": "<parent>"}}``, checked entry by entry.
+
+    Every defect is an exit-2 line naming the file and the offending key: a parent that is not a
+    string would otherwise be written into a label column, and a misspelt level would be
+    silently ignored.
+    """
     if not path:
         return {}
+    shape = 'expected {"<level>": {"<child>": "<parent>"}}'
     try:
         m = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise UsageError(f"--mapping {path}: {e}") from None
-    if not isinstance(m, dict) or not all(isinstance(v, dict) for v in m.values()):
-        raise UsageError(f'--mapping {path}: expected {{"<level>": {{"<child>": "<parent>"}}}}')
-    return {k.lower(): v for k, v in m.items()}
+    except OSError as e:
+        raise InputError(f"--mapping: cannot read ({e.strerror or e})", path=path) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"--mapping: not UTF-8 text ({e.reason})", path=path) from None
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"--mapping: invalid JSON ({e.msg})", path=path, position=f"{e.lineno}:{e.colno}"
+        ) from None
+    if not isinstance(m, dict):
+        raise InputError(f"--mapping: top level is {type(m).__name__}; {shape}", path=path)
+    levels = LEVELS[:-1]  # a child level: the top level (domain) has no parent to set
+    out: dict[str, dict[str, str]] = {}
+    for level, children in m.items():
+        if level.lower() not in levels:
+            raise InputError(
+                f"--mapping: {level!r} is not a child taxonomy level ({', '.join(levels)})",
+                path=path,
+                field=level,
+            )
+        if not isinstance(children, dict):
+            raise InputError(
+                f"--mapping: {type(children).__name__} under {level!r}; {shape}",
+                path=path,
+                field=level,
+            )
+        for child, parent in children.items():
+            if not isinstance(parent, str) or not parent.strip():
+                raise InputError(
+                    f"--mapping: the parent of {child!r} must be a non-empty taxon name, got "
+                    f"{json.dumps(parent)}",
+                    path=path,
+                    field=f"{level}.{child}",
+                )
+        out.setdefault(level.lower(), {}).update(children)
+    return out
 
 
 def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> FixResult:
@@ -843,14 +896,37 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     Every cell that changes and every row dropped is written to the changelog with the rule that
     asked for it. The re-split is grouped by canonical key, seeded (``--seed``, default 0) and
     keeps the split proportions, so no glycan crosses splits afterwards.
+
+    Invalid rows (GL001/GL101/GL102, :attr:`GlycanFamily.invalid_rules`) are dropped first and
+    logged whole as they were read, with the rule and reason; they take no part in the other
+    fixes (no label rewrite, no re-split, no duplicate check), so nothing is logged for them
+    twice and the split proportions are those of the published rows.
     """
     t = _single_table(data)
+    invalid = FAMILY.invalid_records(data)
     if t.task == "interaction":
-        return fix_matrix(t)
+        return fix_matrix(t, invalid)
     changes: list[ChangeEntry] = []
     raw = t.raw.clone()
     record_of = dict(zip(t.rows["row"].to_list(), t.rows["record"].to_list(), strict=True))
     offset = t.rows["row"].min() if t.rows.height else 0
+    bad_rows, _ = invalid_rows_and_columns(t, invalid)
+    bad = {r - offset for r in bad_rows}  # raw indices
+    for r in (
+        invalid.filter(pl.col("row").is_in(sorted(bad_rows)))
+        .unique("row", keep="first", maintain_order=True)
+        .iter_rows(named=True)
+    ):
+        changes.append(
+            ChangeEntry(
+                r["record"],
+                "",
+                t.originals.get(r["row"] - offset) or t.raw.row(r["row"] - offset, named=True),
+                None,
+                r["rule"],
+                f"dropped: invalid record ({r['field']}: {r['message']})",
+            )
+        )
     long = labels_long(t)
     # value → normalised value, per label column (strip, majority case, placeholder → None)
     norm_map: dict[str, dict[str, str | None]] = {}
@@ -860,10 +936,17 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     parent_fix = resolve_hierarchy(t, long, _load_mapping(options.get("mapping")))
 
     def fix_cell(row: int, name: str, cell: Any) -> Any:
-        if cell is None:
-            return None
+        if cell is None or row - offset in bad:
+            return cell
+        if isinstance(cell, list):  # a real list column (parquet list<string>, JSON arrays)
+            return fix_list(row, name, [str(v) for v in cell if v is not None])
         listed = parse_list_cell(cell) if cell.lstrip().startswith("[") else None
-        values = listed if listed is not None else [cell]
+        if listed is not None:
+            return repr(fix_list(row, name, listed))
+        out = fix_list(row, name, [cell])
+        return out[0] if out else None
+
+    def fix_list(row: int, name: str, values: list[str]) -> list[str]:
         out = []
         for v in values:
             n = norm_map.get(name, {}).get(v, v.strip())
@@ -872,11 +955,14 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
                 n = pf[1]
             if n is not None and n not in out:
                 out.append(n)
-        if listed is not None:
-            return repr(out)
-        return out[0] if out else None
+        return out
 
     for name, col in t.columns.labels.items():
+        dtype = raw.schema[col]
+        if dtype not in (pl.String, pl.List(pl.String)):
+            if not isinstance(dtype, pl.List | pl.Array) or dtype.inner.is_nested():
+                continue  # objects/nested lists: every such cell is an invalid row, dropped
+            dtype = pl.List(pl.String)
         old = raw[col].to_list()
         new = [fix_cell(i + offset, name, v) for i, v in enumerate(old)]
         for i, (a, b) in enumerate(zip(old, new, strict=True)):
@@ -885,7 +971,7 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
                 changes.append(
                     ChangeEntry(record_of[i + offset], col, a, b, rule, _LABEL_REASONS[rule])
                 )
-        raw = raw.with_columns(pl.Series(col, new, dtype=pl.String))
+        raw = raw.with_columns(pl.Series(col, new, dtype=dtype))
     # spellings: one string per glycan
     groups = spelling_groups(t).filter(pl.col("glycan") != pl.col("representative"))
     gcol = t.columns.glycan
@@ -906,12 +992,20 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
                     )
                 )
         raw = raw.with_columns(pl.Series(gcol, new, dtype=pl.String))
-    # re-split grouped by canonical key (an unparseable string is grouped by its text)
+    # re-split grouped by canonical key, over the rows that will be published
+    ok = ~pl.Series(range(raw.height)).is_in(sorted(bad))
     keys = t.rows["key"].fill_null(pl.lit("\x00") + t.rows["glycan"])
     current = t.rows["split"]
     seed = int(options.get("seed") or 0)
     resplit = bool(options.get("resplit", True))
-    split = regroup_split(keys, current, seed=seed) if resplit else current
+    split = current
+    if resplit:
+        regrouped = iter(regroup_split(keys.filter(ok), current.filter(ok), seed=seed).to_list())
+        split = pl.Series(
+            "split",
+            [next(regrouped) if keep else was for keep, was in zip(ok, current, strict=True)],
+            dtype=pl.String,
+        )
     moved = int((current.fill_null("") != split.fill_null("")).sum())
     if resplit:
         flags = t.columns.split_flags
@@ -943,7 +1037,7 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
         t.rows["in_task"].alias("__task"),
     )
     compare = ["__k", "__s", *label_cols, *_other_columns(t)]
-    task_dups = dedup.filter(pl.col("__task"))
+    task_dups = dedup.filter(pl.col("__task") & ok)
     keep = task_dups.unique(compare, keep="first", maintain_order=True)["__i"]
     dropped = sorted(set(task_dups["__i"].to_list()) - set(keep.to_list()))
     for i in dropped:
@@ -957,13 +1051,14 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
                 "dropped: duplicate of an earlier row after fixes",
             )
         )
-    keep_mask = ~pl.Series(range(raw.height)).is_in(dropped)
+    keep_mask = ~pl.Series(range(raw.height)).is_in(dropped) & ok
     raw = raw.filter(keep_mask)
     split = split.filter(keep_mask)
     tables = _split_tables(t, raw, split)
     summary = {
         "rows_in": t.raw.height,
         "rows_out": raw.height,
+        "invalid_dropped": len(bad),
         "dropped": len(dropped),
         "cells_changed": sum(1 for c in changes if c.field and c.rule != "GL401"),
         "rows_moved_between_splits": moved,
@@ -977,7 +1072,7 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     )
 
 
-def fix_matrix(t: GlycanTable) -> FixResult:
+def fix_matrix(t: GlycanTable, invalid: pl.DataFrame) -> FixResult:
     """Interaction matrix fixes: one row per protein, one column per glycan, no empty rows.
 
     * GL603: rows repeating a protein sequence are merged into its first row (a cell the first
@@ -987,7 +1082,9 @@ def fix_matrix(t: GlycanTable) -> FixResult:
       stays and the other is logged as discarded;
     * GL602: protein rows with no value at all are dropped.
 
-    Every moved, discarded or dropped value is in the changelog.
+    Every moved, discarded or dropped value is in the changelog. Invalid protein rows (GL001: a
+    non-numeric value, a list or object in a cell) and glycan columns whose header does not
+    parse (GL101/GL102) are dropped first, logged whole, and take no part in the merges.
     """
     assert t.cells is not None
     changes: list[ChangeEntry] = []
@@ -995,12 +1092,48 @@ def fix_matrix(t: GlycanTable) -> FixResult:
     cols = t.columns
     offset = int(t.rows["row"].min()) if t.rows.height else 0
     record = t.rows["record"].to_list()
+    bad_rows, bad_cols = invalid_rows_and_columns(t, invalid)
+    drop: set[int] = {r - offset for r in bad_rows}
+    n_invalid = len(drop)
+    logged: set[Any] = set()
+    for r in invalid.iter_rows(named=True):
+        what = r["row"] if r["row"] is not None else r["field"]
+        if what in logged:
+            continue
+        logged.add(what)
+        if r["row"] in bad_rows:
+            i = r["row"] - offset
+            changes.append(
+                ChangeEntry(
+                    record[i],
+                    "",
+                    t.originals.get(i) or raw.row(i, named=True),
+                    None,
+                    r["rule"],
+                    f"dropped: invalid record ({r['field']}: {r['message']})",
+                )
+            )
+        elif r["row"] is None and r["field"] in bad_cols:
+            values = {
+                record[i]: v for i, v in enumerate(raw[r["field"]].to_list()) if v is not None
+            }
+            changes.append(
+                ChangeEntry(
+                    r["record"],
+                    r["field"],
+                    values,
+                    None,
+                    r["rule"],
+                    f"dropped: glycan column header does not parse ({r['message']})",
+                )
+            )
+    raw = raw.drop(bad_cols)
+    glycan_columns = [c for c in cols.glycan_columns if c not in bad_cols]
     # GL603: merge repeated protein sequences into their first row
     first_of: dict[str, int] = {}
-    drop: set[int] = set()
-    data = {c: raw[c].to_list() for c in cols.glycan_columns}
+    data = {c: raw[c].to_list() for c in glycan_columns}
     for i, seq in enumerate(raw[cols.protein].to_list()):
-        if seq is None:
+        if seq is None or i in drop:
             continue
         if seq not in first_of:
             first_of[seq] = i
@@ -1031,7 +1164,12 @@ def fix_matrix(t: GlycanTable) -> FixResult:
             )
         )
     # GL601: merge columns of one glycan
-    keyed = t.cells.select("column", "key").unique().drop_nulls("key")
+    keyed = (
+        t.cells.filter(pl.col("column").is_in(glycan_columns))
+        .select("column", "key")
+        .unique()
+        .drop_nulls("key")
+    )
     counts = t.cells.group_by("column").len()
     groups = (
         keyed.join(counts, on="column", how="left")
@@ -1074,7 +1212,7 @@ def fix_matrix(t: GlycanTable) -> FixResult:
                     )
             dropped_cols.append(other)
     # GL602: empty rows (after the merges)
-    kept_cols = [c for c in cols.glycan_columns if c not in dropped_cols]
+    kept_cols = [c for c in glycan_columns if c not in dropped_cols]
     for i in range(raw.height):
         if i not in drop and all(
             data[c][i] is None or str(data[c][i]).strip() == "" for c in kept_cols
@@ -1098,6 +1236,8 @@ def fix_matrix(t: GlycanTable) -> FixResult:
     summary = {
         "rows_in": t.raw.height,
         "rows_out": out.height,
+        "invalid_dropped": n_invalid,
+        "invalid_columns_dropped": len(bad_cols),
         "rows_dropped": len(drop),
         "glycan_columns_merged": len(dropped_cols),
         "row_offset": offset,

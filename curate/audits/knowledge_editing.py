@@ -18,7 +18,7 @@ import orjson
 import polars as pl
 
 from curate.families.base import ChangeEntry, FixResult
-from curate.families.knowledge_editing import KEData, _to_arrow, resolve_edit_set
+from curate.families.knowledge_editing import FAMILY, KEData, _to_arrow, resolve_edit_set
 from curate.findings import (
     Report,
     dumps,
@@ -1023,7 +1023,8 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
     * for the edit set, every case gets ``edited`` and ``withheld_edits`` (the MQuAKE-Remastered
       evaluation protocol: when asking case c, leave out the edits that contaminate its path).
 
-    Records that failed the schema (KE001) are dropped *and* logged, never silently lost.
+    Records that failed the schema (KE001, :attr:`KnowledgeEditingFamily.invalid_rules`) are
+    dropped *and* logged whole, never silently lost; ``invalid_dropped`` in the summary counts them.
     """
     f = report.findings
     changes: list[ChangeEntry] = []
@@ -1034,15 +1035,18 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         case = data.records.get(row)
         return case.to_original() if case is not None else None
 
-    for r in f.filter(pl.col("rule") == "KE001").unique("row", keep="first").iter_rows(named=True):
-        drop[r["row"]] = "KE001"
+    # Invalid records come from the family's own check, not from the report: a report narrowed
+    # with --select must not let one through.
+    invalid = FAMILY.invalid_records(data).unique("row", keep="first", maintain_order=True)
+    for r in invalid.iter_rows(named=True):
+        drop[r["row"]] = r["rule"]
         changes.append(
             ChangeEntry(
                 r["record"],
                 "",
                 data.invalid.get(r["row"]),
                 None,
-                "KE001",
+                r["rule"],
                 f"dropped: invalid record ({r['field']}: {r['message']})",
             )
         )
@@ -1137,6 +1141,7 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         extra_files={"edit_set.json": orjson.dumps(edit_set_ids, option=orjson.OPT_INDENT_2)},
         summary={
             "dropped": len(drop),
+            "invalid_dropped": sum(1 for rule in drop.values() if rule != "KE401"),
             "alias_lists_cleaned": sum(1 for c in changes if c.rule == "KE110"),
             "cases_with_withheld_edits": n_withheld_cases,
             "edit_set": report.options.get("edit_set"),

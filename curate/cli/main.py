@@ -91,6 +91,14 @@ OverwriteOpt = Annotated[
         help="Replace --out if it is a folder curate wrote earlier (other folders are refused)."
     ),
 ]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse (exit 1, nothing written) if any record fails the schema or cannot be "
+        "parsed, instead of leaving such records out.",
+    ),
+]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
 ]
@@ -243,6 +251,37 @@ def _load_and_audit(
     return fam, data, report
 
 
+def _invalid(fam, data, strict: bool):
+    """The records fix/export must leave out; with ``--strict``, exit 1 if there are any.
+
+    Why refuse before anything is written: a CI release step with ``--strict`` must either
+    publish every input record or nothing, never a silently shorter dataset.
+    """
+    from curate.families.base import describe_invalid
+
+    invalid = fam.invalid_records(data)
+    if strict and invalid.height:
+        total = sum(i.records for i in data.inputs)
+        typer.echo(f"curate: {describe_invalid(invalid, total)}", err=True)
+        raise typer.Exit(1)
+    return invalid
+
+
+def _require_rows(tables, invalid) -> None:
+    """Exit 2 naming the first invalid record when every record was invalid (nothing to write)."""
+    from curate.families.base import count_invalid
+
+    if invalid.height and not any(t.num_rows for t in tables.values()):
+        first = invalid.row(0, named=True)
+        raise InputError(
+            f"nothing to write: all {count_invalid(invalid)} records are invalid "
+            f"(first: {first['rule']} {first['message']})",
+            path=first["file"],
+            record=first["record"],
+            field=first["field"] or None,
+        )
+
+
 @app.command()
 def validate(
     family: FamilyArg,
@@ -299,15 +338,22 @@ def fix(
     mapping: Annotated[
         Path | None, typer.Option(help="JSON {level: {child: parent}} overriding taxonomy fixes.")
     ] = None,
+    strict: StrictOpt = False,
 ) -> None:
-    """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched."""
+    """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched.
+
+    Records that fail the schema or cannot be parsed are dropped and kept whole in the changelog
+    (``--strict``: exit 1 and write nothing instead).
+    """
     from curate.export import CardInfo, write_hf_dataset
+    from curate.families.base import invalid_section
 
     protected = _protected(paths, edit_set, mapping)
     guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
         family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
     )
+    invalid = _invalid(fam, data, strict)
     result = fam.fix(
         data,
         report,
@@ -323,7 +369,9 @@ def fix(
         description=f"{fam.title}: fixed with `curate fix`"
         + (f" (edit set `{edit_set}`)." if edit_set else "."),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        extra_sections=invalid_section(invalid),
     )
+    _require_rows(result.tables, invalid)
     write_hf_dataset(
         out,
         result.tables,
@@ -357,24 +405,34 @@ def export(
     ] = None,
     task: TaskOpt = None,
     column: ColumnOpt = None,
+    strict: StrictOpt = False,
 ) -> None:
-    """Export the valid records as a Hugging Face dataset folder with an audited dataset card."""
+    """Export the valid records as a Hugging Face dataset folder with an audited dataset card.
+
+    Records that fail the schema or cannot be parsed are left out and counted (on stdout and in
+    the card); ``--strict`` refuses instead (exit 1, nothing written).
+    """
     from curate.export import CardInfo, write_hf_dataset
     from curate.export import push_to_hub as push
+    from curate.families.base import count_invalid, invalid_section
 
     protected = _protected(paths, edit_set)
     guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
         family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
     )
+    invalid = _invalid(fam, data, strict)
     card = CardInfo(
         pretty_name=pretty_name or Path(paths[0]).stem,
         license=license or fam.license,
         task_categories=fam.task_categories,
         description=f"{fam.title}, exported by `curate export`.",
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        extra_sections=invalid_section(invalid),
     )
     tables = fam.to_tables(data)
+    n_invalid = count_invalid(invalid)
+    _require_rows(tables, invalid)
     write_hf_dataset(
         out,
         tables,
@@ -385,7 +443,11 @@ def export(
         inputs=protected,
         marker=manifest(_COMMAND, data.inputs),
     )
-    typer.echo(f"wrote {out}: " + ", ".join(f"{s}={t.num_rows}" for s, t in tables.items()))
+    typer.echo(
+        f"wrote {out}: "
+        + ", ".join(f"{s}={t.num_rows}" for s, t in tables.items())
+        + f" ({n_invalid} invalid records left out)"
+    )
     if push_to_hub:
         push(out, push_to_hub)
         typer.echo(f"pushed to {push_to_hub}")

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from curate.errors import InputError
 from curate.findings import InputInfo, Report
 from curate.rules import Rule, RuleSet
 
@@ -64,6 +65,82 @@ class FixResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
+def check_not_blank(path: str | Path) -> None:
+    """Raise :func:`no_records` for a file holding nothing but whitespace (a zero-byte dump).
+
+    The readers would each word it their own way ("empty CSV", "empty file"); it is the same
+    defect as a header-only table, so it gets the same line. Only small files are read.
+    """
+    p = Path(path)
+    if p.is_file() and p.stat().st_size <= 4096 and not p.read_bytes().strip():
+        raise no_records(path, "empty file")
+
+
+def no_records(path: str | Path, why: str | None = None) -> InputError:
+    """The error for an input that holds no record (header-only CSV, ``[]``, empty parquet).
+
+    Why an error and not an empty report: "no findings in 0 records" reads as a clean bill of
+    health, but a file that lost its rows (a failed dump, a wrong path into a split folder) is
+    exactly what a release check must stop. Every family raises it for every command.
+    """
+    return InputError(f"no records in {path}" + (f" ({why})" if why else ""), path=path)
+
+
+def count_invalid(invalid: pl.DataFrame) -> int:
+    """How many records :meth:`Family.invalid_records` names (one record may have several
+    findings; a finding without a row, such as a malformed column header, counts once)."""
+    rows = invalid.filter(pl.col("row").is_not_null())["row"].n_unique()
+    whole = invalid.filter(pl.col("row").is_null()).select("record", "field").unique().height
+    return rows + whole
+
+
+def describe_invalid(invalid: pl.DataFrame, total: int) -> str:
+    """One line for ``--strict``: how many records are invalid and where the first one is."""
+    first = invalid.row(0, named=True)
+    where = ", ".join(
+        x
+        for x in (
+            first["file"],
+            f"record {first['record']}" if first["record"] is not None else None,
+            f"field {first['field']}" if first["field"] else None,
+        )
+        if x
+    )
+    message = " ".join(str(first["message"]).split())
+    if len(message) > 200:
+        message = message[:200] + "…"
+    n = count_invalid(invalid)
+    return (
+        f"{n} of {total} records are invalid, nothing written (--strict); "
+        f"first: {where}: {first['rule']} {message}"
+    )
+
+
+def invalid_section(invalid: pl.DataFrame) -> list[str]:
+    """Dataset-card lines saying which invalid records were left out, per rule."""
+    n = count_invalid(invalid)
+    if not n:
+        return []
+    per_rule = (
+        invalid.group_by("rule")
+        .agg(pl.col("record").n_unique().alias("records"))
+        .sort("rule")
+        .iter_rows()
+    )
+    lines = [
+        "## Invalid records left out",
+        "",
+        f"{n} input records failed the schema or could not be parsed and are not in this "
+        "dataset (each one is listed in `audit.json`; `curate fix` also keeps them whole in "
+        "`changelog.jsonl`).",
+        "",
+        "| rule | records |",
+        "|---|---:|",
+    ]
+    lines += [f"| {rule} | {count} |" for rule, count in per_rule]
+    return [*lines, ""]
+
+
 class Family(ABC):
     """A dataset family: name, rules, reader, fixes and export metadata."""
 
@@ -71,6 +148,12 @@ class Family(ABC):
     aliases: tuple[str, ...] = ()
     title: str = ""
     rules: RuleSet
+    #: Error rules whose findings say "this record's own value is malformed" (schema, parse).
+    #: ``fix`` and ``export`` never write a record one of them reports: they leave it out, count
+    #: it, and log it (``--strict`` refuses instead). Rules about how records relate to each other
+    #: (conflicts, leakage, duplicates, contamination) are *not* listed: their records are each
+    #: well-formed, and fixing or documenting the relation is the job of the fixes and the card.
+    invalid_rules: tuple[str, ...] = ()
     #: Dataset-card defaults for exports.
     task_categories: tuple[str, ...] = ()
     license: str = "unknown"
@@ -88,6 +171,39 @@ class Family(ABC):
     @abstractmethod
     def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
         """Apply the fixes proposed in ``report``; must not modify ``data`` or the inputs."""
+
+    def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
+        """Findings of :attr:`invalid_rules` on ``data``: the records that must not be published.
+
+        Computed from the data (the rules are re-run, all cheap), not taken from a report, so a
+        report narrowed with ``--select`` can never let an invalid record through. Columns:
+        ``rule, row, record, field, message, file``; sorted by row (findings on a whole column,
+        such as an interaction matrix's glycan header, have no row and come last).
+        """
+        frames = []
+        for code in self.invalid_rules:
+            out = self.rules[code].run(data, {})
+            if out.height:
+                frames.append(out.with_columns(pl.lit(code).alias("rule")))
+        schema = {
+            "rule": pl.String,
+            "row": pl.Int64,
+            "record": pl.String,
+            "field": pl.String,
+            "message": pl.String,
+            "file": pl.String,
+        }
+        if not frames:
+            return pl.DataFrame(schema=schema)
+        found = pl.concat(frames, how="diagonal_relaxed").with_columns(
+            pl.col("details").cast(pl.String).str.json_path_match("$.file").alias("file")
+        )
+        return (
+            found.select([pl.col(c).cast(t) for c, t in schema.items()])
+            .with_row_index("__i")
+            .sort(["row", "__i"], nulls_last=True)
+            .drop("__i")
+        )
 
     def audit_options(self, data: LoadedDataset, **options: Any) -> dict[str, Any]:
         """Resolve user options (e.g. an edit-set spec) against the data before rules run."""

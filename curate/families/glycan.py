@@ -9,6 +9,11 @@ canonical key or parse error, the split, and every label as a *list* of strings 
 ordinary cells, several for list-valued cells such as ``['Homo_sapiens', 'Mus_musculus']``), so
 single- and multi-valued tables go through the same rules. Interaction matrices also get a long
 ``cells`` frame (protein row, glycan column, value) holding the non-empty cells.
+
+Every row is checked, labelled or not: a cell of the wrong kind (an object or a nested list
+where a glycan, label, split or number belongs; a list where one value belongs) is a GL001
+finding, and every glycan string is parsed (GL101/GL102). Those are the rows ``fix`` and
+``export`` never publish (:attr:`GlycanFamily.invalid_rules`).
 """
 
 from __future__ import annotations
@@ -19,14 +24,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
-from curate.errors import UsageError
-from curate.families.base import Family, FixResult, LoadedDataset, Progress
+from curate.errors import InputError, UsageError
+from curate.families.base import (
+    Family,
+    FixResult,
+    LoadedDataset,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.findings import InputInfo, Report, rule_output
-from curate.io import SPLIT_FROM_LAYOUT, read_frame
+from curate.io import SPLIT_FROM_LAYOUT, Source, open_source, read_frame
 from curate.schemas.glycan import (
     PLACEHOLDERS,
     ROW_MODELS,
@@ -50,6 +63,9 @@ class GlycanTable:
     raw: pl.DataFrame
     rows: pl.DataFrame
     cells: pl.DataFrame | None = None  # interaction matrices only
+    #: raw index → the record as read, for rows whose list/object cells had to become text in
+    #: ``raw`` (mixed-type columns): the changelog logs a dropped row as it really was.
+    originals: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     #: Derived frames shared by several rules within one run (the table never changes).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -105,7 +121,20 @@ def key_glycans(glycans: pl.Series) -> pl.DataFrame:
 def _label_list(column: pl.Series) -> pl.Series:
     """A label column → list of strings per row: list-valued cells (``"['a', 'b']"``) split,
     empty or null cells → empty list. Each distinct list cell is parsed once.
+
+    A real list column (parquet ``list<string>``, JSON arrays) is already that: its elements are
+    taken as they are (numbers as text, null elements dropped).
     """
+    if isinstance(column.dtype, pl.Array):
+        column = column.arr.to_list()
+    if isinstance(column.dtype, pl.List):
+        frame = pl.DataFrame({"v": column.cast(pl.List(pl.String))})
+        return frame.select(
+            pl.when(pl.col("v").is_null())
+            .then(pl.lit([], dtype=pl.List(pl.String)))
+            .otherwise(pl.col("v").list.drop_nulls())
+            .alias(column.name)
+        ).to_series()
     col = column.cast(pl.String)
     frame = pl.DataFrame({"v": col})
     listish = col.str.strip_chars_start().str.starts_with("[").fill_null(False)
@@ -125,12 +154,187 @@ def _label_list(column: pl.Series) -> pl.Series:
     return pl.Series(column.name, pl.from_arrow(arr)).cast(pl.List(pl.String))
 
 
+#: What each schema column must hold, for the message when a cell holds something else.
+_EXPECTS = {
+    "glycan": "a glycan string",
+    "label": "a label or a list of labels",
+    "split": "a split name",
+    "split flag": "a 0/1 split flag",
+    "protein": "a protein sequence",
+    "protein name": "a protein name",
+    "interaction value": "a number",
+}
+_ARTICLE = {"list": "a list", "object": "an object", "nested list": "a nested list"}
+
+
+def _value_kind(v: Any) -> str | None:
+    """None for a scalar cell, else its kind: ``list`` (of scalars), ``nested list``, ``object``."""
+    if v is None or isinstance(v, str | int | float | bool):
+        return None
+    if isinstance(v, list | tuple):
+        nested = any(x is not None and not isinstance(x, str | int | float | bool) for x in v)
+        return "nested list" if nested else "list"
+    return "object"
+
+
+def _dtype_kind(dtype: pl.DataType) -> str | None:
+    """:func:`_value_kind` for a whole column of one Arrow type."""
+    if isinstance(dtype, pl.List | pl.Array):
+        return "nested list" if dtype.inner.is_nested() else "list"  # type: ignore[union-attr]
+    if isinstance(dtype, pl.Struct) or dtype == pl.Object:
+        return "object"
+    return None
+
+
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"  # what polars' cast of a boolean column writes
+    return v if isinstance(v, str) else str(v)
+
+
+def _cell_text(v: Any) -> str | None:
+    """A cell of a mixed-type column as text: scalars as polars would cast them, a list of
+    scalars as the list literal the label reader parses (``"['a', 'b']"``), other values JSON."""
+    kind = _value_kind(v)
+    if v is None or kind is None:
+        return None if v is None else _scalar_text(v)
+    if kind == "list":
+        return repr([None if x is None else _scalar_text(x) for x in v])
+    return orjson.dumps(v, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _short(v: Any, limit: int = 80) -> str:
+    text = v if isinstance(v, str) else _cell_text(v) or ""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+Flagged = dict[str, dict[int, str]]  # column → row index → kind of a list/object cell
+
+
+def _read_mixed(path: str | Path) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
+    """Read records whose columns mix types (``"Homo"`` in one row, ``["Homo", "Pan"]`` or
+    ``{...}`` in another), which no Arrow column type can hold.
+
+    Why not refuse the file: one odd cell is a finding about one row, not a reason to reject
+    every other row. Each mixed column becomes text (see :func:`_cell_text`), and the rows whose
+    cell was a list or an object are returned per column, so the schema check can report them,
+    with those records as read (for the changelog).
+    """
+    src = open_source(path)
+    records: list[dict[str, Any]] = []
+    splits: list[str | None] = []
+    for b in src.batches:
+        records.extend(b.rows)
+        splits.extend([b.split] * len(b.rows))
+    names: dict[str, None] = {}
+    for rec in records:
+        names.update(dict.fromkeys(rec))
+    columns: dict[str, pl.Series] = {}
+    flagged: Flagged = {}
+    originals: dict[int, dict[str, Any]] = {}
+    for name in names:
+        values = [rec.get(name) for rec in records]
+        kinds = {i: k for i, v in enumerate(values) if (k := _value_kind(v)) is not None}
+        if kinds:
+            flagged[name] = kinds
+            originals.update({i: records[i] for i in kinds})
+        columns[name] = pl.Series(name, [_cell_text(v) for v in values], dtype=pl.String)
+    raw = pl.DataFrame(list(columns.values()))
+    if any(sp is not None for sp in splits):
+        raw = raw.with_columns(pl.Series(SPLIT_FROM_LAYOUT, splits, dtype=pl.String))
+    return raw, src, flagged, originals
+
+
+def _read_table(path: str | Path) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
+    """The input as a frame, the mixed-type cells :func:`_read_mixed` found (with their records
+    as read), and an error for an input without records."""
+    flagged: Flagged = {}
+    originals: dict[int, dict[str, Any]] = {}
+    check_not_blank(path)
+    try:
+        raw, src = read_frame(path)
+    except InputError as e:
+        if e.message == "no records found":
+            raise no_records(path) from None
+        raise
+    except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+        raw, src, flagged, originals = _read_mixed(path)
+    if raw.height == 0:  # a header-only CSV, a parquet file with a schema and no rows
+        raise no_records(path)
+    return raw, src, flagged, originals
+
+
+def _schema_roles(cols: Columns) -> dict[str, str]:
+    """Column → what it holds, for every column the task's schema reads."""
+    roles: dict[str, str] = {}
+    if cols.glycan:
+        roles[cols.glycan] = "glycan"
+    for col in cols.labels.values():
+        roles[col] = "label"
+    if cols.split:
+        roles[cols.split] = "split"
+    for col in cols.split_flags.values():
+        roles[col] = "split flag"
+    if cols.protein:
+        roles[cols.protein] = "protein"
+    if cols.protein_name:
+        roles[cols.protein_name] = "protein name"
+    for col in cols.glycan_columns:
+        roles[col] = "interaction value"
+    return roles
+
+
+def malformed_cells(
+    raw: pl.DataFrame, cols: Columns, flagged: Flagged
+) -> tuple[pl.DataFrame, list[tuple[int, str, str, str]]]:
+    """Cells of schema columns that hold the wrong kind of value, and a working copy without them.
+
+    A label cell may be a list of scalars (a real list column is read as the labels it lists);
+    every other list, object or nested list in a glycan, label, split, flag, protein or matrix
+    column is malformed. Returns the frame the rules read (malformed cells set to null, so no
+    rule trips on them twice) and ``(row index, column, kind, value shown)`` for each one.
+    """
+    replace: list[pl.Series] = []
+    bad: list[tuple[int, str, str, str]] = []
+    for column, role in _schema_roles(cols).items():
+        if column not in raw.columns:
+            continue
+        series = raw[column]
+        kind = _dtype_kind(series.dtype)
+        if kind is not None:
+            if role == "label" and kind == "list":
+                continue
+            for i in series.is_not_null().arg_true().to_list():
+                bad.append((i, column, kind, _short(series[i])))
+            replace.append(pl.Series(column, [None] * series.len(), dtype=pl.String))
+            continue
+        wrong = {
+            i: k
+            for i, k in flagged.get(column, {}).items()
+            if not (role == "label" and k == "list")
+        }
+        if wrong:
+            values = series.to_list()
+            for i, k in sorted(wrong.items()):
+                bad.append((i, column, k, _short(values[i])))
+                values[i] = None
+            replace.append(pl.Series(column, values, dtype=pl.String))
+    return (raw.with_columns(replace) if replace else raw), bad
+
+
 class GlycanFamily(Family):
     name = "glycan"
     aliases = ("glycans", "glycanml")
     title = "Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)"
     task_categories = ("text-classification",)
     license = "mit"
+    #: The rows fix/export leave out: GL001 (no glycan, a label outside the task's classes, an
+    #: unknown split, a non-numeric matrix value, a list or object where text belongs) and
+    #: GL101/GL102 (a glycan string that does not parse). Each says the row's own value is
+    #: malformed; a published row must at least be a glycan with values of the task's types.
+    #: GL301/GL302 (contradictions between rows), GL401/GL402 (leakage) and GL601 (two matrix
+    #: columns disagreeing) are about well-formed rows and are fixed or documented instead.
+    invalid_rules = ("GL001", "GL101", "GL102")
 
     @property
     def rules(self):
@@ -155,13 +359,14 @@ class GlycanFamily(Family):
         schema_rows: list[dict[str, Any]] = []
         offset = 0
         for i, path in enumerate(paths):
-            raw, src = read_frame(path)
+            raw, src, flagged, originals = _read_table(path)
             cols = detect_columns(
                 [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, columns, path=str(path)
             )
             if SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
                 cols.split = SPLIT_FROM_LAYOUT
-            table, errs = self._normalise(i, str(path), cols, raw, offset, src.format)
+            table, errs = self._normalise(i, str(path), cols, raw, offset, src.format, flagged)
+            table.originals = originals
             schema_rows.extend(errs)
             tables.append(table)
             splits = (
@@ -196,14 +401,24 @@ class GlycanFamily(Family):
         )
 
     def _normalise(
-        self, index: int, path: str, cols: Columns, raw: pl.DataFrame, offset: int, fmt: str
+        self,
+        index: int,
+        path: str,
+        cols: Columns,
+        raw: pl.DataFrame,
+        offset: int,
+        fmt: str,
+        flagged: Flagged | None = None,
     ) -> tuple[GlycanTable, list[dict[str, Any]]]:
         n = raw.height
-        id_col = next((c for c in ID_COLUMNS if c in raw.columns), None)
-        if id_col is not None and raw[id_col].is_duplicated().any():
+        work, bad_cells = malformed_cells(raw, cols, flagged or {})
+        id_col = next(
+            (c for c in ID_COLUMNS if c in work.columns and not work[c].dtype.is_nested()), None
+        )
+        if id_col is not None and work[id_col].is_duplicated().any():
             id_col = None
         if id_col is not None:
-            record = raw[id_col].cast(pl.String)
+            record = work[id_col].cast(pl.String)
         elif fmt == "csv":  # a line number a reader can jump to (line 1 is the header)
             record = pl.Series([f"line {i + 2}" for i in range(n)], dtype=pl.String)
         else:
@@ -221,7 +436,23 @@ class GlycanFamily(Family):
                     .otherwise(expr)
                 )
             split = expr
-        base = raw.select(
+        records = record.to_list()
+        errs: list[dict[str, Any]] = []
+        invalid: list[int] = []
+        for i, column, kind, shown in bad_cells:
+            invalid.append(i + offset)
+            errs.append(
+                {
+                    "row": i + offset,
+                    "record": records[i],
+                    "field": column,
+                    "message": f"{_ARTICLE[kind]} where {_EXPECTS[_schema_roles(cols)[column]]} "
+                    f"belongs (got {shown})",
+                    "details": {"file": path, "column": column, "value": shown, "kind": kind},
+                }
+            )
+        bad_fields = {(i + offset, column) for i, column, _, _ in bad_cells}
+        base = work.select(
             (pl.int_range(n, dtype=pl.Int64) + offset).alias("row"),
             pl.lit(index, pl.Int32).alias("table"),
             record.alias("record"),
@@ -234,13 +465,16 @@ class GlycanFamily(Family):
             .alias("split")
         )
         if cols.task == "interaction":
-            return self._normalise_matrix(index, path, cols, raw, base)
-        glycan = raw[cols.glycan].cast(pl.String) if cols.glycan else pl.Series([None] * n)
+            table, matrix_errs = self._normalise_matrix(index, path, cols, work, base)
+            table.raw = raw
+            table.rows = table.rows.with_columns(~pl.col("row").is_in(invalid).alias("valid"))
+            return table, errs + matrix_errs
+        glycan = work[cols.glycan].cast(pl.String) if cols.glycan else pl.Series([None] * n)
         base = base.with_columns(glycan.alias("glycan"))
         keys = key_glycans(base["glycan"])
         rows = base.join(keys, on="glycan", how="left", maintain_order="left")
         labels = pl.DataFrame(
-            [_label_list(raw[col]).alias(f"lab_{name}") for name, col in cols.labels.items()]
+            [_label_list(work[col]).alias(f"lab_{name}") for name, col in cols.labels.items()]
         )
         rows = pl.concat([rows, labels], how="horizontal")
         # A row is part of the task when it has at least one real label (not a placeholder):
@@ -254,8 +488,6 @@ class GlycanFamily(Family):
         rows = rows.with_columns(pl.any_horizontal(real).fill_null(False).alias("labelled"))
         # schema: one pydantic validation per row, on the values the rules will use
         model = ROW_MODELS[cols.task]
-        errs: list[dict[str, Any]] = []
-        invalid: list[int] = []
         label_col = cols.labels.get(cols.task)
         view = rows.select(
             "row",
@@ -282,6 +514,8 @@ class GlycanFamily(Family):
                         "split": cols.split or "split",
                         "label": label_col,
                     }.get(loc, loc)
+                    if (r["row"], column) in bad_fields:
+                        continue  # the cell was a list or an object: reported above
                     value = r.get(loc)
                     message = f"missing {loc}" if value is None else f"{err['msg']} (got {value!r})"
                     errs.append(
@@ -333,15 +567,23 @@ class GlycanFamily(Family):
             )
             .join(headers, on="column", how="left")
         )
+        # one finding per protein row (its first non-numeric cell and how many there are), so
+        # every such row is reported without a finding per cell of a wide matrix
+        bad = (
+            cells.filter(pl.col("number").is_null())
+            .group_by("row", maintain_order=True)
+            .agg(pl.col("record").first(), pl.col("column", "value").first(), pl.len().alias("n"))
+        )
         errs = [
             {
                 "row": r["row"],
                 "record": r["record"],
                 "field": r["column"],
-                "message": f"non-numeric interaction value {r['value']!r}",
-                "details": {"file": path, "value": r["value"]},
+                "message": f"non-numeric interaction value {_short(r['value'])!r}"
+                + (f" (and {r['n'] - 1} more in this row)" if r["n"] > 1 else ""),
+                "details": {"file": path, "value": r["value"], "non_numeric_cells": r["n"]},
             }
-            for r in cells.filter(pl.col("number").is_null()).head(1000).iter_rows(named=True)
+            for r in bad.iter_rows(named=True)
         ]
         return GlycanTable(index, path, cols, raw, rows, cells), errs
 
@@ -371,15 +613,31 @@ class GlycanFamily(Family):
 
     # ----------------------------------------------------------------- export / fix
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
+        """The table per split without its invalid rows (and, in a matrix, without the glycan
+        columns whose header does not parse): see :attr:`invalid_rules`."""
         assert isinstance(data, GlycanData)
         table = _single_table(data)
-        return _split_tables(table, table.raw, table.rows["split"])
+        rows, columns = invalid_rows_and_columns(table, self.invalid_records(data))
+        keep = ~table.rows["row"].is_in(sorted(rows))
+        raw = table.raw.filter(keep).drop(columns)
+        return _split_tables(table, raw, table.rows["split"].filter(keep))
 
     def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
         from curate.audits.glycan import plan_fixes
 
         assert isinstance(data, GlycanData)
         return plan_fixes(data, report, options)
+
+
+def invalid_rows_and_columns(t: GlycanTable, invalid: pl.DataFrame) -> tuple[set[int], list[str]]:
+    """The table's invalid rows (global row numbers) and its invalid matrix glycan columns."""
+    first, last = (int(t.rows["row"].min()), int(t.rows["row"].max())) if t.rows.height else (0, -1)
+    rows = {r for r in invalid["row"].drop_nulls().to_list() if first <= r <= last}
+    columns = sorted(
+        set(invalid.filter(pl.col("row").is_null())["field"].drop_nulls().to_list())
+        & set(t.columns.glycan_columns)
+    )
+    return rows, columns
 
 
 def _single_table(data: GlycanData) -> GlycanTable:

@@ -27,8 +27,15 @@ import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
-from curate.errors import InputError, UsageError
-from curate.families.base import Family, FixResult, LoadedDataset, Progress
+from curate.errors import UsageError
+from curate.families.base import (
+    Family,
+    FixResult,
+    LoadedDataset,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.findings import InputInfo, Report, dumps
 from curate.io import open_source
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
@@ -251,6 +258,13 @@ class KnowledgeEditingFamily(Family):
     title = "Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)"
     task_categories = ("question-answering",)
     license = "mit"
+    #: Only the schema makes a case unpublishable: KE001 is a record that is not a case at all
+    #: (a missing field, a number where a string belongs), so no reader of the published dataset
+    #: could load it. The KE1xx consistency errors are findings *about* well-formed cases (a
+    #: broken chain is still a readable case, and MQuAKE-hard has real ones worth studying); they
+    #: are published with the audit report beside them. KE002 (a repeated case id) is a relation
+    #: between two valid records, not a malformed value.
+    invalid_rules = ("KE001",)
 
     @property
     def rules(self):  # imported lazily: the rules module imports this one for KEData
@@ -290,6 +304,7 @@ class KnowledgeEditingFamily(Family):
         layouts: dict[str, int] = {}
         row = 0
         for path in paths:
+            check_not_blank(path)
             src = open_source(path)
             n_file = 0
             splits: dict[str, int] = {}
@@ -320,9 +335,9 @@ class KnowledgeEditingFamily(Family):
                     n_file += 1
                 if progress:
                     progress(f"read {src.path.name}", row)
+            if n_file == 0:  # per file: one empty input among several is still a broken input
+                raise no_records(path)
             inputs.append(InputInfo(str(path), src.sha256, n_file, src.format, splits))
-        if row == 0:
-            raise InputError("no records found", path=str(paths[0]))
         cases, hops, edits = builder.frames()
         from curate.findings import rule_output
 
@@ -376,6 +391,7 @@ class KnowledgeEditingFamily(Family):
 
     # ----------------------------------------------------------------- export / fix
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
+        """The valid cases per split: ``data.records`` never holds a case that failed KE001."""
         assert isinstance(data, KEData)
         by_split: dict[str, list[dict[str, Any]]] = {}
         split_of = dict(zip(data.cases["row"], data.cases["split"], strict=True))

@@ -291,13 +291,13 @@ _Entry = tuple[tuple[Any, ...], str, int]
 class _Built(NamedTuple):
     """What one pass over a well-formed glycan yields.
 
-    ``units[i]`` spells residue ``i`` (string order); ``kids[i]`` are the entries of its
+    ``units[i]`` spells residue ``i`` (string order); ``kids[i]`` are the indices of its
     children; ``floating`` the entries of the ``{...}`` roots; ``key`` the canonical key.
     """
 
     key: str
     units: list[_Unit]
-    kids: list[list[_Entry]]
+    kids: list[list[int]]
     floating: list[_Entry]
 
 
@@ -321,7 +321,9 @@ def _build(s: str) -> _Built | None:
     units = list(map(_decode_unit, s.split(")")))
     if None in units or (("{" in s or "}" in s) and not _FLOATING_PREFIX.fullmatch(s)):
         return None
-    kids: list[list[_Entry]] = []
+    # children by index only: keeping their entries would keep every subtree's canonical string
+    # alive, memory quadratic in the chain length
+    kids: list[list[int]] = []
     floating: list[_Entry] = []
     stack: list[tuple[list[_Entry], str]] = []  # (outer waiting list, bracket)
     waiting: list[_Entry] = []
@@ -355,7 +357,7 @@ def _build(s: str) -> _Built | None:
         else:
             waiting.sort()
             subtree = waiting[0][1] + "".join(f"[{e[1]}]" for e in waiting[1:]) + norm
-        kids.append(waiting)
+        kids.append([e[2] for e in waiting])
         if link is None:
             waiting = []
             state = _AFTER_RESIDUE
@@ -455,12 +457,25 @@ def _diagnose(s: str) -> IUPACError | None:
 # --------------------------------------------------------------------------- public API
 
 
+#: Longest string parsed as a glycan. The longest in the real glycowork and GlycanML tables is
+#: under 700 characters; a string 140 times that is a concatenation or a corrupt cell. The
+#: canonical key writes every subtree out, so its cost grows with the square of the chain length
+#: (a 1 MB cell took minutes and tens of GB); longer strings are an error, reported like any other.
+MAX_GLYCAN_CHARS = 100_000
+
+
 def _checked(s: str) -> _Built:
     """:func:`_build` ``s``, or raise the exact error :func:`_diagnose` finds."""
     if not isinstance(s, str):
         raise IUPACError(f"expected a string, got {type(s).__name__}", 0, "a string")
     if not s:
         raise IUPACError("empty glycan", 0, "a residue")
+    if len(s) > MAX_GLYCAN_CHARS:
+        raise IUPACError(
+            f"too long for a glycan: {len(s):,} characters (limit {MAX_GLYCAN_CHARS:,})",
+            MAX_GLYCAN_CHARS,
+            "the end of the glycan",
+        )
     built = _build(s)
     if built is None:
         # _build and _diagnose implement one grammar; a missing diagnosis would be a bug in one
@@ -503,8 +518,8 @@ def parse(s: str) -> Glycan:
             )
             pos += len(link.written) + 2
     for parent, children in enumerate(kids):
-        for entry in children:
-            linkages[entry[2]].parent = parent
+        for child in children:
+            linkages[child].parent = parent
     return Glycan(
         s, tuple(residues), tuple(linkages), len(units) - 1, tuple(e[2] for e in floating), key
     )
