@@ -71,6 +71,14 @@ ColumnOpt = Annotated[
         "--column", help="Override a detected column: glycan=NAME, label=NAME, split=NAME."
     ),
 ]
+EncodingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding",
+        help="Text encoding of JSON, JSON Lines and CSV inputs, e.g. latin-1, cp1252, utf-16 "
+        "(default: UTF-8, or what a byte order mark says).",
+    ),
+]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
@@ -129,13 +137,19 @@ def _load_and_audit(
     task: str | None,
     column: list[str] | None,
     keep_records: bool = False,
+    encoding: str | None = None,
     **audit_options,
 ):
     """Family, loaded data and audit report: the first half of every data command."""
     fam = get_family(family)
     cb = _progress()
     data = fam.load(
-        paths, progress=cb, keep_records=keep_records, task=task, columns=_columns(column)
+        paths,
+        progress=cb,
+        keep_records=keep_records,
+        task=task,
+        columns=_columns(column),
+        encoding=encoding,
     )
     report = fam.audit(data, progress=cb, **audit_options)
     _clear_progress(cb)
@@ -150,10 +164,16 @@ def validate(
     output: OutputOpt = None,
     task: TaskOpt = None,
     column: ColumnOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
     _, _, report = _load_and_audit(
-        family, paths, task=task, column=column, select=["schema", "integrity"]
+        family,
+        paths,
+        task=task,
+        column=column,
+        encoding=encoding,
+        select=["schema", "integrity"],
     )
     _emit(_render(report, fmt), output)
     raise typer.Exit(1 if report.fails("error") else 0)
@@ -171,10 +191,18 @@ def audit(
     fail_on: FailOnOpt = FailOn.error,
     task: TaskOpt = None,
     column: ColumnOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Run the family's rules and report findings."""
     _, _, report = _load_and_audit(
-        family, paths, task=task, column=column, select=select, ignore=ignore, edit_set=edit_set
+        family,
+        paths,
+        task=task,
+        column=column,
+        encoding=encoding,
+        select=select,
+        ignore=ignore,
+        edit_set=edit_set,
     )
     _emit(_render(report, fmt), output)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
@@ -196,12 +224,19 @@ def fix(
     mapping: Annotated[
         Path | None, typer.Option(help="JSON {level: {child: parent}} overriding taxonomy fixes.")
     ] = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched."""
     from curate.export import CardInfo, write_hf_dataset
 
     fam, data, report = _load_and_audit(
-        family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
+        family,
+        paths,
+        task=task,
+        column=column,
+        keep_records=True,
+        encoding=encoding,
+        edit_set=edit_set,
     )
     result = fam.fix(
         data,
@@ -250,13 +285,20 @@ def export(
     ] = None,
     task: TaskOpt = None,
     column: ColumnOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Export the valid records as a Hugging Face dataset folder with an audited dataset card."""
     from curate.export import CardInfo, write_hf_dataset
     from curate.export import push_to_hub as push
 
     fam, data, report = _load_and_audit(
-        family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
+        family,
+        paths,
+        task=task,
+        column=column,
+        keep_records=True,
+        encoding=encoding,
+        edit_set=edit_set,
     )
     card = CardInfo(
         pretty_name=pretty_name or Path(paths[0]).stem,

@@ -146,6 +146,7 @@ class GlycanFamily(Family):
         progress: Progress | None = None,
         task: str | None = None,
         columns: dict[str, str] | None = None,
+        encoding: str | None = None,
         **_: Any,
     ) -> GlycanData:
         if not paths:
@@ -155,7 +156,7 @@ class GlycanFamily(Family):
         schema_rows: list[dict[str, Any]] = []
         offset = 0
         for i, path in enumerate(paths):
-            raw, src = read_frame(path)
+            raw, src = read_frame(path, encoding=encoding)
             cols = detect_columns(
                 [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, columns, path=str(path)
             )

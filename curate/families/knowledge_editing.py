@@ -264,6 +264,7 @@ class KnowledgeEditingFamily(Family):
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
+        encoding: str | None = None,
         **_: Any,
     ) -> KEData:
         if not paths:
@@ -273,13 +274,20 @@ class KnowledgeEditingFamily(Family):
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._load(paths, progress=progress, keep_records=keep_records)
+            return self._load(
+                paths, progress=progress, keep_records=keep_records, encoding=encoding
+            )
         finally:
             if gc_was_enabled:
                 gc.enable()
 
     def _load(
-        self, paths: Sequence[str | Path], *, progress: Progress | None, keep_records: bool
+        self,
+        paths: Sequence[str | Path],
+        *,
+        progress: Progress | None,
+        keep_records: bool,
+        encoding: str | None = None,
     ) -> KEData:
         builder = _TableBuilder()
         schema_rows: list[dict[str, Any]] = []
@@ -290,7 +298,7 @@ class KnowledgeEditingFamily(Family):
         layouts: dict[str, int] = {}
         row = 0
         for path in paths:
-            src = open_source(path)
+            src = open_source(path, encoding=encoding)
             n_file = 0
             splits: dict[str, int] = {}
             for batch in src.batches:
