@@ -243,8 +243,13 @@ def _encoding_error(
     sample: bytes,
     reason: str = "",
     line: int | None = None,
+    option: bool = True,
 ) -> InputError:
-    """One line: where the first undecodable byte is, what the file probably is, what to do."""
+    """One line: where the first undecodable byte is, what the file probably is, what to do.
+
+    ``option``: the file is read with ``--encoding`` (a dataset), else the advice is to save it
+    as UTF-8 (a side file such as an id list).
+    """
     what = f"byte 0x{bad:02X}" if bad is not None else "end of data"
     label = "UTF-8" if codec in _UTF8 else codec
     msg = f"not valid {label} text: {what} at byte offset {offset}"
@@ -253,6 +258,8 @@ def _encoding_error(
     guess = guess_encoding(sample)
     if guess is None:
         msg += "; this looks like binary data, not text"
+    elif not option:
+        msg += f"; it looks like {guess}: save it as UTF-8"
     elif guess != codec:
         msg += f"; it looks like {guess}: read it with --encoding {guess}"
     else:
@@ -260,7 +267,9 @@ def _encoding_error(
     return InputError(msg, path=path, position=str(line) if line else None)
 
 
-def _nul_error(path: Path, codec: str, offset: int, sample: bytes) -> InputError:
+def _nul_error(
+    path: Path, codec: str, offset: int, sample: bytes, option: bool = True
+) -> InputError:
     """Text that decodes but holds NUL bytes: UTF-16/32 without a BOM, or binary data."""
     guess = guess_encoding(sample)
     label = "UTF-8" if codec in _UTF8 else codec
@@ -269,12 +278,15 @@ def _nul_error(path: Path, codec: str, offset: int, sample: bytes) -> InputError
     else:
         msg = (
             f"NUL bytes from byte offset {offset}: this looks like {guess} text without a byte "
-            f"order mark, not {label}: read it with --encoding {guess}"
+            f"order mark, not {label}: "
+            + (f"read it with --encoding {guess}" if option else "save it as UTF-8")
         )
     return InputError(msg, path=path)
 
 
-def _utf8_problem(path: Path, data: bytes, start: int = 0, line: int | None = None):
+def _utf8_problem(
+    path: Path, data: bytes, start: int = 0, line: int | None = None, option: bool = True
+) -> InputError | None:
     """Why ``data`` (found at byte ``start`` of the file) is not usable UTF-8 text, or None.
 
     Called only after a parser failed, so that valid input never pays for the check.
@@ -288,10 +300,10 @@ def _utf8_problem(path: Path, data: bytes, start: int = 0, line: int | None = No
                 line = data.count(b"\n", 0, e.start) + 1
             sample = data[: 1 << 16] + data[e.start : e.start + (1 << 16)]
             return _encoding_error(
-                path, "utf-8", start + e.start, data[e.start], sample, e.reason, line
+                path, "utf-8", start + e.start, data[e.start], sample, e.reason, line, option
             )
     if nul >= 0:  # before any invalid byte: UTF-16/32 of ASCII text is valid UTF-8 so far
-        return _nul_error(path, "utf-8", start + nul, data[: 1 << 16])
+        return _nul_error(path, "utf-8", start + nul, data[: 1 << 16], option)
     return None
 
 
@@ -302,7 +314,7 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
 
 
-def _decode(path: Path, data: bytes, encoding: str | None) -> bytes | str:
+def _decode(path: Path, data: bytes, encoding: str | None, option: bool = True) -> bytes | str:
     """The text of a whole file: UTF-8 stays bytes (the parsers read it natively), without a BOM.
 
     Other encodings are decoded to ``str``; an undecodable byte becomes an InputError naming its
@@ -317,9 +329,8 @@ def _decode(path: Path, data: bytes, encoding: str | None) -> bytes | str:
         at = skip + e.start
         bad = data[at] if at < len(data) else None
         sample = data[: 1 << 16]
-        raise _encoding_error(
-            path, codec, at, bad, sample, e.reason, _line_at(data, at, codec)
-        ) from None
+        line = _line_at(data, at, codec)
+        raise _encoding_error(path, codec, at, bad, sample, e.reason, line, option) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -328,6 +339,23 @@ def _line_at(data: bytes, offset: int, codec: str) -> int | None:
     if codec.startswith(("utf-16", "utf-32")):
         return None
     return data.count(b"\n", 0, offset) + 1
+
+
+def read_text(path: str | Path) -> str:
+    """A small side file (an id list, a mapping) as text: UTF-8, or what its BOM says.
+
+    Decoded like the dataset readers decode theirs, so an undecodable byte or NUL bytes raise an
+    InputError naming the byte offset and the likely encoding instead of a UnicodeDecodeError.
+    """
+    p = Path(path)
+    raw = _read_bytes(p)
+    data = _decode(p, raw, None, option=False)
+    if isinstance(data, str):
+        return data
+    problem = _utf8_problem(p, raw, option=False)
+    if problem is not None:
+        raise problem
+    return data.decode("utf-8")
 
 
 def _brief(e: BaseException, first_line_only: bool = False) -> str:
@@ -374,7 +402,9 @@ def _json_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
             raise _nul_error(path, codec, max(raw.find(b"\x00"), 0), raw[: 1 << 16]) from None
         msg = str(e).split(":")[0]
         pos = _orjson_error_pos(e, data)
-        raise InputError(f"invalid JSON ({msg})", path=path, position=pos) from None
+        raise InputError(
+            f"invalid JSON ({msg}){_markup_hint(data, 'JSON')}", path=path, position=pos
+        ) from None
     del raw, data
     if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
         # {"data": [...]} wrappers are common; accept one list under a single key.
@@ -461,8 +491,9 @@ def _jsonl_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
                     raise _nul_error(path, codec, head.find(b"\x00"), head) from None
                 msg = str(e).split(":")[0]
                 pos = getattr(e, "pos", 0) or 0
+                hint = _markup_hint(line, "JSON Lines") if index == 0 else ""
                 raise InputError(
-                    f"invalid JSON ({msg})", path=path, position=f"{lineno}:{pos + 1}"
+                    f"invalid JSON ({msg}){hint}", path=path, position=f"{lineno}:{pos + 1}"
                 ) from None
             if not isinstance(rec, dict):
                 raise InputError(
@@ -496,7 +527,9 @@ def _parquet_batches(path: Path, split: str | None, offset: int) -> Iterator[Bat
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        # Page checksums are optional in parquet; when a writer stored them, a flipped bit is
+        # caught here instead of reaching the rules as plausible-looking data.
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
         n_groups = pf.num_row_groups
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise InputError(f"not a readable parquet file ({_brief(e)})", path=path) from None
@@ -547,25 +580,81 @@ def _read_csv(path: Path, encoding: str | None) -> Any:
             head = fh.read(1 << 16)
     except OSError as e:
         raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
-    codec, _ = _resolve_encoding(path, head, encoding)
+    codec, skip = _resolve_encoding(path, head, encoding)
     source: Any = path
     if codec in _UTF8:
         if b"\x00" in head:
             raise _nul_error(path, codec, head.index(b"\x00"), head)
+        start = head[skip : skip + 1024]
     else:
         text = _decode(path, _read_bytes(path), encoding)
         if "\x00" in text[: 1 << 16]:
             raise _nul_error(path, codec, max(head.find(b"\x00"), 0), head)
         source = text.encode("utf-8")
+        start = source[:1024]
+    if not start.strip():
+        raise InputError("empty file: expected a CSV header and rows", path=path)
+    if hint := _markup_hint(start, "CSV"):
+        raise InputError(hint.removeprefix("; "), path=path)
     try:
         df = pl.read_csv(source, separator=sep, infer_schema=False)
     except Exception as e:
+        whole = source if isinstance(source, bytes) else _read_bytes(path)
         if codec in _UTF8:
-            problem = _utf8_problem(path, _read_bytes(path))
+            problem = _utf8_problem(path, whole)
             if problem is not None:
                 raise problem from None
-        raise InputError(f"not a readable CSV file ({_brief(e, True)})", path=path) from None
+        line, why = _csv_problem(whole.decode("utf-8", "replace"), sep)
+        raise InputError(
+            f"not a readable CSV file ({why or _brief(e, True)})",
+            path=path,
+            position=str(line) if line else None,
+        ) from None
     return df
+
+
+def _csv_problem(text: str, sep: str) -> tuple[int | None, str | None]:
+    """The first row with more fields than the header, found with the csv module.
+
+    polars only says that *some* row has too many fields; the line number is what lets a user
+    open the file at the right place. Run only after polars failed.
+    """
+    import csv
+    import io as _io
+
+    reader = csv.reader(_io.StringIO(text.removeprefix("\ufeff"), newline=""), delimiter=sep)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return None, None
+        for row in reader:
+            if len(row) > len(header):
+                return reader.line_num, (
+                    f"{len(row)} fields where the header has {len(header)}: "
+                    "a separator inside an unquoted value, or not a CSV file"
+                )
+    except csv.Error as e:
+        return reader.line_num, f"malformed CSV: {e}"
+    return None, None
+
+
+_MARKUP = (b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml", b"<!--")
+
+
+def _markup_hint(start: bytes | str, fmt: str) -> str:
+    """``"; it is an HTML page..."`` when a text file starts like markup (a saved web page).
+
+    Why: downloading a dataset URL that answered with a login or error page is a common way to
+    get such a file, and "invalid JSON at 1:1" does not say so.
+    """
+    head = start[:1024]
+    if isinstance(head, str):
+        head = head.encode("utf-8", "replace")
+    head = head.removeprefix(codecs.BOM_UTF8).lstrip().lower()
+    if not head.startswith(_MARKUP):
+        return ""
+    kind = "an XML document" if head.startswith(b"<?xml") else "an HTML page"
+    return f"; the file is {kind}, not {fmt} (a saved web or error page?)"
 
 
 def _csv_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
@@ -685,6 +774,8 @@ def read_frame(path: str | Path, *, encoding: str | None = None) -> tuple[Any, S
         df = _read_csv(src.path, encoding)
         if df.width == 0:
             raise InputError("empty table", path=src.path)
+        if df.height == 0:  # like an empty JSON array: a header alone is not a dataset
+            raise InputError("no records found (a header line only)", path=src.path)
         return df, src
     columns: dict[str, list[Any]] = {}
     splits: list[str | None] = []

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, FixResult, LoadedDataset, Progress
 from curate.findings import InputInfo, Report, dumps
-from curate.io import open_source
+from curate.io import open_source, read_text
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
 
 CASE_SCHEMA = {
@@ -443,7 +443,7 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
         path = Path(rest)
         if not rest or not path.is_file():
             raise UsageError(f"bad edit set {spec!r}: no such file {rest!r}")
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         try:
             ids = orjson.loads(text)
             if not isinstance(ids, list):
