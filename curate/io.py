@@ -28,6 +28,8 @@ import orjson
 from curate.errors import InputError, UsageError
 
 BATCH_ROWS = 8192
+#: Bytes decoded at a time when a JSON Lines file is not UTF-8.
+DECODE_CHUNK = 1 << 20
 
 
 @dataclass
@@ -110,7 +112,7 @@ def open_source(
     """
     p = Path(path)
     if encoding is not None:
-        encoding = check_encoding(encoding)
+        check_encoding(encoding)  # fail before reading anything; messages keep the user's name
     fmt = detect_format(p)
     reader = {
         "json": _json_batches,
@@ -434,7 +436,7 @@ def _decoded_lines(path: Path, fh: BinaryIO, codec: str, start: int) -> Iterator
     pending = ""
     first = True
     while True:
-        chunk = fh.read(1 << 20)
+        chunk = fh.read(DECODE_CHUNK)
         held = len(decoder.getstate()[0])
         try:
             text = decoder.decode(chunk, final=not chunk)
