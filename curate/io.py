@@ -433,7 +433,7 @@ def _decoded_lines(path: Path, fh: BinaryIO, codec: str, start: int) -> Iterator
     """
     decoder = codecs.getincrementaldecoder(codec)(errors="strict")
     consumed = start
-    pending = ""
+    pending: list[str] = []  # pieces of the current line (a list: a long line stays linear)
     first = True
     while True:
         chunk = fh.read(DECODE_CHUNK)
@@ -450,13 +450,17 @@ def _decoded_lines(path: Path, fh: BinaryIO, codec: str, start: int) -> Iterator
         if first and text.startswith("\ufeff"):
             text = text[1:]
         first = first and not text
-        pending += text
-        *lines, pending = pending.split("\n")
-        yield from lines
+        if "\n" in text:
+            head, *lines, tail = text.split("\n")
+            yield "".join([*pending, head])
+            yield from lines
+            pending = [tail]
+        elif text:
+            pending.append(text)
         if not chunk:
             break
-    if pending:
-        yield pending
+    if rest := "".join(pending):
+        yield rest
 
 
 def _jsonl_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
