@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -847,6 +846,8 @@ def _as_text(value: Any) -> str | None:
         try:
             return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
         except (TypeError, orjson.JSONEncodeError):  # orjson stops at 255 levels of nesting
+            import json  # the rare fallback; stdlib json goes as deep as the recursion limit
+
             try:
                 return json.dumps(value, default=str, ensure_ascii=False)
             except (TypeError, ValueError):  # e.g. keys json cannot spell
