@@ -269,7 +269,13 @@ def _bad_inputs(tmp: Path) -> list[tuple[str, Path, list[str]]]:
         ("non-object-jsonl", _write(tmp / "nonobj.jsonl", '{"a": 1}\n\n[1, 2]\n'), [":3:", "list"])
     )
     cases.append(
-        ("not-utf8-json", _write(tmp / "bin.json", b"\xff\xfe\x00\x01garbage"), ["invalid JSON"])
+        # a UTF-16-LE byte order mark, then an odd number of bytes: decoded as UTF-16, it ends
+        # inside a character
+        (
+            "not-utf8-json",
+            _write(tmp / "bin.json", b"\xff\xfe\x00\x01garbage"),
+            ["not valid utf-16-le text", "byte offset 10"],
+        )
     )
     cases.append(
         ("garbage-parquet", _write(tmp / "garbage.parquet", bytes(range(256)) * 4), ["parquet"])

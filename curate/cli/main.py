@@ -81,6 +81,14 @@ ColumnOpt = Annotated[
         "--column", help="Override a detected column: glycan=NAME, label=NAME, split=NAME."
     ),
 ]
+EncodingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding",
+        help="Text encoding of JSON, JSON Lines and CSV inputs, e.g. latin-1, cp1252, utf-16 "
+        "(default: UTF-8, or what a byte order mark says).",
+    ),
+]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
@@ -236,6 +244,7 @@ def _load_and_audit(
     task: str | None,
     column: list[str] | None,
     keep_records: bool = False,
+    encoding: str | None = None,
     **audit_options,
 ):
     """Family, loaded data and audit report: the first half of every data command."""
@@ -243,7 +252,12 @@ def _load_and_audit(
     cb = _progress()
     try:
         data = fam.load(
-            paths, progress=cb, keep_records=keep_records, task=task, columns=_columns(column)
+            paths,
+            progress=cb,
+            keep_records=keep_records,
+            task=task,
+            columns=_columns(column),
+            encoding=encoding,
         )
         report = fam.audit(data, progress=cb, **audit_options)
     finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
@@ -290,11 +304,17 @@ def validate(
     output: OutputOpt = None,
     task: TaskOpt = None,
     column: ColumnOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
     _guard_output(output, _protected(paths))
     _, _, report = _load_and_audit(
-        family, paths, task=task, column=column, select=["schema", "integrity"]
+        family,
+        paths,
+        task=task,
+        column=column,
+        encoding=encoding,
+        select=["schema", "integrity"],
     )
     _emit(_render(report, fmt, output), output)
     raise typer.Exit(1 if report.fails("error") else 0)
@@ -312,11 +332,19 @@ def audit(
     fail_on: FailOnOpt = FailOn.error,
     task: TaskOpt = None,
     column: ColumnOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Run the family's rules and report findings."""
     _guard_output(output, _protected(paths, edit_set))
     _, _, report = _load_and_audit(
-        family, paths, task=task, column=column, select=select, ignore=ignore, edit_set=edit_set
+        family,
+        paths,
+        task=task,
+        column=column,
+        encoding=encoding,
+        select=select,
+        ignore=ignore,
+        edit_set=edit_set,
     )
     _emit(_render(report, fmt, output), output)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
@@ -339,6 +367,7 @@ def fix(
         Path | None, typer.Option(help="JSON {level: {child: parent}} overriding taxonomy fixes.")
     ] = None,
     strict: StrictOpt = False,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched.
 
@@ -351,7 +380,13 @@ def fix(
     protected = _protected(paths, edit_set, mapping)
     guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
-        family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
+        family,
+        paths,
+        task=task,
+        column=column,
+        keep_records=True,
+        encoding=encoding,
+        edit_set=edit_set,
     )
     invalid = _invalid(fam, data, strict)
     result = fam.fix(
@@ -406,6 +441,7 @@ def export(
     task: TaskOpt = None,
     column: ColumnOpt = None,
     strict: StrictOpt = False,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Export the valid records as a Hugging Face dataset folder with an audited dataset card.
 
@@ -419,7 +455,13 @@ def export(
     protected = _protected(paths, edit_set)
     guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
-        family, paths, task=task, column=column, keep_records=True, edit_set=edit_set
+        family,
+        paths,
+        task=task,
+        column=column,
+        keep_records=True,
+        encoding=encoding,
+        edit_set=edit_set,
     )
     invalid = _invalid(fam, data, strict)
     card = CardInfo(

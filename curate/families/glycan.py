@@ -39,7 +39,7 @@ from curate.families.base import (
     no_records,
 )
 from curate.findings import InputInfo, Report, rule_output
-from curate.io import SPLIT_FROM_LAYOUT, Source, open_source, read_frame
+from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame
 from curate.schemas.glycan import (
     PLACEHOLDERS,
     ROW_MODELS,
@@ -167,18 +167,8 @@ _EXPECTS = {
 _ARTICLE = {"list": "a list", "object": "an object", "nested list": "a nested list"}
 
 
-def _value_kind(v: Any) -> str | None:
-    """None for a scalar cell, else its kind: ``list`` (of scalars), ``nested list``, ``object``."""
-    if v is None or isinstance(v, str | int | float | bool):
-        return None
-    if isinstance(v, list | tuple):
-        nested = any(x is not None and not isinstance(x, str | int | float | bool) for x in v)
-        return "nested list" if nested else "list"
-    return "object"
-
-
 def _dtype_kind(dtype: pl.DataType) -> str | None:
-    """:func:`_value_kind` for a whole column of one Arrow type."""
+    """:func:`curate.io.nested_kind` for a whole column of one Arrow type."""
     if isinstance(dtype, pl.List | pl.Array):
         return "nested list" if dtype.inner.is_nested() else "list"  # type: ignore[union-attr]
     if isinstance(dtype, pl.Struct) or dtype == pl.Object:
@@ -195,7 +185,7 @@ def _scalar_text(v: Any) -> str:
 def _cell_text(v: Any) -> str | None:
     """A cell of a mixed-type column as text: scalars as polars would cast them, a list of
     scalars as the list literal the label reader parses (``"['a', 'b']"``), other values JSON."""
-    kind = _value_kind(v)
+    kind = nested_kind(v)
     if v is None or kind is None:
         return None if v is None else _scalar_text(v)
     if kind == "list":
@@ -211,54 +201,20 @@ def _short(v: Any, limit: int = 80) -> str:
 Flagged = dict[str, dict[int, str]]  # column → row index → kind of a list/object cell
 
 
-def _read_mixed(path: str | Path) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
-    """Read records whose columns mix types (``"Homo"`` in one row, ``["Homo", "Pan"]`` or
-    ``{...}`` in another), which no Arrow column type can hold.
-
-    Why not refuse the file: one odd cell is a finding about one row, not a reason to reject
-    every other row. Each mixed column becomes text (see :func:`_cell_text`), and the rows whose
-    cell was a list or an object are returned per column, so the schema check can report them,
-    with those records as read (for the changelog).
-    """
-    src = open_source(path)
-    records: list[dict[str, Any]] = []
-    splits: list[str | None] = []
-    for b in src.batches:
-        records.extend(b.rows)
-        splits.extend([b.split] * len(b.rows))
-    names: dict[str, None] = {}
-    for rec in records:
-        names.update(dict.fromkeys(rec))
-    columns: dict[str, pl.Series] = {}
-    flagged: Flagged = {}
-    originals: dict[int, dict[str, Any]] = {}
-    for name in names:
-        values = [rec.get(name) for rec in records]
-        kinds = {i: k for i, v in enumerate(values) if (k := _value_kind(v)) is not None}
-        if kinds:
-            flagged[name] = kinds
-            originals.update({i: records[i] for i in kinds})
-        columns[name] = pl.Series(name, [_cell_text(v) for v in values], dtype=pl.String)
-    raw = pl.DataFrame(list(columns.values()))
-    if any(sp is not None for sp in splits):
-        raw = raw.with_columns(pl.Series(SPLIT_FROM_LAYOUT, splits, dtype=pl.String))
-    return raw, src, flagged, originals
-
-
-def _read_table(path: str | Path) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
+def _read_table(
+    path: str | Path, encoding: str | None = None
+) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
     """The input as a frame, the mixed-type cells :func:`_read_mixed` found (with their records
     as read), and an error for an input without records."""
-    flagged: Flagged = {}
-    originals: dict[int, dict[str, Any]] = {}
     check_not_blank(path)
     try:
-        raw, src = read_frame(path)
+        raw, src = read_frame(path, encoding=encoding)
     except InputError as e:
-        if e.message == "no records found":
+        if e.message.startswith("no records found"):
             raise no_records(path) from None
         raise
-    except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
-        raw, src, flagged, originals = _read_mixed(path)
+    flagged: Flagged = src.nested_cells
+    originals = src.nested_records
     if raw.height == 0:  # a header-only CSV, a parquet file with a schema and no rows
         raise no_records(path)
     return raw, src, flagged, originals
@@ -350,6 +306,7 @@ class GlycanFamily(Family):
         progress: Progress | None = None,
         task: str | None = None,
         columns: dict[str, str] | None = None,
+        encoding: str | None = None,
         **_: Any,
     ) -> GlycanData:
         if not paths:
@@ -359,7 +316,7 @@ class GlycanFamily(Family):
         schema_rows: list[dict[str, Any]] = []
         offset = 0
         for i, path in enumerate(paths):
-            raw, src, flagged, originals = _read_table(path)
+            raw, src, flagged, originals = _read_table(path, encoding)
             cols = detect_columns(
                 [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, columns, path=str(path)
             )

@@ -37,7 +37,7 @@ from curate.families.base import (
     no_records,
 )
 from curate.findings import InputInfo, Report, dumps
-from curate.io import open_source
+from curate.io import open_source, read_text
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
 
 CASE_SCHEMA = {
@@ -278,6 +278,7 @@ class KnowledgeEditingFamily(Family):
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
+        encoding: str | None = None,
         **_: Any,
     ) -> KEData:
         if not paths:
@@ -287,13 +288,20 @@ class KnowledgeEditingFamily(Family):
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._load(paths, progress=progress, keep_records=keep_records)
+            return self._load(
+                paths, progress=progress, keep_records=keep_records, encoding=encoding
+            )
         finally:
             if gc_was_enabled:
                 gc.enable()
 
     def _load(
-        self, paths: Sequence[str | Path], *, progress: Progress | None, keep_records: bool
+        self,
+        paths: Sequence[str | Path],
+        *,
+        progress: Progress | None,
+        keep_records: bool,
+        encoding: str | None = None,
     ) -> KEData:
         builder = _TableBuilder()
         schema_rows: list[dict[str, Any]] = []
@@ -305,7 +313,7 @@ class KnowledgeEditingFamily(Family):
         row = 0
         for path in paths:
             check_not_blank(path)
-            src = open_source(path)
+            src = open_source(path, encoding=encoding)
             n_file = 0
             splits: dict[str, int] = {}
             for batch in src.batches:
@@ -451,7 +459,7 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
         path = Path(rest)
         if not rest or not path.is_file():
             raise UsageError(f"bad edit set {spec!r}: no such file {rest!r}")
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         try:
             ids = orjson.loads(text)
             if not isinstance(ids, list):
