@@ -260,10 +260,21 @@ def concat_outputs(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="vertical_relaxed") if parts else empty_rule_output()
 
 
-def repr_expr(col: str | pl.Expr) -> pl.Expr:
-    """Python ``repr`` of a string column, for quoting values in messages."""
+#: How much of a value a message quotes. Why a cap: one 1 MB cell would otherwise make a
+#: 1 MB line in every report format; the finding's ``details`` keep the value whole.
+MESSAGE_VALUE_CHARS = 200
+
+
+def _short_repr(value: object, limit: int | None = MESSAGE_VALUE_CHARS) -> str:
+    if limit is not None and isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + f"… ({len(value):,} characters)"
+    return repr(value)
+
+
+def repr_expr(col: str | pl.Expr, *, limit: int | None = MESSAGE_VALUE_CHARS) -> pl.Expr:
+    """Python ``repr`` of a string column, for quoting values in messages (cut at ``limit``)."""
     c = pl.col(col) if isinstance(col, str) else col
-    return c.map_elements(repr, return_dtype=pl.String)
+    return c.map_elements(lambda v: _short_repr(v, limit), return_dtype=pl.String)
 
 
 def later_occurrences(

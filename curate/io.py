@@ -619,7 +619,7 @@ def _read_csv(path: Path, encoding: str | None) -> Any:
     if hint := _markup_hint(start, "CSV"):
         raise InputError(hint.removeprefix("; "), path=path)
     try:
-        df = pl.read_csv(source, separator=sep, infer_schema=False)
+        df = pl.read_csv(source, separator=sep, infer_schema=False, glob=False)
     except Exception as e:
         whole = source if isinstance(source, bytes) else _read_bytes(path)
         if codec in _UTF8:

@@ -512,3 +512,14 @@ def test_jsonl_and_json_readers_yield_the_same_rows(records, batch_rows):
             assert all(0 < len(b.rows) <= batch_rows for b in batches)
         jl = read_all(pl_)
         assert [ln for b in jl for ln in b.lines] == list(range(1, len(records) + 1))
+
+
+def test_csv_path_with_glob_characters_is_read_as_a_path(tmp_path):
+    """``[``, ``*`` and ``?`` are ordinary characters in a file name, not a pattern."""
+    from curate.io import read_frame
+
+    src = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
+    odd = tmp_path / "taxonomy [v2] *final?.csv"
+    odd.write_bytes(src.read_bytes())
+    df, _ = read_frame(odd)
+    assert df.height == len(src.read_text(encoding="utf-8").splitlines()) - 1

@@ -398,3 +398,23 @@ def test_random_100_figures_by_hand(hard_data, hard_records) -> None:
         len(ref_unedited),
     )
     assert c["edited_cases"] == 100 and c["unedited_cases"] == 329
+
+
+def test_messages_quote_at_most_a_slice_of_a_huge_value(tmp_path, hard_records, capsys):
+    """A 1 MB answer is named, not printed: reports stay readable, details keep the value."""
+    import json as _json
+
+    from curate.cli.main import main
+    from curate.findings import MESSAGE_VALUE_CHARS
+
+    recs = [dict(r) for r in hard_records[:20]]
+    recs[0]["answer"] = "x" * 1_000_000
+    path = tmp_path / "big.json"
+    path.write_text(_json.dumps(recs), encoding="utf-8")
+    assert main(["audit", "mquake", str(path), "--select", "KE106"]) == 1
+    out = capsys.readouterr().out
+    assert len(out) < 10_000 and "(1,000,000 characters)" in out
+    assert main(["audit", "mquake", str(path), "--select", "KE106", "-f", "json"]) == 1
+    found = _json.loads(capsys.readouterr().out)["findings"]
+    mine = [f for f in found if f["field"] == "answer"]
+    assert mine and len(mine[0]["message"]) < MESSAGE_VALUE_CHARS + 200

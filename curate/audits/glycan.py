@@ -160,7 +160,7 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
             bad = t.cells.filter(pl.col("error_kind") == kind).unique("column", keep="first")
             bad = bad.with_columns(
                 pl.lit(None, pl.Int64).alias("row"),
-                pl.format("column {}", repr_expr("column")).alias("record"),
+                pl.format("column {}", repr_expr("column", limit=None)).alias("record"),
             )
             parts.append(
                 finding_frame(

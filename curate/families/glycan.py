@@ -617,8 +617,13 @@ def _split_tables(table: GlycanTable, raw: pl.DataFrame, split: pl.Series) -> di
             tables[name] = part.to_arrow()
     others = df.filter(~pl.col("__s").is_in(["train", "validation", "test"]))
     if others.height:
-        bad = others["__s"].unique().to_list()[:5]
-        raise UsageError(f"unknown split names {bad}: fix the split column before exporting")
+        bad = others["__s"].unique().sort().to_list()[:5]
+        raise InputError(
+            f"unknown split names {bad} in {others.height} rows: use train/validation/test "
+            "(or fix the split column before exporting)",
+            path=table.path,
+            field=table.columns.split or ", ".join(table.columns.split_flags.values()) or None,
+        )
     return tables
 
 
