@@ -1,15 +1,24 @@
 """Rules: small documented passes with stable codes, in the manner of ruff.
 
-A rule is a function over a family's loaded data that returns findings (see
+A rule is a function ``rule(data, ctx)`` over a family's loaded data that returns findings (see
 :mod:`curate.findings`). Its docstring is its user documentation: ``curate rules`` prints it, so
 write it for the person who got the finding, saying what is wrong and why it matters.
+
+Shared derived tables: what several rules compute from the same data (the edit set resolved
+against the cases, the contamination join, canonical case keys) is registered once with
+:meth:`RuleSet.table` and *declared* by each rule that reads it (``needs=(...)``). The engine
+builds each declared table once per audit, on first use, and hands it over through
+:meth:`AuditContext.table`; a rule asking for a table it did not declare is a bug caught at once.
+Why declared, not passed through option keys: the dependencies are visible (``curate rules``
+could show them, a scheduler could run independent rules in parallel), nothing is computed
+twice, and no rule depends on another having run first.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -18,6 +27,42 @@ from curate.errors import UsageError
 from curate.findings import RULE_OUTPUT_SCHEMA, Category, Severity
 
 RuleFunc = Callable[..., pl.DataFrame]
+TableFunc = Callable[["AuditContext"], Any]
+
+
+@dataclass
+class AuditContext:
+    """What a rule sees besides the data: the validated options and the shared tables.
+
+    ``tables`` holds the builders; each table is built on first request and kept for the rest
+    of the audit. :meth:`for_rule` gives a rule a view that only serves what it declared.
+    """
+
+    data: Any
+    options: Any
+    builders: dict[str, TableFunc] = field(default_factory=dict)
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+    _allowed: frozenset[str] | None = None
+    _root: AuditContext | None = field(default=None, repr=False)
+
+    def table(self, name: str) -> Any:
+        if self._allowed is not None and name not in self._allowed:
+            raise RuntimeError(f"table {name!r} used but not declared in the rule's needs")
+        root = self._root or self
+        if name not in root._built:
+            if name not in root.builders:
+                raise KeyError(f"no shared table {name!r}")
+            root._built[name] = root.builders[name](root)
+        return root._built[name]
+
+    def built(self, name: str) -> Any | None:
+        """A table if some rule already built it (for summaries after the audit), else None."""
+        return (self._root or self)._built.get(name)
+
+    def for_rule(self, rule: Rule) -> AuditContext:
+        return AuditContext(
+            self.data, self.options, self.builders, _allowed=frozenset(rule.needs), _root=self
+        )
 
 
 @dataclass(frozen=True)
@@ -31,6 +76,8 @@ class Rule:
     severity: Severity
     func: RuleFunc
     fixable: bool = False
+    #: Shared tables (registered with :meth:`RuleSet.table`) this rule reads.
+    needs: tuple[str, ...] = ()
 
     @property
     def doc(self) -> str:
@@ -61,6 +108,7 @@ class Rule:
             "category": self.category.value,
             "severity": self.severity.value,
             "fixable": self.fixable,
+            "needs": list(self.needs),
             "summary": self.summary,
             "doc": self.doc,
         }
@@ -72,6 +120,18 @@ class RuleSet:
     def __init__(self, family: str) -> None:
         self.family = family
         self._rules: dict[str, Rule] = {}
+        self.tables: dict[str, TableFunc] = {}
+
+    def table(self, name: str) -> Callable[[TableFunc], TableFunc]:
+        """Register a shared derived table ``name``: ``builder(ctx) -> value``."""
+
+        def register(func: TableFunc) -> TableFunc:
+            if name in self.tables:
+                raise ValueError(f"shared table {name} registered twice")
+            self.tables[name] = func
+            return func
+
+        return register
 
     def rule(
         self,
@@ -81,6 +141,7 @@ class RuleSet:
         category: str,
         severity: str,
         fixable: bool = False,
+        needs: Iterable[str] = (),
     ) -> Callable[[RuleFunc], RuleFunc]:
         def register(func: RuleFunc) -> RuleFunc:
             if code in self._rules:
@@ -88,7 +149,14 @@ class RuleSet:
             if not func.__doc__:
                 raise ValueError(f"rule {code} needs a docstring: it is the rule's documentation")
             self._rules[code] = Rule(
-                code, name, self.family, Category(category), Severity(severity), func, fixable
+                code,
+                name,
+                self.family,
+                Category(category),
+                Severity(severity),
+                func,
+                fixable,
+                tuple(needs),
             )
             return func
 

@@ -322,7 +322,7 @@ def test_unknown_task_and_missing_label_column_are_input_errors(tmp_path, capsys
     path = tmp_path / "glycans.csv"
     pl.DataFrame({"glycan": ["Gal(b1-4)Glc"], "note": ["x"]}).write_csv(path)
     rc, _, err = run(capsys, "audit", "glycan", path, "--task", "toxicity")
-    assert rc == 2 and "unknown glycan task" in err
+    assert rc == 2 and "--task" in err and "toxicity" in err
     rc, _, err = run(capsys, "audit", "glycan", path, "--task", "immunogenicity")
     assert rc == 2 and "no immunogenicity label column" in err and "--column label=" in err
 

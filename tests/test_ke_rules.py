@@ -313,7 +313,7 @@ def test_remastered_layout_gives_same_findings(tmp_path: Path) -> None:
     ]
     _, report = audit_records(tmp_path, flat, edit_set="split:1")
     assert hits(report, "KE202") == {("2", "orig.triples[1]")}
-    assert report.options["edited_cases"] == 1
+    assert report.stats["edit_set"]["edited_cases"] == 1
 
 
 # ----------------------------------------------------------------------- real data
@@ -383,7 +383,7 @@ def test_contamination_matches_reference_loop(hard_data, hard_records, k, seed) 
     f = report.findings
     assert set(f.filter(f["rule"] == "KE201")["record"].to_list()) == ref_edited
     assert set(f.filter(f["rule"] == "KE202")["record"].to_list()) == ref_unedited
-    assert report.options["edited_cases"] == k
+    assert report.stats["edit_set"]["edited_cases"] == k
 
 
 def test_random_100_figures_by_hand(hard_data, hard_records) -> None:

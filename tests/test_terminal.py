@@ -23,6 +23,9 @@ from conftest import SAMPLE, simple_case, write_json
 from rich.console import Console
 
 import curate.cli.main as cli
+import curate.cli.terminal as term
+from curate.cli.commands import load_and_audit
+from curate.families import get_family
 from curate.families import get_family
 
 ESC = "\x1b["
@@ -209,9 +212,10 @@ def terminal_console() -> tuple[Console, io.StringIO]:
 
 def test_progress_bar_follows_the_callbacks(monkeypatch) -> None:
     console, buf = terminal_console()
-    bar = cli._TerminalProgress(console)
-    monkeypatch.setattr(cli, "_progress", lambda: bar)
-    *_, report = cli._load_and_audit("mquake", [SAMPLE], task=None, column=None)
+    bar = term.TerminalProgress(console)
+    monkeypatch.setattr(term, "progress", lambda: bar)
+    fam = get_family("mquake")
+    _, report = load_and_audit(fam, [SAMPLE], fam.options())
     (task,) = bar._bar.tasks
     n = len(report.rules_run)
     assert task.description == f"rule {n}/{n}: KE402 near-duplicate-question"
@@ -220,7 +224,7 @@ def test_progress_bar_follows_the_callbacks(monkeypatch) -> None:
     assert buf.getvalue().endswith("\x1b[?25h\r\x1b[1A\x1b[2K")
 
 
-class Interrupted(cli._TerminalProgress):
+class Interrupted(term.TerminalProgress):
     """Ctrl-C while the third rule runs."""
 
     def __call__(self, stage: str, n: int) -> None:
@@ -232,15 +236,15 @@ class Interrupted(cli._TerminalProgress):
 def test_progress_bar_is_cleared_on_ctrl_c_and_on_errors(monkeypatch, capsys, tmp_path) -> None:
     console, buf = terminal_console()
     bar = Interrupted(console)
-    monkeypatch.setattr(cli, "_progress", lambda: bar)
+    monkeypatch.setattr(term, "progress", lambda: bar)
     assert cli.main(["audit", "mquake", str(SAMPLE)]) == 130
     assert bar._bar.tasks[0].description.startswith("rule 3/")
     assert not bar._bar.live.is_started
     assert buf.getvalue().endswith("\x1b[?25h\r\x1b[1A\x1b[2K")
 
     console, buf = terminal_console()
-    bar = cli._TerminalProgress(console)
-    monkeypatch.setattr(cli, "_progress", lambda: bar)
+    bar = term.TerminalProgress(console)
+    monkeypatch.setattr(term, "progress", lambda: bar)
     broken = tmp_path / "broken.json"
     broken.write_text('[{"case_id": 1,', encoding="utf-8")
     capsys.readouterr()
@@ -259,10 +263,10 @@ class FakeTerminal(io.StringIO):
 def test_progress_only_on_a_terminal_outside_ci(monkeypatch) -> None:
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert cli._progress() is None
+    assert term.progress() is None
     monkeypatch.setattr(sys, "stderr", FakeTerminal())
-    assert isinstance(cli._progress(), cli._TerminalProgress)
+    assert isinstance(term.progress(), term.TerminalProgress)
     monkeypatch.setenv("CI", "true")
-    assert cli._progress() is None
+    assert term.progress() is None
     monkeypatch.setenv("CI", "")  # empty is unset
-    assert cli._progress() is not None
+    assert term.progress() is not None

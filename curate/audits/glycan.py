@@ -37,8 +37,8 @@ from curate.findings import (
     later_occurrences,
     repr_expr,
 )
-from curate.rules import RuleSet
-from curate.schemas.glycan import LEVELS, PLACEHOLDERS, parse_list_cell
+from curate.rules import AuditContext, RuleSet
+from curate.schemas.glycan import LEVELS, PLACEHOLDERS, GlycanOptions, parse_list_cell
 
 RULES = RuleSet("glycan")
 MAX_LISTED = 20
@@ -141,7 +141,7 @@ def _columns_of(t: GlycanTable, name: str) -> str:
 
 
 @RULES.rule("GL001", "schema-invalid", category="schema", severity="error")
-def schema_invalid(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def schema_invalid(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A row does not fit its task's schema: missing glycan, a label outside the task's classes
     (immunogenicity 0/1, glycosylation N/O/free), an unknown split name, a non-numeric
     interaction value, or a list or object where a glycan, label, split or number belongs.
@@ -203,7 +203,7 @@ def _shortened(col: str, limit: int) -> pl.Expr:
 
 
 @RULES.rule("GL101", "unparseable-glycan", category="schema", severity="error")
-def unparseable_glycan(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def unparseable_glycan(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The glycan is not well-formed IUPAC-condensed: unbalanced brackets, a missing or malformed
     linkage, stray characters. The message gives the 0-based character position and what was
     expected there. A model fed such a string learns from noise, and no duplicate or leakage
@@ -214,7 +214,7 @@ def unparseable_glycan(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("GL102", "unknown-residue", category="schema", severity="error")
-def unknown_residue(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def unknown_residue(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The glycan uses a monosaccharide, modification or linkage token outside the vocabulary
     (``curate/data/glycan_vocab.json``, built from GlycanML's 127 residue and 84 linkage tokens
     and the real glycowork tables). Tokenisers map it to an unknown token, so the model never sees
@@ -249,7 +249,7 @@ def _label_value_findings(
 
 
 @RULES.rule("GL201", "label-whitespace", category="label", severity="warning", fixable=True)
-def label_whitespace(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def label_whitespace(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A label has leading or trailing whitespace (``'Monocotyledons '``).
 
     Encoders treat it as a class of its own, splitting one class in two and lowering every
@@ -265,7 +265,7 @@ def label_whitespace(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("GL202", "label-case-variant", category="label", severity="warning", fixable=True)
-def label_case_variant(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def label_case_variant(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """One label is spelled with different capitalisation (``Homo_sapiens`` / ``homo_sapiens``).
 
     Each spelling becomes a separate class. Fix: the most frequent spelling (ties: the first in
@@ -281,7 +281,7 @@ def label_case_variant(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("GL203", "placeholder-label", category="label", severity="warning", fixable=True)
-def placeholder_label(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def placeholder_label(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A label is a placeholder (``undetermined``, ``unknown``, ``none``, ``NA``, ``-`` ...).
 
     It means "no label", but a classifier learns it as a class and is scored on predicting it.
@@ -353,7 +353,7 @@ def hierarchy_majority(edges: pl.DataFrame) -> pl.DataFrame:
 @RULES.rule(
     "GL301", "taxonomy-contradiction", category="consistency", severity="error", fixable=True
 )
-def taxonomy_contradiction(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A taxon is filed under two parents at adjacent levels (one genus in two families, a
     phylum under two kingdoms).
 
@@ -421,7 +421,7 @@ def ceiling_accuracy(t: GlycanTable) -> dict[str, Any]:
 
 
 @RULES.rule("GL302", "conflicting-labels", category="label", severity="error")
-def conflicting_labels(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def conflicting_labels(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The same glycan (by canonical key, whatever its spelling) has different labels in a
     single-label task (immunogenicity, glycosylation type).
 
@@ -481,7 +481,7 @@ def spelling_groups(t: GlycanTable) -> pl.DataFrame:
 @RULES.rule(
     "GL303", "branch-order-duplicate", category="duplicate", severity="warning", fixable=True
 )
-def branch_order_duplicate(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def branch_order_duplicate(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """One glycan is written with different strings (branches in another order, another main
     chain, an explicit default configuration).
 
@@ -515,7 +515,7 @@ def branch_order_duplicate(data: GlycanData, opts: dict[str, Any]) -> pl.DataFra
 
 
 @RULES.rule("GL304", "duplicate-row", category="duplicate", severity="warning", fixable=True)
-def duplicate_row(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def duplicate_row(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A row repeats an earlier one: same glycan (by canonical key), same labels (after
     normalisation), same split and the same values in every other column (ids aside).
 
@@ -615,7 +615,7 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
 
 
 @RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error", fixable=True)
-def split_leakage_same(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def split_leakage_same(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan (by canonical key) is also in train, with the same label.
 
     The model is scored on an example it was trained on: memorisation counts as generalisation.
@@ -628,7 +628,7 @@ def split_leakage_same(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
 @RULES.rule(
     "GL402", "split-leakage-different-label", category="leakage", severity="error", fixable=True
 )
-def split_leakage_different(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def split_leakage_different(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan is also in train, with a different label.
 
     For multi-label taxonomy this is the same glycan under another taxon (the structure is
@@ -639,7 +639,7 @@ def split_leakage_different(data: GlycanData, opts: dict[str, Any]) -> pl.DataFr
 
 
 @RULES.rule("GL403", "cross-task-leakage", category="leakage", severity="warning")
-def cross_task_leakage(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def cross_task_leakage(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan of one table is in the training data of another table given in
     the same run (e.g. the immunogenicity test set inside the taxonomy train set).
 
@@ -684,7 +684,7 @@ def cross_task_leakage(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("GL501", "singleton-class", category="distribution", severity="warning")
-def singleton_class(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def singleton_class(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A class has a single example.
 
     It cannot be in both train and test, so it is either never evaluated or never learned, and
@@ -714,7 +714,7 @@ def _matrices(data: GlycanData) -> list[GlycanTable]:
 
 
 @RULES.rule("GL601", "matrix-duplicate-glycan-columns", category="conflict", severity="error")
-def matrix_duplicate_columns(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """Two glycan columns of an interaction matrix are the same glycan (same canonical key) and
     hold different values for one protein.
 
@@ -752,7 +752,7 @@ def matrix_duplicate_columns(data: GlycanData, opts: dict[str, Any]) -> pl.DataF
 
 
 @RULES.rule("GL602", "matrix-empty-protein", category="integrity", severity="warning")
-def matrix_empty_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def matrix_empty_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A protein row of an interaction matrix has no value for any glycan: it contributes
     nothing but counts as an example."""
     parts = []
@@ -771,7 +771,7 @@ def matrix_empty_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame
 
 
 @RULES.rule("GL603", "matrix-duplicate-protein", category="duplicate", severity="warning")
-def matrix_duplicate_protein(data: GlycanData, opts: dict[str, Any]) -> pl.DataFrame:
+def matrix_duplicate_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The same protein sequence has two rows in an interaction matrix (often under two names).
 
     Its interactions count twice and, split by row, leak between train and test. Reported on
@@ -890,7 +890,7 @@ def _load_mapping(path: str | None) -> dict[str, dict[str, str]]:
     return out
 
 
-def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> FixResult:
+def plan_fixes(data: GlycanData, report: Report, options: GlycanOptions) -> FixResult:
     """Normalise labels, resolve the hierarchy, merge spellings, drop duplicates, re-split.
 
     Every cell that changes and every row dropped is written to the changelog with the rule that
@@ -933,7 +933,7 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     for name, value, norm in long.select("name", "value", "norm").unique().iter_rows():
         norm_map.setdefault(name, {})[value] = norm
     # hierarchy: child → parent from the majority (or the user's mapping), level by level
-    parent_fix = resolve_hierarchy(t, long, _load_mapping(options.get("mapping")))
+    parent_fix = resolve_hierarchy(t, long, _load_mapping(options.mapping))
 
     def fix_cell(row: int, name: str, cell: Any) -> Any:
         if cell is None or row - offset in bad:
@@ -996,8 +996,8 @@ def plan_fixes(data: GlycanData, report: Report, options: dict[str, Any]) -> Fix
     ok = ~pl.Series(range(raw.height)).is_in(sorted(bad))
     keys = t.rows["key"].fill_null(pl.lit("\x00") + t.rows["glycan"])
     current = t.rows["split"]
-    seed = int(options.get("seed") or 0)
-    resplit = bool(options.get("resplit", True))
+    seed = options.seed
+    resplit = options.resplit
     split = current
     if resplit:
         regrouped = iter(regroup_split(keys.filter(ok), current.filter(ok), seed=seed).to_list())

@@ -28,7 +28,7 @@ from curate.findings import (
     later_occurrences,
     repr_expr,
 )
-from curate.rules import RuleSet
+from curate.rules import AuditContext, RuleSet
 
 RULES = RuleSet("knowledge-editing")
 
@@ -45,7 +45,7 @@ MAX_LISTED = 20
 
 
 @RULES.rule("KE001", "schema-invalid", category="schema", severity="error")
-def schema_invalid(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def schema_invalid(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Record does not fit the MQuAKE schema (either the original or the Remastered layout).
 
     A missing field, a wrong type (a number where a string belongs), an empty id or a triple that
@@ -56,7 +56,7 @@ def schema_invalid(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE002", "duplicate-case-id", category="integrity", severity="error")
-def duplicate_case_id(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def duplicate_case_id(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Two cases share a ``case_id``.
 
     Edit sets, withheld-edit lists and results are keyed by case id, so a repeated id makes an
@@ -88,7 +88,7 @@ _COUNT_FIELDS = [
 
 
 @RULES.rule("KE101", "hop-count-mismatch", category="consistency", severity="error")
-def hop_count_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def hop_count_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """The hop lists of a case have different lengths.
 
     ``orig.triples``, ``orig.triples_labeled``, ``single_hops`` and their ``new_*`` counterparts
@@ -113,7 +113,7 @@ def hop_count_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE102", "broken-chain", category="consistency", severity="error")
-def broken_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def broken_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """A fact chain is not connected: the object of hop k is not the subject of hop k+1.
 
     Checked on Wikidata ids (``triples``, ``new_triples``) and on labels (``*_labeled``). A
@@ -170,7 +170,7 @@ def broken_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE103", "edit-misaligned", category="consistency", severity="error")
-def edit_misaligned(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def edit_misaligned(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """``requested_rewrite``, ``edit_triples`` and ``edit_triples_idx`` do not line up.
 
     Edit k must be described three times: as a natural-language rewrite, as an id triple and by
@@ -216,7 +216,7 @@ def edit_misaligned(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE104", "edit-not-in-new-chain", category="consistency", severity="error")
-def edit_not_in_new_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def edit_not_in_new_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An edit does not appear in ``new_triples`` at its index as written in the rewrite.
 
     ``new_triples[edit_triples_idx[k]]`` must equal ``edit_triples[k]``; the rewrite's
@@ -296,7 +296,7 @@ def edit_not_in_new_chain(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE105", "unexplained-chain-change", category="consistency", severity="error")
-def unexplained_chain_change(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def unexplained_chain_change(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """``new_triples`` changes a hop that no edit touches.
 
     Where the new chain has the same subject and relation as the original at a hop that is not
@@ -335,7 +335,7 @@ def unexplained_chain_change(data: KEData, opts: dict[str, Any]) -> pl.DataFrame
 
 
 @RULES.rule("KE106", "answer-mismatch", category="label", severity="error")
-def answer_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """The gold answer is not the end of the chain.
 
     ``answer`` must equal the object label of the last hop of ``triples_labeled`` and the answer
@@ -409,7 +409,7 @@ def answer_mismatch(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE107", "bad-prompt", category="consistency", severity="error")
-def bad_prompt(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def bad_prompt(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An edit prompt lacks the ``{}`` subject slot, or has more than one.
 
     Editors build the edit sentence as ``prompt.format(subject)``; without exactly one slot the
@@ -434,7 +434,7 @@ def bad_prompt(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE108", "unknown-relation", category="consistency", severity="error")
-def unknown_relation(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def unknown_relation(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """A relation id is not one of the 44 relations MQuAKE has templates for.
 
     Questions, cloze prompts and edit prompts are generated from per-relation templates; a
@@ -465,7 +465,7 @@ def unknown_relation(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE109", "bad-questions", category="consistency", severity="error")
-def bad_questions(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def bad_questions(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """A case does not have exactly three distinct, non-empty multi-hop questions.
 
     MQuAKE asks each case three paraphrases and counts it correct if any is answered; fewer,
@@ -498,7 +498,7 @@ def bad_questions(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE110", "bad-aliases", category="label", severity="warning", fixable=True)
-def bad_aliases(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def bad_aliases(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An answer alias list has empty or repeated entries.
 
     Answers are matched case-insensitively against the answer and its aliases, so an empty alias
@@ -553,7 +553,7 @@ def bad_aliases(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE111", "answer-sets-overlap", category="label", severity="error")
-def answer_sets_overlap(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def answer_sets_overlap(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """The pre-edit and post-edit answer sets share a string.
 
     Accuracy is judged by case-insensitive match against ``answer``+``answer_alias`` (unedited)
@@ -590,7 +590,7 @@ def answer_sets_overlap(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE112", "no-op-edit", category="consistency", severity="error")
-def no_op_edit(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def no_op_edit(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An edit's new target is its true target (``target_new.id == target_true.id``).
 
     Such an edit changes nothing, yet the case counts it as an edit; or the true target was
@@ -606,7 +606,7 @@ def no_op_edit(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 
 
 @RULES.rule("KE113", "wrong-true-target", category="label", severity="error")
-def wrong_true_target(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def wrong_true_target(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An edit's ``target_true`` disagrees with the original chain.
 
     When the edited hop has the same subject and relation in ``triples`` as in ``edit_triples``,
@@ -717,12 +717,20 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     )
 
 
-def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> pl.DataFrame:
-    edited: pl.Series = opts["_edited"]
-    j = opts.get("_contam")
-    if j is None:
-        j = contamination(data, edited)
-        opts["_contam"] = j
+@RULES.table("edited")
+def edited_table(ctx: AuditContext) -> pl.Series:
+    """Per row of ``cases``: is the case in the edit set (``--edit-set``, resolved once)?"""
+    return resolve_edit_set(ctx.data, ctx.options.edit_set)
+
+
+@RULES.table("contamination")
+def contamination_table(ctx: AuditContext) -> pl.DataFrame:
+    """The contamination join for the edit set (KE201 and KE202 both read it)."""
+    return contamination(ctx.data, ctx.table("edited"))
+
+
+def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
+    j: pl.DataFrame = ctx.table("contamination")
     if j.is_empty():
         return empty_rule_output()
     j = j.filter(pl.col("edited") == edited_side)
@@ -771,9 +779,14 @@ def _contam_findings(data: KEData, opts: dict[str, Any], edited_side: bool) -> p
 
 
 @RULES.rule(
-    "KE201", "contaminated-edited-case", category="contamination", severity="error", fixable=True
+    "KE201",
+    "contaminated-edited-case",
+    category="contamination",
+    severity="error",
+    fixable=True,
+    needs=("contamination",),
 )
-def contaminated_edited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def contaminated_edited(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An *edited* case's correct path is overridden by an edit from another case.
 
     For the chosen edit set (``--edit-set``), the correct path of an edited case is
@@ -783,13 +796,18 @@ def contaminated_edited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     ``new_answer``: the label is wrong for this evaluation. MQuAKE-Remastered's protocol withholds
     those edits when asking this case (``curate fix`` writes the withheld lists).
     """
-    return _contam_findings(data, opts, True)
+    return _contam_findings(ctx, True)
 
 
 @RULES.rule(
-    "KE202", "contaminated-unedited-case", category="contamination", severity="error", fixable=True
+    "KE202",
+    "contaminated-unedited-case",
+    category="contamination",
+    severity="error",
+    fixable=True,
+    needs=("contamination",),
 )
-def contaminated_unedited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+def contaminated_unedited(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """An *unedited* case's original path is overridden by an edit from an edited case.
 
     Cases outside the edit set are asked with their original chain ``triples`` and gold
@@ -798,21 +816,21 @@ def contaminated_unedited(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     is counted wrong for doing the right thing. This is what makes most unedited cases of
     MQuAKE-CF-3k unreliable when only part of the benchmark is edited.
     """
-    return _contam_findings(data, opts, False)
+    return _contam_findings(ctx, False)
 
 
 # --------------------------------------------------------------------------- conflicts (KE3xx)
 
 
-@RULES.rule("KE301", "conflicting-edits", category="conflict", severity="error")
-def conflicting_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+@RULES.rule("KE301", "conflicting-edits", category="conflict", severity="error", needs=("edited",))
+def conflicting_edits(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Two edits in the edit set set the same (subject id, relation) to different objects.
 
     Within one case or across cases, an edit memory cannot hold both: whichever an editor applies
     last wins, and every case relying on the other is wrong. Each edit in a conflicting group is
     reported with the alternatives and the cases that request them.
     """
-    ap = applied_edits(data, opts["_edited"]).collect()
+    ap = applied_edits(data, ctx.table("edited")).collect()
     g = ap.with_columns(pl.col("t_o").n_unique().over("t_s", "t_r").alias("n_obj")).filter(
         pl.col("n_obj") > 1
     )
@@ -843,8 +861,10 @@ def conflicting_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     )
 
 
-@RULES.rule("KE302", "ambiguous-label-edits", category="conflict", severity="warning")
-def ambiguous_label_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+@RULES.rule(
+    "KE302", "ambiguous-label-edits", category="conflict", severity="warning", needs=("edited",)
+)
+def ambiguous_label_edits(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Edits of different entities that share a subject *label* set the same relation differently.
 
     Ids differ, so the edits do not conflict in Wikidata terms; but memory-based editors
@@ -852,7 +872,7 @@ def ambiguous_label_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     and cannot tell the country from the US state. Each such edit is reported with the other
     entities and objects behind the same label.
     """
-    ap = applied_edits(data, opts["_edited"]).filter(pl.col("subject").is_not_null()).collect()
+    ap = applied_edits(data, ctx.table("edited")).filter(pl.col("subject").is_not_null()).collect()
     d = ap.select("subject", "t_r", "t_s", "t_o").unique()
     d = (
         d.with_columns(
@@ -910,8 +930,10 @@ def ambiguous_label_edits(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 # --------------------------------------------------------------------------- duplicates (KE4xx)
 
 
-def _case_keys(data: KEData) -> pl.DataFrame:
+@RULES.table("case_keys")
+def case_keys(ctx: AuditContext) -> pl.DataFrame:
     """Per case: a key of its fact chain and of its set of edits (order-free)."""
+    data: KEData = ctx.data
     chain = (
         data.hops.filter(pl.col("path") == "orig")
         .sort("row", "hop")
@@ -931,8 +953,15 @@ def _case_keys(data: KEData) -> pl.DataFrame:
     )
 
 
-@RULES.rule("KE401", "duplicate-case", category="duplicate", severity="warning", fixable=True)
-def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+@RULES.rule(
+    "KE401",
+    "duplicate-case",
+    category="duplicate",
+    severity="warning",
+    fixable=True,
+    needs=("case_keys",),
+)
+def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Two cases have the same fact chain and the same edits.
 
     They test the same thing twice (often with reworded questions), so the case weighs double in
@@ -940,7 +969,9 @@ def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
     it repeats. Fix: drop the later ones.
     """
     k = later_occurrences(
-        _case_keys(data).filter(pl.col("chain").is_not_null()), ["chain", "edit_key"], data.cases
+        ctx.table("case_keys").filter(pl.col("chain").is_not_null()),
+        ["chain", "edit_key"],
+        data.cases,
     )
     if k.is_empty():
         return empty_rule_output()
@@ -960,15 +991,21 @@ def duplicate_case(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
 _NORM = r"[^\p{L}\p{N}]+"
 
 
-@RULES.rule("KE402", "near-duplicate-question", category="duplicate", severity="warning")
-def near_duplicate_question(data: KEData, opts: dict[str, Any]) -> pl.DataFrame:
+@RULES.rule(
+    "KE402",
+    "near-duplicate-question",
+    category="duplicate",
+    severity="warning",
+    needs=("case_keys",),
+)
+def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """The same multi-hop question (ignoring case, spacing and punctuation) appears in two cases.
 
     One question with two gold answers cannot be right for both; and if the answers agree the
     question is counted twice. Pairs already reported as duplicate cases (KE401) are not repeated.
     """
     dup_rows = (
-        _case_keys(data)
+        ctx.table("case_keys")
         .with_columns(pl.col("row").min().over("chain", "edit_key").alias("first_row"))
         .select("row", "first_row")
     )

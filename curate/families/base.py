@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from curate.errors import InputError
 from curate.findings import InputInfo, Report
-from curate.rules import Rule, RuleSet
+from curate.options import FamilyOptions, parse_options
+from curate.rules import AuditContext, Rule, RuleSet
 
 Progress = Callable[[str, int], None]
 
@@ -31,6 +32,8 @@ class LoadedDataset:
     family: str
     inputs: list[InputInfo]
     schema_findings: pl.DataFrame
+    #: The validated options it was loaded with (an audit without options uses these).
+    options: FamilyOptions | None = field(default=None, kw_only=True)
 
 
 @dataclass
@@ -157,19 +160,38 @@ class Family(ABC):
     #: Dataset-card defaults for exports.
     task_categories: tuple[str, ...] = ()
     license: str = "unknown"
+    #: The family's options model (see :mod:`curate.options`); the CLI builds its flags from it.
+    Options: type[FamilyOptions] = FamilyOptions
+
+    def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
+        """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
+        return parse_options(self.Options, self.name, given, **raw)
 
     @abstractmethod
     def load(
-        self, paths: Sequence[str | Path], *, progress: Progress | None = None, **options: Any
+        self,
+        paths: Sequence[str | Path],
+        options: FamilyOptions | None = None,
+        *,
+        progress: Progress | None = None,
+        keep_records: bool = False,
+        encoding: str | None = None,
+        **raw: Any,
     ) -> LoadedDataset:
-        """Read and validate inputs. Raises InputError for unusable input."""
+        """Read and validate inputs. Raises InputError for unusable input.
+
+        ``options`` (or keyword arguments naming its fields) are checked with :meth:`options`
+        first, so a misspelt option is an error before any file is read.
+        """
 
     @abstractmethod
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
         """The valid records as Arrow tables per split, in the family's published layout."""
 
     @abstractmethod
-    def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
+    def fix(
+        self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
+    ) -> FixResult:
         """Apply the fixes proposed in ``report``; must not modify ``data`` or the inputs."""
 
     def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
@@ -182,7 +204,9 @@ class Family(ABC):
         """
         frames = []
         for code in self.invalid_rules:
-            out = self.rules[code].run(data, {})
+            rule = self.rules[code]
+            ctx = AuditContext(data, data.options or self.options(), self.rules.tables)
+            out = rule.run(data, ctx.for_rule(rule))
             if out.height:
                 frames.append(out.with_columns(pl.lit(code).alias("rule")))
         schema = {
@@ -205,29 +229,36 @@ class Family(ABC):
             .drop("__i")
         )
 
-    def audit_options(self, data: LoadedDataset, **options: Any) -> dict[str, Any]:
-        """Resolve user options (e.g. an edit-set spec) against the data before rules run."""
-        return options
-
     def audit(
         self,
         data: LoadedDataset,
+        options: FamilyOptions | None = None,
         *,
         select: Sequence[str] | None = None,
         ignore: Sequence[str] | None = None,
         progress: Progress | None = None,
-        **options: Any,
+        **raw: Any,
     ) -> Report:
-        """Run the selected rules and collect their findings into one :class:`Report`."""
+        """Run the selected rules and collect their findings into one :class:`Report`.
+
+        Options default to those the data was loaded with. Each rule gets an
+        :class:`~curate.rules.AuditContext` serving the shared tables it declared; the context
+        is kept on the report (``report.context``) for the family's summary figures.
+        """
+        if options is None and not raw and data.options is not None:
+            opts = data.options
+        else:
+            opts = self.options(options, **raw)
         chosen: list[Rule] = self.rules.select(select, ignore)
-        resolved = self.audit_options(data, **options)
+        ctx = AuditContext(data, opts, self.rules.tables)
+        self.prepare(ctx)
         frames = []
         timings: dict[str, float] = {}
         for i, rule in enumerate(chosen):
             if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
                 progress(f"rule {i + 1}/{len(chosen)}: {rule.code} {rule.name}", i)
             t0 = time.perf_counter()
-            out = rule.run(data, resolved)
+            out = rule.run(data, ctx.for_rule(rule))
             timings[rule.code] = round(time.perf_counter() - t0, 4)
             frames.append(
                 out.with_columns(
@@ -249,13 +280,22 @@ class Family(ABC):
                 for c, t in FINDING_SCHEMA.items()
             ]
         )
-        public_opts = {k: v for k, v in resolved.items() if not k.startswith("_") and v is not None}
-        return Report(
+        report = Report(
             family=self.name,
             inputs=data.inputs,
             findings=findings,
             rules_run=[r.code for r in chosen],
-            options=public_opts,
+            options=opts.public(),
             stats=dict(getattr(data, "stats", {})),
             timings=timings,
         )
+        self.summarise(report, ctx)
+        return report
+
+    def prepare(self, ctx: AuditContext) -> None:
+        """Check options against the data before any rule runs (fail fast); nothing by default."""
+        return None
+
+    def summarise(self, report: Report, ctx: AuditContext) -> None:
+        """Add the family's headline figures to ``report.stats`` (after the rules ran)."""
+        return None

@@ -40,11 +40,14 @@ from curate.families.base import (
 )
 from curate.findings import InputInfo, Report, rule_output
 from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame
+from curate.options import FamilyOptions
+from curate.rules import AuditContext
 from curate.schemas.glycan import (
     PLACEHOLDERS,
     ROW_MODELS,
     SPLIT_NAMES,
     Columns,
+    GlycanOptions,
     detect_columns,
     parse_list_cell,
 )
@@ -284,6 +287,7 @@ class GlycanFamily(Family):
     title = "Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)"
     task_categories = ("text-classification",)
     license = "mit"
+    Options = GlycanOptions
     #: The rows fix/export leave out: GL001 (no glycan, a label outside the task's classes, an
     #: unknown split, a non-numeric matrix value, a list or object where text belongs) and
     #: GL101/GL102 (a glycan string that does not parse). Each says the row's own value is
@@ -302,13 +306,17 @@ class GlycanFamily(Family):
     def load(
         self,
         paths: Sequence[str | Path],
+        options: FamilyOptions | None = None,
         *,
         progress: Progress | None = None,
-        task: str | None = None,
-        columns: dict[str, str] | None = None,
+        keep_records: bool = False,
         encoding: str | None = None,
-        **_: Any,
+        **raw: Any,
     ) -> GlycanData:
+        opts = self.options(options, **raw)
+        task, columns = opts.task, opts.columns
+        if isinstance(paths, str | Path):
+            paths = [paths]
         if not paths:
             raise UsageError("no input given")
         tables: list[GlycanTable] = []
@@ -355,6 +363,7 @@ class GlycanFamily(Family):
             schema_findings=rule_output(schema_rows),
             tables=tables,
             stats=stats,
+            options=opts,
         )
 
     def _normalise(
@@ -544,11 +553,11 @@ class GlycanFamily(Family):
         ]
         return GlycanTable(index, path, cols, raw, rows, cells), errs
 
-    def audit(self, data: LoadedDataset, **kwargs: Any) -> Report:
-        """Run the rules, then add per-table figures: task rows, label ceiling, leakage counts."""
+    def summarise(self, report: Report, ctx: AuditContext) -> None:
+        """Per-table figures: task rows, label ceiling, records with findings per rule."""
         from curate.audits.glycan import ceiling_accuracy
 
-        report = super().audit(data, **kwargs)
+        data = ctx.data
         assert isinstance(data, GlycanData)
         f = report.findings
         per = []
@@ -563,7 +572,6 @@ class GlycanFamily(Family):
                 info["label_ceiling"] = ceiling_accuracy(t)
             per.append(info)
         report.stats["tables"] = per
-        return report
 
     def _table_stats(self, data: GlycanData) -> list[dict[str, Any]]:
         return [dict(x) for x in data.stats["tables"]]
@@ -579,11 +587,13 @@ class GlycanFamily(Family):
         raw = table.raw.filter(keep).drop(columns)
         return _split_tables(table, raw, table.rows["split"].filter(keep))
 
-    def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
+    def fix(
+        self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
+    ) -> FixResult:
         from curate.audits.glycan import plan_fixes
 
         assert isinstance(data, GlycanData)
-        return plan_fixes(data, report, options)
+        return plan_fixes(data, report, self.options(options or data.options, **raw))
 
 
 def invalid_rows_and_columns(t: GlycanTable, invalid: pl.DataFrame) -> tuple[set[int], list[str]]:

@@ -38,7 +38,15 @@ from curate.families.base import (
 )
 from curate.findings import InputInfo, Report, dumps
 from curate.io import open_source, read_text
-from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
+from curate.options import FamilyOptions
+from curate.rules import AuditContext
+from curate.schemas.knowledge_editing import (
+    KEOptions,
+    MQuAKECase,
+    RemasteredCase,
+    layout_of,
+    record_id,
+)
 
 CASE_SCHEMA = {
     "row": pl.Int64,
@@ -258,6 +266,7 @@ class KnowledgeEditingFamily(Family):
     title = "Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)"
     task_categories = ("question-answering",)
     license = "mit"
+    Options = KEOptions
     #: Only the schema makes a case unpublishable: KE001 is a record that is not a case at all
     #: (a missing field, a number where a string belongs), so no reader of the published dataset
     #: could load it. The KE1xx consistency errors are findings *about* well-formed cases (a
@@ -275,12 +284,16 @@ class KnowledgeEditingFamily(Family):
     def load(
         self,
         paths: Sequence[str | Path],
+        options: FamilyOptions | None = None,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **_: Any,
+        **raw: Any,
     ) -> KEData:
+        opts = self.options(options, **raw)
+        if isinstance(paths, str | Path):
+            paths = [paths]
         if not paths:
             raise UsageError("no input given")
         # Loading allocates millions of small objects and creates no cycles: the cyclic GC
@@ -288,9 +301,11 @@ class KnowledgeEditingFamily(Family):
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._load(
+            data = self._load(
                 paths, progress=progress, keep_records=keep_records, encoding=encoding
             )
+            data.options = opts
+            return data
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -364,38 +379,34 @@ class KnowledgeEditingFamily(Family):
         )
 
     # ----------------------------------------------------------------- edit sets
-    def audit_options(self, data: LoadedDataset, **options: Any) -> dict[str, Any]:
-        assert isinstance(data, KEData)
-        spec = options.get("edit_set") or "all"
-        edited = resolve_edit_set(data, spec)
-        n_edited = int(edited.sum()) if edited.len() else 0
-        return {
-            **options,
-            "edit_set": spec,
-            "edited_cases": n_edited,
-            "unedited_cases": data.cases.height - n_edited,
-            "_edited": edited,
-        }
+    def prepare(self, ctx: AuditContext) -> None:
+        """Resolve the edit set before any rule runs: a bad ``ids:`` file or ``random:K`` with
+        K above the number of cases is an error now, not after minutes of other rules."""
+        ctx.table("edited")
 
-    def audit(self, data: LoadedDataset, **kwargs: Any) -> Report:
-        """Run the rules, then add the edit-set contamination figures a reader checks first."""
-        report = super().audit(data, **kwargs)
+    def summarise(self, report: Report, ctx: AuditContext) -> None:
+        """The edit-set contamination figures a reader checks first."""
         f = report.findings
-        opts = report.options
         contaminated = {
             code: f.filter(pl.col("rule") == code)["record"].n_unique()
             for code in ("KE201", "KE202")
             if code in report.rules_run
         }
+        edited: pl.Series = ctx.table("edited")
+        n_edited = int(edited.sum()) if edited.len() else 0
+        report.stats["edit_set"] = {
+            "spec": ctx.options.edit_set,
+            "edited_cases": n_edited,
+            "unedited_cases": edited.len() - n_edited,
+        }
         if contaminated:
             report.stats["contamination"] = {
-                "edit_set": opts.get("edit_set"),
-                "edited_cases": opts.get("edited_cases"),
+                "edit_set": ctx.options.edit_set,
+                "edited_cases": n_edited,
                 "edited_contaminated": contaminated.get("KE201"),
-                "unedited_cases": opts.get("unedited_cases"),
+                "unedited_cases": edited.len() - n_edited,
                 "unedited_contaminated": contaminated.get("KE202"),
             }
-        return report
 
     # ----------------------------------------------------------------- export / fix
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
@@ -407,11 +418,13 @@ class KnowledgeEditingFamily(Family):
             by_split.setdefault(split_of.get(row) or "train", []).append(case.to_original())
         return {s: _to_arrow(rows) for s, rows in by_split.items()}
 
-    def fix(self, data: LoadedDataset, report: Report, **options: Any) -> FixResult:
+    def fix(
+        self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
+    ) -> FixResult:
         from curate.audits.knowledge_editing import plan_fixes
 
         assert isinstance(data, KEData)
-        return plan_fixes(data, report, options)
+        return plan_fixes(data, report, self.options(options or data.options, **raw))
 
 
 def _to_arrow(rows: list[dict[str, Any]]) -> pa.Table:

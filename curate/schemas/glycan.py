@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
 from curate.errors import InputError
+from curate.options import FamilyOptions, option
 
 TASKS = ("taxonomy", "immunogenicity", "glycosylation", "interaction")
 LEVELS = ("species", "genus", "family", "order", "class", "phylum", "kingdom", "domain")
@@ -244,3 +246,52 @@ ROW_MODELS: dict[str, type[GlycanRow]] = {
     "immunogenicity": ImmunogenicityRow,
     "glycosylation": GlycosylationRow,
 }
+
+
+# --------------------------------------------------------------------------- options
+
+#: What ``--column KEY=NAME`` may override.
+COLUMN_KEYS = ("glycan", "label", "split", "protein")
+
+
+def _column_pairs(v: Any) -> Any:
+    """``["glycan=seq", "label=Link"]`` (the CLI's repeated flag) → ``{"glycan": "seq", ...}``."""
+    if isinstance(v, str):
+        v = [v]
+    if isinstance(v, list | tuple):
+        out: dict[str, str] = {}
+        for item in v:
+            key, sep, value = str(item).partition("=")
+            if not sep or not key.strip() or not value:
+                raise ValueError(f"{item!r}: expected KEY=NAME")
+            out[key.strip()] = value
+        v = out
+    if isinstance(v, dict):
+        unknown = sorted(set(v) - set(COLUMN_KEYS))
+        if unknown:
+            raise ValueError(f"unknown column role {unknown[0]!r}; use {', '.join(COLUMN_KEYS)}")
+    return v
+
+
+class GlycanOptions(FamilyOptions):
+    """Options of the glycan family."""
+
+    task: Literal["taxonomy", "immunogenicity", "glycosylation", "interaction"] | None = option(
+        None, help="Glycan task (detected from the header when omitted)."
+    )
+    columns: Annotated[dict[str, str], BeforeValidator(_column_pairs)] = option(
+        {},
+        help="Override a detected column: glycan=NAME, label=NAME, split=NAME, protein=NAME "
+        "(repeatable).",
+        flag="--column",
+    )
+    seed: int = option(0, help="Seed of the grouped re-split.", commands=("fix",))
+    resplit: bool = option(True, help="Re-split grouped by canonical key.", commands=("fix",))
+    mapping: Path | None = option(
+        None,
+        help='JSON {"<level>": {"<child>": "<parent>"}} overriding taxonomy fixes.',
+        commands=("fix",),
+    )
+
+    def input_files(self) -> list[Path]:
+        return [self.mapping] if self.mapping is not None else []

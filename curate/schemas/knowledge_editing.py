@@ -14,10 +14,14 @@ and saying so beats guessing.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Annotated, Any
 
 from annotated_types import Len
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from curate.options import FamilyOptions, option
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Triple = Annotated[list[NonEmpty], Len(3, 3)]
@@ -205,3 +209,31 @@ def record_id(record: dict[str, Any], index: int) -> str:
     if isinstance(cid, int | str) and not isinstance(cid, bool) and str(cid) != "":
         return str(cid)
     return f"#{index}"
+
+
+# --------------------------------------------------------------------------- options
+
+_EDIT_SET = re.compile(r"^(all|random:\d+(:\d*)?|ids:.+|split:.+)$")
+
+
+class KEOptions(FamilyOptions):
+    """Options of the knowledge-editing family."""
+
+    edit_set: str = option(
+        "all",
+        help="Cases edited together: all (default) | random:K[:SEED] (exactly random.seed(SEED); "
+        "random.sample(case ids in file order, K), SEED 100) | ids:FILE | split:N (the Remastered "
+        "split column's labels for N edits).",
+        commands=("audit", "fix", "export"),
+    )
+
+    @field_validator("edit_set")
+    @classmethod
+    def _spec(cls, v: str) -> str:
+        v = v.strip()
+        if not _EDIT_SET.match(v):
+            raise ValueError(f"bad edit set {v!r}: use all, random:K[:SEED], ids:FILE or split:N")
+        return v
+
+    def input_files(self) -> list[Path]:
+        return [Path(self.edit_set[4:])] if self.edit_set.startswith("ids:") else []

@@ -1,0 +1,440 @@
+"""The data commands — ``validate``, ``audit``, ``fix``, ``export`` — one subcommand per family.
+
+Why per-family subcommands: each family declares its options as a Pydantic model
+(:mod:`curate.options`), and ``curate audit glycan --help`` must show exactly the glycan options,
+while ``curate audit glycan data.csv --edit-set random:5`` must be a usage error (exit 2) that
+lists them, not a flag silently ignored. So ``audit`` is a group whose commands are the families,
+built on demand from the family's options model; a family added as a plug-in gets its commands
+without touching this file. The command line stays ``curate VERB FAMILY PATHS... [OPTIONS]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from curate.cli import terminal
+from curate.cli.terminal import Format
+from curate.errors import InputError
+from curate.families import Family, all_families, get_family
+from curate.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
+from curate.outputs import guard_file, guard_folder, manifest
+
+#: The command line of this run, for the output folder's marker (set by ``curate.cli.main``).
+COMMAND_LINE: list[str] = []
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+PathsArg = Annotated[
+    list[Path], typer.Argument(help="Files or dataset folders to read.", metavar="PATHS")
+]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option("--select", help="Only these rules: codes, prefixes, names or categories."),
+]
+IgnoreOpt = Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules.")]
+EncodingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding",
+        help="Text encoding of JSON, JSON Lines and CSV inputs, e.g. latin-1, cp1252, utf-16 "
+        "(default: UTF-8, or what a byte order mark says).",
+    ),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
+]
+OverwriteOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Replace --out if it is a folder curate wrote earlier (other folders are refused)."
+    ),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse (exit 1, nothing written) if any record fails the schema or cannot be "
+        "parsed, instead of leaving such records out.",
+    ),
+]
+FailOnOpt = Annotated[
+    FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
+]
+
+
+# --------------------------------------------------------------------------- shared steps
+
+
+def load_and_audit(
+    fam: Family,
+    paths: list[Path],
+    options: FamilyOptions,
+    *,
+    keep_records: bool = False,
+    encoding: str | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+):
+    """Loaded data and audit report: the first half of every data command."""
+    cb = terminal.progress()
+    try:
+        data = fam.load(paths, options, progress=cb, keep_records=keep_records, encoding=encoding)
+        report = fam.audit(data, options, progress=cb, select=select, ignore=ignore)
+    finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
+        terminal.clear_progress(cb)
+    return data, report
+
+
+def _protected(paths: list[Path], options: FamilyOptions) -> list[Path]:
+    """Every file this run reads: the data and the files its options name (``ids:``, mapping)."""
+    return [*paths, *options.input_files()]
+
+
+def _invalid(fam: Family, data, strict: bool):
+    """The records fix/export must leave out; with ``--strict``, exit 1 if there are any.
+
+    Why refuse before anything is written: a CI release step with ``--strict`` must either
+    publish every input record or nothing, never a silently shorter dataset.
+    """
+    from curate.families.base import describe_invalid
+
+    invalid = fam.invalid_records(data)
+    if strict and invalid.height:
+        total = sum(i.records for i in data.inputs)
+        typer.echo(f"curate: {describe_invalid(invalid, total)}", err=True)
+        raise typer.Exit(1)
+    return invalid
+
+
+def _require_rows(tables, invalid) -> None:
+    """Exit 2 naming the first invalid record when every record was invalid (nothing to write)."""
+    from curate.families.base import count_invalid
+
+    if invalid.height and not any(t.num_rows for t in tables.values()):
+        first = invalid.row(0, named=True)
+        raise InputError(
+            f"nothing to write: all {count_invalid(invalid)} records are invalid "
+            f"(first: {first['rule']} {first['message']})",
+            path=first["file"],
+            record=first["record"],
+            field=first["field"] or None,
+        )
+
+
+# --------------------------------------------------------------------------- the commands
+# Each takes the family and its validated options first; the rest of its signature becomes the
+# subcommand's parameters, followed by the family's options for that command.
+
+
+def validate(
+    fam: Family,
+    options: FamilyOptions,
+    paths: PathsArg,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    encoding: EncodingOpt = None,
+) -> None:
+    """Check every record against the family's schema (exit 1 if any record is invalid)."""
+    if output is not None:
+        guard_file(output, _protected(paths, options))
+    _, report = load_and_audit(
+        fam, paths, options, encoding=encoding, select=["schema", "integrity"]
+    )
+    terminal.emit(terminal.render(report, fmt, output), output)
+    raise typer.Exit(1 if report.fails("error") else 0)
+
+
+def audit(
+    fam: Family,
+    options: FamilyOptions,
+    paths: PathsArg,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    encoding: EncodingOpt = None,
+) -> None:
+    """Run the family's rules and report findings."""
+    if output is not None:
+        guard_file(output, _protected(paths, options))
+    _, report = load_and_audit(fam, paths, options, encoding=encoding, select=select, ignore=ignore)
+    terminal.emit(terminal.render(report, fmt, output), output)
+    raise typer.Exit(1 if report.fails(fail_on.value) else 0)
+
+
+def fix(
+    fam: Family,
+    options: FamilyOptions,
+    paths: PathsArg,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the remastered dataset.")],
+    overwrite: OverwriteOpt = False,
+    strict: StrictOpt = False,
+    encoding: EncodingOpt = None,
+) -> None:
+    """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched.
+
+    Records that fail the schema or cannot be parsed are dropped and kept whole in the changelog
+    (``--strict``: exit 1 and write nothing instead).
+    """
+    from curate.export import CardInfo, write_hf_dataset
+    from curate.families.base import invalid_section
+
+    protected = _protected(paths, options)
+    guard_folder(out, protected, overwrite=overwrite)
+    data, report = load_and_audit(fam, paths, options, keep_records=True, encoding=encoding)
+    invalid = _invalid(fam, data, strict)
+    result = fam.fix(data, report, options)
+    shown = options.public()
+    card = CardInfo(
+        pretty_name=f"{Path(paths[0]).stem} (remastered by curate)",
+        license=fam.license,
+        task_categories=fam.task_categories,
+        description=f"{fam.title}: fixed with `curate fix`"
+        + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else "."),
+        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        extra_sections=invalid_section(invalid),
+    )
+    _require_rows(result.tables, invalid)
+    write_hf_dataset(
+        out,
+        result.tables,
+        card,
+        report=report,
+        changelog=result.changelog,
+        extra_files=result.extra_files,
+        overwrite=overwrite,
+        inputs=protected,
+        marker=manifest(COMMAND_LINE, data.inputs),
+    )
+    s = result.summary
+    typer.echo(
+        f"wrote {out}: {sum(t.num_rows for t in result.tables.values())} records, "
+        f"{len(result.changelog)} changes (" + ", ".join(f"{k}={v}" for k, v in s.items()) + ")"
+    )
+
+
+def export(
+    fam: Family,
+    options: FamilyOptions,
+    paths: PathsArg,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the Hugging Face dataset.")],
+    max_rows_per_shard: Annotated[int, typer.Option(min=1)] = 100_000,
+    pretty_name: Annotated[str | None, typer.Option()] = None,
+    license: Annotated[str | None, typer.Option("--license")] = None,
+    overwrite: OverwriteOpt = False,
+    push_to_hub: Annotated[
+        str | None, typer.Option("--push-to-hub", help="Also upload to this dataset repo.")
+    ] = None,
+    strict: StrictOpt = False,
+    encoding: EncodingOpt = None,
+) -> None:
+    """Export the valid records as a Hugging Face dataset folder with an audited dataset card.
+
+    Records that fail the schema or cannot be parsed are left out and counted (on stdout and in
+    the card); ``--strict`` refuses instead (exit 1, nothing written).
+    """
+    from curate.export import CardInfo, write_hf_dataset
+    from curate.export import push_to_hub as push
+    from curate.families.base import count_invalid, invalid_section
+
+    protected = _protected(paths, options)
+    guard_folder(out, protected, overwrite=overwrite)
+    data, report = load_and_audit(fam, paths, options, keep_records=True, encoding=encoding)
+    invalid = _invalid(fam, data, strict)
+    card = CardInfo(
+        pretty_name=pretty_name or Path(paths[0]).stem,
+        license=license or fam.license,
+        task_categories=fam.task_categories,
+        description=f"{fam.title}, exported by `curate export`.",
+        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        extra_sections=invalid_section(invalid),
+    )
+    tables = fam.to_tables(data)
+    n_invalid = count_invalid(invalid)
+    _require_rows(tables, invalid)
+    write_hf_dataset(
+        out,
+        tables,
+        card,
+        report=report,
+        max_rows_per_shard=max_rows_per_shard,
+        overwrite=overwrite,
+        inputs=protected,
+        marker=manifest(COMMAND_LINE, data.inputs),
+    )
+    typer.echo(
+        f"wrote {out}: "
+        + ", ".join(f"{s}={t.num_rows}" for s, t in tables.items())
+        + f" ({n_invalid} invalid records left out)"
+    )
+    if push_to_hub:
+        push(out, push_to_hub)
+        typer.echo(f"pushed to {push_to_hub}")
+
+
+VERBS: dict[str, Callable[..., None]] = {
+    "validate": validate,
+    "audit": audit,
+    "fix": fix,
+    "export": export,
+}
+assert tuple(VERBS) == COMMANDS
+
+
+# --------------------------------------------------------------------------- building commands
+
+
+def _cli_type(annotation: Any) -> tuple[Any, bool]:
+    """The type a flag parses for an option field, and whether the flag repeats.
+
+    ``dict[str, str]`` fields are given as repeated ``KEY=VALUE`` flags (the model's validator
+    parses them); ``X | None`` stays optional; everything else is what typer already knows.
+    """
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _cli_type(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        inner, repeat = _cli_type(args[0]) if len(args) == 1 else (str, False)
+        return inner | None, repeat
+    if origin is dict:
+        return list[str] | None, True  # KEY=VALUE, repeated
+    if origin in (list, tuple, set):
+        return list[str] | None, True
+    return annotation, False
+
+
+def _strip(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` → ``X``."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return typing.get_args(annotation)[0]
+    return annotation
+
+
+def option_parameters(model: type[FamilyOptions], verb: str) -> list[inspect.Parameter]:
+    """One keyword parameter per option field the verb reads, annotated for typer."""
+    params = []
+    for name, info in model.model_fields.items():
+        if verb not in field_commands(model, name):
+            continue
+        cli_type, repeat = _cli_type(info.annotation)
+        default = info.get_default(call_default_factory=True)
+        if repeat or default is None:
+            default = None
+            if typing.get_origin(cli_type) not in (typing.Union, types.UnionType):
+                cli_type = cli_type | None
+        flag = field_flag(model, name)
+        decls = [flag] if cli_type is not bool else [f"{flag}/--no-{flag[2:]}"]
+        metavar = "KEY=NAME" if typing.get_origin(_strip(info.annotation)) is dict else None
+        opt = typer.Option(
+            *decls, help=info.description or "", rich_help_panel="Family options", metavar=metavar
+        )
+        params.append(
+            inspect.Parameter(
+                f"opt_{name}",
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=Annotated[cli_type, opt],
+            )
+        )
+    return params
+
+
+def family_command(verb: str, fam: Family) -> Any:
+    """The click command ``curate VERB FAMILY``: the verb's parameters, then its options."""
+    impl = VERBS[verb]
+    hints = typing.get_type_hints(impl, include_extras=True)
+    base = [
+        p.replace(annotation=hints[p.name], kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in inspect.signature(impl).parameters.values()
+        if p.name not in ("fam", "options")
+    ]
+    extra = option_parameters(fam.Options, verb)
+
+    def command(**kwargs: Any) -> None:
+        raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
+        options = fam.options(**raw)
+        impl(fam, options, **kwargs)
+
+    params = base + extra
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    doc = inspect.getdoc(impl) or ""
+    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {fam.title}.")(command)
+    cmd = typer.main.get_command(sub)
+    cmd.name = fam.name
+    return cmd
+
+
+class FamilyGroup(TyperGroup):
+    """``curate VERB`` — its commands are the families, built when asked for.
+
+    An unknown family or a flag the family lacks is a usage error (exit 2) that names what there
+    is, so a typo is never a silently ignored option.
+    """
+
+    verb: str = "audit"
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(all_families())
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        try:
+            fam = get_family(cmd_name)
+        except Exception:  # unknown: let click say "No such command" with the list below
+            return None
+        return _with_options_hint(family_command(self.verb, fam), fam, self.verb)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except typer.TyperException as e:
+            if hasattr(e, "message") and "No such command" in e.message:
+                e.message += f" Families: {', '.join(all_families())}."
+            raise
+
+
+def _with_options_hint(cmd: Any, fam: Family, verb: str) -> Any:
+    """Add the family's options to a 'no such option' error of its command."""
+    original = cmd.parse_args
+
+    def parse_args(ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return original(ctx, args)
+        except typer.TyperException as e:
+            if type(e).__name__ == "NoSuchOption" and hasattr(e, "message"):
+                e.message += f" ({fam.name} options for {verb}: {describe(fam.Options, verb)})"
+            raise
+
+    cmd.parse_args = parse_args
+    return cmd
+
+
+def verb_group(verb: str) -> TyperGroup:
+    """The ``curate VERB`` group (a fresh class per verb, so each knows its verb)."""
+    cls = type(f"{verb.title()}Group", (FamilyGroup,), {"verb": verb})
+    doc = (inspect.getdoc(VERBS[verb]) or "").split("\n\n")[0]
+    return cls(
+        name=verb,
+        help=f"{doc} Usage: curate {verb} FAMILY PATHS... [OPTIONS].",
+        no_args_is_help=True,
+        subcommand_metavar="FAMILY PATHS...",
+    )

@@ -1,0 +1,127 @@
+"""What the terminal sees: colour that follows the destination, unwrapped text off a terminal,
+and a progress bar on stderr only where a person watches it.
+
+Why its own module: every command renders through here, so the rules (``NO_COLOR`` wins, then
+``FORCE_COLOR``, else colour only on a terminal; never ANSI codes in an ``--output`` file; no bar in
+CI logs) live in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from curate.outputs import write_bytes_atomic
+from curate.reports import RENDERERS
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def env_flag(name: str) -> bool:
+    """A ``NO_COLOR``-style switch: set to any non-empty value means on."""
+    return os.environ.get(name, "") != ""
+
+
+def color_for(stream) -> bool:
+    """Colour on ``stream``: ``NO_COLOR`` wins, then ``FORCE_COLOR``, else only on a terminal."""
+    if env_flag("NO_COLOR"):
+        return False
+    return env_flag("FORCE_COLOR") or stream.isatty()
+
+
+#: The stage string :meth:`curate.families.base.Family.audit` reports for each rule.
+_RULE_STAGE = re.compile(r"rule (\d+)/(\d+): ")
+
+
+class TerminalProgress:
+    """A rich progress line on stderr: stage, rows read or a bar over the rules, elapsed time.
+
+    Started on the first callback and cleared by :meth:`stop`, which the data commands call
+    on every exit path (an error, Ctrl-C) so that no half-drawn bar or hidden cursor is left
+    behind.
+    """
+
+    def __init__(self, console=None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        if console is None:
+            console = Console(file=sys.stderr, no_color=not color_for(sys.stderr))
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[done]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            redirect_stdout=False,
+        )
+        self._task = None
+
+    def __call__(self, stage: str, n: int) -> None:
+        m = _RULE_STAGE.match(stage)
+        if m:  # n rules done of the total: the bar fills over the rules
+            fields = {"total": int(m.group(2)), "completed": n, "done": ""}
+        else:  # rows read so far; the total is not known before the end of the input
+            fields = {"total": None, "completed": 0, "done": f"{n:,} rows"}
+        if self._task is None:
+            self._bar.start()
+            self._task = self._bar.add_task(stage, **fields)
+        else:
+            self._bar.update(self._task, description=stage, **fields)
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
+def progress() -> TerminalProgress | None:
+    """A progress callback when stderr is a terminal; none in CI logs, pipes or files."""
+    if not sys.stderr.isatty() or env_flag("CI"):
+        return None
+    return TerminalProgress()
+
+
+def clear_progress(cb: TerminalProgress | None) -> None:
+    """Erase the progress line (safe to call when it never started, or twice)."""
+    if cb is not None:
+        cb.stop()
+
+
+def emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_bytes_atomic(output, text.encode("utf-8"))
+        typer.echo(f"report written to {output}", err=True)
+
+
+def render(report, fmt: Format, output: Path | None = None) -> str:
+    """The report for its destination: colour and wrapping only on a terminal's stdout.
+
+    A file (``--output``) gets neither, whatever the environment says; a pipe gets colour only
+    with ``FORCE_COLOR`` and is never wrapped (one finding per line, for ``grep``).
+    """
+    if fmt is Format.text:
+        if output is not None:
+            return RENDERERS["text"](report, color=False, width=None)
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        return RENDERERS["text"](report, color=color_for(sys.stdout), width=width)
+    return RENDERERS[fmt.value](report)
