@@ -1,11 +1,39 @@
 """curate: validate, audit, fix and republish machine-learning datasets.
 
-The library API is what the CLI calls and what tests exercise directly:
+The Python API (see ``docs/api.md``)::
 
-- :func:`curate.families.get_family` finds a dataset family (schema + reader + rules + fixes);
-- ``Family.load`` reads files into a :class:`~curate.families.LoadedDataset`;
-- ``Family.audit`` runs the family's rules and returns a :class:`~curate.findings.Report`;
-- ``Family.fix`` and :func:`curate.export.write_hf_dataset` write the remastered dataset.
+    import curate
+    report = curate.audit("mquake", "data.json", edit_set="random:100")
+    report.findings          # polars DataFrame; report.to_pandas() for pandas
+    curate.fix("glycan", "taxonomy.csv", out="fixed/")
+    curate.export("mquake", "data.json", out="hf/")
+
+The functions are loaded on first use (``curate.audit`` imports :mod:`curate.api`), so that
+``import curate`` and the command line start without loading polars, pyarrow and pydantic twice.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_API = ("load", "audit", "fix", "export", "Outcome", "StrictRefusal")
+
+if TYPE_CHECKING:
+    from curate.api import Outcome, StrictRefusal, audit, export, fix, load
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from curate import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'curate' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
+
+
+__all__ = ["Outcome", "StrictRefusal", "__version__", "audit", "export", "fix", "load"]

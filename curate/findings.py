@@ -157,6 +157,10 @@ class Report:
     def records(self) -> int:
         return sum(i.records for i in self.inputs)
 
+    def to_pandas(self) -> Any:
+        """The findings as a pandas DataFrame (``details`` and ``fix`` stay JSON text)."""
+        return self.findings.to_pandas()
+
     def iter_findings(self) -> list[Finding]:
         return [
             Finding(

@@ -26,7 +26,6 @@ import curate.cli.main as cli
 import curate.cli.terminal as term
 from curate.cli.commands import load_and_audit
 from curate.families import get_family
-from curate.families import get_family
 
 ESC = "\x1b["
 #: Select Graphic Rendition (colour, bold...), as opposed to cursor movement.

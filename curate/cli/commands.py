@@ -23,10 +23,9 @@ from typer.core import TyperGroup
 
 from curate.cli import terminal
 from curate.cli.terminal import Format
-from curate.errors import InputError
 from curate.families import Family, all_families, get_family
 from curate.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
-from curate.outputs import guard_file, guard_folder, manifest
+from curate.outputs import guard_file
 
 #: The command line of this run, for the output folder's marker (set by ``curate.cli.main``).
 COMMAND_LINE: list[str] = []
@@ -106,37 +105,6 @@ def _protected(paths: list[Path], options: FamilyOptions) -> list[Path]:
     return [*paths, *options.input_files()]
 
 
-def _invalid(fam: Family, data, strict: bool):
-    """The records fix/export must leave out; with ``--strict``, exit 1 if there are any.
-
-    Why refuse before anything is written: a CI release step with ``--strict`` must either
-    publish every input record or nothing, never a silently shorter dataset.
-    """
-    from curate.families.base import describe_invalid
-
-    invalid = fam.invalid_records(data)
-    if strict and invalid.height:
-        total = sum(i.records for i in data.inputs)
-        typer.echo(f"curate: {describe_invalid(invalid, total)}", err=True)
-        raise typer.Exit(1)
-    return invalid
-
-
-def _require_rows(tables, invalid) -> None:
-    """Exit 2 naming the first invalid record when every record was invalid (nothing to write)."""
-    from curate.families.base import count_invalid
-
-    if invalid.height and not any(t.num_rows for t in tables.values()):
-        first = invalid.row(0, named=True)
-        raise InputError(
-            f"nothing to write: all {count_invalid(invalid)} records are invalid "
-            f"(first: {first['rule']} {first['message']})",
-            path=first["file"],
-            record=first["record"],
-            field=first["field"] or None,
-        )
-
-
 # --------------------------------------------------------------------------- the commands
 # Each takes the family and its validated options first; the rest of its signature becomes the
 # subcommand's parameters, followed by the family's options for that command.
@@ -193,40 +161,29 @@ def fix(
     Records that fail the schema or cannot be parsed are dropped and kept whole in the changelog
     (``--strict``: exit 1 and write nothing instead).
     """
-    from curate.export import CardInfo, write_hf_dataset
-    from curate.families.base import invalid_section
+    from curate import api
 
-    protected = _protected(paths, options)
-    guard_folder(out, protected, overwrite=overwrite)
-    data, report = load_and_audit(fam, paths, options, keep_records=True, encoding=encoding)
-    invalid = _invalid(fam, data, strict)
-    result = fam.fix(data, report, options)
-    shown = options.public()
-    card = CardInfo(
-        pretty_name=f"{Path(paths[0]).stem} (remastered by curate)",
-        license=fam.license,
-        task_categories=fam.task_categories,
-        description=f"{fam.title}: fixed with `curate fix`"
-        + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else "."),
-        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
-        extra_sections=invalid_section(invalid),
-    )
-    _require_rows(result.tables, invalid)
-    write_hf_dataset(
-        out,
-        result.tables,
-        card,
-        report=report,
-        changelog=result.changelog,
-        extra_files=result.extra_files,
-        overwrite=overwrite,
-        inputs=protected,
-        marker=manifest(COMMAND_LINE, data.inputs),
-    )
-    s = result.summary
+    cb = terminal.progress()
+    try:
+        done = api.fix(
+            fam,
+            paths,
+            out,
+            overwrite=overwrite,
+            strict=strict,
+            encoding=encoding,
+            progress=cb,
+            command=COMMAND_LINE,
+            **options.model_dump(exclude_unset=True),
+        )
+    finally:
+        terminal.clear_progress(cb)
+    assert done.fix is not None
+    s = done.fix.summary
     typer.echo(
-        f"wrote {out}: {sum(t.num_rows for t in result.tables.values())} records, "
-        f"{len(result.changelog)} changes (" + ", ".join(f"{k}={v}" for k, v in s.items()) + ")"
+        f"wrote {out}: {done.rows} records, {len(done.fix.changelog)} changes ("
+        + ", ".join(f"{k}={v}" for k, v in s.items())
+        + ")"
     )
 
 
@@ -250,39 +207,31 @@ def export(
     Records that fail the schema or cannot be parsed are left out and counted (on stdout and in
     the card); ``--strict`` refuses instead (exit 1, nothing written).
     """
-    from curate.export import CardInfo, write_hf_dataset
-    from curate.export import push_to_hub as push
-    from curate.families.base import count_invalid, invalid_section
+    from curate import api
+    from curate.publish import push_to_hub as push
 
-    protected = _protected(paths, options)
-    guard_folder(out, protected, overwrite=overwrite)
-    data, report = load_and_audit(fam, paths, options, keep_records=True, encoding=encoding)
-    invalid = _invalid(fam, data, strict)
-    card = CardInfo(
-        pretty_name=pretty_name or Path(paths[0]).stem,
-        license=license or fam.license,
-        task_categories=fam.task_categories,
-        description=f"{fam.title}, exported by `curate export`.",
-        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
-        extra_sections=invalid_section(invalid),
-    )
-    tables = fam.to_tables(data)
-    n_invalid = count_invalid(invalid)
-    _require_rows(tables, invalid)
-    write_hf_dataset(
-        out,
-        tables,
-        card,
-        report=report,
-        max_rows_per_shard=max_rows_per_shard,
-        overwrite=overwrite,
-        inputs=protected,
-        marker=manifest(COMMAND_LINE, data.inputs),
-    )
+    cb = terminal.progress()
+    try:
+        done = api.export(
+            fam,
+            paths,
+            out,
+            overwrite=overwrite,
+            strict=strict,
+            encoding=encoding,
+            license=license,
+            pretty_name=pretty_name,
+            max_rows_per_shard=max_rows_per_shard,
+            progress=cb,
+            command=COMMAND_LINE,
+            **options.model_dump(exclude_unset=True),
+        )
+    finally:
+        terminal.clear_progress(cb)
     typer.echo(
         f"wrote {out}: "
-        + ", ".join(f"{s}={t.num_rows}" for s, t in tables.items())
-        + f" ({n_invalid} invalid records left out)"
+        + ", ".join(f"{s}={t.num_rows}" for s, t in done.tables.items())
+        + f" ({done.invalid_records} invalid records left out)"
     )
     if push_to_hub:
         push(out, push_to_hub)

@@ -19,6 +19,7 @@ import orjson
 import typer
 
 from curate import __version__
+from curate.api import StrictRefusal
 from curate.cli import commands
 from curate.cli.terminal import Format
 from curate.errors import InputError, RemoteError, UsageError
@@ -96,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         return rc if isinstance(rc, int) else 0
     except typer.Exit as e:
         return e.exit_code
+    except StrictRefusal as e:  # --strict and invalid records: a failed check, nothing written
+        typer.echo(f"curate: {e}", err=True)
+        return 1
     except (InputError, UsageError, RemoteError) as e:
         line = e.one_line() if isinstance(e, InputError) else str(e)
         typer.echo(f"curate: error: {line}", err=True)

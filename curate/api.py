@@ -1,0 +1,263 @@
+"""The Python API: what the CLI does, as functions that return data instead of printing.
+
+    import curate
+
+    report = curate.audit("mquake", "MQuAKE-hard.json", edit_set="random:100")
+    report.findings            # a polars DataFrame, one row per finding
+    report.to_pandas()         # the same as pandas
+    result = curate.fix("mquake", "MQuAKE-hard.json", out="remastered/", edit_set="random:100")
+    curate.export("glycan", "taxonomy.csv", out="hf/")
+
+Why the CLI is a layer over this module and not the other way round: a notebook, a test or a CI
+script needs the findings as a table, not a rendered report to parse; and one implementation of
+fix/export means the API can never publish what the CLI would refuse (invalid records, unsafe
+output paths). Options are the family's own (see ``curate rules FAMILY`` and
+``curate audit FAMILY --help``) and are validated the same way: a misspelt option raises
+:class:`~curate.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from curate.errors import InputError, UsageError
+from curate.families import Family, get_family
+from curate.families.base import (
+    FixResult,
+    LoadedDataset,
+    Progress,
+    count_invalid,
+    describe_invalid,
+    invalid_section,
+)
+from curate.findings import Report
+from curate.options import FamilyOptions
+from curate.outputs import guard_folder, manifest
+
+PathLike = str | Path
+Paths = PathLike | Sequence[PathLike]
+
+
+class StrictRefusal(Exception):
+    """``strict=True`` and some records are invalid: nothing was written (the CLI exits 1)."""
+
+
+def _family(family: str | Family) -> Family:
+    return family if isinstance(family, Family) else get_family(family)
+
+
+def _paths(paths: Paths) -> list[Path]:
+    """One path or several; a ``str`` is one path, never a sequence of characters."""
+    if isinstance(paths, str | Path):
+        return [Path(paths)]
+    out = [Path(p) for p in paths]
+    if not out:
+        raise UsageError("no input given")
+    return out
+
+
+def load(
+    family: str | Family,
+    paths: Paths,
+    *,
+    encoding: str | None = None,
+    keep_records: bool = False,
+    progress: Progress | None = None,
+    **options: Any,
+) -> LoadedDataset:
+    """Read and validate ``paths`` as ``family`` (schema findings are kept, not raised)."""
+    fam = _family(family)
+    opts = fam.options(**options)
+    return fam.load(
+        _paths(paths), opts, encoding=encoding, keep_records=keep_records, progress=progress
+    )
+
+
+def audit(
+    family: str | Family,
+    paths: Paths | LoadedDataset,
+    *,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> Report:
+    """Run the family's rules (``select``/``ignore`` as in ``--select``) and return the report.
+
+    ``paths`` may also be data returned by :func:`load`, to audit it several ways without
+    reading it again.
+    """
+    fam = _family(family)
+    if isinstance(paths, LoadedDataset):
+        data = paths
+        opts = fam.options(data.options, **options) if options else data.options
+    else:
+        opts = fam.options(**options)
+        data = fam.load(_paths(paths), opts, encoding=encoding, progress=progress)
+    return fam.audit(data, opts, select=select, ignore=ignore, progress=progress)
+
+
+@dataclass
+class Outcome:
+    """What :func:`fix` or :func:`export` produced: the report, the tables, where they went."""
+
+    report: Report
+    tables: dict[str, Any]
+    path: Path | None = None
+    fix: FixResult | None = None
+    #: Findings of the records left out as invalid (``rule, row, record, field, message, file``).
+    invalid: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    @property
+    def invalid_records(self) -> int:
+        return count_invalid(self.invalid) if self.invalid.height else 0
+
+    @property
+    def rows(self) -> int:
+        return sum(t.num_rows for t in self.tables.values())
+
+
+def _invalid(fam: Family, data: LoadedDataset, strict: bool) -> pl.DataFrame:
+    invalid = fam.invalid_records(data)
+    if strict and invalid.height:
+        total = sum(i.records for i in data.inputs)
+        raise StrictRefusal(describe_invalid(invalid, total))
+    return invalid
+
+
+def _require_rows(tables: dict[str, Any], invalid: pl.DataFrame) -> None:
+    """Every record invalid: nothing to write, said with the first invalid record."""
+    if invalid.height and not any(t.num_rows for t in tables.values()):
+        first = invalid.row(0, named=True)
+        raise InputError(
+            f"nothing to write: all {count_invalid(invalid)} records are invalid "
+            f"(first: {first['rule']} {first['message']})",
+            path=first["file"],
+            record=first["record"],
+            field=first["field"] or None,
+        )
+
+
+def fix(
+    family: str | Family,
+    paths: Paths,
+    out: PathLike | None = None,
+    *,
+    overwrite: bool = False,
+    strict: bool = False,
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    command: Sequence[str] | None = None,
+    **options: Any,
+) -> Outcome:
+    """Remaster ``paths``: apply the fixes, leave out invalid records, and (with ``out``) write
+    the Hugging Face folder with ``changelog.jsonl``, ``audit.json`` and the card.
+
+    ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
+    """
+    from curate.publish import CardInfo, write_hf_dataset
+
+    fam = _family(family)
+    opts = fam.options(**options)
+    files = _paths(paths)
+    protected = [*files, *opts.input_files()]
+    if out is not None:
+        guard_folder(out, protected, overwrite=overwrite)
+    data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
+    report = fam.audit(data, opts, progress=progress)
+    invalid = _invalid(fam, data, strict)
+    result = fam.fix(data, report, opts)
+    _require_rows(result.tables, invalid)
+    written = None
+    if out is not None:
+        shown = opts.public()
+        card = CardInfo(
+            pretty_name=f"{files[0].stem} (remastered by curate)",
+            license=fam.license,
+            task_categories=fam.task_categories,
+            description=f"{fam.title}: fixed with `curate fix`"
+            + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else "."),
+            source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+            extra_sections=invalid_section(invalid),
+        )
+        written = write_hf_dataset(
+            out,
+            result.tables,
+            card,
+            report=report,
+            changelog=result.changelog,
+            extra_files=result.extra_files,
+            overwrite=overwrite,
+            inputs=protected,
+            marker=manifest(command or ["curate.fix", fam.name], data.inputs),
+        )
+    return Outcome(report, result.tables, written, result, invalid)
+
+
+def export(
+    family: str | Family,
+    paths: Paths,
+    out: PathLike,
+    *,
+    overwrite: bool = False,
+    strict: bool = False,
+    encoding: str | None = None,
+    license: str | None = None,
+    pretty_name: str | None = None,
+    max_rows_per_shard: int | None = None,
+    progress: Progress | None = None,
+    command: Sequence[str] | None = None,
+    **options: Any,
+) -> Outcome:
+    """Write the valid records of ``paths`` as a Hugging Face dataset folder at ``out`` (parquet
+    shards per split, a card with the audit summary, ``audit.json``); invalid records are left
+    out and counted (``strict=True``: :class:`StrictRefusal`, nothing written)."""
+    from curate.publish import DEFAULT_MAX_ROWS_PER_SHARD, CardInfo, write_hf_dataset
+
+    fam = _family(family)
+    opts = fam.options(**options)
+    files = _paths(paths)
+    protected = [*files, *opts.input_files()]
+    guard_folder(out, protected, overwrite=overwrite)
+    data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
+    report = fam.audit(data, opts, progress=progress)
+    invalid = _invalid(fam, data, strict)
+    card = CardInfo(
+        pretty_name=pretty_name or files[0].stem,
+        license=license or fam.license,
+        task_categories=fam.task_categories,
+        description=f"{fam.title}, exported by `curate export`.",
+        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        extra_sections=invalid_section(invalid),
+    )
+    tables = fam.to_tables(data)
+    _require_rows(tables, invalid)
+    written = write_hf_dataset(
+        out,
+        tables,
+        card,
+        report=report,
+        max_rows_per_shard=max_rows_per_shard or DEFAULT_MAX_ROWS_PER_SHARD,
+        overwrite=overwrite,
+        inputs=protected,
+        marker=manifest(command or ["curate.export", fam.name], data.inputs),
+    )
+    return Outcome(report, tables, written, None, invalid)
+
+
+__all__ = [
+    "FamilyOptions",
+    "Outcome",
+    "Report",
+    "StrictRefusal",
+    "audit",
+    "export",
+    "fix",
+    "load",
+]
