@@ -21,7 +21,7 @@ import typer
 
 from curate import __version__
 from curate.errors import InputError, RemoteError, UsageError
-from curate.families import all_families, get_family
+from curate.families import all_families, broken_families, get_family
 from curate.outputs import (
     Interrupted,
     guard_file,
@@ -57,7 +57,14 @@ class FailOn(StrEnum):
 FamilyArg = Annotated[
     str, typer.Argument(help="Dataset family: knowledge-editing (alias mquake) or glycan.")
 ]
-PathsArg = Annotated[list[Path], typer.Argument(help="Files or dataset folders to read.")]
+# Strings, not Paths: a Path folds hf://datasets/... into hf:/datasets/... (see curate.io).
+PathsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Files or dataset folders to read: a path, FOLDER:CONFIG, hf://datasets/OWNER/NAME"
+        "[/PATH], or - for standard input (.gz and .zst files are decompressed)."
+    ),
+]
 EditSetOpt = Annotated[
     str | None,
     typer.Option(
@@ -207,9 +214,12 @@ def _columns(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _protected(paths: list[Path], edit_set: str | None = None, mapping: Path | None = None):
-    """Every file this run reads: data, an ``ids:`` edit-set file, a ``--mapping`` file."""
-    out: list[Path] = list(paths)
+def _protected(paths: list[str], edit_set: str | None = None, mapping: Path | None = None):
+    """Every local file this run reads: data, an ``ids:`` edit-set file, a ``--mapping`` file."""
+    from curate.io import check_inputs, local_input
+
+    check_inputs(paths)
+    out: list[Path] = [p for p in map(local_input, paths) if p is not None]
     if edit_set and edit_set.strip().startswith("ids:"):
         out.append(Path(edit_set.strip()[4:]))
     if mapping is not None:
@@ -239,7 +249,7 @@ def _render(report, fmt: Format, output: Path | None = None) -> str:
 
 def _load_and_audit(
     family: str,
-    paths: list[Path],
+    paths: list[str],
     *,
     task: str | None,
     column: list[str] | None,
@@ -505,6 +515,9 @@ def rules(
 ) -> None:
     """List rules with their code, category, severity and documentation."""
     fams = [get_family(family)] if family else list(all_families().values())
+    if not family:  # one broken plug-in is one line, and the others are still listed
+        for why in broken_families().values():
+            typer.echo(f"curate: warning: {why}", err=True)
     chosen = [r for f in fams for r in f.rules if code is None or r.code == code.upper()]
     if code and not chosen:
         raise UsageError(f"no rule {code!r}")
