@@ -598,7 +598,10 @@ class _Closing:
         self._inner, self._f = inner, f
 
     def read(self, n: int) -> bytes:
-        return self._inner.read(n)
+        # read1: what one step decompressed, so that a stream cut short still hands over (and
+        # counts) the bytes before the cut instead of discarding a whole request.
+        read1 = getattr(self._inner, "read1", None)
+        return read1(n) if read1 is not None else self._inner.read(n)
 
     def seekable(self) -> bool:
         return False
@@ -900,8 +903,11 @@ def _hub_call(label: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> 
         raise _hub_error(label, e) from None
 
 
-def _remote_blob(fs: Any, fspath: str, label: InputName) -> _Blob:
-    _, compression, suffix = _file_kind(fspath.rsplit("/", 1)[-1], label)
+def _remote_blob(fs: Any, fspath: str, label: InputName, data: bool = True) -> _Blob:
+    """A file on the Hub; ``data=False``: any file (a card), read as stored, for its hash."""
+    compression, suffix = None, ""
+    if data:
+        _, compression, suffix = _file_kind(fspath.rsplit("/", 1)[-1], label)
 
     def raw() -> BinaryIO:
         f = _hub_call(label, fs.open, fspath, "rb")
@@ -927,18 +933,18 @@ def _resolve_remote(text: str) -> _Input:
     fs = _hub_fs()
     label = InputName(text)
     fspath = text[len(HF_SCHEME) :].rstrip("/")
-    config = None
+    folder, config = _split_config(fspath)
     try:
         info = fs.info(fspath)
-    except FileNotFoundError as e:
-        folder, config = _split_config(fspath)
+        config = None
+    except Exception as e:
+        # Not found as written (or refused: a colon is not valid in a repository id): a
+        # FOLDER:CONFIG, if it has the shape of one.
         if config is None:
             raise _hub_error(label, e) from None
         label = InputName(HF_SCHEME + folder)
         fspath = folder
         info = _hub_call(label, fs.info, fspath)
-    except Exception as e:
-        raise _hub_error(label, e) from None
     if info.get("type") != "directory":
         if config is not None:
             raise InputError(f"a config ({config!r}) is chosen in a folder, not a file", path=label)
@@ -1027,7 +1033,10 @@ class _RemoteTree:
         )
         h = hashlib.sha256()
         for rel in rels:
-            sha = _remote_sha256(self.file(rel), self.infos.get(rel, {}))
+            blob = _remote_blob(
+                self.fs, f"{self.root}/{rel}", InputName(f"{self.label}/{rel}"), False
+            )
+            sha = _remote_sha256(blob, self.infos.get(rel, {}))
             h.update(f"{rel}\0{sha}\n".encode())
         return h.hexdigest()
 
