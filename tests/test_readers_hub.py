@@ -687,3 +687,39 @@ def test_stdin_through_a_real_pipe(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["inputs"][0]["sha256"] == hashlib.sha256(packed).hexdigest()
     assert report["inputs"][0]["records"] == 52
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    recs=st.lists(
+        st.dictionaries(
+            st.text(min_size=1, max_size=8),
+            st.one_of(
+                st.none(),
+                st.integers(-(2**63), 2**64 - 1),  # orjson reads no wider integers
+                st.text(max_size=30),
+                st.floats(allow_nan=False, allow_infinity=False),
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    as_lines=st.booleans(),
+    indent=st.sampled_from([None, 2]),
+    lead=st.sampled_from(["", "\n", "  \r\n", "\ufeff"]),
+)
+def test_stdin_sniffing_round_trips(monkeypatch, recs, as_lines: bool, indent, lead: str) -> None:
+    """Whatever the records, a JSON array and JSON Lines on stdin are told apart and read back
+    exactly (as from a file)."""
+    if as_lines:
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
+    else:
+        text = json.dumps(recs, ensure_ascii=False, indent=indent)
+    feed(monkeypatch, (lead + text).encode())
+    src = open_source("-")
+    assert src.format == ("jsonl" if as_lines else "json")
+    assert [r for b in src.batches for r in b.rows] == recs
