@@ -51,14 +51,37 @@ def _family(family: str | Family) -> Family:
     return family if isinstance(family, Family) else get_family(family)
 
 
-def _paths(paths: Paths) -> list[Path]:
-    """One path or several; a ``str`` is one path, never a sequence of characters."""
-    if isinstance(paths, str | Path):
-        return [Path(paths)]
-    out = [Path(p) for p in paths]
+def _paths(paths: Paths) -> list[str]:
+    """One path or several; a ``str`` is one path, never a sequence of characters.
+
+    Kept as strings: ``hf://datasets/...`` and ``FOLDER:CONFIG`` are not file-system paths.
+    """
+    from curate.io import check_inputs
+
+    out = [str(paths)] if isinstance(paths, str | Path) else [str(p) for p in paths]
     if not out:
         raise UsageError("no input given")
+    check_inputs(out)
     return out
+
+
+def _stem(path: str) -> str:
+    """A readable dataset name from an input: ``data/x.json.gz`` → ``x``, ``hf://.../name``."""
+    name = path.rstrip("/").rsplit("/", 1)[-1].split(":")[0] or "dataset"
+    for suffix in (".gz", ".zst"):
+        name = name.removesuffix(suffix)
+    return Path(name).stem or name
+
+
+def protected_inputs(paths: Sequence[PathLike], options: FamilyOptions) -> list[Path]:
+    """Every local file or folder a run reads — the data (the folder behind ``FOLDER:CONFIG``)
+    and the files its options name (``ids:``, ``--mapping``) — for the output guard."""
+    from curate.io import check_inputs, local_input
+
+    names = [str(p) for p in paths]
+    check_inputs(names)
+    local = [p for p in map(local_input, names) if p is not None]
+    return [*local, *options.input_files()]
 
 
 def load(
@@ -166,7 +189,7 @@ def fix(
     fam = _family(family)
     opts = fam.options(**options)
     files = _paths(paths)
-    protected = [*files, *opts.input_files()]
+    protected = protected_inputs(files, opts)
     if out is not None:
         guard_folder(out, protected, overwrite=overwrite)
     data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
@@ -178,7 +201,7 @@ def fix(
     if out is not None:
         shown = opts.public()
         card = CardInfo(
-            pretty_name=f"{files[0].stem} (remastered by curate)",
+            pretty_name=f"{_stem(files[0])} (remastered by curate)",
             license=fam.license,
             task_categories=fam.task_categories,
             description=f"{fam.title}: fixed with `curate fix`"
@@ -223,13 +246,13 @@ def export(
     fam = _family(family)
     opts = fam.options(**options)
     files = _paths(paths)
-    protected = [*files, *opts.input_files()]
+    protected = protected_inputs(files, opts)
     guard_folder(out, protected, overwrite=overwrite)
     data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
     card = CardInfo(
-        pretty_name=pretty_name or files[0].stem,
+        pretty_name=pretty_name or _stem(files[0]),
         license=license or fam.license,
         task_categories=fam.task_categories,
         description=f"{fam.title}, exported by `curate export`.",

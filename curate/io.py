@@ -1,9 +1,35 @@
 """Reading dataset files into record batches, with one-line errors for unusable input.
 
-Formats: JSON array, JSON Lines, parquet, CSV (flat tables only), and Hugging Face dataset folders
-(the hub layout ``data/<split>-*.parquet`` and ``Dataset.save_to_disk`` output). Parquet, JSON Lines
-and Arrow are streamed in batches so memory follows the batch, not the file; a JSON *array* must be
-parsed whole (that is the format), so big data belongs in JSON Lines or parquet.
+Formats: JSON array, JSON Lines, parquet, CSV/TSV (flat tables only), and Hugging Face dataset
+folders (the hub layout ``data/<split>-*.parquet``, a repository whose card declares ``configs``,
+and ``Dataset.save_to_disk`` output). Parquet, JSON Lines and Arrow are streamed in batches so
+memory follows the batch, not the file; a JSON *array* must be parsed whole (that is the format),
+so big data belongs in JSON Lines or parquet.
+
+Where inputs come from (every one of them is a string, never folded through :class:`Path`):
+
+* a local file or folder;
+* ``FOLDER:CONFIG`` — one config of a folder whose ``README.md`` card declares ``configs:``
+  (the Hub's multi-config layout). Without ``:CONFIG`` the default config is read, chosen as
+  ``datasets.load_dataset(path)`` chooses it: the only config, else the one named ``default`` or
+  marked ``default: true``; a card with several configs and no default is exit 2 listing them,
+  as is an unknown config. The splits and files are the card's ``data_files`` (globs relative to
+  the folder, ``data_dir`` honoured), never guessed from folder names. A path that exists as
+  written is always a path, so a file name with a colon still reads;
+* ``hf://datasets/OWNER/NAME[@REVISION][/PATH]`` — a dataset repository, folder or file on the
+  Hub, read through ``huggingface_hub.HfFileSystem`` (the ``hub`` extra); ``:CONFIG`` works there
+  too. Unreachable, missing, private or gated repositories are exit 2 with one line;
+* ``-`` — standard input (one per command). Its format is sniffed: ``PAR1`` is parquet; gzip and
+  zstd are recognised by their magic bytes; then the first non-blank character decides: ``[`` a
+  JSON array, ``{`` JSON Lines when the first line is a whole object (a lone
+  ``{"data": [...]}`` line, and a ``{`` spread over lines, is a JSON document), anything else
+  CSV (TSV when the header has tabs and no commas). Its sha256 is of the bytes read. It is
+  spooled to memory, then to an anonymous temporary file beyond 64 MiB, because readers need to
+  look at its start twice;
+* compressed files: ``.gz`` and ``.zst`` (``data.json.gz``, ``data.jsonl.zst``, ``data.csv.gz``)
+  are decompressed as they are read (gzip by the standard library, zstd by pyarrow's codec, both
+  verifying the checksum when the file has one). A truncated or corrupt stream is exit 2 naming
+  how many decompressed bytes were good; byte offsets in messages count decompressed bytes.
 
 Why records as Python dicts: schema validation (pydantic) needs them to report the exact record and
 field of every defect. Families turn the validated records into columnar tables for the rules.
@@ -12,9 +38,12 @@ field of every defect. Families turn the validated records into columnar tables 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
+import io
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,11 +54,16 @@ from curate.errors import InputError, UsageError
 from curate.outputs import atomic_path, current_umask, write_bytes_atomic
 
 __all__ = [
+    "STDIN",
     "Batch",
+    "InputName",
     "Source",
     "atomic_path",
+    "check_inputs",
     "current_umask",
     "detect_format",
+    "hub_configs",
+    "local_input",
     "open_source",
     "read_frame",
     "read_text",
@@ -40,6 +74,23 @@ __all__ = [
 BATCH_ROWS = 8192
 #: Bytes decoded at a time when a JSON Lines file is not UTF-8.
 DECODE_CHUNK = 1 << 20
+#: The input name that means standard input.
+STDIN = "-"
+HF_SCHEME = "hf://"
+#: Compression suffixes and the codec each one means.
+COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+#: How standard input says it is compressed.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"))
+#: Standard input is kept in memory up to this size, then in an anonymous temporary file.
+STDIN_SPOOL_MEMORY = 64 << 20
+_FILE_FORMATS = {
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".tsv": "csv",
+}
 
 
 @dataclass
@@ -53,11 +104,27 @@ class Batch:
     lines: list[int] | None = None
 
 
+class InputName(str):
+    """The name of an input that is not a local path: ``hf://datasets/...`` or ``<stdin>``.
+
+    A ``str`` (a :class:`Path` would fold ``hf://`` into ``hf:/``) with the one attribute of
+    ``Path`` that callers use for display, :attr:`name`.
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return self.rstrip("/").rsplit("/", 1)[-1]
+
+
 @dataclass
 class Source:
     """An opened input: what it is and an iterator over its batches."""
 
-    path: Path
+    #: A :class:`Path` for a local input (a ``FOLDER:CONFIG`` input: the folder), else an
+    #: :class:`InputName`; what error messages name.
+    path: Path | InputName
     format: str
     batches: Iterator[Batch]
     sha256: str = ""
@@ -68,10 +135,27 @@ class Source:
     #: whole in a changelog), not treat its JSON text as an ordinary value.
     nested_cells: dict[str, dict[int, str]] = field(default_factory=dict)
     nested_records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: The card config read (a folder whose README declares ``configs``), else None.
+    config: str | None = None
+    #: Where the bytes come from (a :class:`Path` or a :class:`_Blob`), for :func:`read_frame`.
+    location: Any = field(default=None, repr=False)
 
 
-def sha256_of(path: Path) -> str:
-    """Content hash of a file, or of a folder's files (sorted relative paths and their bytes)."""
+def sha256_of(path: str | Path) -> str:
+    """Content hash of a file, or of a folder's files (sorted relative paths and their bytes).
+
+    ``hf://`` inputs: a file's hash is the Hub's LFS sha256 when it has one (nothing is
+    downloaded), else the hash of its bytes; a folder's is the hash of the sorted
+    ``relative path NUL sha256`` lines of its card and the data files read. Standard input's hash
+    is known only once it is read: :func:`open_source` gives it.
+    """
+    if not isinstance(path, Path):
+        text = str(path)
+        if text == STDIN:
+            raise UsageError("the sha256 of standard input is known once it is read")
+        if text.startswith(HF_SCHEME):
+            return _resolve(text).digest()
+        path = Path(text)
     h = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for f in files:
@@ -83,38 +167,12 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def detect_format(path: Path) -> str:
-    """Format from the path (folder layout or file suffix); raises InputError when unknown."""
-    if not path.exists():
-        raise InputError("no such file or folder", path=path)
-    if path.is_dir():
-        if list(path.glob("data/*.parquet")) or list(path.glob("*/*.parquet")):
-            return "hf-parquet"
-        if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
-            return "hf-disk"
-        if list(path.glob("*.parquet")):
-            return "hf-parquet"
-        raise InputError(
-            "not a dataset folder: expected data/<split>-*.parquet or save_to_disk output "
-            "(dataset_info.json / dataset_dict.json)",
-            path=path,
-        )
-    suffix = "".join(path.suffixes[-2:]).lower() if path.suffix == ".gz" else path.suffix.lower()
-    formats = {
-        ".json": "json",
-        ".jsonl": "jsonl",
-        ".ndjson": "jsonl",
-        ".parquet": "parquet",
-        ".csv": "csv",
-        ".tsv": "csv",
-    }
-    if suffix not in formats:
-        raise InputError(
-            f"unknown file type {suffix or '(no suffix)'!r}: use .json, .jsonl, .parquet, .csv "
-            "or a dataset folder",
-            path=path,
-        )
-    return formats[suffix]
+def detect_format(path: str | Path) -> str:
+    """Format from the path (folder layout or file suffix); raises InputError when unknown.
+
+    Standard input is sniffed (see the module docstring), which reads it.
+    """
+    return _resolve(path).format
 
 
 def open_source(
@@ -122,28 +180,43 @@ def open_source(
 ) -> Source:
     """Open one input for reading; format errors found up front raise :class:`InputError`.
 
-    ``encoding`` applies to the text formats (JSON, JSON Lines, CSV/TSV); ``None`` means UTF-8
-    unless the file starts with a byte order mark, which then decides. Parquet and Arrow are
-    binary formats whose strings are UTF-8 by specification, so it does not apply to them.
+    ``path`` is a local path, ``FOLDER:CONFIG``, an ``hf://`` URL or ``-`` (see the module
+    docstring). ``encoding`` applies to the text formats (JSON, JSON Lines, CSV/TSV); ``None``
+    means UTF-8 unless the file starts with a byte order mark, which then decides. Parquet and
+    Arrow are binary formats whose strings are UTF-8 by specification, so it does not apply to
+    them.
     """
-    p = Path(path)
     if encoding is not None:
         check_encoding(encoding)  # fail before reading anything; messages keep the user's name
-    fmt = detect_format(p)
-    reader = {
-        "json": _json_batches,
-        "jsonl": _jsonl_batches,
-        "parquet": _parquet_file_batches,
-        "csv": _csv_batches,
-        "hf-parquet": _hf_parquet_batches,
-        "hf-disk": _hf_disk_batches,
-    }[fmt]
-    batches = reader(p, encoding) if fmt in TEXT_FORMATS else reader(p)
+    inp = _resolve(path, encoding)
+    batches = inp.batches(encoding)
     try:
-        digest = sha256_of(p) if hash_input else ""
+        digest = inp.digest() if hash_input else ""
     except OSError as e:
-        raise InputError(f"cannot read ({e.strerror or e})", path=e.filename or p) from None
-    return Source(p, fmt, batches, digest)
+        raise InputError(f"cannot read ({e.strerror or e})", path=e.filename or inp.label) from None
+    return Source(inp.label, inp.format, batches, digest, config=inp.config, location=inp.where)
+
+
+def check_inputs(paths: Sequence[str | Path]) -> None:
+    """Usage checks over a command's inputs: standard input (``-``) can be read only once."""
+    if sum(str(p) == STDIN for p in paths) > 1:
+        raise UsageError("- (standard input) can be given only once")
+
+
+def local_input(path: str | Path) -> Path | None:
+    """The local file or folder an input reads (the folder of ``FOLDER:CONFIG``), or None for
+    standard input and the Hub. Why: output guards must protect what is really read."""
+    if isinstance(path, Path):
+        return path
+    text = str(path)
+    if text == STDIN or text.startswith(HF_SCHEME):
+        return None
+    p = Path(text)
+    if not p.exists():
+        folder, config = _split_config(text)
+        if config is not None and Path(folder).is_dir():
+            return Path(folder)
+    return p
 
 
 # --------------------------------------------------------------------------- text encodings
@@ -325,13 +398,6 @@ def _utf8_problem(
     return None
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
-
-
 def _decode(path: Path, data: bytes, encoding: str | None, option: bool = True) -> bytes | str:
     """The text of a whole file: UTF-8 stays bytes (the parsers read it natively), without a BOM.
 
@@ -385,6 +451,828 @@ def _brief(e: BaseException, first_line_only: bool = False) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+# --------------------------------------------------------------------------- where bytes come from
+
+
+class _Guarded(io.RawIOBase):
+    """A raw stream over ``inner`` (a decompressor, a file on the Hub) whose every failure is an
+    :class:`InputError` saying what was read and how far it got, so that a truncated download
+    or a corrupt stream is one line wherever in a reader it surfaces."""
+
+    def __init__(self, inner: Any, error: Callable[[BaseException, int], InputError]) -> None:
+        super().__init__()
+        self._inner = inner
+        self._error = error
+        self._done = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        try:
+            return bool(self._inner.seekable())
+        except Exception:
+            return False
+
+    def readinto(self, b: Any) -> int:
+        try:
+            data = self._inner.read(len(b))
+        except InputError:
+            raise
+        except Exception as e:
+            raise self._error(e, self._done) from None
+        n = len(data)
+        b[:n] = data
+        self._done += n
+        return n
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        try:
+            pos = self._inner.seek(offset, whence)
+            return self._inner.tell() if pos is None else pos
+        except Exception as e:
+            raise self._error(e, self._done) from None
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                self._inner.close()
+        super().close()
+
+
+class _View(io.RawIOBase):
+    """A read position of its own over a shared seekable file (the spooled standard input), so
+    a reader can look at the start again while another stream is open."""
+
+    def __init__(self, f: Any) -> None:
+        super().__init__()
+        self._f = f
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        self._f.seek(self._pos)
+        data = self._f.read(len(b))
+        b[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._f.seek(0, io.SEEK_END)}
+        self._pos = max(base[whence] + offset, 0)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+
+@dataclass(frozen=True, eq=False)
+class _Blob:
+    """One input file that is not a plain local file: compressed, on the Hub, or standard input.
+
+    :meth:`open` gives a fresh stream of its (decompressed) bytes from the start each time, so a
+    reader can take a sample for an error message while it is reading. ``str()`` is its name in
+    messages.
+    """
+
+    label: str
+    raw: Callable[[], BinaryIO]
+    compression: str | None
+    #: The data format's suffix (``.jsonl``), compression suffix removed.
+    suffix: str
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def name(self) -> str:
+        return InputName(self.label).name
+
+    def open(self) -> BinaryIO:
+        try:
+            f = self.raw()
+        except InputError:
+            raise
+        except OSError as e:
+            raise InputError(f"cannot read ({e.strerror or e})", path=self.label) from None
+        if self.compression is None:
+            return f
+        codec = self.compression
+        try:
+            if codec == "gzip":
+                import gzip
+
+                inner: Any = gzip.GzipFile(fileobj=f, mode="rb")
+            else:
+                import pyarrow as pa
+
+                inner = pa.CompressedInputStream(f, codec)
+        except Exception as e:
+            f.close()
+            raise InputError(
+                f"not readable {codec} data ({_brief(e, True)})", path=self.label
+            ) from None
+
+        def error(e: BaseException, done: int) -> InputError:
+            return InputError(
+                f"truncated or corrupt {codec} data after {done:,} decompressed bytes "
+                f"({_brief(e, True)})",
+                path=self.label,
+            )
+
+        return io.BufferedReader(_Guarded(_Closing(inner, f), error), 1 << 16)
+
+
+class _Closing:
+    """A decompressor that also closes the file it reads (gzip and pyarrow leave it open)."""
+
+    def __init__(self, inner: Any, f: BinaryIO) -> None:
+        self._inner, self._f = inner, f
+
+    def read(self, n: int) -> bytes:
+        # read1: what one step decompressed, so that a stream cut short still hands over (and
+        # counts) the bytes before the cut instead of discarding a whole request.
+        read1 = getattr(self._inner, "read1", None)
+        return read1(n) if read1 is not None else self._inner.read(n)
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._f.close()
+
+
+def _split_config(text: str) -> tuple[str, str | None]:
+    """``FOLDER:CONFIG`` → (``FOLDER``, ``CONFIG``); anything else → (text, None)."""
+    head, sep, tail = text.rpartition(":")
+    if not sep or not head or not tail or "/" in tail or "\\" in tail:
+        return text, None
+    return head, tail
+
+
+def _file_kind(name: str, label: Any) -> tuple[str, str | None, str]:
+    """(format, compression, format suffix) of a file name; InputError when unknown."""
+    lower = name.lower()
+    compression = None
+    stem = name
+    for suffix, codec in COMPRESSIONS.items():
+        if lower.endswith(suffix):
+            compression, stem = codec, name[: -len(suffix)]
+            break
+    suffix = Path(stem).suffix.lower()
+    fmt = _FILE_FORMATS.get(suffix)
+    if fmt is None:
+        shown = suffix + (lower[len(stem) :] if compression else "")
+        raise InputError(
+            f"unknown file type {shown or '(no suffix)'!r}: use .json, .jsonl, .parquet, .csv "
+            "(.json, .jsonl and .csv may be .gz or .zst) or a dataset folder",
+            path=label,
+        )
+    if fmt == "parquet" and compression:
+        raise InputError(
+            f"a {compression}-compressed parquet file is not read (parquet compresses its pages "
+            "itself): decompress it first",
+            path=label,
+        )
+    return fmt, compression, suffix
+
+
+def _local_file(p: Path) -> Path | _Blob:
+    """A local file as the readers take it: the path itself, or a blob when compressed."""
+    _, compression, suffix = _file_kind(p.name, p)
+    if compression is None:
+        return p
+    return _Blob(str(p), lambda: open(p, "rb"), compression, suffix)
+
+
+def _open(src: Path | _Blob) -> BinaryIO:
+    if isinstance(src, _Blob):
+        return src.open()
+    try:
+        return open(src, "rb")
+    except OSError as e:
+        raise InputError(f"cannot read ({e.strerror or e})", path=src) from None
+
+
+def _read_bytes(src: Path | _Blob) -> bytes:
+    if isinstance(src, _Blob):
+        with src.open() as fh:
+            return fh.read()
+    try:
+        return src.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read ({e.strerror or e})", path=src) from None
+
+
+def _sample(src: Path | _Blob, size: int = 1 << 16) -> bytes:
+    """The first bytes of an input (for error messages and sniffing): read anew, from the start."""
+    try:
+        with _open(src) as fh:
+            return fh.read(size)
+    except (InputError, OSError):
+        return b""
+
+
+def _suffix(src: Path | _Blob) -> str:
+    return src.suffix if isinstance(src, _Blob) else src.suffix.lower()
+
+
+# --------------------------------------------------------------------------- resolving an input
+
+
+@dataclass
+class _Input:
+    """An input resolved: its name, format, where its bytes are and how to hash them."""
+
+    label: Path | InputName
+    format: str
+    #: A file (:class:`Path` or :class:`_Blob`) or a folder (:class:`_LocalTree` or
+    #: :class:`_RemoteTree`).
+    where: Any
+    digest: Callable[[], str]
+    config: str | None = None
+    plan: _FolderPlan | None = None
+
+    def batches(self, encoding: str | None) -> Iterator[Batch]:
+        if self.plan is not None:
+            return _folder_batches(self.where, self.plan, encoding)
+        if self.format == "hf-disk":
+            return _hf_disk_batches(self.where.root)
+        if self.format == "parquet":
+            return _parquet_file_batches(self.where)
+        reader = {"json": _json_batches, "jsonl": _jsonl_batches, "csv": _csv_batches}
+        return reader[self.format](self.where, encoding)
+
+
+def _resolve(path: str | Path, encoding: str | None = None) -> _Input:
+    if not isinstance(path, Path):
+        text = str(path)
+        if text == STDIN:
+            return _resolve_stdin(encoding)
+        if text.startswith(HF_SCHEME):
+            return _resolve_remote(text)
+    p = Path(path)
+    if not p.exists():
+        folder, config = _split_config(str(path))
+        if config is not None and Path(folder).is_dir():
+            return _resolve_local(Path(folder), config)
+        raise InputError("no such file or folder", path=p)
+    return _resolve_local(p, None)
+
+
+def _resolve_local(p: Path, config: str | None) -> _Input:
+    if not p.is_dir():
+        where = _local_file(p)
+        return _Input(p, _file_kind(p.name, p)[0], where, lambda: sha256_of(p))
+    tree = _LocalTree(p)
+    plan = _plan_folder(tree, config)
+    if plan is not None:
+        return _Input(p, plan.format, tree, lambda: sha256_of(p), plan.config, plan)
+    if (p / "dataset_info.json").exists() or (p / "dataset_dict.json").exists():
+        return _Input(p, "hf-disk", tree, lambda: sha256_of(p))
+    raise InputError(
+        "not a dataset folder: expected data/<split>-*.parquet, a README.md card with configs, "
+        "or save_to_disk output (dataset_info.json / dataset_dict.json)",
+        path=p,
+    )
+
+
+# Standard input is read once per process and stream; later opens (the sniff, then the reader)
+# see the same bytes.
+_STDIN_CACHE: list[tuple[Any, Any, str]] = []
+STDIN_LABEL = InputName("<stdin>")
+
+
+def _stdin_spool() -> tuple[Any, str]:
+    """Standard input copied into a spool (memory, then an anonymous temporary file) and its
+    sha256, computed on the bytes as read."""
+    import tempfile
+
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    if _STDIN_CACHE and _STDIN_CACHE[0][0] is stream:
+        return _STDIN_CACHE[0][1], _STDIN_CACHE[0][2]
+    if stream is None:
+        raise InputError("there is no standard input", path=STDIN_LABEL)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    if tty:
+        raise UsageError(
+            "- reads the dataset from standard input, which is a terminal here: pipe or "
+            "redirect the data into curate (curate audit FAMILY - < data.jsonl)"
+        )
+    # Kept open for the life of the process (the cache holds it); closed when it ends.
+    spool = tempfile.SpooledTemporaryFile(max_size=STDIN_SPOOL_MEMORY)  # noqa: SIM115
+    h = hashlib.sha256()
+    try:
+        while chunk := stream.read(1 << 20):
+            if isinstance(chunk, str):  # a text stream stood in for stdin
+                chunk = chunk.encode("utf-8")
+            h.update(chunk)
+            spool.write(chunk)
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"cannot read standard input ({_brief(e, True)})", path=STDIN_LABEL
+        ) from None
+    _STDIN_CACHE[:] = [(stream, spool, h.hexdigest())]
+    return spool, h.hexdigest()
+
+
+def _resolve_stdin(encoding: str | None) -> _Input:
+    spool, digest = _stdin_spool()
+
+    def raw() -> BinaryIO:
+        return io.BufferedReader(_View(spool))
+
+    with raw() as fh:
+        magic = fh.read(4)
+    compression = next((codec for m, codec in _MAGIC if magic.startswith(m)), None)
+    probe = _Blob(STDIN_LABEL, raw, compression, "")
+    start = _read_head(probe)
+    if start.startswith(b"PAR1"):
+        if compression:
+            raise InputError(
+                f"{compression}-compressed parquet is not read: decompress it first",
+                path=STDIN_LABEL,
+            )
+        suffix = ".parquet"
+    else:
+        suffix = _sniff_text(probe, start, encoding)
+    fmt = _FILE_FORMATS[suffix]
+    return _Input(STDIN_LABEL, fmt, _Blob(STDIN_LABEL, raw, compression, suffix), lambda: digest)
+
+
+def _read_head(src: _Blob) -> bytes:
+    """The first 64 KiB of a compressed input; a stream that is corrupt from its start is an
+    error here rather than "empty input"."""
+    with src.open() as fh:
+        return fh.read(1 << 16)
+
+
+def _sniff_text(src: _Blob, head: bytes, encoding: str | None) -> str:
+    """The format suffix of text on standard input (see the module docstring)."""
+    codec, skip = _resolve_encoding(src, head[:4], encoding)
+    text = head[skip:].decode(codec, "ignore").lstrip("\ufeff \t\r\n")
+    if not text:
+        raise InputError(
+            "empty input: expected JSON, JSON Lines, CSV or parquet on standard input",
+            path=src,
+        )
+    if text[0] == "[":
+        return ".json"
+    if text[0] != "{":
+        header = text.partition("\n")[0]
+        return ".tsv" if "\t" in header and "," not in header else ".csv"
+    first, more = _first_line(src, skip, codec, text)
+    try:
+        obj = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return ".json"  # an object spread over lines: one JSON document
+    if not isinstance(obj, dict):
+        return ".json"
+    wrapper = len(obj) == 1 and isinstance(next(iter(obj.values())), list)
+    return ".json" if wrapper and not more else ".jsonl"
+
+
+def _first_line(src: _Blob, skip: int, codec: str, text: str) -> tuple[bytes | str, bool]:
+    """The first non-blank line (whole, however long, when UTF-8) and whether a non-blank line
+    follows it."""
+    if codec not in _UTF8:
+        first_text, _, rest = text.partition("\n")
+        return first_text, bool(rest.strip())
+    more = False
+    with src.open() as fh:
+        fh.read(skip)
+        first = b""
+        while not first.strip() and (line := fh.readline()):
+            first = line
+        while line := fh.readline():
+            if line.strip():
+                more = True
+                break
+    return first, more
+
+
+# --------------------------------------------------------------------------- the Hugging Face Hub
+
+
+def _hub_fs() -> Any:
+    """``huggingface_hub.HfFileSystem`` (the ``hub`` extra); a usage error without it."""
+    try:
+        from huggingface_hub import HfFileSystem
+    except ImportError:
+        raise UsageError("hf:// inputs need huggingface_hub: pip install 'curate[hub]'") from None
+    return HfFileSystem()
+
+
+def _hub_error(label: Any, e: BaseException, done: int | None = None) -> InputError:
+    """One line for a failure talking to the Hub: not found (or private), or unreachable."""
+    if isinstance(e, FileNotFoundError):
+        return InputError(
+            "not found on the Hugging Face Hub (check the name; a private or gated dataset "
+            "needs `hf auth login` or HF_TOKEN)",
+            path=label,
+        )
+    after = f" after {done:,} bytes" if done else ""
+    return InputError(
+        f"reading from the Hugging Face Hub failed{after} ({type(e).__name__}: "
+        f"{_brief(e, True)}); check the network connection, or HF_TOKEN for a private or gated "
+        "dataset",
+        path=label,
+    )
+
+
+def _hub_call(label: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except (InputError, UsageError):
+        raise
+    except Exception as e:
+        raise _hub_error(label, e) from None
+
+
+def _remote_blob(fs: Any, fspath: str, label: InputName, data: bool = True) -> _Blob:
+    """A file on the Hub; ``data=False``: any file (a card), read as stored, for its hash."""
+    compression, suffix = None, ""
+    if data:
+        _, compression, suffix = _file_kind(fspath.rsplit("/", 1)[-1], label)
+
+    def raw() -> BinaryIO:
+        f = _hub_call(label, fs.open, fspath, "rb")
+        return io.BufferedReader(_Guarded(f, lambda e, done: _hub_error(label, e, done)), 1 << 20)
+
+    return _Blob(label, raw, compression, suffix)
+
+
+def _remote_sha256(blob: _Blob, info: dict[str, Any]) -> str:
+    """The Hub's LFS sha256 of a file when it has one (no download), else the hash of its bytes
+    as stored (compressed, like a local file's)."""
+    lfs = info.get("lfs") or {}
+    if isinstance(lfs, dict) and lfs.get("sha256"):
+        return str(lfs["sha256"])
+    h = hashlib.sha256()
+    with blob.raw() as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _resolve_remote(text: str) -> _Input:
+    fs = _hub_fs()
+    label = InputName(text)
+    fspath = text[len(HF_SCHEME) :].rstrip("/")
+    folder, config = _split_config(fspath)
+    try:
+        info = fs.info(fspath)
+        config = None
+    except Exception as e:
+        # Not found as written (or refused: a colon is not valid in a repository id): a
+        # FOLDER:CONFIG, if it has the shape of one.
+        if config is None:
+            raise _hub_error(label, e) from None
+        label = InputName(HF_SCHEME + folder)
+        fspath = folder
+        info = _hub_call(label, fs.info, fspath)
+    if info.get("type") != "directory":
+        if config is not None:
+            raise InputError(f"a config ({config!r}) is chosen in a folder, not a file", path=label)
+        blob = _remote_blob(fs, fspath, label)
+        fmt = _FILE_FORMATS[blob.suffix]
+        return _Input(label, fmt, blob, lambda: _remote_sha256(blob, info))
+    tree = _RemoteTree(fs, fspath, label, str(info.get("name", fspath)))
+    plan = _plan_folder(tree, config)
+    if plan is None:
+        raise InputError(
+            "not a dataset folder on the Hub: expected data/<split>-*.parquet or a README.md "
+            "card with configs",
+            path=label,
+        )
+    return _Input(label, plan.format, tree, lambda: tree.digest(plan), plan.config, plan)
+
+
+# --------------------------------------------------------------------------- dataset folders
+
+
+class _LocalTree:
+    """A local dataset folder, as the folder readers see it (relative POSIX paths)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.label = root
+
+    def glob(self, pattern: str) -> list[str]:
+        try:
+            found = [p for p in self.root.glob(pattern) if p.is_file()]
+        except (ValueError, NotImplementedError, OSError) as e:
+            raise InputError(
+                f"cannot list {pattern!r} ({_brief(e, True)})", path=self.root
+            ) from None
+        return sorted(p.relative_to(self.root).as_posix() for p in found)
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        p = self.root / rel
+        if not p.is_file():
+            return None
+        return _read_bytes(p)
+
+    def file(self, rel: str) -> Path | _Blob:
+        return _local_file(self.root / rel)
+
+
+class _RemoteTree:
+    """A folder on the Hub (through an fsspec file system), as the folder readers see it."""
+
+    def __init__(self, fs: Any, root: str, label: InputName, name: str) -> None:
+        self.fs = fs
+        self.root = root
+        self.label = label
+        self._name = name.rstrip("/")  # the file system's spelling of ``root``
+        self.infos: dict[str, dict[str, Any]] = {}
+
+    def _rel(self, name: str) -> str:
+        name = name.rstrip("/")
+        for prefix in (self._name, self.root):
+            if name.startswith(prefix + "/"):
+                return name[len(prefix) + 1 :]
+        return name.rsplit("/", 1)[-1]
+
+    def glob(self, pattern: str) -> list[str]:
+        found = _hub_call(self.label, self.fs.glob, f"{self.root}/{pattern}", detail=True)
+        out = []
+        for name, info in found.items():
+            if info.get("type") == "file":
+                rel = self._rel(name)
+                self.infos[rel] = info
+                out.append(rel)
+        return sorted(out)
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        if not self.glob(rel):
+            return None
+        return _hub_call(self.label, self.fs.cat_file, f"{self.root}/{rel}")
+
+    def file(self, rel: str) -> _Blob:
+        return _remote_blob(self.fs, f"{self.root}/{rel}", InputName(f"{self.label}/{rel}"))
+
+    def digest(self, plan: _FolderPlan) -> str:
+        """sha256 of the sorted ``path NUL sha256`` lines of the card and the data files read."""
+        rels = sorted(
+            {*(r for files in plan.splits.values() for r in files), *self.glob("README.md")}
+        )
+        h = hashlib.sha256()
+        for rel in rels:
+            blob = _remote_blob(
+                self.fs, f"{self.root}/{rel}", InputName(f"{self.label}/{rel}"), False
+            )
+            sha = _remote_sha256(blob, self.infos.get(rel, {}))
+            h.update(f"{rel}\0{sha}\n".encode())
+        return h.hexdigest()
+
+
+@dataclass
+class _FolderPlan:
+    """What a dataset folder holds: the config read (if the card declares any) and its splits."""
+
+    config: str | None
+    #: Split → files (relative POSIX paths), in the card's (or the file names') order.
+    splits: dict[str, list[str]]
+    format: str = "hf-parquet"
+
+
+_SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:-\d{5}-of-\d{5})?(?:-[^/]*)?\.parquet$")
+#: Split names ``datasets`` accepts.
+_SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
+_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+def hub_configs(folder: str | Path) -> dict[str, dict[str, Any]] | None:
+    """The ``configs`` of a dataset folder's README.md card (name → its YAML mapping), or None
+    when there is no card or it declares none. Raises InputError for a card that is not valid."""
+    text = str(folder)
+    if text.startswith(HF_SCHEME):
+        tree: Any = _RemoteTree(_hub_fs(), text[len(HF_SCHEME) :].rstrip("/"), InputName(text), "")
+    else:
+        tree = _LocalTree(Path(folder))
+    return _card_configs(tree)
+
+
+def _card_configs(tree: Any) -> dict[str, dict[str, Any]] | None:
+    raw = tree.read_bytes("README.md")
+    if raw is None:
+        return None
+    where = f"{tree.label}/README.md"
+    m = _FRONT_MATTER.match(raw.decode("utf-8", "replace"))
+    if not m:
+        return None
+    import yaml
+
+    try:
+        meta = yaml.safe_load(m.group(1) or "")
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = str(mark.line + 2) if mark is not None else None  # + the opening "---" line
+        problem = getattr(e, "problem", None) or _brief(e, True)
+        raise InputError(
+            f"the card's YAML header is not valid YAML ({problem})", path=where, position=line
+        ) from None
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    if configs is None:
+        return None
+    if not isinstance(configs, list) or not configs:
+        raise InputError("the card's `configs` must be a list of configs", path=where)
+    out: dict[str, dict[str, Any]] = {}
+    for i, cfg in enumerate(configs):
+        name = cfg.get("config_name") if isinstance(cfg, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InputError(
+                f"config #{i} of the card has no `config_name`", path=where, field="configs"
+            )
+        if name in out:
+            raise InputError(f"config {name!r} is declared twice", path=where, field="configs")
+        out[name] = cfg
+    return out
+
+
+def _choose_config(label: Any, configs: dict[str, dict[str, Any]], wanted: str | None) -> str:
+    """The config ``wanted``, else the default as ``datasets.load_dataset`` picks it."""
+    names = ", ".join(configs)
+    if wanted is not None:
+        if wanted in configs:
+            return wanted
+        raise InputError(
+            f"no config {wanted!r} in the dataset card; its configs: {names}", path=label
+        )
+    defaults = [
+        n
+        for n, c in configs.items()
+        if len(configs) == 1 or n == "default" or c.get("default") is True
+    ]
+    if len(defaults) == 1:
+        return defaults[0]
+    if defaults:
+        raise InputError(
+            f"the dataset card marks several configs as the default ({', '.join(defaults)}): "
+            f"choose one as {label}:CONFIG",
+            path=label,
+        )
+    raise InputError(
+        f"the dataset card declares {len(configs)} configs and none is the default: choose one "
+        f"as {label}:CONFIG (configs: {names})",
+        path=label,
+    )
+
+
+def _plan_folder(tree: Any, config: str | None) -> _FolderPlan | None:
+    """How to read a dataset folder: through its card's configs, else its parquet file layout
+    (None: neither, e.g. ``save_to_disk`` output)."""
+    configs = _card_configs(tree)
+    if configs is None:
+        if config is not None:
+            raise InputError(
+                f"no config {config!r}: the folder has no README.md card declaring configs",
+                path=tree.label,
+            )
+        splits = _layout_splits(tree)
+        return _FolderPlan(None, splits) if splits else None
+    name = _choose_config(tree.label, configs, config)
+    splits = _config_splits(tree, name, configs[name])
+    formats = {
+        _file_kind(r.rsplit("/", 1)[-1], tree.label)[0] for fs in splits.values() for r in fs
+    }
+    return _FolderPlan(name, splits, "hf-parquet" if formats == {"parquet"} else "hf-files")
+
+
+def _layout_splits(tree: Any, under: str = "") -> dict[str, list[str]]:
+    """Split → parquet files by the layout: ``data/<split>-*.parquet``, ``<split>-*.parquet``
+    or ``<split>/*.parquet`` (the file-name conventions ``datasets`` infers splits from)."""
+    pre = f"{under.strip('/')}/" if under.strip("/") else ""
+    files = tree.glob(f"{pre}data/*.parquet") or tree.glob(f"{pre}*.parquet")
+    splits: dict[str, list[str]] = {}
+    if files:
+        for rel in files:
+            name = rel.rsplit("/", 1)[-1]
+            m = _SHARD.match(name)
+            splits.setdefault(m.group("split") if m else Path(name).stem, []).append(rel)
+    else:
+        for rel in tree.glob(f"{pre}*/*.parquet"):
+            splits.setdefault(rel.split("/")[-2], []).append(rel)
+    return splits
+
+
+def _data_files(label: Any, name: str, value: Any) -> list[tuple[str, list[str]]]:
+    """A config's ``data_files`` as (split, patterns): a string or a list of strings is the
+    ``train`` split; a list of ``{split, path}`` or a ``{split: path}`` mapping names them."""
+
+    def patterns(v: Any) -> list[str] | None:
+        if isinstance(v, str) and v:
+            return [v]
+        if isinstance(v, list) and v and all(isinstance(x, str) and x for x in v):
+            return list(v)
+        return None
+
+    if (single := patterns(value)) is not None:
+        return [("train", single)]
+    pairs: list[tuple[Any, Any]] = []
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list) and all(isinstance(x, dict) for x in value):
+        pairs = [(x.get("split"), x.get("path")) for x in value]
+    out = []
+    for split, path in pairs:
+        pats = patterns(path)
+        if not isinstance(split, str) or pats is None:
+            pairs = []
+            break
+        if not _SPLIT_NAME.match(split):
+            raise InputError(
+                f"config {name!r}: split name {split!r} is not valid (letters, digits and _, "
+                "parts joined by dots)",
+                path=label,
+            )
+        out.append((split, pats))
+    if not out:
+        raise InputError(
+            f"config {name!r}: data_files must be a path, a list of paths, or a list of "
+            f"{{split, path}} entries (got {_brief(ValueError(repr(value)), True)})",
+            path=label,
+        )
+    return out
+
+
+def _config_splits(tree: Any, name: str, cfg: dict[str, Any]) -> dict[str, list[str]]:
+    """Split → files of one config: its ``data_files`` globs under ``data_dir``."""
+    data_dir = cfg.get("data_dir") or ""
+    if not isinstance(data_dir, str):
+        raise InputError(f"config {name!r}: data_dir must be a path", path=tree.label)
+    data_dir = data_dir.strip("/")
+    if cfg.get("data_files") is None:
+        splits = _layout_splits(tree, data_dir)
+        if not splits:
+            raise InputError(
+                f"config {name!r} has no data_files and no parquet files under "
+                f"{data_dir or 'the folder'}",
+                path=tree.label,
+            )
+        return splits
+    splits: dict[str, list[str]] = {}
+    for split, pats in _data_files(tree.label, name, cfg["data_files"]):
+        files = splits.setdefault(split, [])
+        for pat in pats:
+            pat = pat.removeprefix("./")
+            if pat.startswith("/") or ".." in pat.split("/") or "://" in pat:
+                raise InputError(
+                    f"config {name!r}, split {split!r}: data file {pat!r} is not a path inside "
+                    "the folder",
+                    path=tree.label,
+                )
+            full = f"{data_dir}/{pat}" if data_dir else pat
+            matched = [r for r in tree.glob(full) if r.rsplit("/", 1)[-1] != "README.md"]
+            if not matched:
+                raise InputError(
+                    f"config {name!r}, split {split!r}: no file matches {full!r}", path=tree.label
+                )
+            files.extend(r for r in matched if r not in files)
+    return splits
+
+
+def hf_parquet_splits(path: Path) -> dict[str, list[Path]]:
+    """Split → shard files for a hub-layout folder (``data/train-00000-of-00002.parquet``) as
+    its file layout says (the card's configs are not read here)."""
+    return {s: [path / r for r in rels] for s, rels in _layout_splits(_LocalTree(path)).items()}
+
+
+def _folder_batches(tree: Any, plan: _FolderPlan, encoding: str | None) -> Iterator[Batch]:
+    """The records of every split of a dataset folder, file after file, each tagged with its
+    split; offsets run across the whole folder."""
+    offset = 0
+    for split, rels in plan.splits.items():
+        for rel in rels:
+            f = tree.file(rel)
+            fmt = _file_kind(rel.rsplit("/", 1)[-1], f)[0]
+            if fmt == "parquet":
+                for b in _parquet_batches(f, split, offset):
+                    offset += len(b.rows)
+                    yield b
+                continue
+            reader = {"json": _json_batches, "jsonl": _jsonl_batches, "csv": _csv_batches}[fmt]
+            base = offset
+            for b in reader(f, encoding):
+                offset += len(b.rows)
+                yield Batch(split, base + b.offset, b.rows, b.lines)
+
+
 # --------------------------------------------------------------------------- JSON, JSON Lines
 
 
@@ -403,7 +1291,7 @@ def _orjson_error_pos(err: orjson.JSONDecodeError, data: bytes | str) -> str:
     return _position(data, getattr(err, "pos", 0) or 0)
 
 
-def _json_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
+def _json_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
     raw = _read_bytes(path)
     data = _decode(path, raw, encoding)
     if not data.strip():
@@ -441,7 +1329,7 @@ def _json_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
         yield Batch(None, start, doc[start : start + BATCH_ROWS])
 
 
-def _decoded_lines(path: Path, fh: BinaryIO, codec: str, start: int) -> Iterator[str]:
+def _decoded_lines(path: Path | _Blob, fh: BinaryIO, codec: str, start: int) -> Iterator[str]:
     """Lines of a non-UTF-8 file, decoded chunk by chunk so memory follows the chunk.
 
     The incremental decoder keeps an incomplete character between chunks; the bytes it holds
@@ -459,9 +1347,7 @@ def _decoded_lines(path: Path, fh: BinaryIO, codec: str, start: int) -> Iterator
         except UnicodeDecodeError as e:
             at = consumed - held + e.start
             bad = e.object[e.start] if e.start < len(e.object) else None
-            fh.seek(0)
-            sample = fh.read(1 << 16)
-            raise _encoding_error(path, codec, at, bad, sample, e.reason) from None
+            raise _encoding_error(path, codec, at, bad, _sample(path), e.reason) from None
         consumed += len(chunk)
         if first and text.startswith("\ufeff"):
             text = text[1:]
@@ -479,18 +1365,19 @@ def _decoded_lines(path: Path, fh: BinaryIO, codec: str, start: int) -> Iterator
         yield rest
 
 
-def _jsonl_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
+def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     index = 0
     offset = 0
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below, after the generator finishes
-    except OSError as e:
-        raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
+    fh = _open(path)
     with fh:
-        codec, skip = _resolve_encoding(path, fh.read(4), encoding)
-        fh.seek(skip)
+        if fh.seekable():
+            codec, skip = _resolve_encoding(path, fh.read(4), encoding)
+            fh.seek(skip)
+        else:  # a decompressing stream: look at its start through a second one
+            codec, skip = _resolve_encoding(path, _sample(path, 4), encoding)
+            fh.read(skip)
         utf8 = codec in _UTF8
         source: Iterator[bytes] | Iterator[str] = (
             fh if utf8 else _decoded_lines(path, fh, codec, skip)
@@ -508,8 +1395,7 @@ def _jsonl_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
                     if problem is not None:
                         raise problem from None
                 elif "\x00" in line:
-                    fh.seek(0)
-                    head = fh.read(1 << 16)
+                    head = _sample(path)
                     raise _nul_error(path, codec, head.find(b"\x00"), head) from None
                 msg = str(e).split(":")[0]
                 pos = getattr(e, "pos", 0) or 0
@@ -539,7 +1425,7 @@ def _jsonl_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
 # --------------------------------------------------------------------------- parquet, CSV, Arrow
 
 
-def _parquet_batches(path: Path, split: str | None, offset: int) -> Iterator[Batch]:
+def _parquet_batches(path: Path | _Blob, split: str | None, offset: int) -> Iterator[Batch]:
     """Rows of one parquet file, row group by row group.
 
     Why per row group: a damaged data page only shows when its row group is decoded, long
@@ -551,13 +1437,18 @@ def _parquet_batches(path: Path, split: str | None, offset: int) -> Iterator[Bat
     try:
         # Page checksums are optional in parquet; when a writer stored them, a flipped bit is
         # caught here instead of reaching the rules as plausible-looking data.
-        pf = pq.ParquetFile(path, page_checksum_verification=True)
+        source = path.open() if isinstance(path, _Blob) else path
+        pf = pq.ParquetFile(source, page_checksum_verification=True)
         n_groups = pf.num_row_groups
+    except InputError:
+        raise
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise InputError(f"not a readable parquet file ({_brief(e)})", path=path) from None
     for rg in range(n_groups):
         try:
             batches = pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[rg])
+        except InputError:
+            raise
         except Exception as e:
             raise _parquet_data_error(path, rg, n_groups, offset, e) from None
         while True:
@@ -566,6 +1457,8 @@ def _parquet_batches(path: Path, split: str | None, offset: int) -> Iterator[Bat
                 if batch is None:
                     break
                 rows = batch.to_pylist()
+            except InputError:
+                raise
             except Exception as e:
                 raise _parquet_data_error(path, rg, n_groups, offset, e) from None
             yield Batch(split, offset, rows)
@@ -573,7 +1466,7 @@ def _parquet_batches(path: Path, split: str | None, offset: int) -> Iterator[Bat
 
 
 def _parquet_data_error(
-    path: Path, rg: int, n_groups: int, offset: int, e: BaseException
+    path: Path | _Blob, rg: int, n_groups: int, offset: int, e: BaseException
 ) -> InputError:
     return InputError(
         f"corrupt parquet data in row group {rg} of {n_groups} ({_brief(e)})",
@@ -582,11 +1475,11 @@ def _parquet_data_error(
     )
 
 
-def _parquet_file_batches(path: Path) -> Iterator[Batch]:
+def _parquet_file_batches(path: Path | _Blob) -> Iterator[Batch]:
     yield from _parquet_batches(path, None, 0)
 
 
-def _read_csv(path: Path, encoding: str | None) -> Any:
+def _read_csv(path: Path | _Blob, encoding: str | None) -> Any:
     """A CSV/TSV file as a polars frame of strings (``"007"`` stays ``"007"``).
 
     UTF-8 files go to polars as they are; other encodings are decoded here and handed over as
@@ -596,20 +1489,23 @@ def _read_csv(path: Path, encoding: str | None) -> Any:
     """
     import polars as pl
 
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
-    try:
-        with open(path, "rb") as fh:
+    sep = "\t" if _suffix(path) == ".tsv" else ","
+    # polars reads a plain file itself; other bytes (decompressed, downloaded) are read once
+    # here and handed over.
+    data = None if isinstance(path, Path) else _read_bytes(path)
+    if data is None:
+        with _open(path) as fh:
             head = fh.read(1 << 16)
-    except OSError as e:
-        raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
+    else:
+        head = data[: 1 << 16]
     codec, skip = _resolve_encoding(path, head, encoding)
-    source: Any = path
+    source: Any = path if data is None else data
     if codec in _UTF8:
         if b"\x00" in head:
             raise _nul_error(path, codec, head.index(b"\x00"), head)
         start = head[skip : skip + 1024]
     else:
-        text = _decode(path, _read_bytes(path), encoding)
+        text = _decode(path, _read_bytes(path) if data is None else data, encoding)
         if "\x00" in text[: 1 << 16]:
             raise _nul_error(path, codec, max(head.find(b"\x00"), 0), head)
         source = text.encode("utf-8")
@@ -679,37 +1575,10 @@ def _markup_hint(start: bytes | str, fmt: str) -> str:
     return f"; the file is {kind}, not {fmt} (a saved web or error page?)"
 
 
-def _csv_batches(path: Path, encoding: str | None = None) -> Iterator[Batch]:
+def _csv_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
     df = _read_csv(path, encoding)
     for start in range(0, df.height, BATCH_ROWS):
         yield Batch(None, start, df.slice(start, BATCH_ROWS).to_dicts())
-
-
-_SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:-\d{5}-of-\d{5})?(?:-[^/]*)?\.parquet$")
-
-
-def hf_parquet_splits(path: Path) -> dict[str, list[Path]]:
-    """Split name → shard files for a hub-layout folder (``data/train-00000-of-00002.parquet``)."""
-    files = sorted(path.glob("data/*.parquet")) or sorted(path.glob("*.parquet"))
-    splits: dict[str, list[Path]] = {}
-    if files:
-        for f in files:
-            m = _SHARD.match(f.name)
-            split = m.group("split") if m else f.stem
-            splits.setdefault(split, []).append(f)
-    else:  # <split>/<file>.parquet
-        for f in sorted(path.glob("*/*.parquet")):
-            splits.setdefault(f.parent.name, []).append(f)
-    return splits
-
-
-def _hf_parquet_batches(path: Path) -> Iterator[Batch]:
-    offset = 0
-    for split, files in hf_parquet_splits(path).items():
-        for f in files:
-            for b in _parquet_batches(f, split, offset):
-                offset += len(b.rows)
-                yield b
 
 
 def _hf_disk_batches(path: Path) -> Iterator[Batch]:
@@ -762,7 +1631,7 @@ def read_frame(path: str | Path, *, encoding: str | None = None) -> tuple[Any, S
 
     src = open_source(path, encoding=encoding)
     if src.format == "csv":
-        df = _read_csv(src.path, encoding)
+        df = _read_csv(src.location, encoding)
         if df.width == 0:
             raise InputError("empty table", path=src.path)
         if df.height == 0:  # like an empty JSON array: a header alone is not a dataset

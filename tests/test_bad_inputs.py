@@ -18,10 +18,13 @@ A new family adds its name to ``FAMILIES`` and its own bad inputs to ``CORPUS`` 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import random
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +56,8 @@ class Case:
     args: tuple[str, ...] = ()
     #: Per-family override of ``expect`` (e.g. a table that one family reads and the other can't).
     expect_for: dict[str, frozenset[int]] = field(default_factory=dict)
+    #: The built file is fed on standard input and the command reads ``-``.
+    stdin: bool = False
 
 
 # --------------------------------------------------------------------------- input builders
@@ -243,6 +248,62 @@ def _mapping_with_numbers(d: Path) -> Path:
     return _glycan_copy(d)
 
 
+def _zstd(data: bytes) -> bytes:
+    out = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(out, "zstd") as f:
+        f.write(data)
+    return out.getvalue().to_pybytes()
+
+
+def _truncated_gz(d: Path) -> Path:
+    packed = gzip.compress(SAMPLE.read_bytes())
+    return _write("cut.json.gz", packed[: len(packed) // 2])(d)
+
+
+def _corrupt_zst(d: Path) -> Path:
+    """A real zstd frame (with a checksum, as the zstd tool writes) with bytes flipped."""
+    packed = bytearray(_zstd(GLYCANS.read_bytes()))
+    for i in range(len(packed) // 3, len(packed) // 3 + 40):
+        packed[i] ^= 0x5A
+    return _write("flipped.csv.zst", bytes(packed))(d)
+
+
+def _not_gzip(d: Path) -> Path:
+    return _write("plain.jsonl.gz", b'{"case_id": 1}\n')(d)
+
+
+_TWO_CONFIGS = (
+    "---\nconfigs:\n"
+    "- config_name: first\n  data_files:\n  - split: train\n    path: first/train-*\n"
+    "- config_name: second\n  data_files:\n  - split: train\n    path: second/train-*\n"
+    "---\n"
+)
+
+
+def _hub(d: Path) -> Path:
+    root = d / "hub"
+    for config in ("first", "second"):
+        (root / config).mkdir(parents=True)
+        table = pa.Table.from_pylist(_mquake()[:10])
+        pq.write_table(table, root / config / "train-00000-of-00001.parquet")
+    (root / "README.md").write_text(_TWO_CONFIGS)
+    return root
+
+
+def _hub_unknown_config(d: Path) -> Path:
+    return Path(f"{_hub(d)}:third")
+
+
+def _hub_no_default(d: Path) -> Path:
+    return _hub(d)
+
+
+def _hub_card_bad_yaml(d: Path) -> Path:
+    root = _hub(d)
+    (root / "README.md").write_text("---\nconfigs: [\n  - {config_name: first\n---\n")
+    return root
+
+
 def _ids_not_utf8(d: Path) -> Path:
     _write("ids.txt", b"7417\n" + "caf\xe9\n".encode("latin-1"))(d)
     return _sample_copy(d)
@@ -289,6 +350,16 @@ CORPUS: list[Case] = [
     ),
     Case("CSV cut mid-quote", _cut_mid_quote, BAD, families=("glycan",)),
     Case("corrupt parquet data page", _corrupt_parquet, UNUSABLE),
+    Case("truncated .json.gz", _truncated_gz, UNUSABLE),
+    Case("corrupt .csv.zst", _corrupt_zst, UNUSABLE),
+    Case(".gz that is not gzip", _not_gzip, UNUSABLE),
+    Case("unknown hub config", _hub_unknown_config, UNUSABLE),
+    Case("hub configs, none the default", _hub_no_default, UNUSABLE),
+    Case("hub card with broken YAML", _hub_card_bad_yaml, UNUSABLE),
+    Case("empty stdin", _write("empty.bin", b""), UNUSABLE, stdin=True),
+    Case("truncated gzip on stdin", _truncated_gz, UNUSABLE, stdin=True),
+    Case("binary on stdin", _binary(".bin"), UNUSABLE, stdin=True),
+    Case("- twice", _sample_copy, UNUSABLE, stdin=True, args=("-",)),
     # Well-formed input with a text-format quirk: must be read, not rejected.
     Case("UTF-8 BOM in JSON", _bom_json, expect_for={"mquake": READABLE}, families=("mquake",)),
     Case("UTF-8 BOM in CSV", _bom_csv, expect_for={"glycan": READABLE}, families=("glycan",)),
@@ -336,12 +407,17 @@ def _hashes(root: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("case", "family", "command"), list(_params()))
-def test_bad_input(tmp_path: Path, capsys, case: Case, family: str, command: str) -> None:
+def test_bad_input(
+    tmp_path: Path, capsys, monkeypatch, case: Case, family: str, command: str
+) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
     path = case.make(inputs)
     before = _hashes(inputs)
     out = tmp_path / "out"
+    if case.stdin:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+        path = "-"
     argv = [command, family, str(path), *(a.format(dir=inputs) for a in case.args)]
     if command in ("fix", "export"):
         argv += ["--out", str(out)]

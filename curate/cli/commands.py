@@ -38,8 +38,14 @@ class FailOn(StrEnum):
     never = "never"
 
 
+# Strings, not Paths: a Path folds hf://datasets/... into hf:/datasets/... (see curate.io).
 PathsArg = Annotated[
-    list[Path], typer.Argument(help="Files or dataset folders to read.", metavar="PATHS")
+    list[str],
+    typer.Argument(
+        help="Files or dataset folders to read: a path, FOLDER:CONFIG, hf://datasets/OWNER/NAME"
+        "[/PATH], or - for standard input (.gz and .zst files are decompressed).",
+        metavar="PATHS",
+    ),
 ]
 SelectOpt = Annotated[
     list[str] | None,
@@ -82,7 +88,7 @@ FailOnOpt = Annotated[
 
 def load_and_audit(
     fam: Family,
-    paths: list[Path],
+    paths: list[str],
     options: FamilyOptions,
     *,
     keep_records: bool = False,
@@ -91,6 +97,9 @@ def load_and_audit(
     ignore: list[str] | None = None,
 ):
     """Loaded data and audit report: the first half of every data command."""
+    from curate.io import check_inputs
+
+    check_inputs(paths)
     cb = terminal.progress()
     try:
         data = fam.load(paths, options, progress=cb, keep_records=keep_records, encoding=encoding)
@@ -100,9 +109,10 @@ def load_and_audit(
     return data, report
 
 
-def _protected(paths: list[Path], options: FamilyOptions) -> list[Path]:
-    """Every file this run reads: the data and the files its options name (``ids:``, mapping)."""
-    return [*paths, *options.input_files()]
+def _protected(paths: list[str], options: FamilyOptions) -> list[Path]:
+    from curate.api import protected_inputs
+
+    return protected_inputs(paths, options)
 
 
 # --------------------------------------------------------------------------- the commands
@@ -346,19 +356,10 @@ class FamilyGroup(TyperGroup):
         return list(all_families())
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        try:
-            fam = get_family(cmd_name)
-        except Exception:  # unknown: let click say "No such command" with the list below
-            return None
+        # An unknown family, or one that cannot be imported, is one line naming the families
+        # (and why a plug-in is broken): get_family's UsageError, exit 2.
+        fam = get_family(cmd_name)
         return _with_options_hint(family_command(self.verb, fam), fam, self.verb)
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        try:
-            return super().resolve_command(ctx, args)
-        except typer.TyperException as e:
-            if hasattr(e, "message") and "No such command" in e.message:
-                e.message += f" Families: {', '.join(all_families())}."
-            raise
 
 
 def _with_options_hint(cmd: Any, fam: Family, verb: str) -> Any:

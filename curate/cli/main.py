@@ -23,7 +23,7 @@ from curate.api import StrictRefusal
 from curate.cli import commands
 from curate.cli.terminal import Format
 from curate.errors import InputError, RemoteError, UsageError
-from curate.families import all_families, get_family
+from curate.families import all_families, broken_families, get_family
 from curate.outputs import Interrupted, install_signal_handlers
 
 app = typer.Typer(
@@ -47,6 +47,9 @@ def rules(
 ) -> None:
     """List rules with their code, category, severity and documentation."""
     fams = [get_family(family)] if family else list(all_families().values())
+    if not family:  # one broken plug-in is one line, and the others are still listed
+        for why in broken_families().values():
+            typer.echo(f"curate: warning: {why}", err=True)
     chosen = [r for f in fams for r in f.rules if code is None or r.code == code.upper()]
     if code and not chosen:
         raise UsageError(f"no rule {code!r}")

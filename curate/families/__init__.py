@@ -1,45 +1,205 @@
-"""Dataset families and their registry.
+"""Dataset families and their registry: plug-ins found through the ``curate.families`` entry points.
 
-A family is one schema module (``curate.schemas.<family>``), one rules module
-(``curate.audits.<family>``) and one module here that ties them to a reader, fixes and export.
-Each module in this package that defines ``FAMILY`` is found by :func:`all_families`, so adding a
-family touches no core file.
+A family is one schema module, one rules module and one module that ties them to a reader, fixes
+and export; it is registered as an entry point whose name is the family's name and whose value
+is the :class:`Family` object. The built-ins are registered that way in ``pyproject.toml``::
+
+    [project.entry-points."curate.families"]
+    knowledge-editing = "curate.families.knowledge_editing:FAMILY"
+    mquake = "curate.families.knowledge_editing:FAMILY"
+    glycan = "curate.families.glycan:FAMILY"
+
+so a third-party package adds a family with the same three lines in its own ``pyproject.toml``
+and touches no file of curate.
+
+Why entry points are loaded lazily: importing a family imports its dependencies, and one family's
+missing optional dependency (say a plug-in that needs ``h5py``) must not break every command.
+The registry knows every family by its entry-point names without importing anything; a family's
+module is imported only when that family is used, and an import failure is reported then, as one
+line naming the family and the missing module (:class:`FamilyLoadError`, exit 2). Commands that
+list every family (``curate rules``) load them all but skip a broken one, which
+:func:`broken_families` reports.
+
+Aliases: several entry-point names with the same value are one family (``mquake`` above), found
+without an import. An alias that only the :attr:`Family.aliases` attribute declares still works:
+when no entry-point name matches, the families are loaded (each guarded) and their aliases read.
+
+Source checkouts: when curate runs from a folder that was never ``pip install``-ed (no ``curate``
+distribution metadata, or metadata written before families were plug-ins), the built-ins are taken
+from :data:`BUILTIN`, the same table as ``pyproject.toml``, so tests and ``python -m curate`` work.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
 
 from curate.errors import UsageError
 from curate.families.base import Family, FixResult, LoadedDataset
 
-__all__ = ["Family", "FixResult", "LoadedDataset", "all_families", "get_family"]
+__all__ = [
+    "BUILTIN",
+    "GROUP",
+    "Family",
+    "FamilyEntry",
+    "FamilyLoadError",
+    "FixResult",
+    "LoadedDataset",
+    "all_families",
+    "broken_families",
+    "entries",
+    "get_family",
+    "refresh",
+]
+
+#: The entry-point group a package registers its families in.
+GROUP = "curate.families"
+#: The built-in families as ``pyproject.toml`` registers them (keep the two in sync; a test does).
+BUILTIN: dict[str, str] = {
+    "knowledge-editing": "curate.families.knowledge_editing:FAMILY",
+    "mquake": "curate.families.knowledge_editing:FAMILY",
+    "ke": "curate.families.knowledge_editing:FAMILY",
+    "glycan": "curate.families.glycan:FAMILY",
+}
+_OWN = "curate"
+
+
+class FamilyLoadError(UsageError):
+    """A registered family that cannot be imported or is not a :class:`Family` (exit 2)."""
+
+
+@dataclass(frozen=True)
+class FamilyEntry:
+    """One registered family before it is imported: its entry-point names and where it lives."""
+
+    #: Entry-point names, in registration order (the family's name and any aliases registered).
+    names: tuple[str, ...]
+    #: ``module:attribute``.
+    value: str
+    #: The distribution that registered it (``"curate"`` for the built-ins).
+    package: str
+
+    @property
+    def module(self) -> str:
+        return self.value.partition(":")[0].strip()
+
+    def load(self, as_name: str | None = None) -> Family:
+        """The family object; :class:`FamilyLoadError` (one line, naming the family by
+        ``as_name`` or its first name) when it cannot be imported."""
+        return _load(self, as_name or self.names[0])
+
+
+def _package_of(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return str(name) if name else "?"
 
 
 @cache
-def all_families() -> dict[str, Family]:
-    """Every registered family by canonical name, discovered from this package's modules."""
-    found: dict[str, Family] = {}
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name == "base":
+def entries() -> tuple[FamilyEntry, ...]:
+    """Every registered family, without importing any: curate's own first, then plug-ins.
+
+    A name registered twice with different values keeps its first registration (so a plug-in
+    cannot silently replace a built-in family).
+    """
+    found: list[tuple[str, str, str]] = []  # (name, value, package)
+    for ep in metadata.entry_points(group=GROUP):
+        found.append((ep.name.strip().lower(), ep.value.strip(), _package_of(ep)))
+    own = [f for f in found if _normal(f[2]) == _OWN]
+    if not own:  # a source checkout without (current) metadata: the built-ins as declared
+        own = [(name, value, _OWN) for name, value in BUILTIN.items()]
+    # Metadata lists names alphabetically; the table's order puts each family's own name first.
+    order = list(BUILTIN)
+    own.sort(key=lambda f: order.index(f[0]) if f[0] in order else len(order))
+    others = [f for f in found if _normal(f[2]) != _OWN]
+    by_value: dict[str, tuple[list[str], str]] = {}
+    taken: set[str] = set()
+    for name, value, package in own + others:
+        if name in taken:
             continue
-        module = importlib.import_module(f"{__name__}.{mod.name}")
-        fam = getattr(module, "FAMILY", None)
-        if isinstance(fam, Family):
-            found[fam.name] = fam
-    return dict(sorted(found.items()))
+        taken.add(name)
+        names, _ = by_value.setdefault(value, ([], package))
+        names.append(name)
+    return tuple(
+        FamilyEntry(tuple(names), value, package) for value, (names, package) in by_value.items()
+    )
+
+
+def _normal(dist_name: str) -> str:
+    return dist_name.lower().replace("_", "-").replace(".", "-")
+
+
+@cache
+def _load(entry: FamilyEntry, name: str) -> Family:
+    where = f"family {name!r} (registered by {entry.package} as {entry.value})"
+    try:
+        ep = metadata.EntryPoint(name=name, value=entry.value, group=GROUP)
+        fam = ep.load()
+    except ImportError as e:
+        missing = getattr(e, "name", None)
+        what = f"missing module {missing!r}" if missing else " ".join(str(e).split())
+        raise FamilyLoadError(
+            f"{where} cannot be loaded: {what}; install what it needs or uninstall {entry.package}"
+        ) from None
+    except Exception as e:  # a plug-in's own bug must still be one line, not a traceback
+        raise FamilyLoadError(
+            f"{where} cannot be loaded: {type(e).__name__}: {' '.join(str(e).split())}"
+        ) from None
+    if not isinstance(fam, Family):
+        raise FamilyLoadError(f"{where} is a {type(fam).__name__}, not a curate Family")
+    return fam
+
+
+def _try_all() -> tuple[dict[str, Family], dict[str, str]]:
+    loaded: dict[str, Family] = {}
+    broken: dict[str, str] = {}
+    for entry in entries():
+        try:
+            fam = entry.load()
+        except FamilyLoadError as e:
+            broken[entry.names[0]] = str(e)
+            continue
+        loaded.setdefault(fam.name, fam)
+    return dict(sorted(loaded.items())), broken
+
+
+def all_families() -> dict[str, Family]:
+    """Every family that loads, by canonical name (imports them all; a broken one is skipped)."""
+    return _try_all()[0]
+
+
+def broken_families() -> dict[str, str]:
+    """Registered families that cannot be loaded: first entry-point name → the one-line reason."""
+    return _try_all()[1]
 
 
 def get_family(name: str) -> Family:
-    """Look a family up by name or alias (``knowledge-editing`` or ``mquake``)."""
+    """Look a family up by name or alias (``knowledge-editing`` or ``mquake``).
+
+    Imports only the family asked for when an entry-point name matches; raises
+    :class:`FamilyLoadError` if that family cannot be imported and :class:`UsageError` for a name
+    no family has.
+    """
     key = name.strip().lower()
-    for fam in all_families().values():
+    for entry in entries():
+        if key in entry.names:
+            return entry.load(key)
+    loaded, broken = _try_all()
+    for fam in loaded.values():
         if key == fam.name or key in fam.aliases:
             return fam
     known = ", ".join(
-        f"{f.name} (alias {', '.join(f.aliases)})" if f.aliases else f.name
-        for f in all_families().values()
+        [
+            f"{f.name} (alias {', '.join(f.aliases)})" if f.aliases else f.name
+            for f in loaded.values()
+        ]
+        + [f"{n} (cannot be loaded)" for n in broken]
     )
     raise UsageError(f"unknown family {name!r}; known: {known}")
+
+
+def refresh() -> None:
+    """Forget what was discovered (after installing a plug-in at run time, and in tests)."""
+    entries.cache_clear()
+    _load.cache_clear()
