@@ -20,6 +20,9 @@ Exit code 2 (one line) for every refusal: it is a usage error, and nothing has b
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -59,15 +62,46 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+#: Signals that end a run after cleanup (exit 128 + signal number).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signum)
+
+
 def install_signal_handlers() -> None:
-    """Make SIGINT and SIGTERM raise :class:`Interrupted` so staging files are removed."""
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise Interrupted(signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` so staging is removed."""
+    for sig in STOP_SIGNALS:
         with suppress(ValueError, OSError):  # not the main thread, or no such signal
-            signal.signal(sig, handler)
+            signal.signal(sig, _raise_interrupted)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP while cleaning up; deliver the first one afterwards.
+
+    Why: a second Ctrl-C during cleanup used to abort the cleanup half way and leave a staging
+    folder behind. Outside the main thread (no handlers can be set) this does nothing.
+    """
+    pending: list[int] = []
+    previous: dict[int, Any] = {}
+    try:
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, lambda n, _f: pending.append(n))
+    except ValueError:  # not the main thread
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        previous = {}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if pending and previous:
+            handler = previous.get(pending[0])
+            if callable(handler):
+                handler(pending[0], None)
 
 
 def current_umask() -> int:
@@ -108,6 +142,8 @@ def guard_file(
     real = _real(p)
     if p.is_dir():
         raise UsageError(f"{option} {p}: is a folder; give a file name for the report")
+    if not p.exists() or p.is_file():
+        check_writable(p)
     for inp in _inputs(inputs):
         if _same(real, inp):
             raise UsageError(
@@ -116,6 +152,29 @@ def guard_file(
         if inp.is_dir() and real.is_relative_to(inp):
             raise UsageError(f"{option} {p}: is inside the input folder {inp}; write it elsewhere")
     return p
+
+
+def check_writable(target: str | Path) -> None:
+    """Fail now, before minutes of reading, if ``target`` cannot be created: the nearest existing
+    ancestor must be a writable folder (a read-only file system says so even to root)."""
+    p = Path(os.path.abspath(target))
+    probe = p.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(probe))
+    if not os.access(
+        probe, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids
+    ):
+        err = errno.EROFS if _read_only(probe) else errno.EACCES
+        raise PermissionError(err, os.strerror(err), str(target))
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def is_curate_folder(path: str | Path) -> bool:
@@ -149,6 +208,8 @@ def guard_folder(
             )
         if real.is_relative_to(inp):
             raise UsageError(f"{option} {p}: is inside the input folder {inp}; write it elsewhere")
+    check_writable(p)
+    sweep_stale(p)
     if p.is_dir() and any(p.iterdir()):
         if not is_curate_folder(p):
             raise UsageError(
@@ -159,30 +220,112 @@ def guard_folder(
             raise UsageError(
                 f"{option} {p}: exists (a curate output); pass --overwrite to replace it"
             )
+        foreign = foreign_entries(p)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise UsageError(
+                f"{option} {p}: holds {len(foreign)} file(s) curate did not write or that changed "
+                f"since ({shown}); move them out first: --overwrite replaces only curate's files"
+            )
     return p
+
+
+def _listing(root: Path) -> dict[str, list[int]]:
+    """Every file under ``root`` except the marker: relative path → [size, mtime_ns]."""
+    out: dict[str, list[int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root)
+        if rel_dir == Path(MARKER_DIR):
+            continue
+        dirnames.sort()
+        for name in sorted(filenames):
+            st = os.lstat(os.path.join(dirpath, name))
+            out[str(rel_dir / name)] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def foreign_entries(folder: str | Path) -> list[str]:
+    """What in a curate output folder curate did not write, or was changed after it wrote it.
+
+    The marker lists every file with its size and modification time; anything else (a user's
+    notes, a ``.git`` folder, an edited card) is foreign, and ``--overwrite`` refuses to delete
+    it. A marker without a file list (a hand-made one) makes everything foreign.
+    """
+    root = Path(folder)
+    try:
+        listed = orjson.loads((root / MARKER_DIR / MANIFEST).read_bytes()).get("files")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        listed = None
+    if not isinstance(listed, dict):
+        listed = {}
+    found = _listing(root)
+    foreign = [name for name, stat in found.items() if listed.get(name) != stat]
+    extra_markers = (
+        [f"{MARKER_DIR}/{n}" for n in os.listdir(root / MARKER_DIR) if n not in (MANIFEST, "lock")]
+        if (root / MARKER_DIR).is_dir()
+        else []
+    )
+    return sorted(foreign + extra_markers)
 
 
 # --------------------------------------------------------------------------- staging
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+LOCK = "lock"
+
+
+def _held(path: Path) -> bool:
+    """Is ``path`` (a staging lock file, or a staging file) locked by a live curate run?
+
+    A lock, not a process id: a run in another container or PID namespace on the same machine
+    has a pid this process cannot see, but the kernel still knows its lock.
+    """
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
         return False
-    except PermissionError:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
         return True
-    return True
+    finally:
+        os.close(fd)  # closing releases a lock we took
+    return False
+
+
+def _lock(path: Path) -> int:
+    """Hold an exclusive lock on ``path`` for as long as the returned descriptor is open."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def remove_staging(folder: Path) -> None:
+    """Delete a staging folder, curate's marker last, with stop signals held until done.
+
+    Marker last: if anything stops the deletion, what is left is still recognisable as curate's
+    and the next run's sweep finishes the job.
+    """
+    with signals_deferred():
+        if not folder.exists():
+            return
+        for entry in sorted(folder.iterdir()):
+            if entry.name == MARKER_DIR:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def sweep_stale(target: str | Path) -> list[Path]:
     """Remove staging leftovers of killed runs for ``target``; returns what was removed.
 
-    Only names this module makes (``.<name>.curate-{tmp,old}-<pid>-…``) whose process is gone, and
-    for folders only those holding curate's marker. If a run died between its two renames, the
-    target is missing and its previous output is still staged as ``old``: that is put back.
+    Only names this module makes (``.<name>.curate-{tmp,old}-<pid>-…``) that no live run holds
+    (see :func:`_held`), and for folders only those holding curate's marker. If a run died
+    between its two renames, the target is missing and its previous output is still staged as
+    ``old``: that is put back.
     """
     target = Path(target)
     parent = target.parent if str(target.parent) else Path(".")
@@ -194,16 +337,17 @@ def sweep_stale(target: str | Path) -> list[Path]:
     stale_old: list[Path] = []
     for entry in entries:
         m = _STAGE.match(entry.name)
-        if m is None or m.group("name") != target.name or _alive(int(m.group("pid"))):
+        if m is None or m.group("name") != _stage_base(target):
             continue
         if entry.is_dir() and not entry.is_symlink():
-            if not (entry / MARKER_DIR / MANIFEST).is_file():
+            marker = entry / MARKER_DIR
+            if not marker.is_dir() or _held(marker / LOCK):
                 continue
             if m.group("kind") == "old":
                 stale_old.append(entry)
                 continue
-            shutil.rmtree(entry, ignore_errors=True)
-        elif entry.is_file() and entry.name.endswith(".tmp"):
+            remove_staging(entry)
+        elif entry.is_file() and entry.name.endswith(".tmp") and not _held(entry):
             entry.unlink(missing_ok=True)
         else:
             continue
@@ -212,13 +356,23 @@ def sweep_stale(target: str | Path) -> list[Path]:
         if not target.exists() and not target.is_symlink() and len(stale_old) == 1:
             os.replace(old, target)  # the previous output, restored
         else:
-            shutil.rmtree(old, ignore_errors=True)
+            remove_staging(old)
             removed.append(old)
     return removed
 
 
+def _stage_base(target: Path) -> str:
+    """The target's name as staging names carry it: long names are cut and tagged with a hash,
+    so that a legal 250-character name still leaves room for the staging suffix."""
+    name = target.name
+    if len(name.encode()) <= 180:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    return name.encode()[:150].decode("utf-8", "ignore") + "~" + digest
+
+
 def _stage_name(target: Path, kind: str) -> str:
-    return f".{target.name}.curate-{kind}-{os.getpid()}-"
+    return f".{_stage_base(target)}.curate-{kind}-{os.getpid()}-"
 
 
 def manifest(command: Sequence[str] | None, inputs: Sequence[Any] = ()) -> dict[str, Any]:
@@ -245,46 +399,71 @@ def staged_folder(
     overwrite: bool = False,
     marker: dict[str, Any] | None = None,
 ) -> Iterator[Path]:
-    """Yield an empty staging folder; on success it replaces ``target`` in two renames.
+    """Yield an empty staging folder; on success it replaces ``target``.
 
     The guard runs again here (the library is used without the CLI too), stale staging folders
-    are swept first, and the marker is written before anything else so that even a partial
-    staging folder is recognisable as curate's own. An OSError names ``target`` (and the file
-    inside it), not the staging folder the user never asked for.
+    are swept first, and the marker is written (and locked) before anything else so that even a
+    partial staging folder is recognisable as curate's own and never taken for a dead run's.
+    On success the marker gets the list of files written (what ``--overwrite`` may replace
+    later). An existing *empty* target folder is filled in place (it may be a mount point that
+    cannot be renamed); a curate folder is replaced in two renames. An OSError names ``target``
+    (and the file inside it), not the staging folder the user never asked for.
     """
     target = guard_folder(target, inputs, overwrite=overwrite)
     parent = target.parent if str(target.parent) else Path(".")
     tmp: Path | None = None
+    lock_fd: int | None = None
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        sweep_stale(target)
         tmp = Path(tempfile.mkdtemp(prefix=_stage_name(target, "tmp"), dir=parent))
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; a dataset is for sharing
         (tmp / MARKER_DIR).mkdir()
+        lock_fd = _lock(tmp / MARKER_DIR / LOCK)
         info = dict(marker or manifest(None))
         (tmp / MARKER_DIR / MANIFEST).write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2))
         yield tmp
-        if target.exists():
+        info["files"] = _listing(tmp)
+        (tmp / MARKER_DIR / MANIFEST).write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2))
+        if target.is_dir() and not any(target.iterdir()):
+            _fill_in_place(tmp, target)
+        elif target.exists():
             # Checked again now: the folder may have changed while we worked.
             guard_folder(target, inputs, overwrite=overwrite)
             old = Path(tempfile.mkdtemp(prefix=_stage_name(target, "old"), dir=parent))
-            os.replace(target, old)  # over the empty placeholder folder
+            try:
+                os.replace(target, old)  # over the empty placeholder folder
+            except BaseException:
+                old.rmdir()
+                raise
             try:
                 os.replace(tmp, target)
             except BaseException:
                 os.replace(old, target)
                 raise
-            shutil.rmtree(old, ignore_errors=True)
+            remove_staging(old)
         else:
             os.replace(tmp, target)
+        (target / MARKER_DIR / LOCK).unlink(missing_ok=True)
     except OSError as e:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_staging(tmp)
         raise _renamed(e, tmp, target) from None
     except BaseException:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_staging(tmp)
         raise
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def _fill_in_place(tmp: Path, target: Path) -> None:
+    """Move the staged entries into an empty existing folder, marker last, then drop ``tmp``."""
+    with signals_deferred():
+        entries = sorted(tmp.iterdir(), key=lambda e: e.name == MARKER_DIR)
+        for entry in entries:
+            os.replace(entry, target / entry.name)
+        tmp.rmdir()
 
 
 @contextmanager
@@ -296,8 +475,10 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     device such as ``/dev/null``, a FIFO) is written in place: renaming over it would replace it.
     """
     target = Path(target)
+    if target.is_symlink():  # write the file the link points to, keep the link
+        target = Path(os.path.realpath(target))
     if target.is_dir():
-        raise IsADirectoryError(21, "is a folder", str(target))
+        raise IsADirectoryError(errno.EISDIR, "is a folder", str(target))
     if target.exists() and not target.is_file():
         try:
             yield target
@@ -306,11 +487,12 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         return
     parent = target.parent if str(target.parent) else Path(".")
     tmp: Path | None = None
+    fd: int | None = None
     try:
         parent.mkdir(parents=True, exist_ok=True)
         sweep_stale(target)
         fd, name = tempfile.mkstemp(prefix=_stage_name(target, "tmp"), suffix=".tmp", dir=parent)
-        os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until closed: "a live run's"
         tmp = Path(name)
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a report is a normal file
         yield tmp

@@ -185,6 +185,24 @@ def _card_body(
     return "\n".join(lines) + "\n"
 
 
+def check_repo_id(repo_id: str) -> None:
+    """``--push-to-hub OWNER/NAME`` checked before any work: the ``hub`` extra is installed and
+    the id is one the Hub accepts (exit 2 otherwise, nothing exported)."""
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:
+        raise RemoteError(
+            "--push-to-hub needs huggingface_hub (pip install 'curate[hub]')"
+        ) from None
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        msg = " ".join(str(e).split())[:200]
+        raise UsageError(
+            f"--push-to-hub {repo_id!r}: not a valid dataset repo id ({msg})"
+        ) from None
+
+
 def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False) -> Any:
     """Upload an exported folder as a dataset repo (needs ``huggingface_hub`` and a token).
 

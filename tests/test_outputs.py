@@ -115,11 +115,9 @@ def test_overwrite_replaces_only_curate_folders(tmp_path: Path, capsys) -> None:
     assert main(["export", "mquake", str(SAMPLE), "--out", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert tree_hash(out) == before
-    # with --overwrite: replaced, a file the user put in it goes with it (the folder is curate's)
-    (out / "stray.txt").write_text("x")
+    # with --overwrite: replaced, as long as it holds only what curate wrote
     assert main(["export", "mquake", str(SAMPLE), "--out", str(out), "--overwrite"]) == 0
-    assert not (out / "stray.txt").exists() and (out / "README.md").exists()
-    assert leftovers(tmp_path) == []
+    assert (out / "README.md").exists() and leftovers(tmp_path) == []
     # an empty folder of the user's is fine to write into
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -285,3 +283,154 @@ def test_staged_folder_failure_leaves_nothing(tmp_path: Path) -> None:
 def test_python_dash_m_curate(tmp_path: Path) -> None:
     r = run(["--version"], cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith("curate ")
+
+
+def _user_adds(out: Path, kind: str) -> None:
+    if kind == "note":
+        (out / "NOTES.md").write_text("my notes\n")
+    elif kind == "git":
+        (out / ".git" / "objects").mkdir(parents=True)
+        (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    elif kind == "edited card":
+        with open(out / "README.md", "a") as fh:
+            fh.write("\nMy own paragraph.\n")
+    elif kind == "nested":
+        (out / "data" / "extra.parquet").write_bytes(b"mine")
+    elif kind == "forged marker":
+        (out / MARKER_DIR / MANIFEST).write_text('{"tool": "curate"}')
+    else:
+        raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["note", "git", "edited card", "nested", "forged marker"])
+def test_overwrite_never_deletes_what_a_user_added(tmp_path: Path, capsys, kind: str) -> None:
+    """A curate folder the user has since added to (or edited) is no longer curate's alone."""
+    out = tmp_path / "hf"
+    assert main(["export", "mquake", str(SAMPLE), "--out", str(out)]) == 0
+    _user_adds(out, kind)
+    before = tree_hash(out)
+    capsys.readouterr()
+    assert main(["export", "mquake", str(SAMPLE), "--out", str(out), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "curate did not write" in err, err
+    assert tree_hash(out) == before and leftovers(tmp_path) == []
+
+
+def test_second_signal_during_cleanup_still_cleans_up(tmp_path: Path) -> None:
+    """Ctrl-C twice: the second arrives while the staging folder is being removed."""
+    out = tmp_path / "hf"
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        import curate.outputs as o
+        o.install_signal_handlers()
+        real = o.shutil.rmtree
+        def slow_rmtree(path, *a, **kw):
+            os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, mid-cleanup
+            return real(path, *a, **kw)
+        try:
+            with o.staged_folder({str(out)!r}) as tmp:
+                for i in range(50):
+                    (tmp / f"f{{i}}").write_text("x")
+                (tmp / "data").mkdir()
+                (tmp / "data" / "a.parquet").write_text("x")
+                o.shutil.rmtree = slow_rmtree
+                os.kill(os.getpid(), signal.SIGINT)
+        except o.Interrupted as e:
+            sys.exit(e.exit_code)
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_existing_folder_is_filled_in_place(tmp_path: Path) -> None:
+    """An empty --out folder (often a mount point, which cannot be renamed) keeps its inode."""
+    out = tmp_path / "mnt"
+    out.mkdir()
+    inode = out.stat().st_ino
+    assert main(["export", "mquake", str(SAMPLE), "--out", str(out)]) == 0
+    assert out.stat().st_ino == inode and (out / "README.md").exists()
+    assert is_curate_folder(out) and leftovers(tmp_path) == []
+
+
+def test_a_live_run_in_another_pid_namespace_is_not_swept(tmp_path: Path) -> None:
+    """Liveness is a lock, not a pid: a run whose pid we cannot see keeps its staging."""
+    out = tmp_path / "hf"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys, time
+                from curate.outputs import staged_folder
+                with staged_folder({str(out)!r}) as tmp:
+                    print(tmp.name, flush=True)
+                    sys.stdin.readline()
+                """
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        name = holder.stdout.readline().strip()
+        # rename it as if made by a pid that does not exist here (another namespace)
+        fake = tmp_path / name.replace(f"-{holder.pid}-", "-999999999-")
+        os.replace(tmp_path / name, fake)
+        assert sweep_stale(out) == [] and fake.is_dir()
+    finally:
+        holder.communicate("\n", timeout=60)
+    shutil.rmtree(fake, ignore_errors=True)
+
+
+def test_long_names_leave_room_for_staging(tmp_path: Path) -> None:
+    name = "r" * 240 + ".json"  # legal (under 255 bytes), but not with a 30-byte suffix added
+    assert main(["audit", "mquake", str(SAMPLE), "-o", str(tmp_path / name)]) == 0
+    long_dir = "d" * 250
+    assert main(["export", "mquake", str(SAMPLE), "--out", str(tmp_path / long_dir)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, long_dir])
+
+
+def test_dash_output_is_stdout_and_symlinks_are_written_through(tmp_path: Path, capsys) -> None:
+    assert main(["audit", "mquake", str(SAMPLE), "-o", "-", "-f", "json"]) == 0
+    assert capsys.readouterr().out.startswith("{")
+    assert not (Path.cwd() / "-").exists()
+    real = tmp_path / "reports" / "audit.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    assert main(["audit", "mquake", str(SAMPLE), "-o", str(link), "-f", "json"]) == 0
+    assert link.is_symlink() and real.read_text().startswith("{")
+
+
+def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    r = subprocess.run(
+        f"{sys.executable} -m curate rules | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.stdout.strip() == "141", r  # killed by SIGPIPE, like cat; never "1 = findings"
+    assert "Traceback" not in r.stderr and "Exception" not in r.stderr
+
+
+def test_sighup_cleans_up_like_sigint(tmp_path: Path) -> None:
+    out = tmp_path / "hf"
+    script = _SIGNAL_DURING_WRITE.format(sig="SIGHUP", sample=str(SAMPLE), out=str(out))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 129 and r.stderr.strip() == "curate: hangup"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_repo_id_is_refused_before_any_work(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "hf"
+    rc = main(["export", "mquake", str(SAMPLE), "--out", str(out), "--push-to-hub", "a b//c"])
+    assert rc == 2 and not out.exists()
+    assert "not a valid dataset repo id" in capsys.readouterr().err

@@ -129,7 +129,7 @@ def validate(
     encoding: EncodingOpt = None,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
-    if output is not None:
+    if output is not None and str(output) != "-":
         guard_file(output, _protected(paths, options))
     _, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=["schema", "integrity"]
@@ -150,7 +150,7 @@ def audit(
     encoding: EncodingOpt = None,
 ) -> None:
     """Run the family's rules and report findings."""
-    if output is not None:
+    if output is not None and str(output) != "-":
         guard_file(output, _protected(paths, options))
     _, report = load_and_audit(fam, paths, options, encoding=encoding, select=select, ignore=ignore)
     terminal.emit(terminal.render(report, fmt, output), output)
@@ -218,8 +218,11 @@ def export(
     the card); ``--strict`` refuses instead (exit 1, nothing written).
     """
     from curate import api
+    from curate.publish import check_repo_id
     from curate.publish import push_to_hub as push
 
+    if push_to_hub:
+        check_repo_id(push_to_hub)  # before the work, not after it
     cb = terminal.progress()
     try:
         done = api.export(

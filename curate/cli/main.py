@@ -9,6 +9,7 @@ family's options model); terminal rendering in :mod:`curate.cli.terminal`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -94,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     failed upload), 130/143 for SIGINT/SIGTERM after cleanup, 3 only for a bug in curate.
     """
     install_signal_handlers()
+    # `curate ... | head`: end quietly when the reader leaves, as cat does (exit 141 in the
+    # shell), instead of a flush error and an exit code that reads like "findings".
+    with contextlib.suppress(ValueError, AttributeError):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     commands.COMMAND_LINE[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
     try:
         rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
@@ -117,9 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:  # end of input at a prompt
         typer.echo("curate: aborted", err=True)
         return 2
+    except BrokenPipeError:  # `curate ... | head`: the reader left; say nothing, like cat
+        _silence_stdout()
+        return 128 + signal.SIGPIPE
     except (Interrupted, KeyboardInterrupt) as e:
         signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
-        name = "interrupted" if signum == signal.SIGINT else "terminated"
+        name = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}.get(signum, "terminated")
         typer.echo(f"curate: {name}", err=True)
         return 128 + signum
     except OSError as e:  # permissions, read-only or full disk, a folder where a file goes
@@ -134,6 +142,15 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 3
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _os_error_line(e: OSError) -> str:

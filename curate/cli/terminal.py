@@ -105,7 +105,8 @@ def clear_progress(cb: TerminalProgress | None) -> None:
 
 
 def emit(text: str, output: Path | None) -> None:
-    if output is None:
+    """The report to stdout, or atomically to ``--output`` (``-o -`` is stdout too)."""
+    if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:
         write_bytes_atomic(output, text.encode("utf-8"))
@@ -119,7 +120,7 @@ def render(report, fmt: Format, output: Path | None = None) -> str:
     with ``FORCE_COLOR`` and is never wrapped (one finding per line, for ``grep``).
     """
     if fmt is Format.text:
-        if output is not None:
+        if output is not None and str(output) != "-":
             return RENDERERS["text"](report, color=False, width=None)
         tty = sys.stdout.isatty()
         width = shutil.get_terminal_size().columns if tty else None
