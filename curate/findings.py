@@ -59,6 +59,10 @@ FINDING_SCHEMA: dict[str, Any] = {
     "category": pl.String,
     "severity": pl.String,
     **RULE_OUTPUT_SCHEMA,
+    # Where, for a person: the input file and the record's 0-based index in that file. Filled by
+    # :class:`Report` from ``row`` (a position across all inputs, in the order they were given).
+    "input": pl.String,
+    "input_row": pl.Int64,
 }
 
 
@@ -105,12 +109,16 @@ class Finding:
     message: str
     details: dict[str, Any]
     fix: dict[str, Any] | None = None
+    input: str | None = None
+    row: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "rule": self.rule,
             "category": self.category,
             "severity": self.severity,
+            "input": self.input,
+            "row": self.row,
             "record": self.record,
             "field": self.field,
             "message": self.message,
@@ -149,9 +157,40 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.findings = self.findings.select(list(FINDING_SCHEMA)).sort(
+        f = self.findings
+        for c, t in FINDING_SCHEMA.items():
+            if c not in f.columns:
+                f = f.with_columns(pl.lit(None, t).alias(c))
+        self.findings = self._locate(f.select(list(FINDING_SCHEMA))).sort(
             ["row", "rule", "field", "message"], nulls_last=True, maintain_order=True
         )
+
+    def _locate(self, f: pl.DataFrame) -> pl.DataFrame:
+        """Fill ``input``/``input_row`` from ``row`` and the inputs' record counts.
+
+        A finding without a row (a whole column, say) keeps the file its details name.
+        """
+        if f.is_empty() or not self.inputs:
+            return f
+        starts, at = [], 0
+        for i in self.inputs:
+            starts.append(at)
+            at += i.records
+        spans = pl.DataFrame(
+            {"__start": starts, "__path": [i.path for i in self.inputs]},
+            schema={"__start": pl.Int64, "__path": pl.String},
+        ).sort("__start")
+        located = (
+            f.with_row_index("__i")
+            .sort("row", nulls_last=True)
+            .join_asof(spans, left_on="row", right_on="__start", strategy="backward")
+            .sort("__i")
+        )
+        from_details = pl.col("details").str.json_path_match("$.file")
+        return located.with_columns(
+            pl.coalesce("input", "__path", from_details).alias("input"),
+            pl.coalesce("input_row", pl.col("row") - pl.col("__start")).alias("input_row"),
+        ).select(list(FINDING_SCHEMA))
 
     @property
     def records(self) -> int:
@@ -172,6 +211,8 @@ class Report:
                 message=r["message"],
                 details=orjson.loads(r["details"]) if r["details"] else {},
                 fix=orjson.loads(r["fix"]) if r["fix"] else None,
+                input=r["input"],
+                row=r["input_row"],
             )
             for r in self.findings.iter_rows(named=True)
         ]
@@ -192,7 +233,7 @@ class Report:
             self.findings.group_by(["rule", "category", "severity"])
             .agg(
                 pl.len().cast(pl.UInt32).alias("findings"),
-                pl.col("record").n_unique().cast(pl.UInt32).alias("records"),
+                pl.struct("input", "record").n_unique().cast(pl.UInt32).alias("records"),
             )
             .sort("rule")
         )
@@ -205,7 +246,9 @@ class Report:
             "records": self.records,
             "findings": self.findings.height,
             "by_severity": by_sev,
-            "records_with_findings": self.findings.select(pl.col("record").n_unique()).item()
+            "records_with_findings": self.findings.select(
+                pl.struct("input", "record").n_unique()
+            ).item()
             if self.findings.height
             else 0,
             "rules_run": list(self.rules_run),

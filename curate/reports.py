@@ -59,6 +59,13 @@ def _rule_titles(report: Report) -> dict[str, str]:
         return {}
 
 
+def _in_file(report: Report, row: dict[str, Any]) -> str:
+    """``file.csv: `` before a record when the report has several inputs (ids repeat)."""
+    if len(report.inputs) < 2 or not row.get("input"):
+        return ""
+    return f"{row['input']}: "
+
+
 def _options_line(report: Report) -> str:
     opts = report.options
     bits = [f"{k}={v}" for k, v in opts.items() if v not in (None, "", [], ())]
@@ -132,7 +139,11 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     con.print(t)
     con.print("[bold]Examples[/bold]")
     for r in _examples(report).iter_rows(named=True):
-        where = f"record {r['record']}" + (f", {r['field']}" if r["field"] else "")
+        where = (
+            _in_file(report, r)
+            + f"record {r['record']}"
+            + (f", {r['field']}" if r["field"] else "")
+        )
         con.print(
             f"  {r['rule']} [{style[r['severity']]}]{r['severity']}[/] {escape(where)}: "
             f"{escape(r['message'])}"
@@ -184,7 +195,10 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     out += ["", f"{h}# Examples", ""]
     for r in _examples(report).iter_rows(named=True):
         field = f" `{r['field']}`" if r["field"] else ""
-        out.append(f"- **{r['rule']}** record `{r['record']}`{field}: {_md_escape(r['message'])}")
+        out.append(
+            f"- **{r['rule']}** {_in_file(report, r)}record `{r['record']}`{field}: "
+            f"{_md_escape(r['message'])}"
+        )
     return "\n".join(out) + "\n"
 
 

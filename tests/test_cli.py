@@ -124,10 +124,14 @@ def test_json_report_shape_and_sha256(hard_path, capsys):
             "records": 429,
         }
     ]
-    required = {"rule", "category", "severity", "record", "field", "message", "details"}
+    required = {"rule", "category", "severity", "input", "row", "record", "field", "message"}
+    required |= {"details"}
     assert rep["findings"]
+    records = [c["case_id"] for c in json.loads(hard_path.read_text(encoding="utf-8"))]
     for f in rep["findings"]:
         assert required <= set(f) <= required | {"fix"}
+        assert f["input"] == str(hard_path)
+        assert str(records[f["row"]]) == f["record"]  # row: the record's index in its file
         assert f["rule"] in KE_CODES
         assert f["severity"] == RULES[f["rule"]].severity.value
         assert f["category"] == RULES[f["rule"]].category.value

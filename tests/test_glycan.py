@@ -1057,3 +1057,25 @@ def test_regroup_split_without_a_split_uses_80_10_10():
     assert abs(got["test"] - 200) <= 4
     other = regroup_split(keys, pl.Series([None] * 2000, dtype=pl.String), seed=4)
     assert other.to_list() != out.to_list()
+
+
+def test_findings_name_their_input_and_row_across_files(tmp_path, capsys):
+    """Two files whose rows share ids ('line 2', ...): findings say which file, and summaries
+    count (input, record) pairs, not bare ids."""
+    header = "glycan,Species,Genus,split\n"
+    rows = "Gal(b1-4)Glc,Homo_sapiens,Homo,train\nGal(b1-4)Glc,Homo_sapiens,Pan,test\n"
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(header + rows)
+    b.write_text(header + rows)
+    _, report = audit([a, b], select=["GL3", "GL4"])
+    f = report.findings
+    assert set(f["input"]) == {str(a), str(b)}
+    assert set(f["record"]) <= {"line 2", "line 3"}
+    per_input = dict(f.group_by("input").agg(pl.col("record").n_unique()).iter_rows())
+    assert per_input[str(a)] == per_input[str(b)] >= 1  # the same defects in both files
+    # the same ids in two files are two records each: counted per (input, record)
+    assert report.summary()["records_with_findings"] == 2 * per_input[str(a)]
+    assert report.summary()["records_with_findings"] > f["record"].n_unique()
+    assert set(f["input_row"]) <= {0, 1}
+    rc, out, _ = run(capsys, "audit", "glycan", a, b, "--select", "GL3")
+    assert f"{a}: record line" in out and f"{b}: record line" in out
