@@ -1078,4 +1078,4 @@ def test_findings_name_their_input_and_row_across_files(tmp_path, capsys):
     assert report.summary()["records_with_findings"] > f["record"].n_unique()
     assert set(f["input_row"]) <= {0, 1}
     rc, out, _ = run(capsys, "audit", "glycan", a, b, "--select", "GL3")
-    assert f"{a}: record line" in out and f"{b}: record line" in out
+    assert rc == 1 and f"{a}: record line" in out and f"{b}: record line" in out
