@@ -389,7 +389,7 @@ def test_no_records_is_exit_2_for_every_family_and_command(tmp_path, capsys, fam
         rc, out, err = run(capsys, command, family, src, *extra)
         assert rc == 2, (src, out, err)
         blank = "" if src.read_bytes().strip() else " (empty file)"
-        assert err == f"curate: error: {src}: no records in {src}{blank}\n"
+        assert err == f"curate: error: {src}: no records{blank}\n"
         assert out == ""
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ["blank.csv", "empty.json", "empty.parquet", "header.csv", "zero.jsonl"]
@@ -400,9 +400,9 @@ def test_one_empty_file_among_several_is_named(tmp_path, capsys):
     empty = tmp_path / "empty.json"
     empty.write_text("[]", encoding="utf-8")
     rc, _, err = run(capsys, "audit", "mquake", sample / "mquake_sample.json", empty)
-    assert rc == 2 and err == f"curate: error: {empty}: no records in {empty}\n"
+    assert rc == 2 and err == f"curate: error: {empty}: no records\n"
     rc, _, err = run(capsys, "audit", "glycan", sample / "glycan_taxonomy_sample.csv", empty)
-    assert rc == 2 and err == f"curate: error: {empty}: no records in {empty}\n"
+    assert rc == 2 and err == f"curate: error: {empty}: no records\n"
 
 
 # --------------------------------------------------------------------------- knowledge editing
