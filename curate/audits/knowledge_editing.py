@@ -1061,7 +1061,8 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
       evaluation protocol: when asking case c, leave out the edits that contaminate its path).
 
     Records that failed the schema (KE001, :attr:`KnowledgeEditingFamily.invalid_rules`) are
-    dropped *and* logged whole, never silently lost; ``invalid_dropped`` in the summary counts them.
+    dropped *and* logged whole, never silently lost; ``invalid_dropped`` in the summary counts them
+    and ``dropped`` the records a fix removed (KE401 duplicates), so the two never overlap.
     """
     f = report.findings
     changes: list[ChangeEntry] = []
@@ -1177,7 +1178,9 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         changelog=changes,
         extra_files={"edit_set.json": orjson.dumps(edit_set_ids, option=orjson.OPT_INDENT_2)},
         summary={
-            "dropped": len(drop),
+            # The same meaning in every family: ``dropped`` are records a fix removed
+            # (duplicates), ``invalid_dropped`` those left out as invalid; never both.
+            "dropped": sum(1 for rule in drop.values() if rule == "KE401"),
             "invalid_dropped": sum(1 for rule in drop.values() if rule != "KE401"),
             "alias_lists_cleaned": sum(1 for c in changes if c.rule == "KE110"),
             "cases_with_withheld_edits": n_withheld_cases,
