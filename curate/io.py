@@ -135,6 +135,9 @@ class Source:
     #: whole in a changelog), not treat its JSON text as an ordinary value.
     nested_cells: dict[str, dict[int, str]] = field(default_factory=dict)
     nested_records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: :func:`read_frame` of a CSV/TSV file only: the physical line each row starts on (a
+    #: quoted value may span lines), or None when that cannot be told for sure.
+    row_lines: list[int] | None = None
     #: The card config read (a folder whose README declares ``configs``), else None.
     config: str | None = None
     #: Where the bytes come from (a :class:`Path` or a :class:`_Blob`), for :func:`read_frame`.
@@ -1479,8 +1482,11 @@ def _parquet_file_batches(path: Path | _Blob) -> Iterator[Batch]:
     yield from _parquet_batches(path, None, 0)
 
 
-def _read_csv(path: Path | _Blob, encoding: str | None) -> Any:
-    """A CSV/TSV file as a polars frame of strings (``"007"`` stays ``"007"``).
+def _read_csv(
+    path: Path | _Blob, encoding: str | None, *, with_lines: bool = False
+) -> tuple[Any, list[int] | None]:
+    """A CSV/TSV file as a polars frame of strings (``"007"`` stays ``"007"``), and with
+    ``with_lines`` the physical line each row starts on (see :func:`_csv_row_lines`).
 
     UTF-8 files go to polars as they are; other encodings are decoded here and handed over as
     UTF-8. NUL bytes in the first 64 KiB mean UTF-16/32 text without a BOM (or binary data):
@@ -1522,13 +1528,102 @@ def _read_csv(path: Path | _Blob, encoding: str | None) -> Any:
             problem = _utf8_problem(path, whole)
             if problem is not None:
                 raise problem from None
-        line, why = _csv_problem(whole.decode("utf-8", "replace"), sep)
+        body = whole[skip:] if codec in _UTF8 else whole
+        opened = _unterminated_quote(body, sep)
+        if opened is not None:
+            line, why = opened, f"unterminated quoted field starting at line {opened}"
+        else:
+            line, why = _csv_problem(body.decode("utf-8", "replace"), sep)
         raise InputError(
             f"not a readable CSV file ({why or _brief(e, True)})",
             path=path,
             position=str(line) if line else None,
         ) from None
-    return df
+    if not with_lines:
+        return df, None
+    if isinstance(source, bytes):
+        return df, _csv_row_lines(source[skip:] if codec in _UTF8 else source, sep, df.height)
+    return df, _csv_row_lines(path, sep, df.height, skip)
+
+
+def _csv_row_lines(
+    data: bytes | Path | _Blob, sep: str, height: int, skip: int = 0
+) -> list[int] | None:
+    """The 1-based physical line on which each of the ``height`` rows starts (UTF-8 ``data``
+    without its BOM, or a UTF-8 file whose first ``skip`` bytes are a BOM).
+
+    Why: a quoted value may hold line breaks, and every row after it then starts further down
+    than "row index + 2"; a record named ``line 5`` must be on line 5. The common file has no
+    such value, and that is told by counting line breaks alone (polars reads every line, blank
+    ones too, as a row): ``lines - 1 == height``. Only otherwise are the quoted fields walked
+    (:func:`_quoted_spans`) to find the line breaks inside them. None when the two counts still
+    disagree: better no line numbers than wrong ones.
+    """
+    if isinstance(data, bytes):
+        newlines, last = data.count(b"\n"), data[-1:]
+    else:
+        newlines, last = 0, b""
+        with _open(data) as fh:
+            while chunk := fh.read(DECODE_CHUNK):
+                newlines, last = newlines + chunk.count(b"\n"), chunk[-1:]
+    physical = newlines + (1 if last not in (b"", b"\n") else 0)
+    if physical - 1 == height:
+        return list(range(2, height + 2))
+    if not isinstance(data, bytes):
+        data = _read_bytes(data)[skip:]
+    inside: set[int] = set()  # lines that continue a quoted value
+    line, at = 1, 0
+    for opened, closed in _quoted_spans(data, sep):
+        if closed < 0:
+            return None
+        line += data.count(b"\n", at, opened)
+        at = opened
+        k = data.count(b"\n", opened, closed)
+        inside.update(range(line + 1, line + k + 1))
+    starts = [n for n in range(1, physical + 1) if n not in inside][1:]  # [0]: the header
+    return starts if len(starts) == height else None
+
+
+def _quoted_spans(data: bytes, sep: str) -> Iterator[tuple[int, int]]:
+    """(offset of the opening quote, of the closing one or -1) of each quoted field of CSV text.
+
+    The quoting polars reads: a quote opens a field only at the start of one (after a separator
+    or a line break); ``""`` inside is an escaped quote; a quote inside an unquoted value is a
+    literal. Quote and line-break bytes never occur inside a UTF-8 multi-byte character, so
+    the walk is over bytes, and it visits quotes only.
+    """
+    find = data.find
+    starts = (ord(sep), 0x0A, 0x0D)
+    i = 0
+    while (q := find(b'"', i)) >= 0:
+        if q and data[q - 1] not in starts:
+            i = q + 1  # a literal quote inside an unquoted value
+            continue
+        j = q + 1
+        while True:
+            close = find(b'"', j)
+            if close < 0:
+                yield q, -1
+                return
+            if data[close + 1 : close + 2] == b'"':
+                j = close + 2  # an escaped quote
+                continue
+            break
+        yield q, close
+        i = close + 1
+
+
+def _unterminated_quote(data: bytes, sep: str) -> int | None:
+    """The line where a quoted field that never closes begins (UTF-8 without BOM), else None.
+
+    Why find it ourselves: polars reports such a file as "could not parse `<the rest of the
+    file>`", without a position, and the csv module names the line where it gave up (the last
+    one). Run only after polars failed.
+    """
+    for opened, closed in _quoted_spans(data, sep):
+        if closed < 0:
+            return data.count(b"\n", 0, opened) + 1
+    return None
 
 
 def _csv_problem(text: str, sep: str) -> tuple[int | None, str | None]:
@@ -1576,7 +1671,7 @@ def _markup_hint(start: bytes | str, fmt: str) -> str:
 
 
 def _csv_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
-    df = _read_csv(path, encoding)
+    df, _ = _read_csv(path, encoding)
     for start in range(0, df.height, BATCH_ROWS):
         yield Batch(None, start, df.slice(start, BATCH_ROWS).to_dicts())
 
@@ -1631,7 +1726,7 @@ def read_frame(path: str | Path, *, encoding: str | None = None) -> tuple[Any, S
 
     src = open_source(path, encoding=encoding)
     if src.format == "csv":
-        df = _read_csv(src.location, encoding)
+        df, src.row_lines = _read_csv(src.location, encoding, with_lines=True)
         if df.width == 0:
             raise InputError("empty table", path=src.path)
         if df.height == 0:  # like an empty JSON array: a header alone is not a dataset
