@@ -41,6 +41,7 @@ import codecs
 import contextlib
 import hashlib
 import io
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -1294,13 +1295,68 @@ def _orjson_error_pos(err: orjson.JSONDecodeError, data: bytes | str) -> str:
     return _position(data, getattr(err, "pos", 0) or 0)
 
 
+#: 19 digits in a row: the shortest integer literal orjson cannot hold (-(2**63) - 1 has 19
+#: digits; orjson holds -(2**63) to 2**64 - 1).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
+def _loads(data: bytes | str) -> Any:
+    """``orjson.loads``, except that integers beyond 64 bits stay exact.
+
+    Why: orjson reads such an integer as a float without a word (``18446744073709551616`` →
+    ``1.8446744073709552e19``; past ~309 digits it raises "number is infinity"), which would
+    change an id or a count in the data. The stdlib ``json`` keeps every integer exact but is
+    several times slower, so it reads only a document that holds 19 digits in a row somewhere
+    (a regex over the raw text, at C speed; a long digit string inside a quoted value sends a
+    document there too, harmlessly). Its float and constant hooks make it refuse what orjson
+    refuses (``NaN``, ``Infinity``, a float too big for a double), so the fallback never accepts
+    a document orjson would call invalid; when it cannot read one either, its error (with its
+    position) is raised as orjson's would be.
+    """
+    pattern = _LONG_DIGITS if isinstance(data, bytes) else _LONG_DIGITS_TEXT
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        # orjson's only complaint about a valid document with a huge integer
+        if "number is infinity" not in str(e) or pattern.search(data) is None:
+            raise
+        try:
+            return _exact_loads(data)
+        except json.JSONDecodeError as later:  # the integer was fine; something after it is not
+            raise orjson.JSONDecodeError(later.msg, later.doc, later.pos) from None
+        except (ValueError, RecursionError):  # a float too big for a double, as orjson said
+            raise e from None
+    if pattern.search(data) is None:
+        return doc
+    try:
+        return _exact_loads(data)
+    except (ValueError, RecursionError) as e:  # nested deeper than the stdlib parser goes
+        raise orjson.JSONDecodeError(f"cannot read exactly: {_brief(e, True)}", "", 0) from None
+
+
+def _exact_loads(data: bytes | str) -> Any:
+    return json.loads(data, parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number is infinity when parsed as double")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _json_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
     raw = _read_bytes(path)
     data = _decode(path, raw, encoding)
     if not data.strip():
         raise InputError("empty file: expected a JSON array of records", path=path)
     try:
-        doc = orjson.loads(data)
+        doc = _loads(data)
     except orjson.JSONDecodeError as e:
         if isinstance(data, bytes):
             problem = _utf8_problem(path, raw)
@@ -1391,7 +1447,7 @@ def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[
             if not line.strip():
                 continue
             try:
-                rec = orjson.loads(line)
+                rec = _loads(line)
             except orjson.JSONDecodeError as e:
                 if utf8:
                     problem = _utf8_problem(path, line, line_at, lineno)
@@ -1822,8 +1878,8 @@ def _as_text(value: Any) -> str | None:
         try:
             return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
         except (TypeError, orjson.JSONEncodeError):  # orjson stops at 255 levels of nesting
-            import json  # the rare fallback; stdlib json goes as deep as the recursion limit
-
+            # and at 64-bit integers; the rare fallback: stdlib json goes as deep as the
+            # recursion limit and spells every integer
             try:
                 return json.dumps(value, default=str, ensure_ascii=False)
             except (TypeError, ValueError):  # e.g. keys json cannot spell

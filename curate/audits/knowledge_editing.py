@@ -18,7 +18,13 @@ import orjson
 import polars as pl
 
 from curate.families.base import ChangeEntry, FixResult
-from curate.families.knowledge_editing import FAMILY, KEData, _to_arrow, resolve_edit_set
+from curate.families.knowledge_editing import (
+    FAMILY,
+    KEData,
+    _to_arrow,
+    only_input,
+    resolve_edit_set,
+)
 from curate.findings import (
     Report,
     dumps,
@@ -1174,7 +1180,7 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         if e and row not in drop
     ]
     return FixResult(
-        tables={s: _to_arrow(rows) for s, rows in by_split.items()},
+        tables={s: _to_arrow(rows, only_input(data)) for s, rows in by_split.items()},
         changelog=changes,
         extra_files={"edit_set.json": orjson.dumps(edit_set_ids, option=orjson.OPT_INDENT_2)},
         summary={
