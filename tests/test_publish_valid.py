@@ -178,7 +178,10 @@ def test_a_line_cut_inside_quotes_is_one_exit_2_line(glycan_sample_csv, tmp_path
     src.write_text("\n".join(head) + '\n90004,"Gal(b1-4)[Fuc(a1-3)]GlcNAc,Homo', encoding="utf-8")
     rc, _, err = run(capsys, "export", "glycan", src, "--out", tmp_path / "hf")
     assert rc == 2 and len(err.strip().splitlines()) == 1
-    assert err.startswith(f"curate: error: {src}: not a readable CSV file")
+    assert err == (
+        f"curate: error: {src}:41: not a readable CSV file "
+        "(unterminated quoted field starting at line 41)\n"
+    )
     assert not (tmp_path / "hf").exists()
 
 
