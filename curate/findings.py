@@ -67,8 +67,17 @@ FINDING_SCHEMA: dict[str, Any] = {
 
 
 def dumps(obj: Any) -> str:
-    """Canonical JSON (sorted keys) so that details compare and hash the same on every run."""
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+    """Canonical JSON (sorted keys) so that details compare and hash the same on every run.
+
+    orjson cannot write an integer beyond 64 bits (the readers keep them exact); the stdlib
+    writes the same canonical form for those rare values.
+    """
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def empty_rule_output() -> pl.DataFrame:

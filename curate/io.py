@@ -41,6 +41,7 @@ import codecs
 import contextlib
 import hashlib
 import io
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -135,6 +136,9 @@ class Source:
     #: whole in a changelog), not treat its JSON text as an ordinary value.
     nested_cells: dict[str, dict[int, str]] = field(default_factory=dict)
     nested_records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: :func:`read_frame` of a CSV/TSV file only: the physical line each row starts on (a
+    #: quoted value may span lines), or None when that cannot be told for sure.
+    row_lines: list[int] | None = None
     #: The card config read (a folder whose README declares ``configs``), else None.
     config: str | None = None
     #: Where the bytes come from (a :class:`Path` or a :class:`_Blob`), for :func:`read_frame`.
@@ -1291,13 +1295,68 @@ def _orjson_error_pos(err: orjson.JSONDecodeError, data: bytes | str) -> str:
     return _position(data, getattr(err, "pos", 0) or 0)
 
 
+#: 19 digits in a row: the shortest integer literal orjson cannot hold (-(2**63) - 1 has 19
+#: digits; orjson holds -(2**63) to 2**64 - 1).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
+def _loads(data: bytes | str) -> Any:
+    """``orjson.loads``, except that integers beyond 64 bits stay exact.
+
+    Why: orjson reads such an integer as a float without a word (``18446744073709551616`` →
+    ``1.8446744073709552e19``; past ~309 digits it raises "number is infinity"), which would
+    change an id or a count in the data. The stdlib ``json`` keeps every integer exact but is
+    several times slower, so it reads only a document that holds 19 digits in a row somewhere
+    (a regex over the raw text, at C speed; a long digit string inside a quoted value sends a
+    document there too, harmlessly). Its float and constant hooks make it refuse what orjson
+    refuses (``NaN``, ``Infinity``, a float too big for a double), so the fallback never accepts
+    a document orjson would call invalid; when it cannot read one either, its error (with its
+    position) is raised as orjson's would be.
+    """
+    pattern = _LONG_DIGITS if isinstance(data, bytes) else _LONG_DIGITS_TEXT
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        # orjson's only complaint about a valid document with a huge integer
+        if "number is infinity" not in str(e) or pattern.search(data) is None:
+            raise
+        try:
+            return _exact_loads(data)
+        except json.JSONDecodeError as later:  # the integer was fine; something after it is not
+            raise orjson.JSONDecodeError(later.msg, later.doc, later.pos) from None
+        except (ValueError, RecursionError):  # a float too big for a double, as orjson said
+            raise e from None
+    if pattern.search(data) is None:
+        return doc
+    try:
+        return _exact_loads(data)
+    except (ValueError, RecursionError) as e:  # nested deeper than the stdlib parser goes
+        raise orjson.JSONDecodeError(f"cannot read exactly: {_brief(e, True)}", "", 0) from None
+
+
+def _exact_loads(data: bytes | str) -> Any:
+    return json.loads(data, parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number is infinity when parsed as double")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _json_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
     raw = _read_bytes(path)
     data = _decode(path, raw, encoding)
     if not data.strip():
         raise InputError("empty file: expected a JSON array of records", path=path)
     try:
-        doc = orjson.loads(data)
+        doc = _loads(data)
     except orjson.JSONDecodeError as e:
         if isinstance(data, bytes):
             problem = _utf8_problem(path, raw)
@@ -1388,7 +1447,7 @@ def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[
             if not line.strip():
                 continue
             try:
-                rec = orjson.loads(line)
+                rec = _loads(line)
             except orjson.JSONDecodeError as e:
                 if utf8:
                     problem = _utf8_problem(path, line, line_at, lineno)
@@ -1479,8 +1538,11 @@ def _parquet_file_batches(path: Path | _Blob) -> Iterator[Batch]:
     yield from _parquet_batches(path, None, 0)
 
 
-def _read_csv(path: Path | _Blob, encoding: str | None) -> Any:
-    """A CSV/TSV file as a polars frame of strings (``"007"`` stays ``"007"``).
+def _read_csv(
+    path: Path | _Blob, encoding: str | None, *, with_lines: bool = False
+) -> tuple[Any, list[int] | None]:
+    """A CSV/TSV file as a polars frame of strings (``"007"`` stays ``"007"``), and with
+    ``with_lines`` the physical line each row starts on (see :func:`_csv_row_lines`).
 
     UTF-8 files go to polars as they are; other encodings are decoded here and handed over as
     UTF-8. NUL bytes in the first 64 KiB mean UTF-16/32 text without a BOM (or binary data):
@@ -1522,13 +1584,102 @@ def _read_csv(path: Path | _Blob, encoding: str | None) -> Any:
             problem = _utf8_problem(path, whole)
             if problem is not None:
                 raise problem from None
-        line, why = _csv_problem(whole.decode("utf-8", "replace"), sep)
+        body = whole[skip:] if codec in _UTF8 else whole
+        opened = _unterminated_quote(body, sep)
+        if opened is not None:
+            line, why = opened, f"unterminated quoted field starting at line {opened}"
+        else:
+            line, why = _csv_problem(body.decode("utf-8", "replace"), sep)
         raise InputError(
             f"not a readable CSV file ({why or _brief(e, True)})",
             path=path,
             position=str(line) if line else None,
         ) from None
-    return df
+    if not with_lines:
+        return df, None
+    if isinstance(source, bytes):
+        return df, _csv_row_lines(source[skip:] if codec in _UTF8 else source, sep, df.height)
+    return df, _csv_row_lines(path, sep, df.height, skip)
+
+
+def _csv_row_lines(
+    data: bytes | Path | _Blob, sep: str, height: int, skip: int = 0
+) -> list[int] | None:
+    """The 1-based physical line on which each of the ``height`` rows starts (UTF-8 ``data``
+    without its BOM, or a UTF-8 file whose first ``skip`` bytes are a BOM).
+
+    Why: a quoted value may hold line breaks, and every row after it then starts further down
+    than "row index + 2"; a record named ``line 5`` must be on line 5. The common file has no
+    such value, and that is told by counting line breaks alone (polars reads every line, blank
+    ones too, as a row): ``lines - 1 == height``. Only otherwise are the quoted fields walked
+    (:func:`_quoted_spans`) to find the line breaks inside them. None when the two counts still
+    disagree: better no line numbers than wrong ones.
+    """
+    if isinstance(data, bytes):
+        newlines, last = data.count(b"\n"), data[-1:]
+    else:
+        newlines, last = 0, b""
+        with _open(data) as fh:
+            while chunk := fh.read(DECODE_CHUNK):
+                newlines, last = newlines + chunk.count(b"\n"), chunk[-1:]
+    physical = newlines + (1 if last not in (b"", b"\n") else 0)
+    if physical - 1 == height:
+        return list(range(2, height + 2))
+    if not isinstance(data, bytes):
+        data = _read_bytes(data)[skip:]
+    inside: set[int] = set()  # lines that continue a quoted value
+    line, at = 1, 0
+    for opened, closed in _quoted_spans(data, sep):
+        if closed < 0:
+            return None
+        line += data.count(b"\n", at, opened)
+        at = opened
+        k = data.count(b"\n", opened, closed)
+        inside.update(range(line + 1, line + k + 1))
+    starts = [n for n in range(1, physical + 1) if n not in inside][1:]  # [0]: the header
+    return starts if len(starts) == height else None
+
+
+def _quoted_spans(data: bytes, sep: str) -> Iterator[tuple[int, int]]:
+    """(offset of the opening quote, of the closing one or -1) of each quoted field of CSV text.
+
+    The quoting polars reads: a quote opens a field only at the start of one (after a separator
+    or a line break); ``""`` inside is an escaped quote; a quote inside an unquoted value is a
+    literal. Quote and line-break bytes never occur inside a UTF-8 multi-byte character, so
+    the walk is over bytes, and it visits quotes only.
+    """
+    find = data.find
+    starts = (ord(sep), 0x0A, 0x0D)
+    i = 0
+    while (q := find(b'"', i)) >= 0:
+        if q and data[q - 1] not in starts:
+            i = q + 1  # a literal quote inside an unquoted value
+            continue
+        j = q + 1
+        while True:
+            close = find(b'"', j)
+            if close < 0:
+                yield q, -1
+                return
+            if data[close + 1 : close + 2] == b'"':
+                j = close + 2  # an escaped quote
+                continue
+            break
+        yield q, close
+        i = close + 1
+
+
+def _unterminated_quote(data: bytes, sep: str) -> int | None:
+    """The line where a quoted field that never closes begins (UTF-8 without BOM), else None.
+
+    Why find it ourselves: polars reports such a file as "could not parse `<the rest of the
+    file>`", without a position, and the csv module names the line where it gave up (the last
+    one). Run only after polars failed.
+    """
+    for opened, closed in _quoted_spans(data, sep):
+        if closed < 0:
+            return data.count(b"\n", 0, opened) + 1
+    return None
 
 
 def _csv_problem(text: str, sep: str) -> tuple[int | None, str | None]:
@@ -1576,7 +1727,7 @@ def _markup_hint(start: bytes | str, fmt: str) -> str:
 
 
 def _csv_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
-    df = _read_csv(path, encoding)
+    df, _ = _read_csv(path, encoding)
     for start in range(0, df.height, BATCH_ROWS):
         yield Batch(None, start, df.slice(start, BATCH_ROWS).to_dicts())
 
@@ -1631,7 +1782,7 @@ def read_frame(path: str | Path, *, encoding: str | None = None) -> tuple[Any, S
 
     src = open_source(path, encoding=encoding)
     if src.format == "csv":
-        df = _read_csv(src.location, encoding)
+        df, src.row_lines = _read_csv(src.location, encoding, with_lines=True)
         if df.width == 0:
             raise InputError("empty table", path=src.path)
         if df.height == 0:  # like an empty JSON array: a header alone is not a dataset
@@ -1727,8 +1878,8 @@ def _as_text(value: Any) -> str | None:
         try:
             return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
         except (TypeError, orjson.JSONEncodeError):  # orjson stops at 255 levels of nesting
-            import json  # the rare fallback; stdlib json goes as deep as the recursion limit
-
+            # and at 64-bit integers; the rare fallback: stdlib json goes as deep as the
+            # recursion limit and spells every integer
             try:
                 return json.dumps(value, default=str, ensure_ascii=False)
             except (TypeError, ValueError):  # e.g. keys json cannot spell

@@ -217,6 +217,13 @@ def _cut_mid_quote(d: Path) -> Path:
     return _write("cut.csv", "\n".join(lines) + '\n9999,"Gal(b1-4)Glc(b1-\n')(d)
 
 
+def _unterminated_quote(d: Path) -> Path:
+    """A quote opened mid-file that never closes: polars swallows the rest of the file."""
+    lines = _glycan_lines()[:30]
+    lines[12] = '"' + lines[12]
+    return _write("unterminated.csv", "\n".join(lines) + "\n")(d)
+
+
 def _corrupt_parquet(d: Path) -> Path:
     """A real parquet file with bytes flipped inside its first data page."""
     table = pa.table({"glycan": ["Gal(b1-4)Glc"] * 2000, "Species": ["Homo_sapiens"] * 2000})
@@ -349,6 +356,7 @@ CORPUS: list[Case] = [
         families=("glycan",),
     ),
     Case("CSV cut mid-quote", _cut_mid_quote, BAD, families=("glycan",)),
+    Case("CSV with an unterminated quote", _unterminated_quote, UNUSABLE, families=("glycan",)),
     Case("corrupt parquet data page", _corrupt_parquet, UNUSABLE),
     Case("truncated .json.gz", _truncated_gz, UNUSABLE),
     Case("corrupt .csv.zst", _corrupt_zst, UNUSABLE),

@@ -89,9 +89,11 @@ def one_value(df: pl.DataFrame) -> pl.DataFrame:
         values = cell_values(cell)
         return values.pop() if len(values) == 1 else None
 
-    return df.select(
-        "i",
-        *[pl.col(c).map_elements(single, return_dtype=pl.String, skip_nulls=False) for c in LEVELS],
+    # Plain Python over the values, not map_elements: CPython 3.11.7's compiler fails with
+    # "AST constructor recursion depth mismatch" when ast.literal_eval runs inside a polars
+    # UDF after a hypothesis test has run in the same process (test order decided it).
+    return df.select("i").with_columns(
+        pl.Series(c, [single(v) for v in df[c].to_list()], dtype=pl.String) for c in LEVELS
     )
 
 

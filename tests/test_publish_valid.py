@@ -178,7 +178,10 @@ def test_a_line_cut_inside_quotes_is_one_exit_2_line(glycan_sample_csv, tmp_path
     src.write_text("\n".join(head) + '\n90004,"Gal(b1-4)[Fuc(a1-3)]GlcNAc,Homo', encoding="utf-8")
     rc, _, err = run(capsys, "export", "glycan", src, "--out", tmp_path / "hf")
     assert rc == 2 and len(err.strip().splitlines()) == 1
-    assert err.startswith(f"curate: error: {src}: not a readable CSV file")
+    assert err == (
+        f"curate: error: {src}:41: not a readable CSV file "
+        "(unterminated quoted field starting at line 41)\n"
+    )
     assert not (tmp_path / "hf").exists()
 
 
@@ -389,7 +392,7 @@ def test_no_records_is_exit_2_for_every_family_and_command(tmp_path, capsys, fam
         rc, out, err = run(capsys, command, family, src, *extra)
         assert rc == 2, (src, out, err)
         blank = "" if src.read_bytes().strip() else " (empty file)"
-        assert err == f"curate: error: {src}: no records in {src}{blank}\n"
+        assert err == f"curate: error: {src}: no records{blank}\n"
         assert out == ""
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ["blank.csv", "empty.json", "empty.parquet", "header.csv", "zero.jsonl"]
@@ -400,9 +403,9 @@ def test_one_empty_file_among_several_is_named(tmp_path, capsys):
     empty = tmp_path / "empty.json"
     empty.write_text("[]", encoding="utf-8")
     rc, _, err = run(capsys, "audit", "mquake", sample / "mquake_sample.json", empty)
-    assert rc == 2 and err == f"curate: error: {empty}: no records in {empty}\n"
+    assert rc == 2 and err == f"curate: error: {empty}: no records\n"
     rc, _, err = run(capsys, "audit", "glycan", sample / "glycan_taxonomy_sample.csv", empty)
-    assert rc == 2 and err == f"curate: error: {empty}: no records in {empty}\n"
+    assert rc == 2 and err == f"curate: error: {empty}: no records\n"
 
 
 # --------------------------------------------------------------------------- knowledge editing
@@ -458,6 +461,67 @@ def test_ke_strict_refuses(broken_hard, tmp_path, capsys, command):
     assert err.startswith(f"curate: 3 of {n} records are invalid, nothing written (--strict)")
     assert f"first: {broken_hard['path']}, record {first}, field new_answer: KE001" in err
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- fix summaries
+
+
+def _summary_line(stdout: str) -> dict[str, str]:
+    """``key=value`` pairs of the line ``fix`` prints."""
+    inner = stdout.strip().splitlines()[-1].split(" changes (", 1)[1].rstrip(")")
+    return dict(pair.split("=", 1) for pair in inner.split(", "))
+
+
+def test_ke_fix_summary_counts_duplicates_and_invalid_apart(broken_hard, tmp_path, capsys):
+    """``dropped`` = records a fix removed, ``invalid_dropped`` = invalid ones; no overlap."""
+    records = json.loads(json.dumps(broken_hard["records"]))
+    top = max(int(r["case_id"]) for r in records)
+    for k, i in enumerate((0, 1), start=1):  # two duplicate cases (same chain, same edits)
+        records.append({**json.loads(json.dumps(records[i])), "case_id": top + k})
+    src = tmp_path / "dups.json"
+    src.write_text(json.dumps(records), encoding="utf-8")
+    out = tmp_path / "fixed"
+    rc, stdout, err = run(capsys, "fix", "mquake", src, "--out", out)
+    assert rc == 0, err
+    log = changelog(out)
+    duplicates = {c["record"] for c in log if c["rule"] == "KE401"}
+    assert {str(top + 1), str(top + 2)} <= duplicates
+    line = _summary_line(stdout)
+    assert int(line["invalid_dropped"]) == 3
+    assert int(line["dropped"]) == len(duplicates)
+    assert exported(out).height == len(records) - 3 - len(duplicates)
+
+
+def test_glycan_fix_summary_counts_duplicates_and_invalid_apart(injected, tmp_path, capsys):
+    out = tmp_path / "fixed"
+    rc, stdout, err = run(capsys, "fix", "glycan", injected["path"], "--out", out)
+    assert rc == 0, err
+    duplicates = sum(c["rule"] == "GL304" for c in changelog(out))
+    assert duplicates > 0
+    line = _summary_line(stdout)
+    assert int(line["invalid_dropped"]) == injected["invalid"]
+    assert int(line["dropped"]) == duplicates
+    assert exported(out).height == injected["rows"] - injected["invalid"] - duplicates
+
+
+def test_matrix_fix_summary_counts_merged_rows_and_invalid_apart(tmp_path, capsys):
+    src = tmp_path / "matrix.csv"
+    src.write_text(
+        "protein,target,Gal(b1-4)Glc,Man(a1-3)Man\n"
+        "P1,MKT,0.5,1.2\n"
+        "P2,MKV,n/a,0.3\n"  # invalid: GL001
+        "P3,MKT,,0.7\n"  # the same sequence as P1: merged into it (GL603)
+        "P4,MKY,,\n",  # no value at all (GL602)
+        encoding="utf-8",
+    )
+    out = tmp_path / "fixed"
+    rc, stdout, err = run(capsys, "fix", "glycan", src, "--out", out)
+    assert rc == 0, err
+    rules = Counter(c["rule"] for c in changelog(out) if c["field"] == "")
+    assert rules == {"GL001": 1, "GL603": 1, "GL602": 1}
+    line = _summary_line(stdout)
+    assert (int(line["invalid_dropped"]), int(line["dropped"])) == (1, 2)
+    assert exported(out)["protein"].to_list() == ["P1"]
 
 
 # --------------------------------------------------------------------------- properties

@@ -1238,7 +1238,8 @@ def fix_matrix(t: GlycanTable, invalid: pl.DataFrame) -> FixResult:
         "rows_out": out.height,
         "invalid_dropped": n_invalid,
         "invalid_columns_dropped": len(bad_cols),
-        "rows_dropped": len(drop),
+        # rows a fix removed (GL602/GL603), not the invalid ones: as ``dropped`` in every family
+        "dropped": len(drop) - n_invalid,
         "glycan_columns_merged": len(dropped_cols),
         "row_offset": offset,
     }

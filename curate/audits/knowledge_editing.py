@@ -18,7 +18,13 @@ import orjson
 import polars as pl
 
 from curate.families.base import ChangeEntry, FixResult
-from curate.families.knowledge_editing import FAMILY, KEData, _to_arrow, resolve_edit_set
+from curate.families.knowledge_editing import (
+    FAMILY,
+    KEData,
+    _to_arrow,
+    only_input,
+    resolve_edit_set,
+)
 from curate.findings import (
     Report,
     dumps,
@@ -1061,7 +1067,8 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
       evaluation protocol: when asking case c, leave out the edits that contaminate its path).
 
     Records that failed the schema (KE001, :attr:`KnowledgeEditingFamily.invalid_rules`) are
-    dropped *and* logged whole, never silently lost; ``invalid_dropped`` in the summary counts them.
+    dropped *and* logged whole, never silently lost; ``invalid_dropped`` in the summary counts them
+    and ``dropped`` the records a fix removed (KE401 duplicates), so the two never overlap.
     """
     f = report.findings
     changes: list[ChangeEntry] = []
@@ -1173,11 +1180,13 @@ def plan_fixes(data: KEData, report: Report, options: dict[str, Any]) -> FixResu
         if e and row not in drop
     ]
     return FixResult(
-        tables={s: _to_arrow(rows) for s, rows in by_split.items()},
+        tables={s: _to_arrow(rows, only_input(data)) for s, rows in by_split.items()},
         changelog=changes,
         extra_files={"edit_set.json": orjson.dumps(edit_set_ids, option=orjson.OPT_INDENT_2)},
         summary={
-            "dropped": len(drop),
+            # The same meaning in every family: ``dropped`` are records a fix removed
+            # (duplicates), ``invalid_dropped`` those left out as invalid; never both.
+            "dropped": sum(1 for rule in drop.values() if rule == "KE401"),
             "invalid_dropped": sum(1 for rule in drop.values() if rule != "KE401"),
             "alias_lists_cleaned": sum(1 for c in changes if c.rule == "KE110"),
             "cases_with_withheld_edits": n_withheld_cases,

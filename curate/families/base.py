@@ -84,9 +84,10 @@ def no_records(path: str | Path, why: str | None = None) -> InputError:
 
     Why an error and not an empty report: "no findings in 0 records" reads as a clean bill of
     health, but a file that lost its rows (a failed dump, a wrong path into a split folder) is
-    exactly what a release check must stop. Every family raises it for every command.
+    exactly what a release check must stop. Every family raises it for every command. The
+    message does not repeat the path: the error carries it, and the CLI prints it first.
     """
-    return InputError(f"no records in {path}" + (f" ({why})" if why else ""), path=path)
+    return InputError("no records" + (f" ({why})" if why else ""), path=path)
 
 
 def count_invalid(invalid: pl.DataFrame) -> int:

@@ -330,7 +330,9 @@ class GlycanFamily(Family):
             )
             if SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
                 cols.split = SPLIT_FROM_LAYOUT
-            table, errs = self._normalise(i, str(path), cols, raw, offset, src.format, flagged)
+            table, errs = self._normalise(
+                i, str(path), cols, raw, offset, src.format, flagged, src.row_lines
+            )
             table.originals = originals
             schema_rows.extend(errs)
             tables.append(table)
@@ -375,6 +377,7 @@ class GlycanFamily(Family):
         offset: int,
         fmt: str,
         flagged: Flagged | None = None,
+        lines: list[int] | None = None,
     ) -> tuple[GlycanTable, list[dict[str, Any]]]:
         n = raw.height
         work, bad_cells = malformed_cells(raw, cols, flagged or {})
@@ -385,8 +388,9 @@ class GlycanFamily(Family):
             id_col = None
         if id_col is not None:
             record = work[id_col].cast(pl.String)
-        elif fmt == "csv":  # a line number a reader can jump to (line 1 is the header)
-            record = pl.Series([f"line {i + 2}" for i in range(n)], dtype=pl.String)
+        elif fmt == "csv" and lines is not None:
+            # the line a reader can jump to: where the row starts (a quoted value may span lines)
+            record = pl.Series([f"line {k}" for k in lines], dtype=pl.String)
         else:
             record = pl.Series([f"#{i}" for i in range(n)], dtype=pl.String)
         split = pl.lit(None, pl.String)

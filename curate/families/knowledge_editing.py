@@ -27,7 +27,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
-from curate.errors import UsageError
+from curate.errors import InputError, UsageError
 from curate.families.base import (
     Family,
     FixResult,
@@ -416,7 +416,7 @@ class KnowledgeEditingFamily(Family):
         split_of = dict(zip(data.cases["row"], data.cases["split"], strict=True))
         for row, case in data.records.items():
             by_split.setdefault(split_of.get(row) or "train", []).append(case.to_original())
-        return {s: _to_arrow(rows) for s, rows in by_split.items()}
+        return {s: _to_arrow(rows, only_input(data)) for s, rows in by_split.items()}
 
     def fix(
         self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
@@ -427,13 +427,52 @@ class KnowledgeEditingFamily(Family):
         return plan_fixes(data, report, self.options(options or data.options, **raw))
 
 
-def _to_arrow(rows: list[dict[str, Any]]) -> pa.Table:
+def _to_arrow(rows: list[dict[str, Any]], path: str | None = None) -> pa.Table:
     """Records → Arrow, nested fields kept as structs/lists.
 
     ``pa.array`` infers one struct type over *all* rows (keys missing in a row become null) and
     keeps strings as strings; pyarrow's JSON reader would turn date-like text into timestamps.
+    An integer beyond 64 bits (read exactly, see :func:`curate.io._loads`) has no Arrow type:
+    that is one exit-2 line naming the case and field (``path``: the input, when known), not a
+    crash, and never a silent float.
     """
-    return pa.Table.from_struct_array(pa.array(rows))
+    try:
+        return pa.Table.from_struct_array(pa.array(rows))
+    except (OverflowError, pa.ArrowException):
+        for row in rows:
+            if (hit := _huge_int(row)) is not None:
+                where, value = hit
+                raise InputError(
+                    f"integer {value} is outside the 64-bit range parquet can store "
+                    "(write it as a string)",
+                    path=path,
+                    record=str(row.get("case_id")),
+                    field=where,
+                ) from None
+        raise
+
+
+def _huge_int(value: Any, where: str = "") -> tuple[str, int] | None:
+    """The first integer outside the int64 range in a record, and its field path."""
+    if type(value) is int:
+        return (where, value) if not -(2**63) <= value < 2**63 else None
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        sub = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
+        if (hit := _huge_int(item, sub)) is not None:
+            return hit
+    return None
+
+
+def only_input(data: LoadedDataset) -> str | None:
+    """The input's path when there is one input (error messages), else None."""
+    return data.inputs[0].path if len(data.inputs) == 1 else None
 
 
 _EDITED_LABELS = ("edited", "train_edited", "test_edited", "test_edited_unique")
