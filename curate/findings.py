@@ -80,6 +80,19 @@ def dumps(obj: Any) -> str:
         return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def json_bytes(obj: Any, *, indent: bool = False) -> bytes:
+    """JSON as written (key order kept), exact for integers beyond 64 bits (stdlib fallback)."""
+    try:
+        opt = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
+        return orjson.dumps(obj, option=opt)
+    except TypeError:
+        import json
+
+        return json.dumps(
+            obj, ensure_ascii=False, indent=2 if indent else None, default=str
+        ).encode()
+
+
 def empty_rule_output() -> pl.DataFrame:
     return pl.DataFrame(schema=RULE_OUTPUT_SCHEMA)
 

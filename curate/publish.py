@@ -24,13 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.errors import RemoteError, UsageError
 from curate.families.base import ChangeEntry
-from curate.findings import Report
+from curate.findings import Report, json_bytes
 from curate.outputs import staged_folder
 from curate.reports import render_json, render_markdown
 
@@ -139,7 +138,7 @@ def write_hf_dataset(
         if changelog is not None:
             with open(tmp / "changelog.jsonl", "wb") as fh:
                 for c in changelog:
-                    fh.write(orjson.dumps(c.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")
+                    fh.write(json_bytes(c.to_json()) + b"\n")
         for name, blob in (extra_files or {}).items():
             (tmp / name).write_bytes(blob)
     return out

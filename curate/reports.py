@@ -9,14 +9,13 @@ from __future__ import annotations
 import io
 from typing import Any
 
-import orjson
 import polars as pl
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from curate import __version__
-from curate.findings import Report
+from curate.findings import Report, json_bytes
 
 #: How many example findings per rule the text and Markdown reports show.
 EXAMPLES_PER_RULE = 3
@@ -39,7 +38,7 @@ def to_json_obj(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return orjson.dumps(to_json_obj(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_bytes(to_json_obj(report), indent=True).decode() + "\n"
 
 
 def _examples(report: Report) -> pl.DataFrame:

@@ -116,3 +116,21 @@ def test_a_case_with_an_unstorable_integer_is_one_exit_2_line(
         f"integer {2**64} is outside the 64-bit range parquet can store (write it as a string)\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_fix_keeps_a_huge_integer_exact_in_the_changelog(tmp_path):
+    """The invalid record (an integer where a string belongs) is logged whole, digit for digit."""
+    import json
+
+    from conftest import SAMPLE
+
+    from curate.cli.main import main
+
+    recs = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    recs[1]["new_answer"] = 2**70
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps(recs), encoding="utf-8")
+    assert main(["fix", "mquake", str(src), "--out", str(tmp_path / "o")]) == 0
+    lines = (tmp_path / "o" / "changelog.jsonl").read_text(encoding="utf-8").splitlines()
+    dropped = [json.loads(x) for x in lines if json.loads(x)["rule"] == "KE001"]
+    assert [d["old"]["new_answer"] for d in dropped] == [2**70]
