@@ -107,6 +107,23 @@ StrictOpt = Annotated[
         "parsed, instead of leaving such records out.",
     ),
 ]
+TagOpt = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="A tag for the dataset card (repeatable)."),
+]
+LanguageOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--language", help="Language of the data, an ISO 639 code such as en (repeatable)."
+    ),
+]
+SourceDatasetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source-dataset",
+        help="What the data is based on, for the card's source_datasets (repeatable).",
+    ),
+]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
 ]
@@ -368,15 +385,19 @@ def fix(
     ] = None,
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
+    tag: TagOpt = None,
+    language: LanguageOpt = None,
+    source_dataset: SourceDatasetOpt = None,
 ) -> None:
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched.
 
     Records that fail the schema or cannot be parsed are dropped and kept whole in the changelog
     (``--strict``: exit 1 and write nothing instead).
     """
-    from curate.export import CardInfo, write_hf_dataset
+    from curate.export import CardInfo, check_language, write_hf_dataset
     from curate.families.base import invalid_section
 
+    languages = [check_language(c) for c in language or []]  # before the long work
     protected = _protected(paths, edit_set, mapping)
     guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
@@ -405,6 +426,10 @@ def fix(
         + (f" (edit set `{edit_set}`)." if edit_set else "."),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
+        tags=tag or (),
+        language=languages,
+        source_datasets=source_dataset or (),
+        steps=("audited", "fixed"),
     )
     _require_rows(result.tables, invalid)
     write_hf_dataset(
@@ -431,9 +456,17 @@ def export(
     paths: PathsArg,
     out: Annotated[Path, typer.Option("--out", help="Folder for the Hugging Face dataset.")],
     edit_set: EditSetOpt = None,
-    max_rows_per_shard: Annotated[int, typer.Option(min=1)] = 100_000,
+    max_rows_per_shard: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="At most this many rows per parquet file (files are cut at 500 MB anyway)."
+        ),
+    ] = None,
     pretty_name: Annotated[str | None, typer.Option()] = None,
-    license: Annotated[str | None, typer.Option("--license")] = None,
+    license: Annotated[
+        str | None,
+        typer.Option("--license", help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...)."),
+    ] = None,
     overwrite: OverwriteOpt = False,
     push_to_hub: Annotated[
         str | None, typer.Option("--push-to-hub", help="Also upload to this dataset repo.")
@@ -442,16 +475,22 @@ def export(
     column: ColumnOpt = None,
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
+    tag: TagOpt = None,
+    language: LanguageOpt = None,
+    source_dataset: SourceDatasetOpt = None,
 ) -> None:
     """Export the valid records as a Hugging Face dataset folder with an audited dataset card.
 
     Records that fail the schema or cannot be parsed are left out and counted (on stdout and in
     the card); ``--strict`` refuses instead (exit 1, nothing written).
     """
-    from curate.export import CardInfo, write_hf_dataset
+    from curate.export import CardInfo, check_language, check_license, write_hf_dataset
     from curate.export import push_to_hub as push
     from curate.families.base import count_invalid, invalid_section
 
+    # Card options are checked before the long work: a typo must not cost a whole load.
+    license = check_license(license) if license is not None else None
+    languages = [check_language(c) for c in language or []]
     protected = _protected(paths, edit_set)
     guard_folder(out, protected, overwrite=overwrite)
     fam, data, report = _load_and_audit(
@@ -459,7 +498,6 @@ def export(
         paths,
         task=task,
         column=column,
-        keep_records=True,
         encoding=encoding,
         edit_set=edit_set,
     )
@@ -471,6 +509,10 @@ def export(
         description=f"{fam.title}, exported by `curate export`.",
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
+        tags=tag or (),
+        language=languages,
+        source_datasets=source_dataset or (),
+        steps=("audited", "exported"),
     )
     tables = fam.to_tables(data)
     n_invalid = count_invalid(invalid)
