@@ -25,6 +25,7 @@ bench: install
 	$(BIN)/python bench/bench_ke.py
 	$(BIN)/python bench/bench_iupac.py
 	$(BIN)/python bench/bench_glycan.py
+	$(BIN)/python bench/bench_export.py --markdown
 
 lint: install
 	$(BIN)/ruff check curate tests bench

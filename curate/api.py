@@ -143,7 +143,7 @@ class Outcome:
 
     @property
     def rows(self) -> int:
-        return sum(t.num_rows for t in self.tables.values())
+        return sum(getattr(t, "num_rows", None) or 0 for t in self.tables.values())
 
 
 def _invalid(fam: Family, data: LoadedDataset, strict: bool) -> pl.DataFrame:
@@ -156,7 +156,7 @@ def _invalid(fam: Family, data: LoadedDataset, strict: bool) -> pl.DataFrame:
 
 def _require_rows(tables: dict[str, Any], invalid: pl.DataFrame) -> None:
     """Every record invalid: nothing to write, said with the first invalid record."""
-    if invalid.height and not any(t.num_rows for t in tables.values()):
+    if invalid.height and not any(getattr(t, "num_rows", 1) for t in tables.values()):
         first = invalid.row(0, named=True)
         raise InputError(
             f"nothing to write: all {count_invalid(invalid)} records are invalid "
@@ -177,6 +177,9 @@ def fix(
     encoding: str | None = None,
     progress: Progress | None = None,
     command: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    language: Sequence[str] | None = None,
+    source_datasets: Sequence[str] | None = None,
     **options: Any,
 ) -> Outcome:
     """Remaster ``paths``: apply the fixes, leave out invalid records, and (with ``out``) write
@@ -184,10 +187,11 @@ def fix(
 
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
-    from curate.publish import CardInfo, write_hf_dataset
+    from curate.publish import CardInfo, check_language, write_hf_dataset
 
     fam = _family(family)
     opts = fam.options(**options)
+    languages = [check_language(c) for c in language or ()]  # before the long work
     files = _paths(paths)
     protected = protected_inputs(files, opts)
     if out is not None:
@@ -208,6 +212,10 @@ def fix(
             + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else "."),
             source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
             extra_sections=invalid_section(invalid),
+            tags=tags or (),
+            language=languages,
+            source_datasets=source_datasets or (),
+            steps=("audited", "fixed"),
         )
         written = write_hf_dataset(
             out,
@@ -236,19 +244,25 @@ def export(
     max_rows_per_shard: int | None = None,
     progress: Progress | None = None,
     command: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    language: Sequence[str] | None = None,
+    source_datasets: Sequence[str] | None = None,
     **options: Any,
 ) -> Outcome:
     """Write the valid records of ``paths`` as a Hugging Face dataset folder at ``out`` (parquet
     shards per split, a card with the audit summary, ``audit.json``); invalid records are left
     out and counted (``strict=True``: :class:`StrictRefusal`, nothing written)."""
-    from curate.publish import DEFAULT_MAX_ROWS_PER_SHARD, CardInfo, write_hf_dataset
+    from curate.publish import CardInfo, check_language, check_license, write_hf_dataset
 
     fam = _family(family)
     opts = fam.options(**options)
+    # Card options are checked before the long work: a typo must not cost a whole load.
+    license = check_license(license) if license is not None else None
+    languages = [check_language(c) for c in language or ()]
     files = _paths(paths)
     protected = protected_inputs(files, opts)
     guard_folder(out, protected, overwrite=overwrite)
-    data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
+    data = fam.load(files, opts, encoding=encoding, progress=progress)
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
     card = CardInfo(
@@ -258,6 +272,10 @@ def export(
         description=f"{fam.title}, exported by `curate export`.",
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
+        tags=tags or (),
+        language=languages,
+        source_datasets=source_datasets or (),
+        steps=("audited", "exported"),
     )
     tables = fam.to_tables(data)
     _require_rows(tables, invalid)
@@ -266,7 +284,7 @@ def export(
         tables,
         card,
         report=report,
-        max_rows_per_shard=max_rows_per_shard or DEFAULT_MAX_ROWS_PER_SHARD,
+        max_rows_per_shard=max_rows_per_shard,
         overwrite=overwrite,
         inputs=protected,
         marker=manifest(command or ["curate.export", fam.name], data.inputs),

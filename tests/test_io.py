@@ -151,7 +151,7 @@ def test_splits_come_through(roundtrip_dir, sample_records, fmt):
     # Splits are kept when the family lays the records out again for export.
     tables = FAM.to_tables(data)
     assert {s: t.num_rows for s, t in tables.items()} == {"train": 40, "test": 12}
-    assert sorted(tables["test"].column("case_id").to_pylist()) == sorted(
+    assert sorted(tables["test"].to_table().column("case_id").to_pylist()) == sorted(
         r["case_id"] for r in sample_records[40:]
     )
 

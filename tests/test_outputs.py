@@ -214,11 +214,11 @@ _SIGNAL_DURING_WRITE = """
 import os, signal, sys
 import pyarrow.parquet as pq
 from curate.cli.main import main
-real = pq.write_table
-def write_table(*a, **kw):
-    real(*a, **kw)
+real = pq.ParquetWriter.write_table
+def write_table(self, *a, **kw):
+    real(self, *a, **kw)
     os.kill(os.getpid(), signal.{sig})
-pq.write_table = write_table
+pq.ParquetWriter.write_table = write_table
 sys.exit(main(["export", "mquake", {sample!r}, "--out", {out!r}]))
 """
 

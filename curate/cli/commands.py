@@ -78,6 +78,23 @@ StrictOpt = Annotated[
         "parsed, instead of leaving such records out.",
     ),
 ]
+TagOpt = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="A tag for the dataset card (repeatable)."),
+]
+LanguageOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--language", help="Language of the data, an ISO 639 code such as en (repeatable)."
+    ),
+]
+SourceDatasetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source-dataset",
+        help="What the data is based on, for the card's source_datasets (repeatable).",
+    ),
+]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
 ]
@@ -165,6 +182,9 @@ def fix(
     overwrite: OverwriteOpt = False,
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
+    tag: TagOpt = None,
+    language: LanguageOpt = None,
+    source_dataset: SourceDatasetOpt = None,
 ) -> None:
     """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched.
 
@@ -182,6 +202,9 @@ def fix(
             overwrite=overwrite,
             strict=strict,
             encoding=encoding,
+            tags=tag,
+            language=language,
+            source_datasets=source_dataset,
             progress=cb,
             command=COMMAND_LINE,
             **options.model_dump(exclude_unset=True),
@@ -202,15 +225,26 @@ def export(
     options: FamilyOptions,
     paths: PathsArg,
     out: Annotated[Path, typer.Option("--out", help="Folder for the Hugging Face dataset.")],
-    max_rows_per_shard: Annotated[int, typer.Option(min=1)] = 100_000,
+    max_rows_per_shard: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="At most this many rows per parquet file (files are cut at 500 MB anyway)."
+        ),
+    ] = None,
     pretty_name: Annotated[str | None, typer.Option()] = None,
-    license: Annotated[str | None, typer.Option("--license")] = None,
+    license: Annotated[
+        str | None,
+        typer.Option("--license", help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...)."),
+    ] = None,
     overwrite: OverwriteOpt = False,
     push_to_hub: Annotated[
         str | None, typer.Option("--push-to-hub", help="Also upload to this dataset repo.")
     ] = None,
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
+    tag: TagOpt = None,
+    language: LanguageOpt = None,
+    source_dataset: SourceDatasetOpt = None,
 ) -> None:
     """Export the valid records as a Hugging Face dataset folder with an audited dataset card.
 
@@ -235,6 +269,9 @@ def export(
             license=license,
             pretty_name=pretty_name,
             max_rows_per_shard=max_rows_per_shard,
+            tags=tag,
+            language=language,
+            source_datasets=source_dataset,
             progress=cb,
             command=COMMAND_LINE,
             **options.model_dump(exclude_unset=True),

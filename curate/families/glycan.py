@@ -19,6 +19,7 @@ finding, and every glycan string is parsed (GL101/GL102). Those are the rows ``f
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ from curate.schemas.glycan import (
     parse_list_cell,
 )
 from curate.schemas.iupac import IUPACError, canonical_key
+from curate.streams import SplitStream
 
 ID_COLUMNS = ("glycan_id", "id", "glycowork_row", "row_id")
 
@@ -581,15 +583,29 @@ class GlycanFamily(Family):
         return [dict(x) for x in data.stats["tables"]]
 
     # ----------------------------------------------------------------- export / fix
-    def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
+    def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan
-        columns whose header does not parse): see :attr:`invalid_rules`."""
+        columns whose header does not parse): see :attr:`invalid_rules`.
+
+        Published as its reader typed it, not as the text the rules read: a column whose every
+        value is an integer (or a number) written the way the number prints is numeric again
+        (:func:`numeric_columns`), and the split column is left out, since each split's rows
+        are its own files. Glycan tables are small, so each split is one table sliced into
+        record batches.
+        """
         assert isinstance(data, GlycanData)
         table = _single_table(data)
         rows, columns = invalid_rows_and_columns(table, self.invalid_records(data))
         keep = ~table.rows["row"].is_in(sorted(rows))
         raw = table.raw.filter(keep).drop(columns)
-        return _split_tables(table, raw, table.rows["split"].filter(keep))
+        cols = table.columns
+        split_columns = [c for c in (cols.split, *cols.split_flags.values()) if c]
+        raw = numeric_columns(
+            raw.drop([c for c in split_columns if c in raw.columns]),
+            text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c],
+        )
+        tables = _split_tables(table, raw, table.rows["split"].filter(keep))
+        return {name: SplitStream.from_table(t, max_rows=8192) for name, t in tables.items()}
 
     def fix(
         self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
@@ -609,6 +625,46 @@ def invalid_rows_and_columns(t: GlycanTable, invalid: pl.DataFrame) -> tuple[set
         & set(t.columns.glycan_columns)
     )
     return rows, columns
+
+
+_INTEGER = r"^-?(0|[1-9][0-9]*)$"
+
+
+def numeric_columns(raw: pl.DataFrame, text: Sequence[str] = ()) -> pl.DataFrame:
+    """Text columns that hold only numbers, as numbers again (other columns unchanged).
+
+    The reader gives the rules every cell as text (so ``" N"`` and ``007`` reach them as
+    written); a published table should say 5, not ``"5"``. A column becomes ``Int64`` when every
+    non-null value is an integer spelled the way it prints (``-12``, not ``007`` or ``+3``) and
+    fits 64 bits, ``Float64`` when every value is such an integer or a float spelled as Python
+    prints it (``0.5``, ``1e-05``, ``nan``); so converting loses no spelling the data had beyond
+    an integer in a float column. ``text`` columns (glycans, proteins) always stay text.
+    """
+    casts = []
+    for name, dtype in raw.schema.items():
+        if name in text or dtype != pl.String:
+            continue
+        values = raw[name].drop_nulls()
+        if not values.len():
+            continue
+        if values.str.contains(_INTEGER).all():
+            try:
+                casts.append(raw[name].cast(pl.Int64, strict=True))
+                continue
+            except pl.exceptions.InvalidOperationError:  # beyond 64 bits: not an int64
+                pass
+        if all(_is_float_text(v) for v in values.unique().to_list()):
+            casts.append(raw[name].cast(pl.Float64, strict=True))
+    return raw.with_columns(casts) if casts else raw
+
+
+def _is_float_text(value: str) -> bool:
+    if re.match(_INTEGER, value):
+        return True
+    try:
+        return repr(float(value)) == value
+    except ValueError:
+        return False
 
 
 def _single_table(data: GlycanData) -> GlycanTable:
