@@ -361,13 +361,14 @@ class _ShardWriter:
                 take = max(1, min(take - 1, int(take * room / size)))
                 piece = batch.slice(offset, take)
                 size = piece.nbytes
-            if size > room and (self.pending_rows or self.shard_rows):
-                # not even one row fits: start a new row group (or shard) and try again
-                if self.limits.shard_bytes - self.shard_bytes - self.pending_bytes < size:
-                    self._close_shard()
-                else:
+            if size > room:  # not even one row fits what is left
+                if self.pending_rows:  # a new row group first, then try again
                     self._flush_group()
-                continue
+                    continue
+                if self.shard_rows and self.limits.shard_bytes - self.shard_bytes < size:
+                    self._close_shard()  # a new shard, then try again
+                    continue
+                # else: one row bigger than a row group may be; it gets a row group of its own
             self.pending.append(piece)
             self.pending_rows += take
             self.pending_bytes += size

@@ -578,3 +578,44 @@ def test_glycan_and_protein_columns_stay_text():
     df = pl.DataFrame({"glycan": ["1", "2"], "n": ["1", "2"]})
     out = numeric_columns(df, text=["glycan"])
     assert out.schema == {"glycan": pl.String, "n": pl.Int64}
+
+
+def test_interaction_matrix_export_is_numeric_and_reads_through_croissant(tmp_path):
+    """A real binding-matrix slice (glycowork's v12 table): every glycan column a float, even
+    one with no measurement in the slice, and odd column names survive Croissant."""
+    from importlib.resources import files
+
+    import datasets
+    import mlcroissant as mlc
+
+    full = pl.read_csv(str(files("glycowork") / "glycan_data" / "v12_glycan_binding.csv"),
+                       infer_schema=False)  # fmt: skip
+    glycans = [c for c in full.columns if c not in ("target", "protein")][:30]
+    part = full.select(*glycans, "target", "protein").head(40)
+    src = tmp_path / "matrix.csv"
+    part.write_csv(src)
+    out = tmp_path / "hf"
+    assert cli("export", "glycan", src, "--out", out) == 0
+    declared = declared_features(out)
+    assert all(declared[g] == datasets.Value("float64") for g in glycans)
+    assert any(part[g].null_count() == part.height for g in glycans)  # an empty column too
+    assert declared["protein"] == datasets.Value("large_string")
+    rows = [r for f in shards(out) for r in pq.read_table(f).to_pylist()]
+    assert [r["protein"] for r in rows] == part["protein"].to_list()
+    doc = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
+    fields = doc["recordSet"][0]["field"]
+    assert {f["name"] for f in fields} == set(part.columns)
+    ds = mlc.Dataset(jsonld=str(out / "croissant.json"))
+    got = [croissant_leaves(r) for r in ds.records(record_set="default")]
+    assert got == [expected_leaves(fields, r) for r in rows]
+
+
+def test_a_row_bigger_than_a_row_group_gets_one_of_its_own(tmp_path):
+    """After smaller rows in the same shard (this once looped forever)."""
+    table = pa.table({"s": ["a" * 10] * 5 + ["b" * 5000] + ["c" * 10] * 3})
+    out = tmp_path / "o"
+    write_hf_dataset(out, {"train": table}, CardInfo(pretty_name="x"), max_row_group_bytes=1000)
+    (f,) = shards(out)
+    meta = pq.read_metadata(f)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [5, 1, 3]
+    assert pq.read_table(f).column("s").to_pylist() == table.column("s").to_pylist()

@@ -603,6 +603,7 @@ class GlycanFamily(Family):
         raw = numeric_columns(
             raw.drop([c for c in split_columns if c in raw.columns]),
             text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c],
+            floats=cols.glycan_columns,
         )
         tables = _split_tables(table, raw, table.rows["split"].filter(keep))
         return {name: SplitStream.from_table(t, max_rows=8192) for name, t in tables.items()}
@@ -630,7 +631,9 @@ def invalid_rows_and_columns(t: GlycanTable, invalid: pl.DataFrame) -> tuple[set
 _INTEGER = r"^-?(0|[1-9][0-9]*)$"
 
 
-def numeric_columns(raw: pl.DataFrame, text: Sequence[str] = ()) -> pl.DataFrame:
+def numeric_columns(
+    raw: pl.DataFrame, text: Sequence[str] = (), floats: Sequence[str] = ()
+) -> pl.DataFrame:
     """Text columns that hold only numbers, as numbers again (other columns unchanged).
 
     The reader gives the rules every cell as text (so ``" N"`` and ``007`` reach them as
@@ -638,12 +641,21 @@ def numeric_columns(raw: pl.DataFrame, text: Sequence[str] = ()) -> pl.DataFrame
     non-null value is an integer spelled the way it prints (``-12``, not ``007`` or ``+3``) and
     fits 64 bits, ``Float64`` when every value is such an integer or a float spelled as Python
     prints it (``0.5``, ``1e-05``, ``nan``); so converting loses no spelling the data had beyond
-    an integer in a float column. ``text`` columns (glycans, proteins) always stay text.
+    an integer in a float column. ``text`` columns (glycans, proteins) always stay text;
+    ``floats`` (an interaction matrix's glycan columns, numbers by the schema) are ``Float64``
+    whenever they parse as numbers, even when a column holds no value at all, so that every
+    glycan column of a matrix has one type.
     """
     casts = []
     for name, dtype in raw.schema.items():
         if name in text or dtype != pl.String:
             continue
+        if name in floats:
+            try:
+                casts.append(raw[name].str.strip_chars().cast(pl.Float64, strict=True))
+                continue
+            except pl.exceptions.InvalidOperationError:
+                pass
         values = raw[name].drop_nulls()
         if not values.len():
             continue

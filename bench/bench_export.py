@@ -1,0 +1,116 @@
+"""Export benchmark: `curate export mquake` on 20k and 200k realistic cases, time and peak RSS.
+
+The cases are the 429 real MQuAKE-hard cases replicated with re-keyed ids (``bench_ke``'s
+generator: replica r maps ``Q123`` to ``Q123~r`` and suffixes labels, questions and answers), so
+every case is valid and distinct. They are written as JSON Lines (the streamed input format) and
+exported by the real command in a child process; its peak RSS comes from ``os.wait4`` (the child's
+own ``ru_maxrss``, not this script's), its wall time from the clock around it. The target is a
+200k-case export under 2 GB peak RSS (before streaming: 10.7 GB).
+
+Run: ``python bench/bench_export.py`` (defaults: 20,000 and 200,000 cases; ~3-4 minutes on
+2 cores, ~1 GB of temporary disk). ``--markdown`` prints the rows for bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+from bench_ke import HARD, rekey_record  # the KE benchmark's generator, shared
+
+
+def write_cases(path: Path, n: int, real: list[dict]) -> None:
+    with open(path, "wb") as fh:
+        for i in range(n):
+            fh.write(orjson.dumps(rekey_record(real[i % len(real)], i // len(real))) + b"\n")
+
+
+def run_export(src: Path, out: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of one ``curate export`` child process."""
+    cmd = [sys.executable, "-m", "curate", "export", "mquake", str(src), "--out", str(out)]
+    # Output to files, not pipes: the child is reaped with os.wait4 (for its own rusage), so
+    # nothing may wait on it through subprocess.
+    with tempfile.TemporaryFile() as out_fh, tempfile.TemporaryFile() as err_fh:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out_fh.seek(0)
+        err_fh.seek(0)
+        stdout, stderr = out_fh.read().decode(), err_fh.read().decode(errors="replace")
+    if proc.returncode != 0:
+        sys.exit(f"export failed ({proc.returncode}): {stderr}")
+    return wall, usage.ru_maxrss / 1024, stdout
+
+
+def describe(out: Path) -> dict:
+    """Shards, rows and row-group figures of an exported folder, from the parquet footers."""
+    files = sorted((out / "data").glob("*.parquet"))
+    rows = 0
+    groups = []
+    for f in files:
+        meta = pq.read_metadata(f)
+        rows += meta.num_rows
+        groups += [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    num_bytes = next(int(line.split(":")[1]) for line in card.splitlines() if "num_bytes:" in line)
+    return {
+        "files": len(files),
+        "rows": rows,
+        "row_groups": len(groups),
+        "max_group_rows": max(groups),
+        "parquet_mib": sum(f.stat().st_size for f in files) / 2**20,
+        "arrow_mib": num_bytes / 2**20,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
+    ap.add_argument("--markdown", action="store_true", help="print RESULTS.md table rows")
+    args = ap.parse_args()
+    if not HARD.exists():
+        sys.exit(f"real data missing: {HARD}")
+    real = json.loads(HARD.read_text(encoding="utf-8"))
+    results = []
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "cases.jsonl"
+            write_cases(src, n, real)
+            size_mib = src.stat().st_size / 2**20
+            wall, rss, said = run_export(src, Path(tmp) / "hf")
+            info = describe(Path(tmp) / "hf")
+        assert info["rows"] == n, (info, n)
+        results.append((n, size_mib, wall, rss, info))
+        print(
+            f"export {n:>9,} cases ({size_mib:,.0f} MiB JSONL): {wall:7.1f} s, "
+            f"peak RSS {rss:,.0f} MiB; {info['files']} files, {info['row_groups']} row groups "
+            f"(<= {info['max_group_rows']:,} rows), {info['arrow_mib']:,.0f} MiB Arrow, "
+            f"{info['parquet_mib']:,.0f} MiB parquet  [{said.strip()}]",
+            flush=True,
+        )
+    if args.markdown:
+        print()
+        print(
+            "| cases | JSON Lines | wall time | peak RSS | shards | row groups | Arrow | parquet |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n, size_mib, wall, rss, info in results:
+            print(
+                f"| {n:,} | {size_mib:,.0f} MiB | {wall:.1f} s | **{rss:,.0f} MiB** | "
+                f"{info['files']} | {info['row_groups']} (≤ {info['max_group_rows']:,} rows) | "
+                f"{info['arrow_mib']:,.0f} MiB | {info['parquet_mib']:,.0f} MiB |"
+            )
+
+
+if __name__ == "__main__":
+    main()
