@@ -180,11 +180,17 @@ def fix(
     tags: Sequence[str] | None = None,
     language: Sequence[str] | None = None,
     source_datasets: Sequence[str] | None = None,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    unsafe_fixes: bool = False,
     **options: Any,
 ) -> Outcome:
-    """Remaster ``paths``: apply the fixes, leave out invalid records, and (with ``out``) write
-    the Hugging Face folder with ``changelog.jsonl``, ``audit.json`` and the card.
+    """Remaster ``paths``: apply the edits the findings propose, leave out invalid records, and
+    (with ``out``) write the Hugging Face folder with ``changelog.jsonl``, the card and both
+    reports: ``audit.before.json`` (the input) and ``audit.after.json`` (the fixed data).
 
+    ``select``/``ignore`` choose which rules' fixes run (codes, prefixes, names, categories);
+    ``unsafe_fixes=True`` also applies fixes marked unsafe (see ``curate rules``).
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
     from curate.publish import CardInfo, check_language, write_hf_dataset
@@ -199,7 +205,15 @@ def fix(
     data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
-    result = fam.fix(data, report, opts)
+    result = fam.fix(
+        data,
+        report,
+        opts,
+        select=select or (),
+        ignore=ignore or (),
+        unsafe=unsafe_fixes,
+        progress=progress,
+    )
     _require_rows(result.tables, invalid)
     written = None
     if out is not None:
@@ -222,6 +236,7 @@ def fix(
             result.tables,
             card,
             report=report,
+            after=_published(result.after, out),
             changelog=result.changelog,
             extra_files=result.extra_files,
             overwrite=overwrite,
@@ -229,6 +244,20 @@ def fix(
             marker=manifest(command or ["curate.fix", fam.name], data.inputs),
         )
     return Outcome(report, result.tables, written, result, invalid)
+
+
+def _published(after: Report | None, out: PathLike) -> Report | None:
+    """The re-audit as it describes the published folder: its input is ``out`` (the re-audit
+    read a private copy in the same layout; that path would mean nothing to a reader)."""
+    if after is None:
+        return None
+    from dataclasses import replace
+
+    where = str(out)
+    after.inputs = [replace(i, path=where, sha256="") for i in after.inputs]
+    if after.findings.height:
+        after.findings = after.findings.with_columns(pl.lit(where).alias("input"))
+    return after
 
 
 def export(

@@ -187,6 +187,7 @@ def write_hf_dataset(
     *,
     features: Any = None,
     report: Report | None = None,
+    after: Report | None = None,
     changelog: Sequence[ChangeEntry] | None = None,
     extra_files: dict[str, bytes] | None = None,
     max_rows_per_shard: int | None = DEFAULT_MAX_ROWS_PER_SHARD,
@@ -205,6 +206,11 @@ def write_hf_dataset(
     ``out`` goes through the output gate (:mod:`curate.outputs`): refused when it holds or is one
     of ``inputs``, replaced (with ``overwrite``) only when curate wrote it. ``marker`` is the
     ``.curate/manifest.json`` content that proves it later.
+
+    ``after`` (``curate fix``): the re-audit of the fixed data. Then ``report`` is written as
+    ``audit.before.json`` (the input) and ``after`` as ``audit.after.json`` (what is published),
+    and the card summarises the published data, saying which report is which; without it the
+    one report is ``audit.json``.
     """
     from datasets.info import DatasetInfo, DatasetInfosDict
     from datasets.splits import SplitDict, SplitInfo
@@ -255,14 +261,17 @@ def write_hf_dataset(
         data_files = [{"split": s, "path": f"data/{s}-*"} for s in results]
         MetadataConfigs({"default": {"data_files": data_files}}).to_dataset_card_data(card_data)
         DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
-        body = _card_body(card, {s: r.rows for s, r in results.items()}, report, changelog)
+        body = _card_body(card, {s: r.rows for s, r in results.items()}, report, changelog, after)
         (tmp / "README.md").write_text(
             f"---\n{card_data.to_yaml()}\n---\n\n{body}", encoding="utf-8"
         )
         shards = [s for r in results.values() for s in r.shards]
         doc = croissant_metadata(card, feats, shards, license=license, language=language)
         (tmp / "croissant.json").write_bytes(json_bytes(doc, indent=True))
-        if report is not None:
+        if report is not None and after is not None:
+            (tmp / "audit.before.json").write_text(render_json(report), encoding="utf-8")
+            (tmp / "audit.after.json").write_text(render_json(after), encoding="utf-8")
+        elif report is not None:
             (tmp / "audit.json").write_text(render_json(report), encoding="utf-8")
         if changelog is not None:
             with open(tmp / "changelog.jsonl", "wb") as fh:
@@ -667,6 +676,7 @@ def _card_body(
     rows: dict[str, int],
     report: Report | None,
     changelog: Sequence[ChangeEntry] | None,
+    after: Report | None = None,
 ) -> str:
     lines = [f"# {card.pretty_name}", ""]
     if card.description:
@@ -676,7 +686,20 @@ def _card_body(
     lines.append("")
     if card.source_files:
         lines += ["## Source", ""] + [f"- `{p}`" for p in card.source_files] + [""]
-    if report is not None:
+    if after is not None and report is not None:
+        b, a = report.summary(), after.summary()
+        lines += [
+            "## Audit of the published data",
+            "",
+            "This is the re-audit of the fixed data in this folder (`audit.after.json`). The "
+            "audit of the input before fixing is `audit.before.json`: "
+            f"{b['findings']} findings in {b['records_with_findings']} of {b['records']} "
+            f"records then, {a['findings']} in {a['records_with_findings']} of {a['records']} "
+            "now.",
+            "",
+            render_markdown(after, heading_level=2),
+        ]
+    elif report is not None:
         lines.append(render_markdown(report, heading_level=2))
     if changelog is not None:
         lines += ["## Changelog summary", ""]
@@ -692,7 +715,7 @@ def _card_body(
             lines += [
                 "",
                 "Every change is listed in `changelog.jsonl` (record, field, old, new, "
-                "rule, reason).",
+                "rule, reason, and the finding that asked for it).",
             ]
         lines.append("")
     lines += card.extra_sections

@@ -19,12 +19,35 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import polars as pl
 
 from curate.errors import UsageError
 from curate.findings import RULE_OUTPUT_SCHEMA, Category, Severity
+
+
+class FixAvailability(StrEnum):
+    """Whether a rule's findings carry a proposed edit (ruff's model).
+
+    ``always``: every finding has one; ``sometimes``: only where the data decides the answer
+    (a majority parent, a unique representative); ``never``: a person has to decide.
+    """
+
+    ALWAYS = "always"
+    SOMETIMES = "sometimes"
+    NEVER = "never"
+
+
+class FixSafety(StrEnum):
+    """``safe``: the fixed data means the same to a correct reader (whitespace, placeholders,
+    exact repeats, added evaluation metadata); ``unsafe``: the fix chooses between meanings (a
+    label by majority, a split membership, one of two conflicting values), so ``curate fix``
+    applies it only with ``--unsafe-fixes``."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
 
 RuleFunc = Callable[..., pl.DataFrame]
 TableFunc = Callable[["AuditContext"], Any]
@@ -75,9 +98,22 @@ class Rule:
     category: Category
     severity: Severity
     func: RuleFunc
-    fixable: bool = False
+    #: Does a finding carry a proposed edit (``fix`` column), and is applying it safe?
+    fix: FixAvailability = FixAvailability.NEVER
+    safety: FixSafety = FixSafety.SAFE
     #: Shared tables (registered with :meth:`RuleSet.table`) this rule reads.
     needs: tuple[str, ...] = ()
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not FixAvailability.NEVER
+
+    @property
+    def fix_label(self) -> str:
+        """``fix: always (safe)`` as ``curate rules`` shows it, or ``""``."""
+        if not self.fixable:
+            return ""
+        return f"fix: {self.fix.value} ({self.safety.value})"
 
     @property
     def doc(self) -> str:
@@ -108,6 +144,8 @@ class Rule:
             "category": self.category.value,
             "severity": self.severity.value,
             "fixable": self.fixable,
+            "fix": self.fix.value,
+            "fix_safety": self.safety.value if self.fixable else None,
             "needs": list(self.needs),
             "summary": self.summary,
             "doc": self.doc,
@@ -140,9 +178,15 @@ class RuleSet:
         *,
         category: str,
         severity: str,
-        fixable: bool = False,
+        fix: str = "never",
+        unsafe: bool = False,
         needs: Iterable[str] = (),
+        fixable: bool = False,  # TODO(i7): the old flag; removed once every rule says ``fix=``
     ) -> Callable[[RuleFunc], RuleFunc]:
+        """Register ``func`` as rule ``code``. ``fix`` is ``always``/``sometimes``/``never``
+        (does a finding carry an edit in its ``fix`` column) and ``unsafe`` marks fixes that
+        choose between meanings (applied only with ``--unsafe-fixes``)."""
+
         def register(func: RuleFunc) -> RuleFunc:
             if code in self._rules:
                 raise ValueError(f"rule code {code} registered twice")
@@ -155,7 +199,8 @@ class RuleSet:
                 Category(category),
                 Severity(severity),
                 func,
-                fixable,
+                FixAvailability("always" if fixable and fix == "never" else fix),
+                FixSafety.UNSAFE if unsafe else FixSafety.SAFE,
                 tuple(needs),
             )
             return func

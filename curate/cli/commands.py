@@ -185,8 +185,26 @@ def fix(
     tag: TagOpt = None,
     language: LanguageOpt = None,
     source_dataset: SourceDatasetOpt = None,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select", help="Only these rules' fixes: codes, prefixes, names, categories."
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Not these rules' fixes.")
+    ] = None,
+    unsafe_fixes: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-fixes",
+            help="Also apply fixes marked unsafe (they choose a label, split or value; see "
+            "`curate rules`).",
+        ),
+    ] = False,
 ) -> None:
-    """Write a remastered dataset (fixes applied, changelog beside it); inputs are untouched.
+    """Write a remastered dataset: the edits the findings propose applied, re-audited, with the
+    changelog and both reports (audit.before.json, audit.after.json); inputs are untouched.
 
     Records that fail the schema or cannot be parsed are dropped and kept whole in the changelog
     (``--strict``: exit 1 and write nothing instead).
@@ -205,6 +223,9 @@ def fix(
             tags=tag,
             language=language,
             source_datasets=source_dataset,
+            select=select,
+            ignore=ignore,
+            unsafe_fixes=unsafe_fixes,
             progress=cb,
             command=COMMAND_LINE,
             **options.model_dump(exclude_unset=True),
@@ -212,12 +233,31 @@ def fix(
     finally:
         terminal.clear_progress(cb)
     assert done.fix is not None
-    s = done.fix.summary
-    typer.echo(
-        f"wrote {out}: {done.rows} records, {len(done.fix.changelog)} changes ("
-        + ", ".join(f"{k}={v}" for k, v in s.items())
-        + ")"
+    typer.echo(fix_summary_line(out, done))
+
+
+def fix_summary_line(out: Path, done: Any) -> str:
+    """``wrote OUT: N records, M changes (...)`` plus what was left undone and why."""
+    s = dict(done.fix.summary)
+    fixed = s.pop("fixed", {})
+    unsafe = s.pop("unsafe_fixes_available", {})
+    parts = [f"{k}={v}" for k, v in s.items() if not isinstance(v, list | dict)]
+    line = (
+        f"wrote {out}: {done.rows} records, {len(done.fix.changelog)} changes"
+        + (" (fixed " + ", ".join(f"{k}: {v}" for k, v in fixed.items()) + ")" if fixed else "")
+        + ("; " + ", ".join(parts) if parts else "")
     )
+    if unsafe:
+        n = sum(unsafe.values())
+        line += (
+            f"\n{n} more fix(es) available with --unsafe-fixes ("
+            + ", ".join(f"{k}: {v}" for k, v in unsafe.items())
+            + ")"
+        )
+    if done.fix.after is not None:
+        a = done.fix.after.summary()
+        line += f"\nre-audit of the fixed data: {a['findings']} findings (audit.after.json)"
+    return line
 
 
 def export(

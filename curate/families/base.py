@@ -46,9 +46,14 @@ class ChangeEntry:
     new: Any
     rule: str
     reason: str
+    #: The finding that asked for it (rule, record, field, message), when a finding did; a
+    #: record left out as invalid has none.
+    finding: dict[str, Any] | None = None
+    #: Which pass of ``curate fix`` made the change (2+: found by re-auditing pass 1's output).
+    pass_no: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "record": self.record,
             "field": self.field,
             "old": self.old,
@@ -56,6 +61,10 @@ class ChangeEntry:
             "rule": self.rule,
             "reason": self.reason,
         }
+        if self.finding is not None:
+            out["finding"] = self.finding
+            out["pass"] = self.pass_no
+        return out
 
 
 @dataclass
@@ -66,6 +75,9 @@ class FixResult:
     changelog: list[ChangeEntry]
     extra_files: dict[str, bytes] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    #: The re-audit of the fixed data (``audit.after.json``), when the fixes ran through the
+    #: engine of :mod:`curate.fixes`.
+    after: Report | None = None
 
 
 def check_not_blank(path: str | Path) -> None:
@@ -189,11 +201,81 @@ class Family(ABC):
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
         """The valid records as Arrow tables per split, in the family's published layout."""
 
-    @abstractmethod
     def fix(
-        self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
+        self,
+        data: LoadedDataset,
+        report: Report,
+        options: FamilyOptions | None = None,
+        *,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        unsafe: bool = False,
+        progress: Progress | None = None,
+        **raw: Any,
     ) -> FixResult:
-        """Apply the fixes proposed in ``report``; must not modify ``data`` or the inputs."""
+        """Apply the edits ``report``'s findings propose (:mod:`curate.fixes`), re-audit, repeat.
+
+        ``select``/``ignore`` choose rules as in ``audit``; ``unsafe`` also applies fixes marked
+        unsafe. Never modifies ``data`` or the inputs. The family contributes only the records
+        as a frame (:meth:`fix_frame`), their published layout (:meth:`fix_tables`) and its side
+        files (:meth:`fix_summary`); what changes is decided by the findings alone.
+        """
+        from curate.fixes import FixChoice, run_fixes
+
+        opts = self.options(options or data.options, **raw)
+        choice = FixChoice(tuple(select), tuple(ignore), unsafe)
+        run = run_fixes(self, data, report, opts, choice, progress=progress)
+        invalid_rules = set(self.invalid_rules)
+        dropped = sum(1 for c in run.changelog if c.field == "" and c.new is None and c.finding)
+        summary: dict[str, Any] = {
+            "rows_in": sum(i.records for i in data.inputs),
+            "rows_out": run.frame.height,
+            "invalid_dropped": sum(
+                1 for c in run.changelog if c.rule in invalid_rules and c.finding is None
+            ),
+            "dropped": dropped,
+            "fixed": dict(sorted(run.applied.items())),
+            "passes": run.passes,
+        }
+        if run.unsafe_available:
+            summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
+        if not run.converged:
+            summary["not_converged"] = True
+        extra, more = self.fix_summary(run, data, opts)
+        summary.update(more)
+        return FixResult(
+            tables=run.tables,
+            changelog=run.changelog,
+            extra_files=extra,
+            summary=summary,
+            after=run.after,
+        )
+
+    def fix_frame(
+        self, data: LoadedDataset, invalid: pl.DataFrame
+    ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The valid records as one frame for :func:`curate.fixes.apply_edits` (bookkeeping
+        columns ``__row``, ``__record``, ``__split`` plus the record's columns), and a changelog
+        entry for each record of ``invalid`` left out (logged whole, as read)."""
+        raise NotImplementedError(f"family {self.name} has no fixes")
+
+    def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
+        """The fixed records in the published layout, per split, each split in frame order."""
+        raise NotImplementedError(f"family {self.name} has no fixes")
+
+    def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
+        """The whole record as the changelog keeps it when a fix drops it (default: its cells)."""
+        return cells
+
+    def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
+        """The options for re-auditing fixed data (default: the same)."""
+        return options
+
+    def fix_summary(
+        self, run: Any, data: LoadedDataset, options: FamilyOptions
+    ) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """Side files to write beside the fixed data and family figures for the summary."""
+        return {}, {}
 
     def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
         """Findings of :attr:`invalid_rules` on ``data``: the records that must not be published.
