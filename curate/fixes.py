@@ -238,9 +238,14 @@ def apply_edits(
             fld = op["field"]
             if fld in frame.columns and fld not in dropped_cols:
                 values = col(fld)
-                if _plain(values[i]) == op.get("old"):
+                now = _plain(values[i])
+                if now == op.get("old"):
                     values[i] = op["new"]
                     log(i, fld, op.get("old"), op["new"], e, _reason(e))
+                    done = True
+                elif now == op["new"]:
+                    # Another finding on the same cell proposed the same value (a cell with two
+                    # stray spaces is two findings, one edit): already done, nothing to log.
                     done = True
         elif kind == "extend":
             fld = op["field"]
@@ -346,7 +351,7 @@ def run_fixes(
                 pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet")
             if progress:
                 progress(f"re-audit after pass {n}", frame.height)
-            current = family.load([str(folder)], reaudit)
+            current = family.load([str(folder)], reaudit, keep_records=True)
             audit_report = family.audit(current, reaudit)
             after = audit_report
             frame = _same_records(
