@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from curate.families.base import ChangeEntry, FixResult
+from curate.dataset import ChangeEntry, FixResult
 from curate.families.knowledge_editing import (
     FAMILY,
     KEData,
