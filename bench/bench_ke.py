@@ -30,9 +30,9 @@ from typing import Any
 import orjson
 import polars as pl
 
-from curate.audits.knowledge_editing import contamination
+from curate.audits.knowledge_editing.contamination import contamination
 from curate.families import get_family
-from curate.families.knowledge_editing import KEData
+from curate.schemas.knowledge_editing_tables import KEData
 
 HARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mquake" / "MQuAKE-hard.json"
 FAM = get_family("knowledge-editing")

@@ -25,11 +25,10 @@ from typing import Any
 
 import polars as pl
 
+from curate.dataset import FixResult, LoadedDataset
 from curate.errors import InputError, UsageError
 from curate.families import Family, get_family
 from curate.families.base import (
-    FixResult,
-    LoadedDataset,
     Progress,
     count_invalid,
     describe_invalid,

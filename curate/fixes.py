@@ -40,8 +40,8 @@ from typing import Any
 import orjson
 import polars as pl
 
+from curate.dataset import ChangeEntry
 from curate.errors import UsageError
-from curate.families.base import ChangeEntry
 from curate.rules import FixSafety, Rule, RuleSet
 
 ROW, RECORD, SPLIT = "__row", "__record", "__split"

@@ -50,8 +50,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate import __version__
+from curate.dataset import ChangeEntry
 from curate.errors import InputError, RemoteError, UsageError
-from curate.families.base import ChangeEntry
 from curate.findings import Report, json_bytes
 from curate.outputs import staged_folder
 from curate.reports import render_json, render_markdown

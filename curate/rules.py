@@ -49,6 +49,7 @@ class FixSafety(StrEnum):
     SAFE = "safe"
     UNSAFE = "unsafe"
 
+
 RuleFunc = Callable[..., pl.DataFrame]
 TableFunc = Callable[["AuditContext"], Any]
 

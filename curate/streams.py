@@ -47,3 +47,23 @@ class SplitStream:
 
 
 SplitData = pa.Table | SplitStream | Iterable[pa.RecordBatch]
+
+
+def small_types(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with Arrow's 64-bit-offset types (``large_string``, ``large_list``, what
+    polars produces) as their plain forms: the types readers of the published data expect
+    (``datasets`` features say ``string``, not ``large_string``), for columns far below 2 GB
+    per batch."""
+
+    def small(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_large_string(t):
+            return pa.string()
+        if pa.types.is_large_binary(t):
+            return pa.binary()
+        if pa.types.is_large_list(t) or pa.types.is_list(t):
+            return pa.list_(pa.field(t.value_field.name, small(t.value_type)))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, small(f.type), f.nullable) for f in t])
+        return t
+
+    return pa.schema([pa.field(f.name, small(f.type), f.nullable) for f in schema])

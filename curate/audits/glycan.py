@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from curate.dataset import ChangeEntry, FixResult
 from curate.errors import InputError
-from curate.families.base import ChangeEntry, FixResult
 from curate.families.glycan import (
     FAMILY,
     ID_COLUMNS,

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 
+from curate.dataset import FixResult, LoadedDataset
 from curate.errors import UsageError
-from curate.families.base import Family, FixResult, LoadedDataset
+from curate.families.base import Family
 
 __all__ = [
     "BUILTIN",

@@ -1,83 +1,27 @@
-"""The contract every family implements, and the audit engine they share."""
+"""The contract every family implements, and the audit engine they share.
+
+The data types of the contract (:class:`LoadedDataset`, :class:`FixResult`,
+:class:`ChangeEntry`) live in :mod:`curate.dataset`, below the rules that read and produce them.
+"""
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
+from curate.dataset import ChangeEntry, FixResult, LoadedDataset
 from curate.errors import InputError
-from curate.findings import InputInfo, Report
+from curate.findings import Report
 from curate.options import FamilyOptions, parse_options
 from curate.rules import AuditContext, Rule, RuleSet
 
 Progress = Callable[[str, int], None]
-
-
-@dataclass
-class LoadedDataset:
-    """What a family's reader returns: validated, normalised data plus schema findings.
-
-    Families subclass this to hold their columnar tables. ``schema_findings`` is a rule output
-    frame (see :data:`curate.findings.RULE_OUTPUT_SCHEMA`) with an extra ``rule`` column, so that
-    records rejected by the schema are reported like any other finding instead of aborting.
-    """
-
-    family: str
-    inputs: list[InputInfo]
-    schema_findings: pl.DataFrame
-    #: The validated options it was loaded with (an audit without options uses these).
-    options: FamilyOptions | None = field(default=None, kw_only=True)
-
-
-@dataclass
-class ChangeEntry:
-    """One line of the changelog: what changed, where, and which rule asked for it."""
-
-    record: str | None
-    field: str
-    old: Any
-    new: Any
-    rule: str
-    reason: str
-    #: The finding that asked for it (rule, record, field, message), when a finding did; a
-    #: record left out as invalid has none.
-    finding: dict[str, Any] | None = None
-    #: Which pass of ``curate fix`` made the change (2+: found by re-auditing pass 1's output).
-    pass_no: int = 1
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "record": self.record,
-            "field": self.field,
-            "old": self.old,
-            "new": self.new,
-            "rule": self.rule,
-            "reason": self.reason,
-        }
-        if self.finding is not None:
-            out["finding"] = self.finding
-            out["pass"] = self.pass_no
-        return out
-
-
-@dataclass
-class FixResult:
-    """A remastered dataset (Arrow tables per split), its changelog and side files to write."""
-
-    tables: dict[str, pa.Table]
-    changelog: list[ChangeEntry]
-    extra_files: dict[str, bytes] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    #: The re-audit of the fixed data (``audit.after.json``), when the fixes ran through the
-    #: engine of :mod:`curate.fixes`.
-    after: Report | None = None
 
 
 def check_not_blank(path: str | Path) -> None:

@@ -1,24 +1,18 @@
-"""The knowledge-editing family (MQuAKE and MQuAKE-Remastered): reader, tables, fixes, export.
+"""The knowledge-editing family (MQuAKE and MQuAKE-Remastered): reader, registration, export.
 
-Schema: :mod:`curate.schemas.knowledge_editing`. Rules: :mod:`curate.audits.knowledge_editing`.
+Schema: :mod:`curate.schemas.knowledge_editing`; tables:
+:mod:`curate.schemas.knowledge_editing_tables`; rules, edit sets and fixes:
+:mod:`curate.audits.knowledge_editing`.
 
 Records are validated one by one (so each defect names its record and field) and then laid out as
-three columnar tables the rules join and group over:
-
-``cases``  one row per valid case (counts of every list, answers, questions, aliases)
-``hops``   one row per (case, path ∈ {orig, new}, hop): ids, labels and the single-hop answer,
-           aligned by hop index with nulls where a list is shorter than the others; rows are in
-           (case, path, hop) order, which rules rely on
-``edits``  one row per (case, k): ``requested_rewrite[k]`` beside ``edit_triples[k]`` and
-           ``edit_triples_idx[k]``
+the three columnar tables (``cases``, ``hops``, ``edits``) of
+:class:`~curate.schemas.knowledge_editing_tables.KEData` that the rules join and group over.
 """
 
 from __future__ import annotations
 
 import gc
-import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +21,14 @@ import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
-from curate.errors import InputError, UsageError
-from curate.families.base import (
-    Family,
-    FixResult,
-    LoadedDataset,
-    Progress,
-    check_not_blank,
-    no_records,
-)
+from curate.audits.knowledge_editing import RULES
+from curate.audits.knowledge_editing.contamination import edited_table
+from curate.dataset import ChangeEntry, LoadedDataset
+from curate.errors import UsageError
+from curate.families.base import Family, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report, dumps
-from curate.io import open_source, read_text
+from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.io import open_source
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.knowledge_editing import (
@@ -47,77 +38,19 @@ from curate.schemas.knowledge_editing import (
     layout_of,
     record_id,
 )
-from curate.streams import SplitStream
-
-CASE_SCHEMA = {
-    "row": pl.Int64,
-    "record": pl.String,
-    "split": pl.String,
-    "layout": pl.String,
-    "n_rewrites": pl.Int32,
-    "n_triples": pl.Int32,
-    "n_triples_labeled": pl.Int32,
-    "n_single_hops": pl.Int32,
-    "n_new_triples": pl.Int32,
-    "n_new_triples_labeled": pl.Int32,
-    "n_new_single_hops": pl.Int32,
-    "n_edit_triples": pl.Int32,
-    "n_edit_idx": pl.Int32,
-    "answer": pl.String,
-    "new_answer": pl.String,
-    "questions": pl.List(pl.String),
-    "answer_alias": pl.List(pl.String),
-    "new_answer_alias": pl.List(pl.String),
-    "split_map": pl.String,  # Remastered ``split`` (edit count → labels) as JSON, else null
-}
-HOP_SCHEMA = {
-    "row": pl.Int64,
-    "record": pl.String,
-    "path": pl.String,
-    "hop": pl.Int32,
-    "s": pl.String,
-    "r": pl.String,
-    "o": pl.String,
-    "s_label": pl.String,
-    "r_label": pl.String,
-    "o_label": pl.String,
-    "sh_answer": pl.String,
-    "sh_aliases": pl.List(pl.String),
-}
-EDIT_SCHEMA = {
-    "row": pl.Int64,
-    "record": pl.String,
-    "k": pl.Int32,
-    "prompt": pl.String,
-    "subject": pl.String,
-    "relation_id": pl.String,
-    "new_id": pl.String,
-    "new_str": pl.String,
-    "true_id": pl.String,
-    "true_str": pl.String,
-    "t_s": pl.String,
-    "t_r": pl.String,
-    "t_o": pl.String,
-    "idx": pl.Int64,
-}
-
-
-@dataclass
-class KEData(LoadedDataset):
-    """Validated MQuAKE cases as columnar tables (plus the records themselves when kept)."""
-
-    cases: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CASE_SCHEMA))
-    hops: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=HOP_SCHEMA))
-    edits: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EDIT_SCHEMA))
-    #: Every record's id in file order, valid or not: the population of ``random:K`` edit sets.
-    all_ids: list[Any] = field(default_factory=list)
-    #: row → validated case, only when loaded with ``keep_records=True`` (fix/export need them).
-    records: dict[int, MQuAKECase] = field(default_factory=dict)
-    #: row → raw record that failed validation (kept with ``keep_records`` for the changelog).
-    invalid: dict[int, dict[str, Any]] = field(default_factory=dict)
-    stats: dict[str, Any] = field(default_factory=dict)
-    #: The ``--encoding`` the inputs were read with (export reads them again).
-    encoding: str | None = None
+from curate.schemas.knowledge_editing_tables import (
+    CASE_SCHEMA,
+    EDIT_SCHEMA,
+    HOP_SCHEMA,
+    MARK_SCHEMA,
+    KEData,
+    arrow_type_error,
+    only_input,
+    records_to_arrow,
+    struct_array,
+    unify_struct_types,
+)
+from curate.streams import SplitStream, small_types
 
 
 class _TableBuilder:
@@ -319,11 +252,7 @@ class KnowledgeEditingFamily(Family):
     #: between two valid records, not a malformed value.
     invalid_rules = ("KE001",)
 
-    @property
-    def rules(self):  # imported lazily: the rules module imports this one for KEData
-        from curate.audits.knowledge_editing import RULES
-
-        return RULES
+    rules = RULES
 
     def load(
         self,
@@ -368,6 +297,7 @@ class KnowledgeEditingFamily(Family):
         all_ids: list[Any] = []
         records: dict[int, MQuAKECase] = {}
         invalid: dict[int, dict[str, Any]] = {}
+        marks: list[tuple[int, bool | None, list[str]]] = []
         layouts: dict[str, int] = {}
         row = 0
         for path in paths:
@@ -394,6 +324,8 @@ class KnowledgeEditingFamily(Family):
                     else:
                         layouts[layout] = layouts.get(layout, 0) + 1
                         builder.add(row, rec, batch.split, layout, case)
+                        if case.edited is not None or case.withheld_edits:
+                            marks.append(_marks(row, case))
                         if keep_records:
                             records[row] = case
                     if batch.split is not None:
@@ -409,6 +341,8 @@ class KnowledgeEditingFamily(Family):
         cases, hops, edits = builder.frames()
         from curate.findings import rule_output
 
+        marks_frame = pl.DataFrame(marks, schema=MARK_SCHEMA, orient="row")
+
         schema = rule_output(schema_rows)
         return KEData(
             family=self.name,
@@ -422,6 +356,7 @@ class KnowledgeEditingFamily(Family):
             invalid=invalid,
             stats={"layouts": layouts, "valid_cases": cases.height, "records": row},
             encoding=encoding,
+            marks=marks_frame,
         )
 
     # ----------------------------------------------------------------- edit sets
@@ -477,9 +412,9 @@ class KnowledgeEditingFamily(Family):
         types = [
             arr.type
             for _, rows in _valid_batches(paths, skip, encoding, None)
-            if (arr := _struct_array(rows, only_input(data))) is not None
+            if (arr := struct_array(rows, only_input(data))) is not None
         ]
-        struct_type = _unify_struct_types(types)
+        struct_type = unify_struct_types(types)
         schema = pa.schema(list(struct_type))
 
         def stream(split: str):
@@ -488,20 +423,121 @@ class KnowledgeEditingFamily(Family):
                     try:
                         arr = pa.array(rows, type=struct_type)
                     except (OverflowError, pa.ArrowException) as e:
-                        raise _type_error(e, rows, only_input(data)) from None
+                        raise arrow_type_error(e, rows, only_input(data)) from None
                     yield pa.RecordBatch.from_struct_array(arr)
 
             return SplitStream(schema, batches, counts[split])
 
         return {split: stream(split) for split in counts}
 
-    def fix(
-        self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
-    ) -> FixResult:
-        from curate.audits.knowledge_editing import plan_fixes
+    # The fix engine (curate.fixes) applies the findings' edits; the family lays the records out.
+    def fix_frame(
+        self, data: LoadedDataset, invalid: pl.DataFrame
+    ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """Every valid case in the original layout, plus the two columns a fixed MQuAKE carries:
+        ``edited`` (is the case in the edit set this was fixed for) and ``withheld_edits`` (the
+        edits of other cases to leave out when asking it; KE201/KE202 fill them).
 
+        Records an invalid rule names are left out and logged whole, as read. Needs the data
+        loaded with ``keep_records=True``.
+        """
         assert isinstance(data, KEData)
-        return plan_fixes(data, report, self.options(options or data.options, **raw))
+        bad = invalid.unique("row", keep="first", maintain_order=True)
+        changes = [
+            ChangeEntry(
+                r["record"],
+                "",
+                data.invalid.get(r["row"]),
+                None,
+                r["rule"],
+                f"dropped: invalid record ({r['field']}: {r['message']})",
+            )
+            for r in bad.iter_rows(named=True)
+        ]
+        skip = set(bad["row"].drop_nulls().to_list())
+        cases = data.cases.select("row", "record", pl.col("split").fill_null("train"))
+        edited = _edited(data)
+        keep = [r for r in cases["row"].to_list() if r not in skip and r in data.records]
+        rows = [data.records[r].to_original() for r in keep]
+        if not rows:
+            return pl.DataFrame(
+                schema={ROW: pl.Int64, RECORD: pl.String, SPLIT: pl.String}
+            ), changes
+        frame = pl.from_arrow(records_to_arrow(rows, only_input(data)))
+        assert isinstance(frame, pl.DataFrame)
+        flags = dict(zip(cases["row"].to_list(), edited.to_list(), strict=True))
+        meta = cases.filter(pl.col("row").is_in(keep))
+        id_type = frame.schema["case_id"]
+        withheld_type = pl.List(
+            pl.Struct({"case_id": id_type, "edit_index": pl.Int64, "triple": pl.List(pl.String)})
+        )
+        frame = frame.with_columns(
+            pl.Series("edited", [bool(flags.get(r)) for r in keep], dtype=pl.Boolean),
+            (
+                pl.col("withheld_edits").cast(withheld_type).fill_null([])
+                if "withheld_edits" in frame.columns
+                and frame.schema["withheld_edits"] != pl.List(pl.Null)
+                else pl.lit([], withheld_type).alias("withheld_edits")
+            ),
+            meta["row"].alias(ROW),
+            meta["record"].alias(RECORD),
+            meta["split"].alias(SPLIT),
+        )
+        return frame, changes
+
+    def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
+        """The fixed cases per split, in frame order, with Arrow's plain (not large) types."""
+        out: dict[str, pa.Table] = {}
+        for split in dict.fromkeys(frame[SPLIT].to_list()):
+            part = frame.filter(pl.col(SPLIT) == split).drop(BOOKKEEPING).to_arrow()
+            out[split] = part.cast(small_types(part.schema))
+        return out
+
+    def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
+        """A dropped case in the changelog: the record as validated (absent fields stay absent)."""
+        assert isinstance(data, KEData)
+        case = data.records.get(row)
+        return case.to_original() if case is not None else cells
+
+    def fix_summary(
+        self, run: Any, data: LoadedDataset, options: FamilyOptions
+    ) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """``edit_set.json`` (the edited cases that remain) and the edit-set figures, naming
+        every edited case a fix dropped and why: a dropped edited case changes the edit set."""
+        assert isinstance(data, KEData)
+        frame: pl.DataFrame = run.frame
+        if frame.height:
+            kept = frame.filter(pl.col("edited"))["case_id"].to_list()
+            withheld = int((frame["withheld_edits"].list.len() > 0).sum())
+        else:
+            kept, withheld = [], 0
+        edited = _edited(data)
+        was_edited = set(data.cases.filter(edited)["record"].to_list())
+        dropped = [
+            {"case": c.record, "rule": c.rule, "reason": c.reason}
+            for c in run.changelog
+            if c.field == "" and c.new is None and c.record in was_edited
+        ]
+        summary = {
+            "edit_set": options.edit_set,
+            "edited_cases": len(kept),
+            "cases_with_withheld_edits": withheld,
+            "edited_cases_dropped": dropped,
+        }
+        return {"edit_set.json": orjson.dumps(kept, option=orjson.OPT_INDENT_2)}, summary
+
+
+def _edited(data: KEData) -> pl.Series:
+    """The edit set per row of ``cases``, as the audit's ``edited`` table resolves it."""
+    from curate.rules import AuditContext
+
+    return edited_table(AuditContext(data, data.options))
+
+
+def _marks(row: int, case: MQuAKECase) -> tuple[int, bool | None, list[str]]:
+    """A case's ``curate fix`` marks as a row of :data:`MARK_SCHEMA`."""
+    withheld = [f"{w.case_id}\x1f{w.edit_index}" for w in case.withheld_edits or ()]
+    return row, case.edited, withheld
 
 
 def _valid_batches(
@@ -532,150 +568,6 @@ def _valid_batches(
                 yield name, cases
 
 
-def _struct_array(rows: list[dict[str, Any]], path: str | None = None) -> pa.StructArray | None:
-    """Records → one Arrow struct array, nested fields kept as structs/lists.
-
-    ``pa.array`` infers one struct type over *all* rows (keys missing in a row become null) and
-    keeps strings as strings; pyarrow's JSON reader would turn date-like text into timestamps.
-    An integer beyond 64 bits (read exactly, see :func:`curate.io._loads`) has no Arrow type:
-    that is one exit-2 line naming the case and field (``path``: the input, when known), not a
-    crash, and never a silent float.
-    """
-    try:
-        return pa.array(rows)
-    except (OverflowError, pa.ArrowException) as e:
-        raise _type_error(e, rows, path) from None
-
-
-def _to_arrow(rows: list[dict[str, Any]], path: str | None = None) -> pa.Table:
-    """Records → one Arrow table (``fix`` lays its remastered records out with it)."""
-    try:
-        return pa.Table.from_struct_array(pa.array(rows))
-    except (OverflowError, pa.ArrowException) as e:
-        raise _type_error(e, rows, path) from None
-
-
-def _huge_int(value: Any, where: str = "") -> tuple[str, int] | None:
-    """The first integer outside the int64 range in a record, and its field path."""
-    if type(value) is int:
-        return (where, value) if not -(2**63) <= value < 2**63 else None
-    items = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
-    for key, item in items:
-        sub = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
-        if (hit := _huge_int(item, sub)) is not None:
-            return hit
-    return None
-
-
-def only_input(data: LoadedDataset) -> str | None:
-    """The input's path when there is one input (error messages), else None."""
-    return data.inputs[0].path if len(data.inputs) == 1 else None
-
-
-def _unify_struct_types(types: list[pa.DataType]) -> pa.StructType:
-    """One struct type for every batch (a field null or absent in one batch takes the others')."""
-    distinct = list(dict.fromkeys(types))
-    if len(distinct) == 1:
-        return distinct[0]
-    try:
-        unified = pa.unify_schemas(
-            [pa.schema(list(t)) for t in distinct], promote_options="permissive"
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise _type_error(e) from None
-    return pa.struct(list(unified))
-
-
-def _type_error(
-    e: Exception, rows: list[dict[str, Any]] | None = None, path: str | None = None
-) -> InputError:
-    """Why records cannot become one Arrow column each: an integer beyond 64 bits (parquet
-    cannot store it), or a field whose valid values have several types (``case_id`` 7 here,
-    "7" there: parquet needs one type per column). The export stops and says which."""
-    for row in rows or []:
-        if (hit := _huge_int(row)) is not None:
-            where, value = hit
-            return InputError(
-                f"integer {value} is outside the 64-bit range parquet can store "
-                "(write it as a string)",
-                path=path,
-                record=str(row.get("case_id")),
-                field=where,
-            )
-    msg = " ".join(str(e).split())[:200]
-    return InputError(
-        f"cannot export: one field holds values of different types ({msg})", path=path
-    )
-
-
-_EDITED_LABELS = ("edited", "train_edited", "test_edited", "test_edited_unique")
-
-
-def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
-    """Boolean per row of ``data.cases``: is the case in the edit set?
-
-    * ``all`` — every case is edited (MQuAKE-CF-3k's usual protocol);
-    * ``random:K[:SEED]`` — exactly ``random.seed(SEED); random.sample(ids, K)`` over case ids in
-      file order, SEED 100 by default: the procedure behind MQuAKE-Remastered's edit lists;
-    * ``ids:FILE`` — case ids listed in FILE (JSON array, or one id per line);
-    * ``split:N`` — Remastered layout: cases whose ``split[N]`` labels include an edited label.
-    """
-    spec = spec.strip()
-    records = data.cases["record"]
-    kind, _, rest = spec.partition(":")
-    if kind == "all" and not rest:
-        return pl.Series("edited", [True] * data.cases.height, dtype=pl.Boolean)
-    if kind == "random":
-        parts = rest.split(":")
-        try:
-            k = int(parts[0])
-            seed = int(parts[1]) if len(parts) > 1 and parts[1] != "" else 100
-        except ValueError:
-            raise UsageError(f"bad edit set {spec!r}: expected random:K[:SEED]") from None
-        if len(parts) > 2 or not 0 <= k <= len(data.all_ids):
-            raise UsageError(
-                f"bad edit set {spec!r}: K must be between 0 and {len(data.all_ids)} cases"
-            )
-        rng = random.Random()
-        rng.seed(seed)
-        chosen = {str(x) for x in rng.sample(data.all_ids, k)}
-        return records.is_in(list(chosen)).alias("edited")
-    if kind == "ids":
-        path = Path(rest)
-        if not rest or not path.is_file():
-            raise UsageError(f"bad edit set {spec!r}: no such file {rest!r}")
-        text = read_text(path)
-        try:
-            ids = orjson.loads(text)
-            if not isinstance(ids, list):
-                raise ValueError
-        except (orjson.JSONDecodeError, ValueError):
-            ids = [ln.strip() for ln in text.splitlines() if ln.strip() and ln[0] != "#"]
-        wanted = {str(x) for x in ids}
-        unknown = sorted(wanted - set(map(str, data.all_ids)))
-        if unknown:
-            shown = ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else "")
-            raise UsageError(f"edit set {rest}: {len(unknown)} ids are not cases: {shown}")
-        return records.is_in(list(wanted)).alias("edited")
-    if kind == "split" and rest:
-        flags = []
-        seen_key = False
-        for raw in data.cases["split_map"]:
-            labels = orjson.loads(raw).get(rest) if raw else None
-            seen_key = seen_key or labels is not None
-            flags.append(any(lab in _EDITED_LABELS for lab in labels or []))
-        if not seen_key:
-            raise UsageError(f"edit set {spec!r}: no case has a split entry {rest!r}")
-        return pl.Series("edited", flags, dtype=pl.Boolean)
-    raise UsageError(f"bad edit set {spec!r}: use all, random:K[:SEED], ids:FILE or split:N")
-
-
 FAMILY = KnowledgeEditingFamily()
 
-__all__ = ["FAMILY", "KEData", "resolve_edit_set", "validate_record"]
+__all__ = ["FAMILY", "KEData", "KnowledgeEditingFamily", "validate_record"]

@@ -69,6 +69,15 @@ class Orig(_Model):
     edit_triples_idx: list[int]
 
 
+class WithheldEdit(_Model):
+    """An edit of another case to leave out when asking this one (written by ``curate fix``:
+    MQuAKE-Remastered's protocol for a contaminated case)."""
+
+    case_id: int | NonEmpty
+    edit_index: int
+    triple: Triple
+
+
 class MQuAKECase(_Model):
     """A multi-hop knowledge-editing case (the internal form of both layouts)."""
 
@@ -85,6 +94,10 @@ class MQuAKECase(_Model):
     answer_extended: list[str] | None = None
     #: Remastered layout only: edit count → labels of this case in that evaluation.
     split: dict[str, list[str]] | None = None
+    #: Written by ``curate fix``: is the case in the edit set the data was fixed for, and which
+    #: edits of other cases contaminate it (left out when it is asked). The audit honours both.
+    edited: bool | None = None
+    withheld_edits: list[WithheldEdit] | None = None
 
     def to_original(self) -> dict[str, Any]:
         """The record in the original nested layout (extra fields kept)."""

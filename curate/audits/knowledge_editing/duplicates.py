@@ -1,0 +1,137 @@
+"""Duplicates (KE4xx): cases that test the same thing twice, and questions asked by two cases."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from curate.audits.knowledge_editing.registry import RULES
+from curate.findings import (
+    empty_rule_output,
+    finding_frame,
+    json_struct,
+    later_occurrences,
+    repr_expr,
+)
+from curate.rules import AuditContext
+from curate.schemas.knowledge_editing_tables import KEData
+
+# --------------------------------------------------------------------------- duplicates (KE4xx)
+
+
+@RULES.table("case_keys")
+def case_keys(ctx: AuditContext) -> pl.DataFrame:
+    """Per case: a key of its fact chain and of its set of edits (order-free)."""
+    data: KEData = ctx.data
+    chain = (
+        data.hops.filter(pl.col("path") == "orig")
+        .sort("row", "hop")
+        .group_by("row")
+        .agg(pl.concat_str("s", "r", "o", separator="\x1f").str.join("\x1e").alias("chain"))
+    )
+    edits = (
+        data.edits.select("row", pl.concat_str("t_s", "t_r", "t_o", separator="\x1f").alias("t"))
+        .sort("row", "t")
+        .group_by("row")
+        .agg(pl.col("t").str.join("\x1e").alias("edit_key"))
+    )
+    return (
+        data.cases.select("row", "record")
+        .join(chain, on="row", how="left")
+        .join(edits, on="row", how="left")
+    )
+
+
+@RULES.rule(
+    "KE401",
+    "duplicate-case",
+    category="duplicate",
+    severity="warning",
+    fix="always",
+    needs=("case_keys",),
+)
+def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
+    """Two cases have the same fact chain and the same edits.
+
+    They test the same thing twice (often with reworded questions), so the case weighs double in
+    every accuracy figure. The first occurrence is kept; each later one is reported with the case
+    it repeats. Fix: drop the later ones.
+    """
+    k = later_occurrences(
+        ctx.table("case_keys").filter(pl.col("chain").is_not_null()),
+        ["chain", "edit_key"],
+        data.cases,
+    )
+    if k.is_empty():
+        return empty_rule_output()
+    out = finding_frame(
+        k,
+        field=pl.lit(""),
+        message=pl.format("same chain and edits as case {}", "first_record"),
+        details=json_struct(pl.col("first_record").alias("duplicate_of")),
+    )
+    return out.with_columns(
+        pl.struct(pl.lit("drop").alias("op"), pl.col("record").alias("record"))
+        .struct.json_encode()
+        .alias("fix")
+    )
+
+
+_NORM = r"[^\p{L}\p{N}]+"
+
+
+@RULES.rule(
+    "KE402",
+    "near-duplicate-question",
+    category="duplicate",
+    severity="warning",
+    needs=("case_keys",),
+)
+def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
+    """The same multi-hop question (ignoring case, spacing and punctuation) appears in two cases.
+
+    One question with two gold answers cannot be right for both; and if the answers agree the
+    question is counted twice. Pairs already reported as duplicate cases (KE401) are not repeated.
+    """
+    dup_rows = (
+        ctx.table("case_keys")
+        .with_columns(pl.col("row").min().over("chain", "edit_key").alias("first_row"))
+        .select("row", "first_row")
+    )
+    q = (
+        data.cases.select("row", "record", "questions")
+        .explode("questions")
+        .with_columns(pl.int_range(pl.len()).over("row").alias("qi"))
+        .filter(pl.col("questions").is_not_null())
+        .with_columns(
+            pl.col("questions")
+            .str.to_lowercase()
+            .str.replace_all(_NORM, " ")
+            .str.strip_chars()
+            .alias("norm")
+        )
+        .filter(pl.col("norm") != "")
+        .join(dup_rows, on="row")
+        .with_columns(
+            pl.col("row").min().over("norm").alias("norm_first"),
+            pl.col("first_row").n_unique().over("norm").alias("n_groups"),
+        )
+        .filter((pl.col("row") != pl.col("norm_first")) & (pl.col("n_groups") > 1))
+    )
+    if q.is_empty():
+        return empty_rule_output()
+    firsts = data.cases.select(
+        pl.col("row").alias("norm_first"), pl.col("record").alias("first_record")
+    )
+    q = q.join(firsts, on="norm_first").unique(["row", "norm"], keep="first").sort("row", "qi")
+    return finding_frame(
+        q,
+        field=pl.format("questions[{}]", "qi"),
+        message=pl.format(
+            "question also asked by case {}: {}",
+            "first_record",
+            repr_expr("questions"),
+        ),
+        details=json_struct(
+            pl.col("first_record").alias("also_in"), pl.col("norm").alias("normalised")
+        ),
+    )
