@@ -18,8 +18,10 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
   pass re-audits and proposes again from the new value);
 * ``{"op": "drop"}`` — leave the row out (the changelog keeps it whole, so it can be restored);
 * ``{"op": "move", "old": S, "new": T}`` — move the row from split ``S`` to split ``T``;
-* ``{"op": "extend", "field": F, "values": [...]}`` — add values to the list column ``F``
-  (values already there are not repeated);
+* ``{"op": "extend", "field": F, "values": [...], "refs": [...]}`` — add values to the list
+  column ``F`` (values already there are not repeated). ``refs`` (optional) names, per value,
+  the record the value points at: a value whose record a fix drops is not added (a withheld
+  edit of a dropped duplicate would point at nothing);
 * ``{"op": "merge_rows", "into": R}`` — copy this row's values into the empty cells of the row
   whose finding row is ``R``, then drop this row (a value that differs from ``R``'s is logged as
   discarded);
@@ -157,6 +159,12 @@ def apply_edits(
 
     split = col(SPLIT)
     dropped: set[int] = set()
+    index_of = {r: i for i, r in enumerate(records)}
+
+    def live(record: Any) -> bool:
+        """A record an ``extend`` value refers to is still there (not dropped in this pass)."""
+        k = index_of.get(record)
+        return k is not None and k not in dropped
     dropped_cols: set[str] = set()
     changes: list[ChangeEntry] = []
     applied = skipped = 0
@@ -251,11 +259,16 @@ def apply_edits(
             fld = op["field"]
             if fld in frame.columns:
                 values = col(fld)
-                have = list(values[i] or [])
-                new = [v for v in op["values"] if v not in have]
+                have = _plain(list(values[i] or []))
+                refs = op.get("refs")
+                new = [
+                    v
+                    for k, v in enumerate(op["values"])
+                    if v not in have and (refs is None or live(refs[k]))
+                ]
                 if new:
                     values[i] = have + new
-                    log(i, fld, None, new, e, _reason(e))
+                    log(i, fld, have, have + new, e, _reason(e))
                 done = True
         elif kind == "move" and split[i] == op.get("old") and op["new"] != split[i]:
             log(i, "split", split[i], op["new"], e, _reason(e))

@@ -7,6 +7,7 @@ follows MQuAKE-Remastered's protocol to compute, for each case, the edits to wit
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -24,6 +25,8 @@ SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
 #: MQuAKE-hard's known duplicates: later occurrence → the case it repeats.
 HARD_DUPLICATES = {9203: 9186, 9204: 9187, 9209: 9192, 9212: 9195, 9213: 9196}
 CHANGELOG_KEYS = {"record", "field", "old", "new", "rule", "reason"}
+#: A change a finding asked for also names the finding and the pass that applied it.
+FINDING_KEYS = CHANGELOG_KEYS | {"finding", "pass"}
 
 
 def cli(*argv) -> int:
@@ -282,8 +285,10 @@ def test_fix_drops_later_duplicates(fixed_rows, changelog, hard_records):
 def test_changelog_lines_are_complete(changelog, fixed_rows):
     assert changelog
     for c in changelog:
-        assert set(c) == CHANGELOG_KEYS
+        assert set(c) == FINDING_KEYS
         assert c["rule"] in {"KE401", "KE110", "KE201", "KE202"}
+        assert c["finding"]["rule"] == c["rule"] and c["finding"]["record"] == c["record"]
+        assert c["pass"] == 1
         assert isinstance(c["reason"], str) and c["reason"]
     assert sum(c["rule"] == "KE110" for c in changelog) == 23
 
@@ -297,10 +302,19 @@ def test_fix_changes_only_what_the_changelog_says(fixed_rows, changelog, hard_re
         assert isinstance(row["edited"], bool)
         assert isinstance(row["withheld_edits"], list)
         rec = {k: v for k, v in row.items() if k not in ("edited", "withheld_edits")}
+        withheld = [
+            c for c in by_record.get(str(row["case_id"]), []) if c["field"] == "withheld_edits"
+        ]
+        if withheld:  # one change per contaminated hop, each adding to the list
+            assert {c["rule"] for c in withheld} == {"KE201" if row["edited"] else "KE202"}
+            assert withheld[0]["old"] == []
+            for a, b in itertools.pairwise(withheld):
+                assert a["new"] == b["old"]
+            assert sorted(map(repr, withheld[-1]["new"])) == sorted(
+                map(repr, row["withheld_edits"])
+            )
         for c in by_record.get(str(row["case_id"]), []):
             if c["field"] == "withheld_edits":
-                assert c["rule"] == ("KE201" if row["edited"] else "KE202")
-                assert c["old"] == [] and c["new"] == row["withheld_edits"]
                 continue
             assert c["rule"] == "KE110"
             assert rec[c["field"]] == c["new"]

@@ -486,8 +486,26 @@ class KnowledgeEditingFamily(Family):
         return frame, changes
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
-        """The fixed cases per split, in frame order, with Arrow's plain (not large) types."""
+        """The fixed cases per split, in frame order, with Arrow's plain (not large) types.
+
+        Each ``withheld_edits`` list is ordered by its source case's position, then edit index
+        (several findings, one per hop, add to it in hop order).
+        """
         out: dict[str, pa.Table] = {}
+        if "withheld_edits" in frame.columns:
+            position = {c: i for i, c in enumerate(frame["case_id"].to_list())}
+            frame = frame.with_columns(
+                pl.Series(
+                    "withheld_edits",
+                    [
+                        sorted(w, key=lambda x: (position.get(x["case_id"], -1), x["edit_index"]))
+                        if w
+                        else w
+                        for w in frame["withheld_edits"].to_list()
+                    ],
+                    dtype=frame.schema["withheld_edits"],
+                )
+            )
         for split in dict.fromkeys(frame[SPLIT].to_list()):
             part = frame.filter(pl.col(SPLIT) == split).drop(BOOKKEEPING).to_arrow()
             out[split] = part.cast(small_types(part.schema))

@@ -278,7 +278,8 @@ def _withhold_fix(data: KEData, j: pl.DataFrame) -> pl.DataFrame:
                 case_id.alias("case_id"),
                 pl.col("src_k").alias("edit_index"),
                 pl.concat_list("t_s", "t_r", "t_o").alias("triple"),
-            ).alias("values")
+            ).alias("values"),
+            pl.col("src_records").alias("refs"),
         )
         .select(
             "row",
@@ -287,6 +288,7 @@ def _withhold_fix(data: KEData, j: pl.DataFrame) -> pl.DataFrame:
                 pl.lit("extend").alias("op"),
                 pl.lit("withheld_edits").alias("field"),
                 pl.col("values"),
+                pl.col("refs"),
                 pl.lit("contaminating edit(s) withheld when this case is asked").alias("reason"),
             )
             .struct.json_encode()
