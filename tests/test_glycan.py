@@ -24,9 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from curate.audits.glycan import regroup_split
 from curate.cli.main import main
 from curate.errors import InputError
-from curate.families.glycan import FAMILY, regroup_split
+from curate.families.glycan import FAMILY
 from curate.schemas.glycan import detect_columns
 from curate.schemas.iupac import IUPACError, canonical_key
 

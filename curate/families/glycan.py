@@ -1,7 +1,8 @@
-"""The glycan family (GlycanML-style task tables): reader, canonical keys, fixes, re-split, export.
+"""The glycan family (GlycanML-style task tables): reader, canonical keys, registration, export.
 
-Schema and column detection: :mod:`curate.schemas.glycan`. Parser: :mod:`curate.schemas.iupac`.
-Rules: :mod:`curate.audits.glycan`.
+Schema and column detection: :mod:`curate.schemas.glycan`. Tables (:class:`GlycanTable`,
+:class:`GlycanData`): :mod:`curate.schemas.glycan_tables`. Parser: :mod:`curate.schemas.iupac`.
+Rules, fixes and the grouped re-split: :mod:`curate.audits.glycan`.
 
 Each input becomes a :class:`GlycanTable`: the original columns (``raw``, kept for export) beside a
 normalised frame (``rows``) that the rules read — one row per input row with the glycan, its
@@ -18,10 +19,8 @@ finding, and every glycan string is parsed (GL101/GL102). Those are the rows ``f
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,10 @@ import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
+from curate.audits.glycan import RULES, ceiling_accuracy, plan_fixes
+from curate.dataset import FixResult, LoadedDataset
 from curate.errors import InputError, UsageError
-from curate.families.base import (
-    Family,
-    FixResult,
-    LoadedDataset,
-    Progress,
-    check_not_blank,
-    no_records,
-)
+from curate.families.base import Family, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report, rule_output
 from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame
 from curate.options import FamilyOptions
@@ -52,46 +46,16 @@ from curate.schemas.glycan import (
     detect_columns,
     parse_list_cell,
 )
+from curate.schemas.glycan_tables import (
+    ID_COLUMNS,
+    GlycanData,
+    GlycanTable,
+    invalid_rows_and_columns,
+    single_table,
+    split_tables,
+)
 from curate.schemas.iupac import IUPACError, canonical_key
 from curate.streams import SplitStream
-
-ID_COLUMNS = ("glycan_id", "id", "glycowork_row", "row_id")
-
-
-@dataclass
-class GlycanTable:
-    """One input table: its columns, the original data and the normalised rows."""
-
-    index: int
-    path: str
-    columns: Columns
-    raw: pl.DataFrame
-    rows: pl.DataFrame
-    cells: pl.DataFrame | None = None  # interaction matrices only
-    #: raw index → the record as read, for rows whose list/object cells had to become text in
-    #: ``raw`` (mixed-type columns): the changelog logs a dropped row as it really was.
-    originals: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
-    #: Derived frames shared by several rules within one run (the table never changes).
-    cache: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def task(self) -> str:
-        return self.columns.task
-
-    @property
-    def label_names(self) -> list[str]:
-        return self.columns.label_names
-
-
-@dataclass
-class GlycanData(LoadedDataset):
-    tables: list[GlycanTable] = field(default_factory=list)
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def all_rows(self) -> pl.DataFrame:
-        """Rows of every table (label columns differ between tasks, so only shared columns)."""
-        shared = ["row", "table", "record", "split", "glycan", "key", "error", "valid", "in_task"]
-        return pl.concat([t.rows.select(shared) for t in self.tables])
 
 
 def key_glycans(glycans: pl.Series) -> pl.DataFrame:
@@ -298,11 +262,7 @@ class GlycanFamily(Family):
     #: columns disagreeing) are about well-formed rows and are fixed or documented instead.
     invalid_rules = ("GL001", "GL101", "GL102")
 
-    @property
-    def rules(self):
-        from curate.audits.glycan import RULES
-
-        return RULES
+    rules = RULES
 
     # ----------------------------------------------------------------- reading
     def load(
@@ -561,8 +521,6 @@ class GlycanFamily(Family):
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """Per-table figures: task rows, label ceiling, records with findings per rule."""
-        from curate.audits.glycan import ceiling_accuracy
-
         data = ctx.data
         assert isinstance(data, GlycanData)
         f = report.findings
@@ -594,7 +552,7 @@ class GlycanFamily(Family):
         record batches.
         """
         assert isinstance(data, GlycanData)
-        table = _single_table(data)
+        table = single_table(data)
         rows, columns = invalid_rows_and_columns(table, self.invalid_records(data))
         keep = ~table.rows["row"].is_in(sorted(rows))
         raw = table.raw.filter(keep).drop(columns)
@@ -605,27 +563,17 @@ class GlycanFamily(Family):
             text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c],
             floats=cols.glycan_columns,
         )
-        tables = _split_tables(table, raw, table.rows["split"].filter(keep))
+        tables = split_tables(table, raw, table.rows["split"].filter(keep))
         return {name: SplitStream.from_table(t, max_rows=8192) for name, t in tables.items()}
 
     def fix(
         self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
     ) -> FixResult:
-        from curate.audits.glycan import plan_fixes
-
         assert isinstance(data, GlycanData)
-        return plan_fixes(data, report, self.options(options or data.options, **raw))
-
-
-def invalid_rows_and_columns(t: GlycanTable, invalid: pl.DataFrame) -> tuple[set[int], list[str]]:
-    """The table's invalid rows (global row numbers) and its invalid matrix glycan columns."""
-    first, last = (int(t.rows["row"].min()), int(t.rows["row"].max())) if t.rows.height else (0, -1)
-    rows = {r for r in invalid["row"].drop_nulls().to_list() if first <= r <= last}
-    columns = sorted(
-        set(invalid.filter(pl.col("row").is_null())["field"].drop_nulls().to_list())
-        & set(t.columns.glycan_columns)
-    )
-    return rows, columns
+        opts = self.options(options or data.options, **raw)
+        # Invalid records come from the family's own check, not from the report: a report
+        # narrowed with --select must not let one through.
+        return plan_fixes(data, report, opts, self.invalid_records(data))
 
 
 _INTEGER = r"^-?(0|[1-9][0-9]*)$"
@@ -679,95 +627,6 @@ def _is_float_text(value: str) -> bool:
         return False
 
 
-def _single_table(data: GlycanData) -> GlycanTable:
-    if len(data.tables) != 1:
-        raise UsageError(
-            "fix/export take one glycan table at a time (got "
-            f"{len(data.tables)}); audit several together for cross-task leakage"
-        )
-    return data.tables[0]
-
-
-def _split_tables(table: GlycanTable, raw: pl.DataFrame, split: pl.Series) -> dict[str, pa.Table]:
-    """Raw columns (fixed) per split; the split column itself stays in the data too."""
-    out_cols = [c for c in raw.columns if c != SPLIT_FROM_LAYOUT]
-    df = raw.select(out_cols).with_columns(split.fill_null("train").alias("__s"))
-    tables = {}
-    for name in ("train", "validation", "test"):
-        part = df.filter(pl.col("__s") == name).drop("__s")
-        if part.height:
-            tables[name] = part.to_arrow()
-    others = df.filter(~pl.col("__s").is_in(["train", "validation", "test"]))
-    if others.height:
-        bad = others["__s"].unique().sort().to_list()[:5]
-        raise InputError(
-            f"unknown split names {bad} in {others.height} rows: use train/validation/test "
-            "(or fix the split column before exporting)",
-            path=table.path,
-            field=table.columns.split or ", ".join(table.columns.split_flags.values()) or None,
-        )
-    return tables
-
-
-def regroup_split(
-    keys: pl.Series,
-    current: pl.Series,
-    *,
-    seed: int = 0,
-    proportions: dict[str, float] | None = None,
-) -> pl.Series:
-    """A new split per row such that rows with the same key share one split.
-
-    Moves as few rows as it can: a key whose rows all sit in one split stays there. Keys whose
-    rows span splits (the leaks) or have no split are shuffled with ``random.Random(seed)`` (from
-    their sorted order, so input row order does not matter) and each goes, whole, to the split
-    furthest below its target share. Targets are the current proportions (80/10/10 when there is
-    no split). Rows without a key (unparseable glycans) form a group of their own.
-    """
-    n = keys.len()
-    known = current.drop_nulls()
-    if proportions is None:
-        if known.len():
-            proportions = {s: c / known.len() for s, c in known.value_counts().iter_rows()}
-        else:
-            proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
-    order_of = {"train": 0, "validation": 1, "test": 2}
-    names = sorted(proportions, key=lambda s: (order_of.get(s, 9), s))
-    group = pl.Series(
-        [k if k is not None else f"\x00row{i}" for i, k in enumerate(keys.to_list())],
-        dtype=pl.String,
-    )
-    frame = pl.DataFrame({"g": group, "s": current.cast(pl.String)})
-    groups = (
-        frame.group_by("g")
-        .agg(
-            pl.len().alias("n"),
-            pl.col("s").drop_nulls().unique().alias("splits"),
-            pl.col("s").null_count().alias("nulls"),
-        )
-        .sort("g")
-    )
-    filled = dict.fromkeys(names, 0)
-    assign: dict[str, str] = {}
-    loose: list[tuple[str, int]] = []
-    for g, size, splits, nulls in groups.iter_rows():
-        if len(splits) == 1 and nulls == 0 and splits[0] in filled:
-            assign[g] = splits[0]
-            filled[splits[0]] += size
-        else:
-            loose.append((g, size))
-    random.Random(seed).shuffle(loose)
-    target = {s: proportions[s] * n for s in names}
-    for g, size in loose:
-        best = max(
-            names,
-            key=lambda s: ((target[s] - filled[s]) / max(target[s], 1e-9), -order_of.get(s, 9)),
-        )
-        assign[g] = best
-        filled[best] += size
-    return group.replace_strict(assign, return_dtype=pl.String)
-
-
 FAMILY = GlycanFamily()
 
-__all__ = ["FAMILY", "GlycanData", "GlycanTable", "key_glycans", "regroup_split"]
+__all__ = ["FAMILY", "GlycanData", "GlycanFamily", "GlycanTable", "key_glycans", "numeric_columns"]
