@@ -165,6 +165,7 @@ def apply_edits(
         """A record an ``extend`` value refers to is still there (not dropped in this pass)."""
         k = index_of.get(record)
         return k is not None and k not in dropped
+
     dropped_cols: set[str] = set()
     changes: list[ChangeEntry] = []
     applied = skipped = 0
@@ -329,8 +330,6 @@ def run_fixes(
     import tempfile
     from pathlib import Path
 
-    import pyarrow.parquet as pq
-
     rules, withheld = choice.rules(family.rules)
     invalid = family.invalid_records(data)
     frame, changes = family.fix_frame(data, invalid)
@@ -358,14 +357,9 @@ def run_fixes(
                 applied[code] = applied.get(code, 0) + k
             frame = result.frame
             tables = family.fix_tables(frame, current)
-            folder = Path(tmp) / f"pass{n}"
-            (folder / "data").mkdir(parents=True)
-            for split, table in tables.items():
-                pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet")
             if progress:
                 progress(f"re-audit after pass {n}", frame.height)
-            current = family.load([str(folder)], reaudit, keep_records=True)
-            audit_report = family.audit(current, reaudit)
+            current, audit_report = reaudit_tables(family, tables, reaudit, Path(tmp) / f"p{n}")
             after = audit_report
             frame = _same_records(
                 family.fix_frame(current, family.invalid_records(current))[0], frame
@@ -398,6 +392,23 @@ def run_fixes(
     )
 
 
+def reaudit_tables(
+    family: Any, tables: dict[str, Any], options: Any, folder: Any
+) -> tuple[Any, Any]:
+    """Write ``tables`` to ``folder`` in the published layout, read them back with the family's
+    reader and audit them: what a user gets from ``curate audit FAMILY OUT``."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    (folder / "data").mkdir(parents=True)
+    for split, table in tables.items():
+        pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet")
+    data = family.load([str(folder)], options, keep_records=True)
+    return data, family.audit(data, options)
+
+
 def _same_records(reloaded: pl.DataFrame, written: pl.DataFrame) -> pl.DataFrame:
     """``reloaded`` with the record ids of ``written``: the k-th row of a split read back is the
     k-th row of that split as written (readers keep file order)."""
@@ -426,5 +437,6 @@ __all__ = [
     "PassResult",
     "apply_edits",
     "edits_of",
+    "reaudit_tables",
     "run_fixes",
 ]

@@ -182,7 +182,6 @@ class RuleSet:
         fix: str = "never",
         unsafe: bool = False,
         needs: Iterable[str] = (),
-        fixable: bool = False,  # TODO(i7): the old flag; removed once every rule says ``fix=``
     ) -> Callable[[RuleFunc], RuleFunc]:
         """Register ``func`` as rule ``code``. ``fix`` is ``always``/``sometimes``/``never``
         (does a finding carry an edit in its ``fix`` column) and ``unsafe`` marks fixes that
@@ -200,7 +199,7 @@ class RuleSet:
                 Category(category),
                 Severity(severity),
                 func,
-                FixAvailability("always" if fixable and fix == "never" else fix),
+                FixAvailability(fix),
                 FixSafety.UNSAFE if unsafe else FixSafety.SAFE,
                 tuple(needs),
             )

@@ -567,13 +567,50 @@ class GlycanFamily(Family):
         return {name: SplitStream.from_table(t, max_rows=8192) for name, t in tables.items()}
 
     def fix(
-        self, data: LoadedDataset, report: Report, options: FamilyOptions | None = None, **raw: Any
+        self,
+        data: LoadedDataset,
+        report: Report,
+        options: FamilyOptions | None = None,
+        *,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        unsafe: bool = False,
+        progress: Progress | None = None,
+        **raw: Any,
     ) -> FixResult:
+        """Glycan fixes still run through their own planner (:func:`plan_fixes`), which applies
+        every glycan fix; moving them onto the findings-driven engine (:mod:`curate.fixes`)
+        is the open part of the family-contract issue. So a rule selection is refused rather
+        than silently ignored. The result is re-audited like every fix (``audit.after.json``).
+        """
+        import tempfile
+
+        from curate.fixes import reaudit_tables
+
+        if select or ignore or unsafe:
+            raise UsageError(
+                "curate fix glycan does not take --select/--ignore/--unsafe-fixes yet: it "
+                "applies every glycan fix (see `curate rules glycan`)"
+            )
         assert isinstance(data, GlycanData)
         opts = self.options(options or data.options, **raw)
         # Invalid records come from the family's own check, not from the report: a report
         # narrowed with --select must not let one through.
-        return plan_fixes(data, report, opts, self.invalid_records(data))
+        result = plan_fixes(data, report, opts, self.invalid_records(data))
+        if progress:
+            progress("re-audit of the fixed data", sum(t.num_rows for t in result.tables.values()))
+        with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
+            _, result.after = reaudit_tables(
+                self, result.tables, self.reaudit_options(opts), Path(tmp) / "fixed"
+            )
+        return result
+
+    def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
+        """The fixed data has its splits as files: a ``--column split=...`` mapping names a
+        column the published data no longer has, so it is left out of the re-audit."""
+        assert isinstance(options, GlycanOptions)
+        keep = {k: v for k, v in options.columns.items() if not k.startswith("split")}
+        return options.model_copy(update={"columns": keep})
 
 
 _INTEGER = r"^-?(0|[1-9][0-9]*)$"

@@ -105,7 +105,7 @@ def spelling_groups(t: GlycanTable) -> pl.DataFrame:
 
 
 @RULES.rule(
-    "GL303", "branch-order-duplicate", category="duplicate", severity="warning", fixable=True
+    "GL303", "branch-order-duplicate", category="duplicate", severity="warning", fix="always"
 )
 def branch_order_duplicate(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """One glycan is written with different strings (branches in another order, another main
@@ -140,7 +140,7 @@ def branch_order_duplicate(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
-@RULES.rule("GL304", "duplicate-row", category="duplicate", severity="warning", fixable=True)
+@RULES.rule("GL304", "duplicate-row", category="duplicate", severity="warning", fix="always")
 def duplicate_row(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A row repeats an earlier one: same glycan (by canonical key), same labels (after
     normalisation), same split and the same values in every other column (ids aside).

@@ -84,7 +84,7 @@ def hierarchy_majority(edges: pl.DataFrame) -> pl.DataFrame:
 
 
 @RULES.rule(
-    "GL301", "taxonomy-contradiction", category="consistency", severity="error", fixable=True
+    "GL301", "taxonomy-contradiction", category="consistency", severity="error", fix="always"
 )
 def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A taxon is filed under two parents at adjacent levels (one genus in two families, a

@@ -141,7 +141,7 @@ def _label_value_findings(
     return concat_outputs(parts)
 
 
-@RULES.rule("GL201", "label-whitespace", category="label", severity="warning", fixable=True)
+@RULES.rule("GL201", "label-whitespace", category="label", severity="warning", fix="always")
 def label_whitespace(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A label has leading or trailing whitespace (``'Monocotyledons '``).
 
@@ -157,7 +157,7 @@ def label_whitespace(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("GL202", "label-case-variant", category="label", severity="warning", fixable=True)
+@RULES.rule("GL202", "label-case-variant", category="label", severity="warning", fix="always")
 def label_case_variant(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """One label is spelled with different capitalisation (``Homo_sapiens`` / ``homo_sapiens``).
 
@@ -173,7 +173,7 @@ def label_case_variant(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("GL203", "placeholder-label", category="label", severity="warning", fixable=True)
+@RULES.rule("GL203", "placeholder-label", category="label", severity="warning", fix="always")
 def placeholder_label(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A label is a placeholder (``undetermined``, ``unknown``, ``none``, ``NA``, ``-`` ...).
 

@@ -73,7 +73,7 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
-@RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error", fixable=True)
+@RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error", fix="always")
 def split_leakage_same(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan (by canonical key) is also in train, with the same label.
 
@@ -85,7 +85,7 @@ def split_leakage_same(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
 
 
 @RULES.rule(
-    "GL402", "split-leakage-different-label", category="leakage", severity="error", fixable=True
+    "GL402", "split-leakage-different-label", category="leakage", severity="error", fix="always"
 )
 def split_leakage_different(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan is also in train, with a different label.

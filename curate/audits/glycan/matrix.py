@@ -24,7 +24,9 @@ def _matrices(data: GlycanData) -> list[GlycanTable]:
     return [t for t in data.tables if t.task == "interaction"]
 
 
-@RULES.rule("GL601", "matrix-duplicate-glycan-columns", category="conflict", severity="error")
+@RULES.rule(
+    "GL601", "matrix-duplicate-glycan-columns", category="conflict", severity="error", fix="always"
+)
 def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """Two glycan columns of an interaction matrix are the same glycan (same canonical key) and
     hold different values for one protein.
@@ -62,7 +64,7 @@ def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFram
     return concat_outputs(parts)
 
 
-@RULES.rule("GL602", "matrix-empty-protein", category="integrity", severity="warning")
+@RULES.rule("GL602", "matrix-empty-protein", category="integrity", severity="warning", fix="always")
 def matrix_empty_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A protein row of an interaction matrix has no value for any glycan: it contributes
     nothing but counts as an example."""
@@ -81,7 +83,9 @@ def matrix_empty_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
-@RULES.rule("GL603", "matrix-duplicate-protein", category="duplicate", severity="warning")
+@RULES.rule(
+    "GL603", "matrix-duplicate-protein", category="duplicate", severity="warning", fix="always"
+)
 def matrix_duplicate_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The same protein sequence has two rows in an interaction matrix (often under two names).
 
