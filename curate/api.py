@@ -235,7 +235,7 @@ def fix(
             result.tables,
             card,
             report=report,
-            after=_published(result.after, out),
+            after=_published(result.after),
             changelog=result.changelog,
             extra_files=result.extra_files,
             overwrite=overwrite,
@@ -245,14 +245,21 @@ def fix(
     return Outcome(report, result.tables, written, result, invalid)
 
 
-def _published(after: Report | None, out: PathLike) -> Report | None:
-    """The re-audit as it describes the published folder: its input is ``out`` (the re-audit
-    read a private copy in the same layout; that path would mean nothing to a reader)."""
+def _published(after: Report | None) -> Report | None:
+    """The re-audit as it describes the published folder: its input is ``.``, the folder it is
+    written into (the re-audit read a private copy in the same layout, whose path would mean
+    nothing to a reader)."""
     if after is None:
         return None
     from dataclasses import replace
 
-    where = str(out)
+    where = "."  # the folder audit.after.json sits in (its own path would vary by machine)
+    import orjson
+
+    stats = orjson.dumps(after.stats).decode()
+    for i in after.inputs:
+        stats = stats.replace(orjson.dumps(i.path).decode()[1:-1], where)
+    after.stats = orjson.loads(stats)
     after.inputs = [replace(i, path=where, sha256="") for i in after.inputs]
     if after.findings.height:
         after.findings = after.findings.with_columns(pl.lit(where).alias("input"))

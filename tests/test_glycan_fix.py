@@ -193,7 +193,8 @@ def test_fix_sample_loads_with_datasets(fixed_sample, sample):
         assert df.columns == sample.columns  # same columns, the split column rewritten
         assert set(df["split"]) == {name}
     assert (fixed_sample["out"] / "README.md").is_file()
-    assert (fixed_sample["out"] / "audit.json").is_file()
+    assert (fixed_sample["out"] / "audit.before.json").is_file()
+    assert (fixed_sample["out"] / "audit.after.json").is_file()
 
 
 def test_fix_sample_reaudits_clean(fixed_sample, capsys):

@@ -470,7 +470,8 @@ def test_ke_strict_refuses(broken_hard, tmp_path, capsys, command):
 
 def _summary_line(stdout: str) -> dict[str, str]:
     """``key=value`` pairs of the line ``fix`` prints."""
-    inner = stdout.strip().splitlines()[-1].split(" changes (", 1)[1].rstrip(")")
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("wrote "))
+    inner = line.split("; ", 1)[1]
     return dict(pair.split("=", 1) for pair in inner.split(", "))
 
 

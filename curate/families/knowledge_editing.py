@@ -375,10 +375,13 @@ class KnowledgeEditingFamily(Family):
         }
         edited: pl.Series = ctx.table("edited")
         n_edited = int(edited.sum()) if edited.len() else 0
+        data: KEData = ctx.data
+        from_marks = bool(data.marks.height) and data.marks["edited"].is_not_null().any()
         report.stats["edit_set"] = {
             "spec": ctx.options.edit_set,
             "edited_cases": n_edited,
             "unedited_cases": edited.len() - n_edited,
+            **({"from": "the cases' edited flags (written by curate fix)"} if from_marks else {}),
         }
         if contaminated:
             report.stats["contamination"] = {
