@@ -1,0 +1,126 @@
+"""``curate fix`` driven by findings, on real MQuAKE-hard: what is selected is what changes, the
+fixed folder re-audits clean for the fixed rules, and both reports are written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import curate
+from curate.cli.main import main
+
+FIXED_RULES = {"KE110", "KE201", "KE202", "KE401"}
+
+
+def _changelog(out: Path) -> list[dict]:
+    return [json.loads(ln) for ln in (out / "changelog.jsonl").read_text().splitlines()]
+
+
+#: What each edit set finds on MQuAKE-hard (no edited case of it is contaminated, KE201).
+EXPECTED = {"random:100": {"KE110", "KE202", "KE401"}, "all": {"KE110", "KE401"}}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def fixed_hard(request, hard_path, tmp_path_factory) -> dict:
+    base = tmp_path_factory.mktemp("fixfind")
+    out = base / "out"
+    done = curate.fix("mquake", hard_path, out, edit_set=request.param)
+    return {"out": out, "done": done, "edit_set": request.param}
+
+
+def test_fixed_folder_reaudits_clean_for_the_fixed_rules(fixed_hard, hard_path):
+    out, done = fixed_hard["out"], fixed_hard["done"]
+    before = done.report.findings
+    assert set(before["rule"].unique()) & FIXED_RULES == EXPECTED[fixed_hard["edit_set"]]
+    # the same options, as a user would re-run them; and the default options
+    for options in ({"edit_set": fixed_hard["edit_set"]}, {}):
+        again = curate.audit("mquake", out, **options)
+        left = set(again.findings["rule"].unique())
+        assert not left & FIXED_RULES, (options, left & FIXED_RULES)
+        assert again.stats["edit_set"]["edited_cases"] == done.fix.summary["edited_cases"]
+        assert "curate fix" in again.stats["edit_set"]["from"]
+        assert again.records == done.rows
+    # audit.after.json is that re-audit: the same findings as auditing the folder
+    after = json.loads((out / "audit.after.json").read_text())
+    again = curate.audit("mquake", out)
+    assert [(f["rule"], f["record"], f["field"]) for f in after["findings"]] == [
+        (r["rule"], r["record"], r["field"]) for r in again.findings.iter_rows(named=True)
+    ]
+    before_json = json.loads((out / "audit.before.json").read_text())
+    assert before_json["inputs"][0]["path"] == str(hard_path)
+    assert len(before_json["findings"]) == before.height
+    card = (out / "README.md").read_text()
+    assert "audit.after.json" in card and "audit.before.json" in card
+    assert not (out / "audit.json").exists()
+
+
+def test_every_change_names_a_finding_of_the_report(fixed_hard):
+    out, done = fixed_hard["out"], fixed_hard["done"]
+    f = done.report.findings
+    known = {(r["rule"], r["record"], r["field"]) for r in f.iter_rows(named=True)}
+    changes = _changelog(out)
+    assert changes
+    for c in changes:
+        ref = c["finding"]
+        assert (ref["rule"], ref["record"], ref["field"]) in known
+        assert c["rule"] == ref["rule"]
+    # the summary counts the findings each rule's fixes applied
+    applied = done.fix.summary["fixed"]
+    assert set(applied) == EXPECTED[fixed_hard["edit_set"]]
+
+
+def test_dropped_edited_cases_are_named(fixed_hard):
+    done = fixed_hard["done"]
+    dropped = done.fix.summary["edited_cases_dropped"]
+    drops = {c["record"] for c in _changelog(fixed_hard["out"]) if c["rule"] == "KE401"}
+    edit_set = json.loads((fixed_hard["out"] / "edit_set.json").read_text())
+    assert {d["case"] for d in dropped} <= drops
+    assert all(d["rule"] == "KE401" and "dropped" in d["reason"] for d in dropped)
+    # the edit set that remains plus the edited cases dropped is the edit set fixed for
+    edited = done.report.stats["edit_set"]["edited_cases"]
+    assert len(edit_set) + len(dropped) == edited
+    if fixed_hard["edit_set"] == "all":
+        assert dropped  # every duplicate dropped was an edited case
+
+
+def test_select_applies_only_the_chosen_rules(hard_path, tmp_path):
+    out = tmp_path / "ke2"
+    done = curate.fix("mquake", hard_path, out, edit_set="random:100", select=["KE2"])
+    rules = {c["rule"] for c in _changelog(out)}
+    assert rules == {"KE201", "KE202"} or rules == {"KE202"}
+    assert done.fix.summary["dropped"] == 0  # KE401 not selected: no duplicate dropped
+    assert done.rows == done.report.records
+    # not fixed, so still found after
+    assert "KE401" in set(done.fix.after.findings["rule"].unique())
+    ignored = curate.fix("mquake", hard_path, edit_set="random:100", ignore=["KE110", "KE2"])
+    assert {c.rule for c in ignored.fix.changelog} == {"KE401"}
+
+
+def test_select_of_unfixable_rules_is_a_usage_error(hard_path, tmp_path, capsys):
+    out = tmp_path / "never"
+    rc = main(["fix", "mquake", str(hard_path), "--out", str(out), "--select", "KE302"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no fixable rule" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_rules_show_fix_availability_and_safety(capsys):
+    assert main(["rules", "--format", "json"]) == 0
+    rules = {r["code"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {c for c, r in rules.items() if r["fix"] != "never"} >= FIXED_RULES
+    assert rules["KE201"]["fix"] == "always" and rules["KE201"]["fix_safety"] == "safe"
+    assert rules["KE302"]["fix"] == "never" and rules["KE302"]["fix_safety"] is None
+    assert main(["rules", "knowledge-editing"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "KE401  duplicate-case  [knowledge-editing; duplicate; warning; fix: always (safe)]" in text
+    )
+
+
+def test_glycan_fix_refuses_a_selection_it_cannot_honour(glycan_sample_csv, tmp_path, capsys):
+    out = tmp_path / "g"
+    rc = main(["fix", "glycan", str(glycan_sample_csv), "--out", str(out), "--select", "GL2"])
+    assert rc == 2 and not out.exists()
+    assert "--select" in capsys.readouterr().err
