@@ -560,6 +560,17 @@ def _json_path_key(name: str) -> str:
     return "['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
 
 
+#: A shard's path → its split: ``data/<split>-00000-of-00001.parquet`` (``fullpath`` may carry a
+#: folder before ``data/``).
+_SPLIT_FROM_PATH = r"^(?:.*/)?data/(.+?)-[0-9]+-of-[0-9]+\.parquet$"
+
+
+def _split_of(path: str) -> str:
+    m = re.match(_SPLIT_FROM_PATH, path)
+    assert m is not None, path
+    return m.group(1)
+
+
 def croissant_metadata(
     card: CardInfo,
     features: Any,
@@ -573,7 +584,8 @@ def croissant_metadata(
 
     ``distribution``: one ``cr:FileObject`` per parquet shard (relative ``contentUrl``, size,
     sha256) and one ``cr:FileSet`` per config holding them (``data/*.parquet``).
-    ``recordSet``: one per config; one ``cr:Field`` per feature, nested the way the features
+    ``recordSet``: a ``cr:Split`` set naming the splits, then one per config; a ``split`` field
+    (read from each shard's path) and one ``cr:Field`` per feature, nested the way the features
     are: a struct becomes a field with ``subField`` entries read by ``jsonPath`` from the column,
     a list is ``repeated`` (Croissant 1.0 has no multi-dimensional arrays: a list of lists is
     one repeated field whose values keep their nesting).
@@ -640,6 +652,28 @@ def croissant_metadata(
         to_field(unique(name, record_id), name, name, feature, [])
         for name, feature in features.items()
     ]
+    # The split of a record is the file it sits in (data/<split>-NNNNN-of-NNNNN.parquet), as on
+    # the Hub: a ``cr:Split`` record set names the splits and each record's ``split`` field is
+    # read from its file's path, so ``mlcroissant`` users can filter train from test.
+    split_names = list(dict.fromkeys(_split_of(path) for path, _, _ in shards))
+    splits_id = unique("splits")
+    split_key = unique("name", splits_id)
+    split_name = next(n for n in ("split", "hf_split", "curate_split") if n not in features)
+    fields.append(
+        {
+            "@type": "cr:Field",
+            "@id": unique(split_name, record_id),
+            "name": split_name,
+            "description": "The split the record belongs to (from its file name).",
+            "dataType": "sc:Text",
+            "source": {
+                "fileSet": {"@id": fileset},
+                "extract": {"fileProperty": "fullpath"},
+                "transform": {"regex": _SPLIT_FROM_PATH},
+            },
+            "references": {"field": {"@id": split_key}},
+        }
+    )
     doc: dict[str, Any] = {
         "@context": CROISSANT_CONTEXT,
         "@type": "sc:Dataset",
@@ -654,11 +688,23 @@ def croissant_metadata(
         "recordSet": [
             {
                 "@type": "cr:RecordSet",
+                "dataType": "cr:Split",
+                "@id": splits_id,
+                "name": "splits",
+                "description": "The splits of the dataset.",
+                "key": {"@id": split_key},
+                "field": [
+                    {"@type": "cr:Field", "@id": split_key, "name": "name", "dataType": "sc:Text"}
+                ],
+                "data": [{split_key: name} for name in split_names],
+            },
+            {
+                "@type": "cr:RecordSet",
                 "@id": record_id,
                 "name": config,
                 "description": f"The records of the {config} config, every split.",
                 "field": fields,
-            }
+            },
         ],
     }
     if language:

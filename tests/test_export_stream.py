@@ -417,12 +417,24 @@ def test_croissant_validates_and_yields_the_parquet_rows(export):
     for o in objects:
         blob = (export / o["contentUrl"]).read_bytes()
         assert o["sha256"] == hashlib.sha256(blob).hexdigest()
-    # one RecordSet per config, one field per feature
-    (record_set,) = doc["recordSet"]
-    fields = record_set["field"]
+    # the splits, then one RecordSet per config: one field per feature and the record's split
+    splits_set, record_set = doc["recordSet"]
+    assert splits_set["dataType"] == "cr:Split"
+    names = [s.name.split("-")[0] for s in shards(export)]
+    assert sorted(d["splits/name"] for d in splits_set["data"]) == sorted(set(names))
+    *fields, split_field = record_set["field"]
     assert [f["name"] for f in fields] == list(declared_features(export))
-    rows = [r for f in shards(export) for r in pq.read_table(f).to_pylist()]
-    got = [croissant_leaves(r) for r in ds.records(record_set=record_set["@id"])]
+    assert split_field["references"] == {"field": {"@id": "splits/name"}}
+    rows = [
+        {**r, "__split": f.name.split("-")[0]}
+        for f in shards(export)
+        for r in pq.read_table(f).to_pylist()
+    ]
+    records = list(ds.records(record_set=record_set["@id"]))
+    split_id = split_field["@id"]
+    got_splits = [_plain(r.pop(split_id)) for r in records]
+    assert got_splits == [r["__split"] for r in rows]
+    got = [croissant_leaves(r) for r in records]
     want = [expected_leaves(fields, r) for r in rows]
     assert len(got) == len(want) == len(rows)
     assert got == want
@@ -430,7 +442,7 @@ def test_croissant_validates_and_yields_the_parquet_rows(export):
 
 def test_croissant_nested_fields(exports):
     doc = json.loads((exports["hard"] / "croissant.json").read_text(encoding="utf-8"))
-    fields = {f["name"]: f for f in doc["recordSet"][0]["field"]}
+    fields = {f["name"]: f for f in doc["recordSet"][1]["field"]}
     rw = fields["requested_rewrite"]
     assert rw["repeated"] is True
     target = next(f for f in rw["subField"] if f["name"] == "target_new")
@@ -603,10 +615,12 @@ def test_interaction_matrix_export_is_numeric_and_reads_through_croissant(tmp_pa
     rows = [r for f in shards(out) for r in pq.read_table(f).to_pylist()]
     assert [r["protein"] for r in rows] == part["protein"].to_list()
     doc = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
-    fields = doc["recordSet"][0]["field"]
+    fields = doc["recordSet"][1]["field"][:-1]  # the last is the split
     assert {f["name"] for f in fields} == set(part.columns)
     ds = mlc.Dataset(jsonld=str(out / "croissant.json"))
-    got = [croissant_leaves(r) for r in ds.records(record_set="default")]
+    records = list(ds.records(record_set="default"))
+    assert {_plain(r.pop("default/split")) for r in records} == {"train"}
+    got = [croissant_leaves(r) for r in records]
     assert got == [expected_leaves(fields, r) for r in rows]
 
 
