@@ -418,3 +418,39 @@ def test_messages_quote_at_most_a_slice_of_a_huge_value(tmp_path, hard_records, 
     found = _json.loads(capsys.readouterr().out)["findings"]
     mine = [f for f in found if f["field"] == "answer"]
     assert mine and len(mine[0]["message"]) < MESSAGE_VALUE_CHARS + 200
+
+
+def test_contaminated_edited_case_is_fixed_by_withholding(tmp_path: Path) -> None:
+    """KE201's fix withholds the other case's edit; the fixed data then audits clean, and
+    withholding is per case: the source case itself keeps its edit."""
+    import curate
+
+    a, b = _pair()
+    b = make_case(
+        2,
+        [("QB0", "P36", "QB1"), ("QB1", "P27", "QB2")],
+        [("QB0", "P36", "QA0"), ("QA0", "P27", "QA1")],
+        [0],
+    )
+    src = write_json(tmp_path / "in.json", [a, b])
+    out = tmp_path / "fixed"
+    done = curate.fix("mquake", src, out, edit_set="all")
+    assert done.fix.summary["fixed"] == {"KE201": 1}
+    rows = {r["case_id"]: r for r in _rows(out)}
+    edit_of_a = a["orig"]["edit_triples"]
+    assert rows[2]["withheld_edits"] == [
+        {"case_id": 1, "edit_index": k, "triple": t}
+        for k, t in enumerate(edit_of_a)
+        if t[0] == "QA0" and t[1] == "P27"
+    ]
+    assert rows[1]["withheld_edits"] == []
+    assert not hits(curate.audit("mquake", out), "KE201")
+    # the finding it came from is named in the changelog
+    (change,) = done.fix.changelog
+    assert change.rule == "KE201" and change.finding["field"] == "orig.new_triples[1]"
+
+
+def _rows(folder: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return [r for f in sorted(folder.glob("data/*.parquet")) for r in pq.read_table(f).to_pylist()]
