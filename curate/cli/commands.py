@@ -42,8 +42,8 @@ class FailOn(StrEnum):
 PathsArg = Annotated[
     list[str],
     typer.Argument(
-        help="Files or dataset folders to read: a path, FOLDER:CONFIG, hf://datasets/OWNER/NAME"
-        "[/PATH], or - for standard input (.gz and .zst files are decompressed).",
+        help="Files or dataset folders to read: a path, FOLDER:CONFIG, hf://datasets/OWNER/NAME "
+        "(or a file in it), or - for standard input (.gz and .zst files are decompressed).",
         metavar="PATHS",
     ),
 ]

@@ -111,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"curate: error: {line}", err=True)
         return 2
     except typer.TyperException as e:  # click's usage errors, as typer re-exports them
-        show = getattr(e, "show", None)
-        if show is not None:
-            show()
-        else:
-            typer.echo(f"curate: error: {e.format_message()}", err=True)
+        # One line like every other exit 2 (click's own block is four), pointing at the help.
+        ctx = getattr(e, "ctx", None)
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        message = " ".join(e.format_message().split())
+        typer.echo(f"curate: error: {message}{where}", err=True)
         return 2
     except typer.Abort:  # end of input at a prompt
         typer.echo("curate: aborted", err=True)
