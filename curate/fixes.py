@@ -17,7 +17,12 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
   applied only while the cell still holds ``O`` (another fix may have changed it first: the next
   pass re-audits and proposes again from the new value);
 * ``{"op": "drop"}`` — leave the row out (the changelog keeps it whole, so it can be restored);
-* ``{"op": "move", "old": S, "new": T}`` — move the row from split ``S`` to split ``T``;
+* ``{"op": "move", "old": S, "new": T, "with": [[R, S2], ...]}`` — move the row from split
+  ``S`` to split ``T``, and with it each row whose finding row is ``R`` that still sits in split
+  ``S2`` (``with`` is optional). Why a group: a leak is fixed by putting every row of one glycan
+  in one split, and the rows that must move are not all rows the rule reports on (the training
+  rows of a leaking glycan are not findings). Every finding of a group states the whole group,
+  so whichever is applied first moves it and the others find nothing left to do;
 * ``{"op": "extend", "field": F, "values": [...], "refs": [...]}`` — add values to the list
   column ``F`` (values already there are not repeated). ``refs`` (optional) names, per value,
   the record the value points at: a value whose record a fix drops is not added (a withheld
@@ -89,10 +94,15 @@ class PassResult:
     by_rule: dict[str, int] = field(default_factory=dict)
 
 
-def _finding_ref(r: dict[str, Any]) -> dict[str, Any]:
+def _finding_ref(r: dict[str, Any], record: Any = None) -> dict[str, Any]:
     """How a changelog entry names its finding: rule, record, field and message, which find it
-    in ``audit.before.json`` (pass 1) or in the re-audit it came from (pass 2+)."""
-    return {"rule": r["rule"], "record": r["record"], "field": r["field"], "message": r["message"]}
+    in ``audit.before.json`` (pass 1) or in the re-audit it came from (pass 2+).
+
+    ``record`` is the finding's record as the input names it: a re-audit reads the temporary
+    published folder, whose positional ids (``#7235``) would name nothing the user has.
+    """
+    rec = r["record"] if record is None else record
+    return {"rule": r["rule"], "record": rec, "field": r["field"], "message": r["message"]}
 
 
 def edits_of(findings: pl.DataFrame, rules: Iterable[Rule]) -> list[dict[str, Any]]:
@@ -171,6 +181,10 @@ def apply_edits(
     applied = skipped = 0
     by_rule: dict[str, int] = {}
 
+    def ref(e: dict[str, Any]) -> dict[str, Any]:
+        k = pos.get(e["row"]) if e["row"] is not None else None
+        return _finding_ref(e, records[k] if k is not None else None)
+
     def log(i: int | None, fld: str, old: Any, new: Any, e: dict[str, Any], reason: str) -> None:
         changes.append(
             ChangeEntry(
@@ -180,7 +194,7 @@ def apply_edits(
                 new,
                 e["rule"],
                 reason,
-                finding=_finding_ref(e),
+                finding=ref(e),
                 pass_no=pass_no,
             )
         )
@@ -238,7 +252,7 @@ def apply_edits(
                         None,
                         e["rule"],
                         f"column dropped: merged into {into!r}",
-                        finding=_finding_ref(e),
+                        finding=ref(e),
                         pass_no=pass_no,
                     )
                 )
@@ -271,10 +285,14 @@ def apply_edits(
                     values[i] = have + new
                     log(i, fld, have, have + new, e, _reason(e))
                 done = True
-        elif kind == "move" and split[i] == op.get("old") and op["new"] != split[i]:
-            log(i, "split", split[i], op["new"], e, _reason(e))
-            split[i] = op["new"]
-            done = True
+        elif kind == "move":
+            group = [(i, op.get("old"))] + [(pos.get(r), s) for r, s in op.get("with", ())]
+            for k, was in group:
+                if k is None or k in dropped or split[k] != was or split[k] == op["new"]:
+                    continue
+                log(k, "split", split[k], op["new"], e, _reason(e))
+                split[k] = op["new"]
+                done = True
         if done:
             applied += 1
             by_rule[e["rule"]] = by_rule.get(e["rule"], 0) + 1

@@ -35,8 +35,14 @@ GLYCANS=$(dirname "$SAMPLE")/glycan_taxonomy_sample.csv
 step curate audit glycan "$GLYCANS"
 "$BIN/curate" audit glycan "$GLYCANS" || echo "(exit $? — hierarchy contradictions and split leakage are errors)"
 
-step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed"
-"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed"
+# Safe fixes only (labels, spellings, repeated rows); the summary counts what is left for
+# --unsafe-fixes: the hierarchy (chooses a parent label) and the re-split (moves rows).
+step curate fix glycan "$GLYCANS" --out "$OUT/glycan-safe"
+"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-safe"
+
+step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --unsafe-fixes
+"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --unsafe-fixes
+grep -m 2 '"GL40' "$OUT/glycan-fixed/changelog.jsonl" | cut -c1-200
 
 step curate audit glycan "$OUT/glycan-fixed" --select GL3,GL4
 "$BIN/curate" audit glycan "$OUT/glycan-fixed" --select GL3,GL4

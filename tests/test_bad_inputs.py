@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import ROOT, SAMPLE
 
+import curate
 from curate.cli.main import main
 
 GLYCANS = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
@@ -403,7 +404,14 @@ def _params():
     for case in CORPUS:
         for family in case.families:
             for command in case.commands:
-                yield pytest.param(case, family, command, id=f"{case.name}-{family}-{command}")
+                yield pytest.param(
+                    case, family, command, False, id=f"{case.name}-{family}-{command}"
+                )
+                if family == "glycan" and command == "fix":
+                    # every glycan fix, unsafe ones too, on every odd input
+                    yield pytest.param(
+                        case, family, command, True, id=f"{case.name}-{family}-{command}-unsafe"
+                    )
 
 
 def _hashes(root: Path) -> dict[str, str]:
@@ -414,9 +422,9 @@ def _hashes(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize(("case", "family", "command"), list(_params()))
+@pytest.mark.parametrize(("case", "family", "command", "unsafe"), list(_params()))
 def test_bad_input(
-    tmp_path: Path, capsys, monkeypatch, case: Case, family: str, command: str
+    tmp_path: Path, capsys, monkeypatch, case: Case, family: str, command: str, unsafe: bool
 ) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -429,6 +437,8 @@ def test_bad_input(
     argv = [command, family, str(path), *(a.format(dir=inputs) for a in case.args)]
     if command in ("fix", "export"):
         argv += ["--out", str(out)]
+    if unsafe:
+        argv.append("--unsafe-fixes")
     capsys.readouterr()
     rc = main(argv)
     captured = capsys.readouterr()
@@ -448,3 +458,7 @@ def test_bad_input(
         assert not out.exists(), "a refused run must write nothing"
     assert _hashes(inputs) == before, "an input changed"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("in", "out")) == []
+    if rc == 0 and command == "fix" and family == "glycan":
+        # what was fixed is gone when the folder is audited again
+        fixed = set(json.loads((out / "fix_summary.json").read_text())["fixed"])
+        assert not fixed & set(curate.audit(family, out).findings["rule"].to_list())

@@ -140,6 +140,40 @@ def test_merge_columns_keeps_the_first_value_and_logs_the_discarded_one():
     assert discarded and discarded[0].record == "p" and discarded[0].field == "G1b"
 
 
+def test_a_move_takes_its_group_along_once():
+    """A leak is fixed by moving every row of one glycan into one split, training rows (which
+    are no findings) included: each finding states the whole group, the first one applied moves
+    it, the other finds nothing left, and a row dropped in the same pass stays dropped."""
+    rs = _rules()
+    frame = pl.DataFrame(
+        {
+            "__row": [0, 1, 2, 3, 4],
+            "__record": ["t1", "t2", "v1", "x1", "other"],
+            "__split": ["train", "train", "validation", "test", "train"],
+            "g": ["G", "G", "G", "G", "H"],
+        }
+    )
+    group = {"op": "move", "new": "test", "with": [[0, "train"], [1, "train"], [2, "validation"],
+                                                   [3, "test"]]}  # fmt: skip
+    f = _findings(
+        [
+            {"rule": "TY003", "row": 2, "record": "v1", "fix": {**group, "old": "validation"}},
+            {"rule": "TY003", "row": 3, "record": "x1", "fix": {**group, "old": "test"}},
+            # a stale member (the row is no longer in the split the edit says): left alone
+            {"rule": "TY003", "row": 4, "record": "other",
+             "fix": {"op": "move", "old": "validation", "new": "test"}},
+            {"rule": "TY002", "row": 1, "record": "t2", "fix": {"op": "drop"}},
+        ]
+    )  # fmt: skip
+    applied, _ = FixChoice(unsafe=True).rules(rs)
+    res = apply_edits(frame, edits_of(f, applied))
+    assert res.frame["__record"].to_list() == ["t1", "v1", "x1", "other"]
+    assert res.frame["__split"].to_list() == ["test", "test", "test", "train"]
+    moves = [(c.record, c.old, c.new, c.finding["record"]) for c in res.changes if c.field]
+    assert moves == [("v1", "validation", "test", "v1"), ("t1", "train", "test", "v1")]
+    assert res.applied == 2 and res.skipped == 2  # x1's group was moved already; "other" stale
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.permutations(FINDINGS))
 def test_the_result_does_not_depend_on_finding_order(perm):

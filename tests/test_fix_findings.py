@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import curate
@@ -119,8 +120,53 @@ def test_rules_show_fix_availability_and_safety(capsys):
     )
 
 
-def test_glycan_fix_refuses_a_selection_it_cannot_honour(glycan_sample_csv, tmp_path, capsys):
+def test_glycan_select_changes_only_what_it_selects(glycan_sample_csv, tmp_path):
+    """``--select GL2`` on the glycan sample changes label cells and nothing else (no row
+    dropped or moved, no glycan rewritten), and the folder re-audits clean of GL2xx."""
     out = tmp_path / "g"
-    rc = main(["fix", "glycan", str(glycan_sample_csv), "--out", str(out), "--select", "GL2"])
-    assert rc == 2 and not out.exists()
-    assert "--select" in capsys.readouterr().err
+    done = curate.fix("glycan", glycan_sample_csv, out, select=["GL2"])
+    before = done.report.findings
+    labels = {"Species", "Genus", "Family", "Order", "Class", "Phylum", "Kingdom", "Domain"}
+    known = {(r["rule"], r["record"], r["field"]) for r in before.iter_rows(named=True)}
+    fixed = [c for c in _changelog(out) if "finding" in c]
+    assert fixed and {c["rule"] for c in fixed} == {"GL201", "GL203"}
+    for c in fixed:
+        assert c["field"] in labels and c["old"] != c["new"]
+        ref = c["finding"]
+        assert (ref["rule"], ref["record"], ref["field"]) in known
+    # only the invalid row is gone; everything else is where it was
+    assert done.fix.summary["dropped"] == 0 and done.fix.summary["rows_moved_between_splits"] == 0
+    invalid = before.filter(pl.col("rule") == "GL101").height
+    assert invalid == done.fix.summary["invalid_dropped"] == 1
+    assert done.rows == done.report.records - invalid
+    assert set(done.fix.summary["fixed"]) == {"GL201", "GL203"}
+    assert not set(curate.audit("glycan", out).findings["rule"].to_list()) & {
+        "GL201",
+        "GL202",
+        "GL203",
+    }
+    # GL3/GL4 were not selected: still found
+    left = set(done.fix.after.findings["rule"].to_list())
+    assert {"GL301", "GL303", "GL402"} <= left
+
+
+def test_glycan_rules_show_fix_availability_and_safety(capsys):
+    assert main(["rules", "glycan", "--format", "json"]) == 0
+    rules = {r["code"]: r for r in json.loads(capsys.readouterr().out)}
+    fixes = {c: (r["fix"], r["fix_safety"]) for c, r in rules.items() if r["fixable"]}
+    assert fixes == {
+        "GL201": ("always", "safe"),
+        "GL202": ("always", "safe"),
+        "GL203": ("sometimes", "safe"),
+        "GL301": ("always", "unsafe"),
+        "GL303": ("always", "safe"),
+        "GL304": ("always", "safe"),
+        "GL401": ("always", "unsafe"),
+        "GL402": ("always", "unsafe"),
+        "GL601": ("always", "unsafe"),
+        "GL602": ("always", "safe"),
+        "GL603": ("always", "unsafe"),
+    }
+    assert main(["rules", "glycan"]) == 0
+    text = capsys.readouterr().out
+    assert "GL401  split-leakage-same-label  [glycan; leakage; error; fix: always (unsafe)]" in text

@@ -382,13 +382,14 @@ def test_gl201_whitespace_labels_species(species, species_report):
         expected.update((i, col) for i in bad["i"].to_list())
     assert sum(expected.values()) > 0
     assert row_field(species_report, "GL201") == expected
-    for d, f in zip(
+    for d, (field, f) in zip(
         details(species_report, "GL201"),
-        hits(species_report, "GL201")["fix"].to_list(),
+        hits(species_report, "GL201").select("field", "fix").iter_rows(),
         strict=True,
     ):
         assert d["clean"] == d["value"].strip() != d["value"]
-        assert json.loads(f) == {"op": "set", "old": d["value"], "new": d["clean"]}
+        # a plain cell: the edit sets the cell as the table holds it to its stripped value
+        assert json.loads(f) == {"op": "set", "field": field, "old": d["value"], "new": d["clean"]}
 
 
 def test_gl201_and_gl203_inside_list_cells_sugarbase(sugarbase, sugarbase_report):
@@ -407,6 +408,25 @@ def test_gl201_and_gl203_inside_list_cells_sugarbase(sugarbase, sugarbase_report
     report = sugarbase_report
     assert row_field(report, "GL201") == ws
     assert row_field(report, "GL203") == ph
+    # each finding carries the edit of its whole cell, with only its own rule's change: GL201
+    # strips every padded value of the cell (placeholders stay for GL203), GL203 removes every
+    # placeholder; the findings on one cell carry the one edit
+    cells = {(i, col): sugarbase[col][i] for i, col in ws | ph}
+    for rule, change in (
+        ("GL201", lambda v: v if v.strip().lower() in PLACEHOLDERS else v.strip()),
+        ("GL203", lambda v: None if v.strip().lower() in PLACEHOLDERS else v),
+    ):
+        for row, field, fix in hits(report, rule).select("row", "field", "fix").iter_rows():
+            cell = cells[(row, field)]
+            values = ast.literal_eval(cell)
+            want: list[str] = []
+            for v in values:
+                new = change(v)
+                if new == v:
+                    want.append(v)
+                elif new is not None and new not in want and new not in values:
+                    want.append(new)
+            assert json.loads(fix) == {"op": "set", "field": field, "old": cell, "new": repr(want)}
 
 
 def test_gl203_placeholders_species(species, species_report):

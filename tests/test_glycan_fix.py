@@ -1,11 +1,13 @@
-"""``curate fix glycan`` on the real glycowork tables.
+"""``curate fix glycan`` on the real glycowork tables, driven by the findings.
 
-What the issue asks of a remastered dataset: it loads with ``datasets.load_dataset``, re-audits
-clean of leakage and hierarchy errors, keeps the split proportions, lets no glycan cross splits,
-accounts for every change in ``changelog.jsonl``, leaves its input alone, and is reproducible.
+What the issue asks of a remastered dataset: only the selected rules' edits are applied (unsafe
+ones only with ``--unsafe-fixes``), the fixed folder re-audits clean for the rules whose fixes
+ran, every change names the finding that asked for it, the output loads with
+``datasets.load_dataset`` in the published layout (no split column, numbers numeric), the split
+proportions hold and no glycan crosses splits, the input is untouched and the run reproducible.
 The strongest check is a replay: applying the changelog, entry by entry, to the input must give
 exactly the output (so nothing changed that the changelog does not say, and every ``old`` value
-is what the input held). Expected values are recomputed from the CSV files with polars.
+is what the row held). Expected values are recomputed from the CSV files with polars.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import datasets
 import polars as pl
 import pytest
 
+import curate
 from curate.cli.main import main
 from curate.schemas.iupac import IUPACError, canonical_key
 
@@ -28,10 +31,9 @@ LEVELS = ["Species", "Genus", "Family", "Order", "Class", "Phylum", "Kingdom", "
 PLACEHOLDERS = ["", "undetermined", "unknown", "unclassified", "none", "na", "n/a", "nan",
                 "null", "-", "[]"]  # fmt: skip
 SPLITS = ("train", "validation", "test")
-#: Rules whose findings `curate fix` claims to remove.
-FIXED_RULES = {"GL201", "GL202", "GL203", "GL301", "GL303", "GL304", "GL401", "GL402", "GL403"}
-CHANGE_RULES = {"GL201", "GL202", "GL203", "GL301", "GL303", "GL304", "GL401"}
-#: Rules whose rows fix drops as invalid (logged whole, as read).
+SAFE = {"GL201", "GL202", "GL203", "GL303", "GL304"}
+UNSAFE = {"GL301", "GL401", "GL402"}
+#: Rules whose rows fix drops as invalid (logged whole, as read, naming no finding).
 INVALID_RULES = {"GL001", "GL101", "GL102"}
 
 
@@ -69,6 +71,8 @@ def fix(src: Path, out: Path, *extra: Any) -> dict[str, Any]:
         "out": out,
         "log": [json.loads(line) for line in (out / "changelog.jsonl").read_text().splitlines()],
         "splits": load(out),
+        "summary": json.loads((out / "fix_summary.json").read_text()),
+        "before": json.loads((out / "audit.before.json").read_text()),
     }
 
 
@@ -82,61 +86,78 @@ def everything(splits: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.concat([df.with_columns(pl.lit(s).alias("__split")) for s, df in splits.items()])
 
 
-def reaudit(out: Path, capsys) -> dict[str, Any]:
-    capsys.readouterr()
-    rc = cli("audit", "glycan", out, "--format", "json", "--fail-on", "never")
-    text, err = capsys.readouterr()
-    assert rc == 0 and "Traceback" not in err
-    return json.loads(text)
+def rules_left(out: Path) -> set[str]:
+    """The rules ``curate.audit`` still reports on the fixed folder (default options)."""
+    return set(curate.audit("glycan", out).findings["rule"].unique().to_list())
 
 
-def replay(src: pl.DataFrame, records: list[str], log: list[dict[str, Any]]) -> pl.DataFrame:
-    """Apply the changelog to the input; every ``old`` must be what the row holds."""
+def text(v: Any) -> Any:
+    """A value as the CSV held it (the output publishes numbers as numbers)."""
+    return v if v is None or isinstance(v, str) else str(v)
+
+
+def replay(
+    src: pl.DataFrame, records: list[str], log: list[dict[str, Any]], split_col: str = "split"
+) -> pl.DataFrame:
+    """Apply the changelog to the input; every ``old`` must be what the row holds.
+
+    A split move (field ``split``) sets ``split_col``; a row dropped by a later pass is logged
+    as it was then (published types, its split under ``split``).
+    """
     rows = [dict(r) for r in src.iter_rows(named=True)]
     at = {rec: i for i, rec in enumerate(records)}
     assert len(at) == len(rows), "records must name rows uniquely"
     dropped = set()
     for c in log:
-        assert c["rule"] in CHANGE_RULES | INVALID_RULES and c["reason"], c
+        assert c["reason"], c
         i = at[c["record"]]
+        assert i not in dropped
         if c["field"] == "":
-            assert c["rule"] in {"GL304"} | INVALID_RULES and c["new"] is None
-            if c["rule"] in INVALID_RULES:  # logged as read: without a split column fix adds
-                assert set(rows[i]) - set(c["old"]) <= {"split"}
+            assert c["new"] is None
+            if c["rule"] in INVALID_RULES:  # logged as read
+                assert "finding" not in c
                 assert c["old"] == {k: rows[i][k] for k in c["old"]}, "logged as read"
             else:
-                assert c["old"] == rows[i], "a dropped row is logged as it was when dropped"
+                now = {**rows[i], "split": rows[i][split_col]}
+                got = {k: text(v) for k, v in c["old"].items()}
+                assert got == {k: now[k] for k in got}, "dropped row logged as it was"
             dropped.add(i)
             continue
-        assert i not in dropped
-        assert rows[i].get(c["field"]) == c["old"], c
-        rows[i][c["field"]] = c["new"]
+        field = split_col if c["field"] == "split" else c["field"]
+        assert rows[i].get(field) == c["old"], c
+        rows[i][field] = c["new"]
     kept = [r for i, r in enumerate(rows) if i not in dropped]
     return pl.DataFrame(kept, schema={k: pl.String for k in kept[0]})
 
 
 def assert_replay_matches(
-    src: pl.DataFrame, records: list[str], result: dict[str, Any], split_col: str = "split"
+    src: pl.DataFrame,
+    records: list[str],
+    result: dict[str, Any],
+    split_col: str = "split",
+    drop: tuple[str, ...] = (),
 ) -> None:
-    replayed = replay(src, records, result["log"])
-    for name in SPLITS:
-        want = replayed.filter(pl.col(split_col) == name)
-        got = result["splits"].get(name)
-        assert got is not None and got.columns == want.columns
-        assert got.to_dicts() == want.to_dicts(), name
-    assert set(result["splits"]) == set(SPLITS)
+    """The replayed input, split by its split column, is the output split by split."""
+    replayed = replay(src, records, result["log"], split_col)
+    assert set(result["splits"]) == set(replayed[split_col].unique().to_list())
+    for name, got in result["splits"].items():
+        want = replayed.filter(pl.col(split_col) == name).drop(split_col, *drop)
+        assert got.columns == want.columns
+        assert got.cast(pl.String).to_dicts() == want.to_dicts(), name
 
 
 def assert_grouped(df: pl.DataFrame, glycan_col: str) -> None:
-    keys = {g: key_or_none(g) for g in df[glycan_col].unique().to_list()}
+    """No glycan (by canonical key, or by string when it has none) of train is in another
+    split: what GL401/GL402 call leakage. (A glycan only in validation and test is no finding,
+    so the fix leaves it where it is.)"""
+    keys = {g: key_or_none(g) or "\x00" + g for g in df[glycan_col].unique().to_list()}
     k = df.with_columns(
         pl.col(glycan_col).replace_strict(keys, return_dtype=pl.String).alias("__key")
     )
     crossing = (
-        k.drop_nulls("__key")
-        .group_by("__key")
-        .agg(pl.col("__split").n_unique())
-        .filter(pl.col("__split") > 1)
+        k.group_by("__key")
+        .agg(pl.col("__split").unique())
+        .filter((pl.col("__split").list.len() > 1) & pl.col("__split").list.contains("train"))
     )
     assert crossing.is_empty(), crossing.head()
 
@@ -153,6 +174,12 @@ def contradictions(df: pl.DataFrame) -> pl.DataFrame:
         e = e.filter(pl.col("p").list.len() > 1)
         out.append(e.with_columns(pl.lit(child).alias("level")))
     return pl.concat(out)
+
+
+def findings_named(result: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    return {
+        (f["rule"], f["record"], f["field"], f["message"]) for f in result["before"]["findings"]
+    }
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -174,58 +201,113 @@ def work(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def safe_sample(glycan_sample_csv, work):
+    """The default run: safe fixes only."""
+    return fix(glycan_sample_csv, work / "safe")
+
+
+@pytest.fixture(scope="module")
 def fixed_sample(glycan_sample_csv, work):
-    return fix(glycan_sample_csv, work / "sample")
+    return fix(glycan_sample_csv, work / "sample", "--unsafe-fixes")
 
 
 @pytest.fixture(scope="module")
 def fixed_species(species_csv, work):
-    return fix(species_csv, work / "species")
+    return fix(species_csv, work / "species", "--unsafe-fixes")
 
 
-# --------------------------------------------------------------------------- sample
+# --------------------------------------------------------------------------- safe by default
 
 
-def test_fix_sample_loads_with_datasets(fixed_sample, sample):
+def test_default_fix_applies_only_safe_fixes(safe_sample, sample):
+    log = safe_sample["log"]
+    fixed = {c["rule"] for c in log} - INVALID_RULES
+    assert fixed == {"GL201", "GL203", "GL303", "GL304"}  # what the sample has of SAFE
+    assert not any(c["field"] == "split" for c in log)
+    summary = safe_sample["summary"]
+    assert set(summary["unsafe_fixes_available"]) == UNSAFE
+    assert summary["rows_moved_between_splits"] == 0
+    # every row stays in the split it was in
+    out = everything(safe_sample["splits"])
+    orig = dict(zip(sample["glycowork_row"], sample["split"], strict=True))
+    assert all(orig[str(r)] == s for r, s in out.select("glycowork_row", "__split").iter_rows())
+    assert_replay_matches(sample, sample["glycowork_row"].to_list(), safe_sample)
+    # clean for what ran; what was left for --unsafe-fixes is still there
+    left = rules_left(safe_sample["out"])
+    assert not left & set(summary["fixed"])
+    assert left >= UNSAFE
+
+
+# --------------------------------------------------------------------------- sample, all fixes
+
+
+def test_fix_sample_loads_in_the_published_layout(fixed_sample, sample):
     splits = fixed_sample["splits"]
     assert set(splits) == set(SPLITS)
-    for name, df in splits.items():
-        assert df.columns == sample.columns  # same columns, the split column rewritten
-        assert set(df["split"]) == {name}
-    assert (fixed_sample["out"] / "README.md").is_file()
-    assert (fixed_sample["out"] / "audit.before.json").is_file()
-    assert (fixed_sample["out"] / "audit.after.json").is_file()
+    for df in splits.values():
+        # the input's columns without the split column, which each split's files already say;
+        # integer columns published as integers
+        assert df.columns == [c for c in sample.columns if c != "split"]
+        assert df.schema["glycowork_row"] == pl.Int64 and df.schema["taxon_id"] == pl.Int64
+        assert df.schema["glycan"] == pl.String
+    for name in ("README.md", "audit.before.json", "audit.after.json", "fix_summary.json"):
+        assert (fixed_sample["out"] / name).is_file()
 
 
-def test_fix_sample_reaudits_clean(fixed_sample, capsys):
-    report = reaudit(fixed_sample["out"], capsys)
-    assert not FIXED_RULES & set(report["summary"]["by_rule"])
-    table = report["summary"]["stats"]["tables"][0]
-    assert table["split"] == "split"
-    assert table["rows"] == sum(df.height for df in fixed_sample["splits"].values())
+def test_fix_sample_reaudits_clean_for_the_fixed_rules(fixed_sample):
+    summary = fixed_sample["summary"]
+    assert set(summary["fixed"]) == SAFE - {"GL202"} | UNSAFE  # no case variant in the sample
+    assert "not_converged" not in summary and summary["passes"] >= 2
+    again = curate.audit("glycan", fixed_sample["out"])
+    assert not set(again.findings["rule"].to_list()) & set(summary["fixed"])
+    after = json.loads((fixed_sample["out"] / "audit.after.json").read_text())
+    assert sorted((f["rule"], f["record"], f["field"]) for f in after["findings"]) == sorted(
+        (r["rule"], r["record"], r["field"]) for r in again.findings.iter_rows(named=True)
+    )
+    assert again.records == sum(df.height for df in fixed_sample["splits"].values())
+
+
+def test_every_change_names_the_finding_that_asked_for_it(fixed_sample, sample):
+    before = findings_named(fixed_sample)
+    records = set(sample["glycowork_row"].to_list())
+    passes = Counter()
+    for c in fixed_sample["log"]:
+        if c["rule"] in INVALID_RULES:
+            assert "finding" not in c  # an invalid row is left out, not fixed
+            continue
+        ref = c["finding"]
+        assert ref["rule"] == c["rule"]
+        passes[c["pass"]] += 1
+        if c["pass"] == 1:
+            assert (ref["rule"], ref["record"], ref["field"], ref["message"]) in before
+        else:
+            # found by re-auditing pass 1's output: a rule that pass may have set off (a
+            # hierarchy level above one fixed, rows made equal by the fixes), on a record of
+            # the input
+            assert c["rule"] in {"GL301", "GL304"}
+            assert ref["record"] in records and c["record"] in records
+    assert passes[1] > 0 and sum(passes.values()) > passes[1]
 
 
 def test_fix_sample_leaves_no_hierarchy_contradiction_or_dirty_label(fixed_sample, sample):
-    before = contradictions(sample)
-    assert before.height > 0
+    assert contradictions(sample).height > 0
     out = everything(fixed_sample["splits"])
     assert contradictions(out).is_empty()
     for col in LEVELS:
         v = out[col].drop_nulls()
         assert (v == v.str.strip_chars()).all(), col
         assert not v.str.to_lowercase().is_in(PLACEHOLDERS).any(), col
+    # each minority parent went to the majority one
+    for c in fixed_sample["log"]:
+        if c["rule"] == "GL301":
+            assert c["field"] in LEVELS[1:] and c["old"] != c["new"]
+            assert "here but under" in c["finding"]["message"]
+            assert repr(c["new"]) in c["finding"]["message"]
 
 
 def test_fix_sample_split_is_grouped_and_keeps_proportions(fixed_sample, sample):
     out = everything(fixed_sample["splits"])
     assert_grouped(out, "glycan")
-    # unparseable strings too: no glycan string sits in two splits
-    assert (
-        out.group_by("glycan")
-        .agg(pl.col("__split").n_unique())
-        .filter(pl.col("__split") > 1)
-        .is_empty()
-    )
     was = proportions(sample, "split")
     now = proportions(out, "__split")
     for s in SPLITS:
@@ -250,15 +332,21 @@ def test_fix_sample_moves_only_leaking_glycans(fixed_sample, sample):
         if out_keys[g] in pure
     ]
     assert stayed and all(pure[k] == s for k, s in stayed)
-    moved = {c["record"] for c in fixed_sample["log"] if c["rule"] == "GL401"}
-    assert moved and moved <= set(leaking["glycowork_row"])
+    moves = [c for c in fixed_sample["log"] if c["field"] == "split"]
+    assert {c["rule"] for c in moves} == {"GL401", "GL402"}
+    assert {c["record"] for c in moves} <= set(leaking["glycowork_row"])
+    # a move names the leak finding of an evaluation row of the same glycan
+    rec_key = dict(orig.select("glycowork_row", "key").iter_rows())
+    for c in moves:
+        assert c["old"] != c["new"] and "seed 0" in c["reason"]
+        assert rec_key[c["finding"]["record"]] == rec_key[c["record"]]
+    assert fixed_sample["summary"]["rows_moved_between_splits"] == len({c["record"] for c in moves})
 
 
 def test_fix_sample_changelog_accounts_for_every_change(fixed_sample, sample):
     assert_replay_matches(sample, sample["glycowork_row"].to_list(), fixed_sample)
     log = fixed_sample["log"]
     rules = Counter(c["rule"] for c in log)
-    assert {"GL201", "GL203", "GL301", "GL303", "GL304", "GL401"} <= set(rules)
     for c in log:
         if c["rule"] == "GL201":
             assert c["old"].strip() == c["new"] != c["old"]
@@ -267,12 +355,8 @@ def test_fix_sample_changelog_accounts_for_every_change(fixed_sample, sample):
         elif c["rule"] == "GL303":
             assert c["field"] == "glycan" and c["old"] != c["new"]
             assert key_or_none(c["old"]) == key_or_none(c["new"]) is not None
-        elif c["rule"] == "GL301":
-            assert c["field"] in LEVELS[1:] and c["old"] != c["new"]
-        elif c["rule"] == "GL401":
-            assert c["field"] == "split" and c["old"] != c["new"]
     # the summary agrees with the changelog
-    summary = json.loads((fixed_sample["out"] / "fix_summary.json").read_text())
+    summary = fixed_sample["summary"]
     unparseable = sample.filter(
         pl.col("glycan").map_elements(key_or_none, return_dtype=pl.String).is_null()
     )
@@ -281,7 +365,7 @@ def test_fix_sample_changelog_accounts_for_every_change(fixed_sample, sample):
     assert summary["dropped"] == rules["GL304"]
     assert summary["invalid_dropped"] == rules["GL101"] == unparseable.height
     assert summary["rows_out"] == sample.height - rules["GL304"] - unparseable.height
-    assert summary["rows_moved_between_splits"] == rules["GL401"]
+    assert summary["seed"] == 0
 
 
 def test_fix_leaves_its_input_untouched(glycan_sample_csv, fixed_sample, tmp_path):
@@ -290,7 +374,7 @@ def test_fix_leaves_its_input_untouched(glycan_sample_csv, fixed_sample, tmp_pat
     src.parent.mkdir()
     src.write_bytes(glycan_sample_csv.read_bytes())
     before = (sha256(src), src.stat().st_mtime_ns)
-    assert cli("fix", "glycan", src, "--out", tmp_path / "out") == 0
+    assert cli("fix", "glycan", src, "--out", tmp_path / "out", "--unsafe-fixes") == 0
     assert (sha256(src), src.stat().st_mtime_ns) == before
     assert sorted(p.name for p in src.parent.iterdir()) == [glycan_sample_csv.name]
     # and the card names the exact bytes that were fixed
@@ -299,7 +383,7 @@ def test_fix_leaves_its_input_untouched(glycan_sample_csv, fixed_sample, tmp_pat
 
 
 def test_fix_sample_is_deterministic(glycan_sample_csv, fixed_sample, work):
-    again = fix(glycan_sample_csv, work / "sample_again")
+    again = fix(glycan_sample_csv, work / "sample_again", "--unsafe-fixes")
     a, b = fixed_sample["out"], again["out"]
     # .curate/manifest.json records the run (command, time), not the data: it may differ
     files_a = sorted(
@@ -314,7 +398,7 @@ def test_fix_sample_is_deterministic(glycan_sample_csv, fixed_sample, work):
 
 
 def test_fix_sample_other_seed_other_grouped_split(glycan_sample_csv, fixed_sample, work, sample):
-    other = fix(glycan_sample_csv, work / "sample_seed7", "--seed", "7")
+    other = fix(glycan_sample_csv, work / "sample_seed7", "--unsafe-fixes", "--seed", "7")
     a = everything(fixed_sample["splits"]).select("glycowork_row", "__split")
     b = everything(other["splits"])
     assert_grouped(b, "glycan")
@@ -325,8 +409,9 @@ def test_fix_sample_other_seed_other_grouped_split(glycan_sample_csv, fixed_samp
     was = proportions(sample, "split")
     now = proportions(b, "__split")
     assert all(abs(now[s] - was[s]) < 0.03 for s in SPLITS)
-    assert json.loads((other["out"] / "fix_summary.json").read_text())["seed"] == 7
-    assert all("seed 7" in c["reason"] for c in other["log"] if c["rule"] == "GL401")
+    assert other["summary"]["seed"] == 7
+    moves = [c for c in other["log"] if c["field"] == "split"]
+    assert moves and all("seed 7" in c["reason"] for c in moves)
     assert_replay_matches(sample, sample["glycowork_row"].to_list(), other)
 
 
@@ -347,16 +432,14 @@ def mapping_case(sample: pl.DataFrame) -> tuple[str, str, str]:
     return best[1], best[2], best[3]
 
 
-def test_fix_mapping_overrides_majority_parent(
-    glycan_sample_csv, fixed_sample, sample, work, capsys
-):
+def test_fix_mapping_overrides_majority_parent(glycan_sample_csv, fixed_sample, sample, work):
     genus, majority, minority = mapping_case(sample)
     default = everything(fixed_sample["splits"]).filter(pl.col("Genus") == genus)
     assert default.height > 0 and set(default["Family"]) == {majority}
 
     mapping = work / "mapping.json"
     mapping.write_text(json.dumps({"Genus": {genus: minority}}))
-    mapped = fix(glycan_sample_csv, work / "sample_mapped", "--mapping", mapping)
+    mapped = fix(glycan_sample_csv, work / "sample_mapped", "--unsafe-fixes", "--mapping", mapping)
     rows = everything(mapped["splits"]).filter(pl.col("Genus") == genus)
     assert rows.height > 0 and set(rows["Family"]) == {minority}
     moved = [
@@ -365,9 +448,9 @@ def test_fix_mapping_overrides_majority_parent(
         if c["field"] == "Family" and c["new"] == minority and c["old"] == majority
     ]
     assert moved and all(c["rule"] == "GL301" for c in moved)
+    assert all("--mapping puts it under" in c["finding"]["message"] for c in moved)
     assert_replay_matches(sample, sample["glycowork_row"].to_list(), mapped)
-    report = reaudit(mapped["out"], capsys)
-    assert "GL301" not in report["summary"]["by_rule"]
+    assert "GL301" not in rules_left(mapped["out"])
 
     bad = work / "bad_mapping.json"
     bad.write_text('["not", "a", "mapping"]')
@@ -375,74 +458,81 @@ def test_fix_mapping_overrides_majority_parent(
     assert not (work / "never").exists()
 
 
-def test_fix_no_resplit_keeps_the_original_split(glycan_sample_csv, sample, work, capsys):
-    kept = fix(glycan_sample_csv, work / "sample_noresplit", "--no-resplit")
+def test_fix_no_resplit_keeps_the_original_split(glycan_sample_csv, sample, work):
+    kept = fix(glycan_sample_csv, work / "sample_noresplit", "--unsafe-fixes", "--no-resplit")
     out = everything(kept["splits"])
     orig = dict(zip(sample["glycowork_row"], sample["split"], strict=True))
-    assert all(orig[r] == s for r, s in out.select("glycowork_row", "split").iter_rows())
-    assert all(orig[r] == s for r, s in out.select("glycowork_row", "__split").iter_rows())
-    assert not any(c["rule"] == "GL401" for c in kept["log"])
+    assert all(orig[str(r)] == s for r, s in out.select("glycowork_row", "__split").iter_rows())
+    assert not any(c["field"] == "split" for c in kept["log"])
+    assert not {"GL401", "GL402"} & set(kept["summary"]["fixed"])
     assert_replay_matches(sample, sample["glycowork_row"].to_list(), kept)
-    # the leakage is still there, and the re-audit of a fixed folder sees it
-    report = reaudit(kept["out"], capsys)
-    assert "GL402" in report["summary"]["by_rule"]
-    assert "GL301" not in report["summary"]["by_rule"]
+    # the leakage is still there (no edit was proposed), the hierarchy is fixed
+    left = rules_left(kept["out"])
+    assert "GL402" in left and "GL301" not in left
+
+
+def test_unsafe_fixes_need_the_flag(glycan_sample_csv, work):
+    """``--select GL4`` alone chooses only unsafe fixes: nothing is moved and the summary says
+    how many wait for ``--unsafe-fixes``; with the flag the same selection moves rows."""
+    held = fix(glycan_sample_csv, work / "gl4_held", "--select", "GL4")
+    assert {c["rule"] for c in held["log"]} <= INVALID_RULES
+    assert held["summary"]["unsafe_fixes_available"] == {"GL401": 8, "GL402": 495}
+    moved = fix(glycan_sample_csv, work / "gl4", "--select", "GL4", "--unsafe-fixes")
+    rules = {c["rule"] for c in moved["log"]} - INVALID_RULES
+    assert rules == {"GL401", "GL402"}
+    assert all(c["field"] == "split" for c in moved["log"] if c["rule"] in rules)
+    assert not {"GL401", "GL402"} & rules_left(moved["out"])
 
 
 # --------------------------------------------------------------------------- species file
 
 
-def test_fix_species_creates_grouped_80_10_10_split(fixed_species, species, capsys):
-    splits = fixed_species["splits"]
-    assert set(splits) == set(SPLITS)
-    for name, df in splits.items():
-        assert df.columns == [*species.columns, "split"]
-        assert set(df["split"]) == {name}
-    out = everything(splits)
-    assert_grouped(out, "target")
-    now = proportions(out, "__split")
-    for s, p in {"train": 0.8, "validation": 0.1, "test": 0.1}.items():
-        assert abs(now[s] - p) < 0.03, now
+def test_fix_species_without_a_split_is_one_train_split(fixed_species, species):
+    """No split column, so no leakage and nothing to re-split: published as train."""
+    assert set(fixed_species["splits"]) == {"train"}
+    out = fixed_species["splits"]["train"]
+    assert out.columns == species.columns
+    assert not any(c["field"] == "split" for c in fixed_species["log"])
     assert contradictions(species).height > 0
     assert contradictions(out).is_empty()
-    report = reaudit(fixed_species["out"], capsys)
-    assert not FIXED_RULES & set(report["summary"]["by_rule"])
+
+
+def test_fix_species_converges_and_reaudits_clean(fixed_species):
+    """A taxonomy fix ripples up the hierarchy one level per pass (a genus moved to its
+    majority family may sit under that family's minority order); the species file needs six
+    passes, within the family's limit."""
+    summary = fixed_species["summary"]
+    assert "not_converged" not in summary
+    assert 2 < summary["passes"] <= 10
+    assert max(c.get("pass", 1) for c in fixed_species["log"]) == summary["passes"]
+    assert not rules_left(fixed_species["out"]) & set(summary["fixed"])
 
 
 def test_fix_species_changelog_accounts_for_every_change(fixed_species, species):
     records = [f"line {i + 2}" for i in range(species.height)]
-    src = species.with_columns(pl.lit(None, pl.String).alias("split"))
+    src = species.with_columns(pl.lit("train").alias("split"))
     assert_replay_matches(src, records, fixed_species)
     invalid = sum(c["rule"] in INVALID_RULES for c in fixed_species["log"])
-    assert invalid > 0  # the species file has malformed glycans: dropped, not re-split
-    assert sum(c["rule"] == "GL401" for c in fixed_species["log"]) == species.height - invalid
-
-
-def test_fix_species_keeps_identical_strings_in_one_split(fixed_species, species):
-    """Regression (fixed in 1a3ff64): rows with an unparseable glycan were each a group of
-    their own in the re-split, so the 6 rows of one malformed species-file string landed in
-    train and validation."""
-    unparseable = species.filter(
-        pl.col("target").map_elements(key_or_none, return_dtype=pl.String).is_null()
-    )
-    repeated = unparseable.filter(pl.col("target").is_duplicated())
-    assert repeated.height > 0  # the same malformed string on several rows
-    out = everything(fixed_species["splits"])
-    crossing = (
-        out.group_by("target").agg(pl.col("__split").n_unique()).filter(pl.col("__split") > 1)
-    )
-    assert crossing.is_empty(), crossing["target"].to_list()
+    assert invalid > 0  # the species file has malformed glycans: left out
+    before = findings_named(fixed_species)
+    for c in fixed_species["log"]:
+        if "finding" not in c:
+            continue
+        ref = c["finding"]
+        if c["pass"] == 1:
+            assert (ref["rule"], ref["record"], ref["field"], ref["message"]) in before
+        else:  # a re-audit's finding, named by the input's record (not the temporary folder's)
+            assert ref["record"] in records
 
 
 def test_fix_sugarbase_taxonomy_keeps_the_other_tasks_labels(sugarbase_csv, work):
-    sugarbase = sugarbase_csv
-    src = pl.read_csv(sugarbase, infer_schema=False)
-    result = fix(sugarbase, work / "sugarbase")
+    src = pl.read_csv(sugarbase_csv, infer_schema=False)
+    result = fix(sugarbase_csv, work / "sugarbase", "--unsafe-fixes")
     out = everything(result["splits"])
 
     def facts(df: pl.DataFrame, col: str) -> set[tuple[str | None, str]]:
         return {
-            (key_or_none(g) or g, v)
+            (key_or_none(g) or g, str(v))
             for g, v in df.filter(pl.col(col).is_not_null()).select("glycan", col).iter_rows()
         }
 
@@ -452,6 +542,7 @@ def test_fix_sugarbase_taxonomy_keeps_the_other_tasks_labels(sugarbase_csv, work
         # every fact survives except those of rows dropped for a malformed glycan
         lost = facts(src, col) - facts(out, col)
         assert all(g in dropped for g, _ in lost), (col, sorted(lost)[:3])
+    assert not rules_left(result["out"]) & set(result["summary"]["fixed"])
 
 
 def test_export_sample_keeps_rows_and_splits(glycan_sample_csv, sample, work):
@@ -477,53 +568,41 @@ def test_export_sample_keeps_rows_and_splits(glycan_sample_csv, sample, work):
 # --------------------------------------------------------------------------- other layouts
 
 
+FLAGS = {"train": "train", "validation": "valid", "test": "test"}
+
+
 def glycanml_flags(sample: pl.DataFrame, n: int = 300) -> pl.DataFrame:
-    flags = {"train": "train", "validation": "valid", "test": "test"}
     return sample.head(n).select(
         "glycan",
         *[pl.col(c).alias(c.lower()) for c in LEVELS],
-        *[(pl.col("split") == s).cast(pl.Int8).cast(pl.String).alias(f) for s, f in flags.items()],
+        *[(pl.col("split") == s).cast(pl.Int8).cast(pl.String).alias(f) for s, f in FLAGS.items()],
     )
 
 
-def test_fix_split_flag_columns_are_rewritten(sample, work, capsys):
+def test_fix_split_flag_layout(sample, work):
+    """GlycanML's 0/1 split columns: read as the split, published as one folder per split
+    without them; every move is in the changelog (regression of 1a3ff64: moves were logged
+    under a field the table does not have)."""
     src = work / "flags.csv"
-    glycanml_flags(sample).write_csv(src)
-    result = fix(src, work / "flags_out")
-    out = everything(result["splits"])
-    assert out.columns[:-1] == glycanml_flags(sample).columns
-    flag = {"train": "train", "validation": "valid", "test": "test"}
-    for s, f in flag.items():
-        assert (out[f] == (out["__split"] == s).cast(pl.Int8).cast(pl.String)).all()
-    assert_grouped(out, "glycan")
-    report = reaudit(result["out"], capsys)
-    assert report["summary"]["stats"]["tables"][0]["split"] == {
-        "train": "train",
-        "validation": "valid",
-        "test": "test",
-    }
-    assert not FIXED_RULES & set(report["summary"]["by_rule"])
-
-
-def test_fix_split_flag_changes_are_in_the_changelog(sample, work):
-    """Regression (fixed in 1a3ff64): with 0/1 split columns the re-split was logged under
-    field 'split', a column the table does not have, so the changed flag cells were not in
-    the changelog."""
-    src = work / "flags_log.csv"
     table = glycanml_flags(sample)
     table.write_csv(src)
-    result = fix(src, work / "flags_log_out")
+    result = fix(src, work / "flags_out", "--unsafe-fixes")
+    out = everything(result["splits"])
+    assert out.columns[:-1] == [c for c in table.columns if c not in FLAGS.values()]
+    assert_grouped(out, "glycan")
+    assert any(c["field"] == "split" for c in result["log"])
+    # replay: the split the flags say, moved as logged, is the folder each row is in
     records = [f"line {i + 2}" for i in range(table.height)]
-    replayed = replay(table, records, result["log"])
-    flag = {"train": "train", "validation": "valid", "test": "test"}
-    for s, f in flag.items():
-        want = replayed.filter(pl.col(f) == "1")
-        assert want.to_dicts() == result["splits"][s].to_dicts(), s
-    assert sum(df.height for df in result["splits"].values()) == replayed.height
-    assert any(c["field"] in flag.values() for c in result["log"] if c["rule"] == "GL401")
+    flagged = table.with_columns(
+        pl.coalesce([pl.when(pl.col(f) == "1").then(pl.lit(s)) for s, f in FLAGS.items()]).alias(
+            "__s"
+        )
+    )
+    assert_replay_matches(flagged, records, result, "__s", drop=tuple(FLAGS.values()))
+    assert not rules_left(result["out"]) & set(result["summary"]["fixed"])
 
 
-def test_fix_refuses_what_it_cannot_do(glycan_sample_csv, species_csv, sample, work, tmp_path):
+def test_fix_refuses_what_it_cannot_do(glycan_sample_csv, species_csv, tmp_path):
     # two tables at once (fix works per table; audit them together for GL403)
     assert cli("fix", "glycan", glycan_sample_csv, species_csv, "--out", tmp_path / "two") == 2
     assert not (tmp_path / "two").exists()

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import curate
 from curate.cli.main import main
 from curate.schemas.glycan import parse_list_cell
 from curate.schemas.iupac import IUPACError, canonical_key
@@ -60,17 +61,49 @@ def matrix_slice(tmp_path_factory) -> tuple[Path, pl.DataFrame]:
     return path, part.with_columns(pl.lit(src_col).alias("__orig"), pl.lit(alt).alias("__alt"))
 
 
+def _log(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "changelog.jsonl").read_text().splitlines()]
+
+
+def _rules_left(out: Path) -> set[str]:
+    return set(curate.audit("glycan", out).findings["rule"].unique().to_list())
+
+
+def test_matrix_default_fix_only_drops_empty_rows(matrix_slice, tmp_path, capsys) -> None:
+    """Merging columns or rows discards values that disagree: unsafe, so the default run
+    only drops the protein rows with no value (safe) and says what it left."""
+    path, part = matrix_slice
+    out = tmp_path / "safe"
+    assert main(["fix", "glycan", str(path), "--out", str(out)]) == 0
+    assert "more fix(es) available with --unsafe-fixes" in capsys.readouterr().out
+    log = _log(out)
+    assert {c["rule"] for c in log} == {"GL602"}
+    assert all(c["field"] == "" and c["new"] is None for c in log)
+    summary = json.loads((out / "fix_summary.json").read_text())
+    assert set(summary["unsafe_fixes_available"]) == {"GL601", "GL603"}
+    left = _rules_left(out)
+    assert "GL602" not in left and {"GL601", "GL603"} <= left
+    ds = datasets.load_dataset(str(out))["train"]
+    assert ds.column_names == [c for c in part.columns if not c.startswith("__")]
+
+
 def test_matrix_fix_merges_drops_and_logs(matrix_slice, tmp_path, capsys) -> None:
     path, part = matrix_slice
     out = tmp_path / "fixed"
     assert main(["audit", "glycan", str(path), "--select", "GL6", "--fail-on", "never"]) == 0
     before = capsys.readouterr().out
     assert "GL601" in before and "GL602" in before and "GL603" in before
-    assert main(["fix", "glycan", str(path), "--out", str(out)]) == 0
+    assert main(["fix", "glycan", str(path), "--out", str(out), "--unsafe-fixes"]) == 0
     capsys.readouterr()
-    log = [json.loads(x) for x in (out / "changelog.jsonl").read_text().splitlines()]
+    log = _log(out)
     rules = {c["rule"] for c in log}
     assert rules == {"GL601", "GL602", "GL603"}
+    # every change names a finding of the audit of the input
+    found = json.loads((out / "audit.before.json").read_text())["findings"]
+    named = {(f["rule"], f["record"], f["field"], f["message"]) for f in found}
+    for c in log:
+        ref = c["finding"]
+        assert c["pass"] > 1 or (ref["rule"], ref["record"], ref["field"], ref["message"]) in named
     # every dropped row is kept whole in the changelog
     dropped = [c for c in log if c["field"] == "" and c["new"] is None]
     glycan_cols = [c for c in part.columns if c not in ("target", "protein", "__orig", "__alt")]
@@ -79,6 +112,9 @@ def test_matrix_fix_merges_drops_and_logs(matrix_slice, tmp_path, capsys) -> Non
     assert [c["old"]["protein"] for c in dropped if c["rule"] == "GL603"] == ["renamed copy"]
     ds = datasets.load_dataset(str(out))["train"]
     assert ds.num_rows == part.height - len(dropped)
+    # numbers stay numbers
+    assert all(ds.features[c].dtype == "float64" for c in ds.column_names if c not in
+               ("target", "protein"))  # fmt: skip
     # one column per glycan afterwards, and the re-audit has no matrix finding
     keys = [canonical_key(c) for c in ds.column_names if c not in ("target", "protein")]
     assert len(keys) == len(set(keys))
@@ -92,20 +128,25 @@ def test_matrix_fix_keeps_the_column_with_most_values(matrix_slice, tmp_path, ca
     counts = {c: part[c].drop_nulls().len() for c in (orig, alt)}
     kept, other = sorted((orig, alt), key=lambda c: (-counts[c], c))
     out = tmp_path / "fixed"
-    assert main(["fix", "glycan", str(path), "--out", str(out)]) == 0
+    assert main(["fix", "glycan", str(path), "--out", str(out), "--select", "GL601",
+                 "--unsafe-fixes"]) == 0  # fmt: skip
     capsys.readouterr()
-    log = [json.loads(x) for x in (out / "changelog.jsonl").read_text().splitlines()]
-    gl601 = [c for c in log if c["rule"] == "GL601"]
+    gl601 = [c for c in _log(out) if c["rule"] == "GL601"]
     k, o = part[kept].to_list(), part[other].to_list()
     want_discarded = {(i, o[i]) for i in range(part.height) if k[i] and o[i] and k[i] != o[i]}
     want_moved = {(i, o[i]) for i in range(part.height) if k[i] is None and o[i] is not None}
     line = {f"line {i + 2}": i for i in range(part.height)}
-    assert {(line[c["record"]], c["old"]) for c in gl601 if c["new"] is None} == want_discarded
-    assert {(line[c["record"]], c["new"]) for c in gl601 if c["old"] is None} == want_moved
-    assert all(c["field"] == other for c in gl601 if c["new"] is None)
-    assert all(c["field"] == kept for c in gl601 if c["old"] is None)
+    discarded = [c for c in gl601 if c["old"] is not None and c["new"] is None]
+    moved = [c for c in gl601 if c["old"] is None and c["new"] is not None]
+    assert {(line[c["record"]], c["old"]) for c in discarded} == want_discarded
+    assert {(line[c["record"]], c["new"]) for c in moved} == want_moved
+    assert all(c["field"] == other for c in discarded)
+    assert all(c["field"] == kept for c in moved)
+    # and the column itself is logged as merged
+    assert [c["field"] for c in gl601 if "column dropped" in c["reason"]] == [other]
     ds = datasets.load_dataset(str(out))["train"]
     assert kept in ds.column_names and other not in ds.column_names
+    assert _rules_left(out).isdisjoint({"GL601"})
 
 
 @given(

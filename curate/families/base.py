@@ -119,6 +119,9 @@ class Family(ABC):
     license: str = "unknown"
     #: The family's options model (see :mod:`curate.options`); the CLI builds its flags from it.
     Options: type[FamilyOptions] = FamilyOptions
+    #: How many fix passes (apply, re-audit) ``curate fix`` runs at most before it reports the
+    #: fixes as not converged; None: the engine's default (:data:`curate.fixes.MAX_PASSES`).
+    fix_passes: int | None = None
 
     def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
@@ -168,23 +171,9 @@ class Family(ABC):
 
         opts = self.options(options or data.options, **raw)
         choice = FixChoice(tuple(select), tuple(ignore), unsafe)
-        run = run_fixes(self, data, report, opts, choice, progress=progress)
-        invalid_rules = set(self.invalid_rules)
-        dropped = sum(1 for c in run.changelog if c.field == "" and c.new is None and c.finding)
-        summary: dict[str, Any] = {
-            "rows_in": sum(i.records for i in data.inputs),
-            "rows_out": run.frame.height,
-            "invalid_dropped": sum(
-                1 for c in run.changelog if c.rule in invalid_rules and c.finding is None
-            ),
-            "dropped": dropped,
-            "fixed": dict(sorted(run.applied.items())),
-            "passes": run.passes,
-        }
-        if run.unsafe_available:
-            summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
-        if not run.converged:
-            summary["not_converged"] = True
+        kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
+        run = run_fixes(self, data, report, opts, choice, progress=progress, **kw)
+        summary = self.fix_figures(run, data)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
         return FixResult(
@@ -194,6 +183,29 @@ class Family(ABC):
             summary=summary,
             after=run.after,
         )
+
+    def fix_figures(self, run: Any, data: LoadedDataset) -> dict[str, Any]:
+        """The summary figures of every fix: rows in and out, rows dropped as invalid and by
+        fixes, findings fixed per rule, passes, unsafe fixes left, non-convergence."""
+        invalid_rules = set(self.invalid_rules)
+        dropped = sum(1 for c in run.changelog if c.field == "" and c.new is None and c.finding)
+        summary: dict[str, Any] = {
+            "rows_in": sum(i.records for i in data.inputs),
+            "rows_out": run.frame.height,
+            "invalid_dropped": sum(
+                1
+                for c in run.changelog
+                if c.rule in invalid_rules and c.finding is None and c.field == ""
+            ),
+            "dropped": dropped,
+            "fixed": dict(sorted(run.applied.items())),
+            "passes": run.passes,
+        }
+        if run.unsafe_available:
+            summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
+        if not run.converged:
+            summary["not_converged"] = True
+        return summary
 
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame

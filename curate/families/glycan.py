@@ -29,15 +29,18 @@ import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
 
-from curate.audits.glycan import RULES, ceiling_accuracy, plan_fixes
-from curate.dataset import FixResult, LoadedDataset
+from curate.audits.glycan import RULES, ceiling_accuracy
+from curate.audits.glycan.hierarchy import load_mapping
+from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, Progress, check_not_blank, no_records
-from curate.findings import InputInfo, Report, rule_output
+from curate.findings import InputInfo, Report, dumps, rule_output
+from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.glycan import (
+    LEVELS,
     PLACEHOLDERS,
     ROW_MODELS,
     SPLIT_NAMES,
@@ -261,6 +264,11 @@ class GlycanFamily(Family):
     #: GL301/GL302 (contradictions between rows), GL401/GL402 (leakage) and GL601 (two matrix
     #: columns disagreeing) are about well-formed rows and are fixed or documented instead.
     invalid_rules = ("GL001", "GL101", "GL102")
+    #: A taxonomy fix can ripple up the hierarchy one level per pass: a genus moved to its
+    #: majority family may then sit under that family's minority order, found only by the next
+    #: re-audit (GL301), and rows it makes equal are dropped by the one after (GL304). Eight
+    #: levels, so up to seven GL301 passes and one more; the glycowork species file needs six.
+    fix_passes = len(LEVELS) + 2
 
     rules = RULES
 
@@ -540,6 +548,11 @@ class GlycanFamily(Family):
     def _table_stats(self, data: GlycanData) -> list[dict[str, Any]]:
         return [dict(x) for x in data.stats["tables"]]
 
+    def prepare(self, ctx: AuditContext) -> None:
+        """A ``--mapping`` file is read and checked before any rule runs (exit 2 on a defect),
+        whichever rules are selected."""
+        load_mapping(ctx.options.mapping)
+
     # ----------------------------------------------------------------- export / fix
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan
@@ -556,54 +569,120 @@ class GlycanFamily(Family):
         rows, columns = invalid_rows_and_columns(table, self.invalid_records(data))
         keep = ~table.rows["row"].is_in(sorted(rows))
         raw = table.raw.filter(keep).drop(columns)
-        cols = table.columns
-        split_columns = [c for c in (cols.split, *cols.split_flags.values()) if c]
-        raw = numeric_columns(
-            raw.drop([c for c in split_columns if c in raw.columns]),
-            text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c],
-            floats=cols.glycan_columns,
-        )
-        tables = split_tables(table, raw, table.rows["split"].filter(keep))
+        tables = _published(table, raw, table.rows["split"].filter(keep))
         return {name: SplitStream.from_table(t, max_rows=8192) for name, t in tables.items()}
 
-    def fix(
-        self,
-        data: LoadedDataset,
-        report: Report,
-        options: FamilyOptions | None = None,
-        *,
-        select: Sequence[str] = (),
-        ignore: Sequence[str] = (),
-        unsafe: bool = False,
-        progress: Progress | None = None,
-        **raw: Any,
-    ) -> FixResult:
-        """Glycan fixes still run through their own planner (:func:`plan_fixes`), which applies
-        every glycan fix; moving them onto the findings-driven engine (:mod:`curate.fixes`)
-        is the open part of the family-contract issue. So a rule selection is refused rather
-        than silently ignored. The result is re-audited like every fix (``audit.after.json``).
+    # The fix engine (curate.fixes) applies the findings' edits; the family lays the rows out.
+    def fix_frame(
+        self, data: LoadedDataset, invalid: pl.DataFrame
+    ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The one table's columns as read (``raw``) with the engine's ``__row``, ``__record``
+        and ``__split`` (the split each row is in, whatever column or layout said it; train
+        when none did), without the split column or 0/1 split flags (each split is its own
+        files when published).
+
+        Invalid rows (:attr:`invalid_rules`) are left out and logged whole, as read; in an
+        interaction matrix, so are the glycan columns whose header does not parse (their values
+        logged per protein).
         """
-        import tempfile
-
-        from curate.fixes import reaudit_tables
-
-        if select or ignore or unsafe:
-            raise UsageError(
-                "curate fix glycan does not take --select/--ignore/--unsafe-fixes yet: it "
-                "applies every glycan fix (see `curate rules glycan`)"
-            )
         assert isinstance(data, GlycanData)
-        opts = self.options(options or data.options, **raw)
-        # Invalid records come from the family's own check, not from the report: a report
-        # narrowed with --select must not let one through.
-        result = plan_fixes(data, report, opts, self.invalid_records(data))
-        if progress:
-            progress("re-audit of the fixed data", sum(t.num_rows for t in result.tables.values()))
-        with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
-            _, result.after = reaudit_tables(
-                self, result.tables, self.reaudit_options(opts), Path(tmp) / "fixed"
+        t = single_table(data)
+        bad_rows, bad_cols = invalid_rows_and_columns(t, invalid)
+        offset = int(t.rows["row"][0]) if t.rows.height else 0
+        records = t.rows["record"].to_list()
+        changes: list[ChangeEntry] = []
+        logged: set[Any] = set()
+        for r in invalid.iter_rows(named=True):
+            if r["row"] is not None and r["row"] in bad_rows and r["row"] not in logged:
+                logged.add(r["row"])
+                changes.append(
+                    ChangeEntry(
+                        r["record"],
+                        "",
+                        self.fix_original(data, r["row"], {}),
+                        None,
+                        r["rule"],
+                        f"dropped: invalid record ({r['field']}: {r['message']})",
+                    )
+                )
+            elif r["row"] is None and r["field"] in bad_cols and r["field"] not in logged:
+                logged.add(r["field"])
+                values = {
+                    records[i]: v
+                    for i, v in enumerate(t.raw[r["field"]].to_list())
+                    if v is not None and i + offset not in bad_rows
+                }
+                changes.append(
+                    ChangeEntry(
+                        r["record"],
+                        r["field"],
+                        values,
+                        None,
+                        r["rule"],
+                        f"dropped: glycan column header does not parse ({r['message']})",
+                    )
+                )
+        keep = ~t.rows["row"].is_in(sorted(bad_rows))
+        frame = (
+            t.raw.filter(keep)
+            .drop([c for c in (*bad_cols, *_split_columns(t)) if c in t.raw.columns])
+            .with_columns(
+                t.rows["row"].filter(keep).alias(ROW),
+                t.rows["record"].filter(keep).alias(RECORD),
+                # a row without a split is published in train (split_tables)
+                t.rows["split"].filter(keep).fill_null("train").alias(SPLIT),
             )
-        return result
+        )
+        return frame, changes
+
+    def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
+        """The fixed rows as :meth:`to_tables` publishes them: one table per split in frame
+        order, numeric columns numeric, no split column."""
+        assert isinstance(data, GlycanData)
+        t = single_table(data)
+        raw = frame.drop([c for c in (*BOOKKEEPING, *_split_columns(t)) if c in frame.columns])
+        return _published(t, raw, frame[SPLIT])
+
+    def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
+        """A dropped row in the changelog: the row as read (a cell that held a list or an
+        object as it was written; a split read from the folder layout as ``split``)."""
+        assert isinstance(data, GlycanData)
+        t = single_table(data)
+        i = row - int(t.rows["row"][0])
+        if not 0 <= i < t.raw.height:
+            return cells
+        got = t.originals.get(i) or t.raw.row(i, named=True)
+        if SPLIT_FROM_LAYOUT in got:
+            got = {("split" if k == SPLIT_FROM_LAYOUT else k): v for k, v in got.items()}
+        return got
+
+    def fix_summary(
+        self, run: Any, data: LoadedDataset, options: FamilyOptions
+    ) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """``fix_summary.json`` (every summary figure, so the folder says what was done without
+        the command's output) and the glycan figures: rows moved between splits and the seed
+        of the re-split; for a matrix, glycan columns merged or dropped as invalid."""
+        assert isinstance(options, GlycanOptions)
+        t = single_table(data)  # type: ignore[arg-type]
+        log = run.changelog
+        more: dict[str, Any] = {
+            "cells_changed": sum(
+                1 for c in log if c.finding and c.field not in ("", "split") and c.old != c.new
+            ),
+        }
+        if t.task == "interaction":
+            more["glycan_columns_merged"] = sum(
+                1 for c in log if c.finding and c.reason.startswith("column dropped")
+            )
+            more["invalid_columns_dropped"] = sum(1 for c in log if not c.finding and c.field)
+        else:
+            more["rows_moved_between_splits"] = len(
+                {c.record for c in log if c.field == "split" and c.finding}
+            )
+            more["seed"] = options.seed
+            more["resplit"] = options.resplit
+        summary = {**self.fix_figures(run, data), **more}
+        return {"fix_summary.json": dumps(summary).encode()}, more
 
     def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
         """The fixed data has its splits as files: a ``--column split=...`` mapping names a
@@ -611,6 +690,24 @@ class GlycanFamily(Family):
         assert isinstance(options, GlycanOptions)
         keep = {k: v for k, v in options.columns.items() if not k.startswith("split")}
         return options.model_copy(update={"columns": keep})
+
+
+def _split_columns(t: GlycanTable) -> list[str]:
+    """The columns that say a row's split (a split column, 0/1 flags, the folder layout)."""
+    cols = t.columns
+    return [c for c in (cols.split, *cols.split_flags.values(), SPLIT_FROM_LAYOUT) if c]
+
+
+def _published(t: GlycanTable, raw: pl.DataFrame, split: pl.Series) -> dict[str, pa.Table]:
+    """``raw`` (the rows to publish, split columns and all) per split, as published: without
+    the split columns, numeric columns numeric again."""
+    cols = t.columns
+    raw = numeric_columns(
+        raw.drop([c for c in _split_columns(t) if c in raw.columns]),
+        text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c],
+        floats=cols.glycan_columns,
+    )
+    return split_tables(t, raw, split)
 
 
 _INTEGER = r"^-?(0|[1-9][0-9]*)$"

@@ -8,9 +8,10 @@ and duplicates, ``GL4xx`` leakage, ``GL5xx`` class distribution, ``GL6xx`` inter
 
 Modules: :mod:`.registry` (the rule set), :mod:`.labels` (label forms, GL2xx), :mod:`.sequences`
 (GL0xx, GL1xx), :mod:`.hierarchy` (GL301 and its resolution), :mod:`.duplicates` (GL302–GL304),
-:mod:`.leakage` (GL4xx), :mod:`.distribution` (GL501), :mod:`.matrix` (GL6xx), :mod:`.fixes`
-(``curate fix``, the grouped re-split). The rule modules are imported here in code order, so
-importing this package registers every rule, in that order.
+:mod:`.leakage` (GL4xx and the grouped re-split), :mod:`.distribution` (GL501), :mod:`.matrix`
+(GL6xx). Fixes are edits carried by the findings (:mod:`curate.fixes` applies them). The rule
+modules are imported here in code order, so importing this package registers every rule, in
+that order.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from curate.audits.glycan import matrix  # noqa: F401  (GL6xx)
 
 # isort: on
 from curate.audits.glycan.duplicates import ceiling_accuracy
-from curate.audits.glycan.fixes import fix_matrix, plan_fixes, regroup_split
+from curate.audits.glycan.leakage import regroup_split
 from curate.audits.glycan.registry import MAX_LISTED, RULES, SINGLE_LABEL
 
 __all__ = [
@@ -36,7 +37,5 @@ __all__ = [
     "RULES",
     "SINGLE_LABEL",
     "ceiling_accuracy",
-    "fix_matrix",
-    "plan_fixes",
     "regroup_split",
 ]

@@ -2,7 +2,7 @@
 
 Rows are compared by canonical key, so two spellings of one glycan are one glycan.
 :func:`ceiling_accuracy` (the best accuracy a conflicting table allows) goes into the report's
-statistics; :func:`spelling_groups` and :func:`other_columns` are shared with the fixes.
+statistics.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def branch_order_duplicate(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
 
     String-level deduplication, class counts and splits all miss that the rows are the same
     glycan. Reported on rows not using the most frequent spelling; if their labels also differ,
-    GL302 reports that as an error. Fix: rewrite to the most frequent spelling.
+    GL302 reports that as an error. Fix (safe: the same glycan): rewrite to the most frequent
+    spelling, after which the rows compare equal as strings too.
     """
     parts = []
     for t in label_tables(data):
@@ -132,8 +133,10 @@ def branch_order_duplicate(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
                 ),
                 fix=json_struct(
                     pl.lit("set").alias("op"),
+                    pl.lit(t.columns.glycan).alias("field"),
                     pl.col("glycan").alias("old"),
                     pl.col("representative").alias("new"),
+                    pl.lit("rewritten to the glycan's most frequent spelling").alias("reason"),
                 ),
             )
         )
@@ -147,7 +150,9 @@ def duplicate_row(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
 
     The example counts twice in training or evaluation. Rows that differ elsewhere (another
     reference, another task's label in a multi-purpose table) are separate records and are not
-    reported. Fix: drop the repeats (the changelog keeps each dropped row whole).
+    reported. Fix (safe): drop the repeats (the changelog keeps each dropped row whole). Other
+    fixes can make rows repeat (labels stripped, spellings merged, a glycan moved into one
+    split): the next fix pass drops those.
     """
     parts = []
     for t in label_tables(data):

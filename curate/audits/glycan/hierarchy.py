@@ -1,8 +1,8 @@
-"""Taxonomy hierarchy (GL301): a taxon under two parents, and how ``fix`` resolves it.
+"""Taxonomy hierarchy (GL301): a taxon under two parents, and the edit that resolves it.
 
-:func:`hierarchy_edges` and :func:`hierarchy_majority` find the contradictions; the fixes use
-:func:`resolve_hierarchy` (majority parent, level by level, or the user's ``--mapping`` file read
-by :func:`load_mapping`) to make the hierarchy a tree again.
+:func:`hierarchy_edges` and :func:`hierarchy_majority` find the contradictions; each finding
+carries the edit to the majority parent, or to the parent the user's ``--mapping`` file (read by
+:func:`load_mapping`) names.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from curate.audits.glycan.labels import columns_of, label_tables, labels_long
+from curate.audits.glycan.labels import cell_edits, columns_of, label_tables, labels_long
 from curate.audits.glycan.registry import RULES
 from curate.errors import InputError
 from curate.findings import (
@@ -84,39 +84,97 @@ def hierarchy_majority(edges: pl.DataFrame) -> pl.DataFrame:
 
 
 @RULES.rule(
-    "GL301", "taxonomy-contradiction", category="consistency", severity="error", fix="always"
+    "GL301",
+    "taxonomy-contradiction",
+    category="consistency",
+    severity="error",
+    fix="always",
+    unsafe=True,
 )
 def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A taxon is filed under two parents at adjacent levels (one genus in two families, a
     phylum under two kingdoms).
 
     A hierarchy where a child has two parents makes the eight taxonomy tasks contradict each
-    other. Reported on the minority rows, with the majority parent and every parent's row count;
-    the fix moves them to the majority parent (override with ``--mapping FILE``, JSON
-    ``{"genus": {"Acer": "Sapindaceae"}}``).
+    other. Reported on the minority rows, with the majority parent and every parent's row count.
+    Fix (unsafe: it chooses a label): the parent cell is set to the majority parent (ties: the
+    first in sort order). ``--mapping FILE`` (JSON ``{"genus": {"Acer": "Sapindaceae"}}``)
+    decides instead for the children it names: every row filing such a child under another
+    parent is reported and moved to the mapped parent. Levels are resolved together; a change
+    at one level can make a contradiction at the next, which the next fix pass resolves.
     """
+    mapping = load_mapping(ctx.options.mapping)
     parts = []
     for t in label_tables(data):
         edges = hierarchy_edges(t)
-        maj = hierarchy_majority(edges)
-        if maj.is_empty():
+        if edges.is_empty():
             continue
-        hit = edges.join(maj, on=["child_level", "parent_level", "child"]).filter(
-            pl.col("parent") != pl.col("majority")
+        maj = hierarchy_majority(edges)
+        mapped = pl.DataFrame(
+            [(level, child, parent) for level, m in mapping.items() for child, parent in m.items()],
+            schema={"child_level": pl.String, "child": pl.String, "mapped": pl.String},
+            orient="row",
+        )
+        if maj.is_empty() and mapped.is_empty():
+            continue
+        hit = edges
+        if maj.is_empty():
+            hit = hit.with_columns(
+                pl.lit(None, pl.String).alias("majority"),
+                pl.lit(None, pl.UInt32).alias("majority_rows"),
+                pl.lit(None, pl.List(pl.Struct({"parent": pl.String, "len": pl.UInt32}))).alias(
+                    "parents"
+                ),
+            )
+        else:
+            hit = hit.join(maj.drop("n"), on=["child_level", "parent_level", "child"], how="left")
+        hit = (
+            hit.join(mapped, on=["child_level", "child"], how="left")
+            .with_columns(pl.coalesce("mapped", "majority").alias("target"))
+            .filter(pl.col("target").is_not_null() & (pl.col("parent") != pl.col("target")))
+            .sort("row", "child_level")
+        )
+        if hit.is_empty():
+            continue
+        long = labels_long(t).filter(pl.col("norm").is_not_null())
+        changes = hit.select("row", pl.col("parent_level").alias("name"), "parent", "target").join(
+            long.select("row", "name", "pos", "norm"),
+            left_on=["row", "name", "parent"],
+            right_on=["row", "name", "norm"],
+        )
+        edits = cell_edits(t, changes.rename({"target": "new"}))
+        hit = hit.join(
+            edits.rename({"name": "parent_level"}),
+            on=["row", "parent_level"],
+            how="left",
+            maintain_order="left",
         )
         names = {n: columns_of(t, n) for n in t.label_names}
         parts.append(
             finding_frame(
-                hit.sort("row", "child_level"),
+                hit,
                 field=pl.col("parent_level").replace_strict(names, return_dtype=pl.String),
-                message=pl.format(
-                    "{} {} is under {} {} here but under {} in {} rows",
-                    "child_level",
-                    repr_expr("child"),
-                    "parent_level",
-                    repr_expr("parent"),
-                    repr_expr("majority"),
-                    "majority_rows",
+                message=pl.when(pl.col("mapped").is_null())
+                .then(
+                    pl.format(
+                        "{} {} is under {} {} here but under {} in {} rows",
+                        "child_level",
+                        repr_expr("child"),
+                        "parent_level",
+                        repr_expr("parent"),
+                        repr_expr("majority"),
+                        "majority_rows",
+                    )
+                )
+                .otherwise(
+                    pl.format(
+                        "{} {} is under {} {} here but --mapping puts it under {}",
+                        "child_level",
+                        repr_expr("child"),
+                        "parent_level",
+                        repr_expr("parent"),
+                        repr_expr("mapped"),
+                    )
                 ),
                 details=json_struct(
                     pl.col("child_level"),
@@ -125,58 +183,15 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
                     pl.col("parent"),
                     pl.col("majority"),
                     pl.col("parents"),
+                    pl.col("mapped"),
                 ),
-                fix=json_struct(
-                    pl.lit("set").alias("op"),
-                    pl.col("parent").alias("old"),
-                    pl.col("majority").alias("new"),
-                ),
+                fix=pl.col("fix"),
             )
         )
     return concat_outputs(parts)
 
 
-def resolve_hierarchy(
-    t: GlycanTable, long: pl.DataFrame, mapping: dict[str, dict[str, str]]
-) -> dict[tuple[int, str], tuple[str, str]]:
-    """Parent corrections ``(row, parent level) → (old, new)`` that make the hierarchy a tree.
-
-    Works bottom-up (species→genus first): a correction at one level changes the children of the
-    next, so each level's majorities are counted on the already-corrected values. Only rows with
-    one value per level take part (as in GL301).
-    """
-    if t.task != "taxonomy":
-        return {}
-    levels = [n for n in LEVELS if n in t.label_names]
-    single = (
-        long.filter(pl.col("norm").is_not_null())
-        .group_by("row", "name")
-        .agg(pl.col("norm").unique().alias("v"))
-        .filter(pl.col("v").list.len() == 1)
-        .with_columns(pl.col("v").list.first())
-    )
-    values: dict[int, dict[str, str]] = {}
-    for row, name, v in single.iter_rows():
-        values.setdefault(row, {})[name] = v
-    fixes: dict[tuple[int, str], tuple[str, str]] = {}
-    for child, parent in itertools.pairwise(levels):
-        counts: dict[str, dict[str, int]] = {}
-        for vals in values.values():
-            if child in vals and parent in vals:
-                per = counts.setdefault(vals[child], {})
-                per[vals[parent]] = per.get(vals[parent], 0) + 1
-        target = {c: min(ps, key=lambda p: (-ps[p], p)) for c, ps in counts.items() if len(ps) > 1}
-        target.update(mapping.get(child, {}))
-        for row, vals in values.items():
-            want = target.get(vals.get(child, "\x00"))
-            if want is not None and parent in vals and vals[parent] != want:
-                first = fixes.get((row, parent), (vals[parent], want))[0]
-                fixes[(row, parent)] = (first, want)
-                vals[parent] = want
-    return fixes
-
-
-def load_mapping(path: str | None) -> dict[str, dict[str, str]]:
+def load_mapping(path: str | Path | None) -> dict[str, dict[str, str]]:
     """``--mapping FILE``: ``{"<child level>": {"<child>": "<parent>"}}``, checked entry by entry.
 
     Every defect is an exit-2 line naming the file and the offending key: a parent that is not a

@@ -7,6 +7,9 @@ the fixes; they are cached on the table.
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import polars as pl
 
 from curate.audits.glycan.registry import RULES
@@ -17,7 +20,7 @@ from curate.findings import (
     repr_expr,
 )
 from curate.rules import AuditContext
-from curate.schemas.glycan import PLACEHOLDERS
+from curate.schemas.glycan import PLACEHOLDERS, parse_list_cell
 from curate.schemas.glycan_tables import (
     GlycanData,
     GlycanTable,
@@ -119,13 +122,93 @@ def columns_of(t: GlycanTable, name: str) -> str:
 # --------------------------------------------------------------------------- GL2xx label values
 
 
+def _rewrite(values: list[str], changes: dict[int, str | None]) -> list[str]:
+    """``values`` with ``changes`` (position → new value, None to remove) applied. A changed
+    value that is already in the cell is not repeated (``['a ', 'a']`` stripped is ``['a']``);
+    values the change does not touch stay as they are, repeats included."""
+    kept = [v for k, v in enumerate(values) if k not in changes]
+    out: list[str] = []
+    for k, v in enumerate(values):
+        if k not in changes:
+            out.append(v)
+            continue
+        new = changes[k]
+        if new is not None and new not in out and new not in kept:
+            out.append(new)
+    return out
+
+
+def rewrite_cell(cell: Any, changes: dict[int, str | None]) -> Any:
+    """A raw label cell with ``changes`` applied to its values, in the cell's own form.
+
+    Positions are those of :func:`labels_long` (the cell read as a list the way the reader reads
+    it): a real list column stays a list, a list written as text (``"['a', 'b']"``) is written
+    back as text, a plain value stays a plain value (None when its only value is removed).
+    Returns :data:`NO_EDIT` for a cell this cannot rewrite without changing its type.
+    """
+    if isinstance(cell, list | tuple):
+        if not all(v is None or isinstance(v, str) for v in cell):
+            return NO_EDIT
+        return _rewrite([v for v in cell if v is not None], changes)
+    if not isinstance(cell, str):
+        return NO_EDIT
+    listed = parse_list_cell(cell) if cell.lstrip().startswith("[") else None
+    if listed is not None:
+        return repr(_rewrite(listed, changes))
+    out = _rewrite([cell], changes)
+    return out[0] if out else None
+
+
+#: :func:`rewrite_cell`'s answer for a cell it leaves alone (None is a value: an emptied cell).
+NO_EDIT = object()
+
+
+def cell_edits(t: GlycanTable, changes: pl.DataFrame) -> pl.DataFrame:
+    """``set`` edits of whole label cells: ``changes`` has ``row``, ``name`` (label name),
+    ``pos`` and ``new`` (one row per value to change); the answer has ``row``, ``name`` and
+    ``fix`` (the JSON edit, null where the cell cannot be rewritten).
+
+    Why whole cells: the engine compares an edit's ``old`` with the cell the table holds, and a
+    list cell is one cell however many of its values are wrong. So every finding on one cell
+    carries the same edit (the engine applies it once), and it carries only its own rule's
+    change: another rule's edit of the same cell is applied first or in the next pass.
+    """
+    if changes.is_empty():
+        return pl.DataFrame(schema={"row": pl.Int64, "name": pl.String, "fix": pl.String})
+    offset = int(t.rows["row"][0])
+    per_cell: dict[tuple[int, str], dict[int, str | None]] = {}
+    for row, name, pos, value in changes.select("row", "name", "pos", "new").iter_rows():
+        per_cell.setdefault((row, name), {})[pos] = value
+    out_rows, out_names, fixes = [], [], []
+    for (row, name), ch in per_cell.items():
+        column = columns_of(t, name)
+        cell = t.raw[column][row - offset]
+        if isinstance(cell, pl.Series):
+            cell = cell.to_list()
+        new = rewrite_cell(cell, ch)
+        out_rows.append(row)
+        out_names.append(name)
+        if new is NO_EDIT or new == cell:
+            fixes.append(None)
+        else:
+            edit = {"op": "set", "field": column, "old": cell, "new": new}
+            fixes.append(orjson.dumps(edit).decode())
+    return pl.DataFrame(
+        {"row": out_rows, "name": out_names, "fix": fixes},
+        schema={"row": pl.Int64, "name": pl.String, "fix": pl.String},
+    )
+
+
 def _label_value_findings(
     data: GlycanData, hits: pl.Expr, message: pl.Expr, details: pl.Expr, new: pl.Expr
 ) -> pl.DataFrame:
-    """Findings on single label values (GL201–GL203): one per value, with a ``set`` fix."""
+    """Findings on single label values (GL201–GL203): one per value, each with the ``set`` edit
+    of its whole cell (:func:`cell_edits`)."""
     parts = []
     for t in label_tables(data):
-        long = labels_long(t).filter(hits)
+        long = labels_long(t).filter(hits).with_columns(new.alias("new"))
+        edits = cell_edits(t, long)
+        long = long.join(edits, on=["row", "name"], how="left", maintain_order="left")
         names = {n: columns_of(t, n) for n in t.label_names}
         parts.append(
             finding_frame(
@@ -133,9 +216,7 @@ def _label_value_findings(
                 field=pl.col("name").replace_strict(names, return_dtype=pl.String),
                 message=message,
                 details=details,
-                fix=json_struct(
-                    pl.lit("set").alias("op"), pl.col("value").alias("old"), new.alias("new")
-                ),
+                fix=pl.col("fix"),
             )
         )
     return concat_outputs(parts)
@@ -146,7 +227,7 @@ def label_whitespace(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A label has leading or trailing whitespace (``'Monocotyledons '``).
 
     Encoders treat it as a class of its own, splitting one class in two and lowering every
-    metric on it. Fix: strip.
+    metric on it. Fix (safe): strip; a list cell is rewritten whole.
     """
     return _label_value_findings(
         data,
@@ -161,8 +242,8 @@ def label_whitespace(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
 def label_case_variant(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """One label is spelled with different capitalisation (``Homo_sapiens`` / ``homo_sapiens``).
 
-    Each spelling becomes a separate class. Fix: the most frequent spelling (ties: the first in
-    sort order); the finding lists every spelling with its count.
+    Each spelling becomes a separate class. Fix (safe): the most frequent spelling (ties: the
+    first in sort order); the finding lists every spelling with its count.
     """
     return _label_value_findings(
         data,
@@ -173,12 +254,14 @@ def label_case_variant(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("GL203", "placeholder-label", category="label", severity="warning", fix="always")
+@RULES.rule("GL203", "placeholder-label", category="label", severity="warning", fix="sometimes")
 def placeholder_label(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A label is a placeholder (``undetermined``, ``unknown``, ``none``, ``NA``, ``-`` ...).
 
     It means "no label", but a classifier learns it as a class and is scored on predicting it.
-    curate treats it as missing everywhere; the fix writes an empty value.
+    curate treats it as missing everywhere; the fix removes it (an empty value, or the list
+    without it). A placeholder in a column that is not text (``NaN`` in a float column) has no
+    edit: rewriting it would change the column's type.
     """
     return _label_value_findings(
         data,

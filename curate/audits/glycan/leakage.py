@@ -1,9 +1,13 @@
-"""Leakage (GL4xx): evaluation glycans also in training, within one table or across tables."""
+"""Leakage (GL4xx): evaluation glycans also in training, within one table or across tables,
+and the grouped re-split (:func:`regroup_split`) whose moves GL401/GL402 propose."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from typing import Any
 
+import orjson
 import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
@@ -47,13 +51,67 @@ def _leakage(t: GlycanTable) -> pl.DataFrame:
     )
 
 
-def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
+@RULES.table("resplit")
+def resplit_targets(ctx: AuditContext) -> dict[int, pl.DataFrame]:
+    """Per label table (by index): the split :func:`regroup_split` gives each valid row (seeded
+    by ``--seed``), with the row's group key; empty with ``--no-resplit``.
+
+    Over every valid row, labelled or not, so a leaking glycan moves whole, its unlabelled
+    rows included. Each finding's edit moves its row and every other row of its glycan not yet
+    in the target split (the engine's ``move`` with ``with``): the training rows of a glycan sent
+    to validation or test are no findings, but must move too.
+    """
+    out: dict[int, pl.DataFrame] = {}
+    if not ctx.options.resplit:
+        return out
+    data: GlycanData = ctx.data
+    for t in label_tables(data):
+        rows = t.rows.filter(pl.col("valid")).select(
+            "row",
+            "split",
+            pl.col("key").fill_null(pl.lit("\x00") + pl.col("glycan")).alias("k"),
+        )
+        if rows.is_empty():
+            continue
+        target = regroup_split(rows["k"], rows["split"], seed=ctx.options.seed)
+        out[t.index] = rows.with_columns(target.alias("target"))
+    return out
+
+
+def _leak_rule(data: GlycanData, same: bool, ctx: AuditContext) -> pl.DataFrame:
+    targets = ctx.table("resplit")
+    seed = ctx.options.seed
+    reason = f"re-split grouped by canonical key (seed {seed})"
     parts = []
     for t in label_tables(data):
         lk = leakage(t)
         if lk.is_empty():
             continue
         lk = lk.filter(pl.col("same_label") == same).sort("row")
+        fixes: list[str | None] = [None] * lk.height
+        split_of = targets.get(t.index)
+        if split_of is not None and lk.height:
+            group: dict[str, list[tuple[int, Any, str]]] = {}
+            for row, split, k, target in split_of.iter_rows():
+                group.setdefault(k, []).append((row, split, target))
+            target_of = dict(
+                zip(split_of["row"].to_list(), split_of["target"].to_list(), strict=True)
+            )
+            for n, (row, key, split) in enumerate(lk.select("row", "key", "split").iter_rows()):
+                new = target_of.get(row)
+                if new is None:
+                    continue
+                # a row without a split is in train for the fix engine (and when published)
+                others = [
+                    [r, s or "train"]
+                    for r, s, _ in group.get(key, ())
+                    if r != row and (s or "train") != new
+                ]
+                if split == new and not others:
+                    continue
+                edit = {"op": "move", "old": split, "new": new, "with": others, "reason": reason}
+                fixes[n] = orjson.dumps(edit).decode()
+        lk = lk.with_columns(pl.Series("fix", fixes, dtype=pl.String))
         parts.append(
             finding_frame(
                 lk,
@@ -68,33 +126,52 @@ def _leak_rule(data: GlycanData, same: bool) -> pl.DataFrame:
                 details=json_struct(
                     pl.col("key"), pl.col("label"), pl.col("train_labels"), pl.col("train_records")
                 ),
+                fix=pl.col("fix"),
             )
         )
     return concat_outputs(parts)
 
 
-@RULES.rule("GL401", "split-leakage-same-label", category="leakage", severity="error", fix="always")
+@RULES.rule(
+    "GL401",
+    "split-leakage-same-label",
+    category="leakage",
+    severity="error",
+    fix="always",
+    unsafe=True,
+    needs=("resplit",),
+)
 def split_leakage_same(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan (by canonical key) is also in train, with the same label.
 
     The model is scored on an example it was trained on: memorisation counts as generalisation.
     Naive per-row random splits do this whenever a glycan has several rows (several species,
-    several spellings). Fix: ``curate fix`` re-splits grouped by canonical key.
+    several spellings). Fix (unsafe: it changes split membership): the grouped re-split
+    (:func:`regroup_split`, seeded by ``--seed``) puts every row of the glycan into one split,
+    keeping the split proportions; glycans that do not leak stay where they are. No fix with
+    ``--no-resplit``.
     """
-    return _leak_rule(data, True)
+    return _leak_rule(data, True, ctx)
 
 
 @RULES.rule(
-    "GL402", "split-leakage-different-label", category="leakage", severity="error", fix="always"
+    "GL402",
+    "split-leakage-different-label",
+    category="leakage",
+    severity="error",
+    fix="always",
+    unsafe=True,
+    needs=("resplit",),
 )
 def split_leakage_different(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A validation/test glycan is also in train, with a different label.
 
     For multi-label taxonomy this is the same glycan under another taxon (the structure is
     shared, only the label differs); for single-label tasks it is a conflict crossing the split.
-    Either way the evaluation row is not independent of training. Fix: grouped re-split.
+    Either way the evaluation row is not independent of training. Fix (unsafe): the grouped
+    re-split, as for GL401.
     """
-    return _leak_rule(data, False)
+    return _leak_rule(data, False, ctx)
 
 
 @RULES.rule("GL403", "cross-task-leakage", category="leakage", severity="warning")
@@ -137,3 +214,62 @@ def cross_task_leakage(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
                 )
             )
     return concat_outputs(parts)
+
+
+def regroup_split(
+    keys: pl.Series,
+    current: pl.Series,
+    *,
+    seed: int = 0,
+    proportions: dict[str, float] | None = None,
+) -> pl.Series:
+    """A new split per row such that rows with the same key share one split.
+
+    Moves as few rows as it can: a key whose rows all sit in one split stays there. Keys whose
+    rows span splits (the leaks) or have no split are shuffled with ``random.Random(seed)`` (from
+    their sorted order, so input row order does not matter) and each goes, whole, to the split
+    furthest below its target share. Targets are the current proportions (80/10/10 when there is
+    no split). Rows without a key (unparseable glycans) form a group of their own.
+    """
+    n = keys.len()
+    known = current.drop_nulls()
+    if proportions is None:
+        if known.len():
+            proportions = {s: c / known.len() for s, c in known.value_counts().iter_rows()}
+        else:
+            proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
+    order_of = {"train": 0, "validation": 1, "test": 2}
+    names = sorted(proportions, key=lambda s: (order_of.get(s, 9), s))
+    group = pl.Series(
+        [k if k is not None else f"\x00row{i}" for i, k in enumerate(keys.to_list())],
+        dtype=pl.String,
+    )
+    frame = pl.DataFrame({"g": group, "s": current.cast(pl.String)})
+    groups = (
+        frame.group_by("g")
+        .agg(
+            pl.len().alias("n"),
+            pl.col("s").drop_nulls().unique().alias("splits"),
+            pl.col("s").null_count().alias("nulls"),
+        )
+        .sort("g")
+    )
+    filled = dict.fromkeys(names, 0)
+    assign: dict[str, str] = {}
+    loose: list[tuple[str, int]] = []
+    for g, size, splits, nulls in groups.iter_rows():
+        if len(splits) == 1 and nulls == 0 and splits[0] in filled:
+            assign[g] = splits[0]
+            filled[splits[0]] += size
+        else:
+            loose.append((g, size))
+    random.Random(seed).shuffle(loose)
+    target = {s: proportions[s] * n for s in names}
+    for g, size in loose:
+        best = max(
+            names,
+            key=lambda s: ((target[s] - filled[s]) / max(target[s], 1e-9), -order_of.get(s, 9)),
+        )
+        assign[g] = best
+        filled[best] += size
+    return group.replace_strict(assign, return_dtype=pl.String)

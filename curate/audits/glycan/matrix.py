@@ -24,15 +24,43 @@ def _matrices(data: GlycanData) -> list[GlycanTable]:
     return [t for t in data.tables if t.task == "interaction"]
 
 
+def kept_columns(t: GlycanTable) -> pl.DataFrame:
+    """Per canonical key with several glycan columns: the column the others merge into (the one
+    with the most non-empty cells; ties: sort order), as ``key``, ``into``."""
+    assert t.cells is not None
+    counts = t.cells.group_by("column").len()
+    keyed = (
+        t.cells.select("column", "key")
+        .unique()
+        .drop_nulls("key")
+        .join(counts, on="column", how="left")
+        .with_columns(pl.col("len").fill_null(0))
+    )
+    return (
+        keyed.sort(["key", "len", "column"], descending=[False, True, False])
+        .group_by("key", maintain_order=True)
+        .agg(pl.col("column").first().alias("into"), pl.len().alias("ncols"))
+        .filter(pl.col("ncols") > 1)
+        .select("key", "into")
+    )
+
+
 @RULES.rule(
-    "GL601", "matrix-duplicate-glycan-columns", category="conflict", severity="error", fix="always"
+    "GL601",
+    "matrix-duplicate-glycan-columns",
+    category="conflict",
+    severity="error",
+    fix="always",
+    unsafe=True,
 )
 def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """Two glycan columns of an interaction matrix are the same glycan (same canonical key) and
     hold different values for one protein.
 
     The same measurement is recorded twice with two answers; a model sees them as two glycans
-    with contradictory binding.
+    with contradictory binding. Fix (unsafe: it discards the conflicting values): merge the
+    glycan's columns into the one with the most values (ties: sort order); where they disagree,
+    the kept column's value stays and the other is logged as discarded.
     """
     parts = []
     for t in _matrices(data):
@@ -50,6 +78,16 @@ def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFram
             .filter(pl.col("nv") > 1)
             .sort("row", "key")
         )
+        # merge the first other column that disagrees here; a third column of the glycan that
+        # also disagrees is merged by the next pass's finding
+        g = g.join(kept_columns(t), on="key", how="left").with_columns(
+            pl.col("values")
+            .list.eval(pl.element().struct.field("column"))
+            .list.set_difference(pl.concat_list("into"))
+            .list.sort()
+            .list.first()
+            .alias("from")
+        )
         parts.append(
             finding_frame(
                 g,
@@ -59,6 +97,9 @@ def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFram
                     pl.col("values").list.len(),
                 ),
                 details=json_struct(pl.col("key"), pl.col("values")),
+                fix=pl.when(pl.col("from").is_not_null()).then(
+                    json_struct(pl.lit("merge_columns").alias("op"), pl.col("into"), pl.col("from"))
+                ),
             )
         )
     return concat_outputs(parts)
@@ -67,7 +108,7 @@ def matrix_duplicate_columns(data: GlycanData, ctx: AuditContext) -> pl.DataFram
 @RULES.rule("GL602", "matrix-empty-protein", category="integrity", severity="warning", fix="always")
 def matrix_empty_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A protein row of an interaction matrix has no value for any glycan: it contributes
-    nothing but counts as an example."""
+    nothing but counts as an example. Fix (safe): drop the row."""
     parts = []
     for t in _matrices(data):
         assert t.cells is not None
@@ -78,19 +119,27 @@ def matrix_empty_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
                 field=pl.lit(t.columns.protein),
                 message=pl.lit("no interaction value for any glycan"),
                 details=json_struct(pl.col("protein_name")),
+                fix=json_struct(pl.lit("drop").alias("op")),
             )
         )
     return concat_outputs(parts)
 
 
 @RULES.rule(
-    "GL603", "matrix-duplicate-protein", category="duplicate", severity="warning", fix="always"
+    "GL603",
+    "matrix-duplicate-protein",
+    category="duplicate",
+    severity="warning",
+    fix="always",
+    unsafe=True,
 )
 def matrix_duplicate_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The same protein sequence has two rows in an interaction matrix (often under two names).
 
     Its interactions count twice and, split by row, leak between train and test. Reported on
-    every occurrence after the first.
+    every occurrence after the first. Fix (unsafe: a value both rows hold differently is
+    discarded): merge the row into the first one (a cell the first row lacks is taken from the
+    repeat, a differing value logged as discarded) and drop it.
     """
     parts = []
     for t in _matrices(data):
@@ -107,6 +156,9 @@ def matrix_duplicate_protein(data: GlycanData, ctx: AuditContext) -> pl.DataFram
                 ),
                 details=json_struct(
                     pl.col("first_record").alias("duplicate_of"), pl.col("protein_name")
+                ),
+                fix=json_struct(
+                    pl.lit("merge_rows").alias("op"), pl.col("first_row").alias("into")
                 ),
             )
         )
