@@ -224,7 +224,8 @@ def fix(
             description=f"{fam.title}: fixed with `curate fix`"
             + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else "."),
             source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
-            extra_sections=invalid_section(invalid),
+            extra_sections=invalid_section(invalid, report_name="audit.before.json")
+            + fix_section(result.summary, select, ignore, unsafe_fixes),
             tags=tags or (),
             language=languages,
             source_datasets=source_datasets or (),
@@ -243,6 +244,48 @@ def fix(
             marker=manifest(command or ["curate.fix", fam.name], data.inputs),
         )
     return Outcome(report, result.tables, written, result, invalid)
+
+
+def fix_section(
+    summary: dict[str, Any],
+    select: Sequence[str] | None,
+    ignore: Sequence[str] | None,
+    unsafe: bool,
+) -> list[str]:
+    """The card's account of the fix: which rules' fixes ran, how many findings each fixed,
+    what was left for ``--unsafe-fixes``, and every edited case a fix dropped."""
+    chosen = []
+    if select:
+        chosen.append("`--select " + ",".join(select) + "`")
+    if ignore:
+        chosen.append("`--ignore " + ",".join(ignore) + "`")
+    lines = [
+        "## Fixes",
+        "",
+        "Fixes of "
+        + (" and ".join(chosen) if chosen else "every fixable rule")
+        + (", unsafe ones included (`--unsafe-fixes`)." if unsafe else ", safe ones only."),
+        "",
+    ]
+    fixed = summary.get("fixed") or {}
+    if fixed:
+        lines += ["| rule | findings fixed |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in fixed.items()]
+        lines.append("")
+    held = summary.get("unsafe_fixes_available") or {}
+    if held:
+        lines += [
+            "Not applied (unsafe; `--unsafe-fixes` applies them): "
+            + ", ".join(f"{k} {v}" for k, v in held.items())
+            + ".",
+            "",
+        ]
+    for key, value in summary.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines += [f"{key.replace('_', ' ').capitalize()}:", ""]
+            lines += ["- " + ", ".join(f"{k} `{v}`" for k, v in item.items()) for item in value]
+            lines.append("")
+    return lines
 
 
 def _published(after: Report | None) -> Report | None:

@@ -27,6 +27,8 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
   column ``F`` (values already there are not repeated). ``refs`` (optional) names, per value,
   the record the value points at: a value whose record a fix drops is not added (a withheld
   edit of a dropped duplicate would point at nothing);
+* ``{"op": "remove", "field": F, "match": [{...}, ...]}`` — take out of the list column ``F``
+  every item (an object) that has all the keys and values of one of the ``match`` patterns;
 * ``{"op": "merge_rows", "into": R}`` — copy this row's values into the empty cells of the row
   whose finding row is ``R``, then drop this row (a value that differs from ``R``'s is logged as
   discarded);
@@ -56,7 +58,15 @@ BOOKKEEPING = (ROW, RECORD, SPLIT)
 
 #: Record edits are applied in this order within one pass: a dropped row takes no other edit,
 #: merges see the values before cell edits, cell edits before split moves.
-_OP_ORDER = {"drop": 0, "merge_rows": 1, "merge_columns": 2, "set": 3, "extend": 4, "move": 5}
+_OP_ORDER = {
+    "drop": 0,
+    "merge_rows": 1,
+    "merge_columns": 2,
+    "set": 3,
+    "extend": 4,
+    "remove": 5,
+    "move": 6,
+}
 
 
 @dataclass(frozen=True)
@@ -105,8 +115,20 @@ def _finding_ref(r: dict[str, Any], record: Any = None) -> dict[str, Any]:
     return {"rule": r["rule"], "record": rec, "field": r["field"], "message": r["message"]}
 
 
-def edits_of(findings: pl.DataFrame, rules: Iterable[Rule]) -> list[dict[str, Any]]:
-    """The chosen rules' findings that carry an edit, decoded, in a stable order."""
+def edits_of(
+    findings: pl.DataFrame,
+    rules: Iterable[Rule],
+    *,
+    unsafe: bool = True,
+    held_back: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """The chosen rules' findings that carry an edit, decoded, in a stable order.
+
+    An edit may itself say ``"unsafe": true`` (ruff's per-fix applicability): a rule whose fix
+    is safe in general can have findings where it is not (dropping a duplicate case that is in
+    the edit set changes the edit set). Without ``unsafe`` those are left out and counted per
+    rule in ``held_back``.
+    """
     codes = sorted({r.code for r in rules})
     f = findings.filter(pl.col("rule").is_in(codes) & pl.col("fix").is_not_null())
     out = []
@@ -114,6 +136,10 @@ def edits_of(findings: pl.DataFrame, rules: Iterable[Rule]) -> list[dict[str, An
         edit = orjson.loads(r["fix"])
         if not isinstance(edit, dict) or edit.get("op") not in _OP_ORDER:
             raise ValueError(f"{r['rule']}: malformed fix {r['fix'][:200]}")
+        if edit.get("unsafe") and not unsafe:
+            if held_back is not None:
+                held_back[r["rule"]] = held_back.get(r["rule"], 0) + 1
+            continue
         out.append({**r, "edit": edit})
     out.sort(
         key=lambda e: (
@@ -206,7 +232,7 @@ def apply_edits(
         if kind != "merge_columns" and (i is None or i in dropped):
             skipped += 1
             continue
-        done = False
+        done = satisfied = False
         if kind == "drop":
             log(i, "", whole(i), None, e, "dropped: " + e["message"])
             dropped.add(i)
@@ -269,7 +295,7 @@ def apply_edits(
                 elif now == op["new"]:
                     # Another finding on the same cell proposed the same value (a cell with two
                     # stray spaces is two findings, one edit): already done, nothing to log.
-                    done = True
+                    satisfied = True
         elif kind == "extend":
             fld = op["field"]
             if fld in frame.columns:
@@ -284,7 +310,22 @@ def apply_edits(
                 if new:
                     values[i] = have + new
                     log(i, fld, have, have + new, e, _reason(e))
-                done = True
+                    done = True
+                else:
+                    satisfied = True  # every value already there (an identical finding)
+        elif kind == "remove":
+            fld = op["field"]
+            if fld in frame.columns:
+                values = col(fld)
+                have = _plain(list(values[i] or []))
+                match = op["match"]
+                keep = [v for v in have if not any(_matches(v, m) for m in match)]
+                if len(keep) < len(have):
+                    values[i] = keep
+                    log(i, fld, have, keep, e, _reason(e))
+                    done = True
+                else:
+                    satisfied = True
         elif kind == "move":
             group = [(i, op.get("old"))] + [(pos.get(r), s) for r, s in op.get("with", ())]
             for k, was in group:
@@ -296,7 +337,7 @@ def apply_edits(
         if done:
             applied += 1
             by_rule[e["rule"]] = by_rule.get(e["rule"], 0) + 1
-        else:
+        elif not satisfied:
             skipped += 1
     out = frame.with_columns(
         [pl.Series(c, v, dtype=frame.schema[c], strict=False) for c, v in cells.items()]
@@ -357,9 +398,14 @@ def run_fixes(
     passes = 0
     converged = False
     after = None
+    held_back: dict[str, int] = {}
+    edits_of(report.findings, rules, unsafe=choice.unsafe, held_back=held_back)
     with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
         for n in range(1, max_passes + 1):
-            edits = edits_of(audit_report.findings, rules)
+            if not frame.height:  # every record invalid: nothing to fix or re-audit
+                converged = True
+                break
+            edits = edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
             if n > 1 and not edits:
                 converged = True
                 break
@@ -386,8 +432,9 @@ def run_fixes(
                 converged = True
                 break
         else:
-            converged = not edits_of(audit_report.findings, rules)
-    unsafe_available = {
+            converged = not edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
+    unsafe_available = dict(held_back)
+    unsafe_available |= {
         r.code: n
         for r in withheld
         if (
@@ -441,6 +488,11 @@ def _same_records(reloaded: pl.DataFrame, written: pl.DataFrame) -> pl.DataFrame
         .drop("__rank")
         .select(reloaded.columns)
     )
+
+
+def _matches(value: Any, pattern: dict[str, Any]) -> bool:
+    """A list item matches a ``remove`` pattern when it has every key of it with that value."""
+    return isinstance(value, dict) and all(value.get(k) == v for k, v in pattern.items())
 
 
 def _reason(e: dict[str, Any]) -> str:

@@ -374,3 +374,24 @@ def test_findings_do_not_depend_on_file_order(hard_path, tmp_path, capsys):
     pos = {str(r["case_id"]): i for i, r in enumerate(shuffled)}
     rows = [pos[f["record"]] for f in b["findings"]]
     assert rows == sorted(rows)
+
+
+@pytest.mark.parametrize("verb", ["validate", "audit", "fix", "export"])
+@pytest.mark.parametrize("family", ["mquake", "glycan"])
+def test_every_family_command_has_help(verb, family, capsys):
+    """``--help`` renders (rich once read ``[/PATH]`` in a help text as markup: exit 3)."""
+    from curate.cli.main import main
+
+    assert main([verb, family, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "PATHS" in out
+    if verb == "fix":
+        assert "--unsafe-fixes" in out and "--select" in out
+
+
+def test_usage_errors_are_one_line(capsys):
+    from curate.cli.main import main
+
+    assert main(["fix", "mquake", "x.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["curate: error: Missing option '--out'. (see `curate fix mquake --help`)"]

@@ -247,6 +247,12 @@ def fix_summary_line(out: Path, done: Any) -> str:
         + (" (fixed " + ", ".join(f"{k}: {v}" for k, v in fixed.items()) + ")" if fixed else "")
         + ("; " + ", ".join(parts) if parts else "")
     )
+    for key, value in s.items():  # lists of records (e.g. edited cases a fix dropped)
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            shown = "; ".join(" ".join(str(x) for x in item.values()) for item in value[:10]) + (
+                f"; ... ({len(value)} in all)" if len(value) > 10 else ""
+            )
+            line += f"\n{key.replace('_', ' ')}: {shown}"
     if unsafe:
         n = sum(unsafe.values())
         line += (

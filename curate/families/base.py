@@ -76,7 +76,7 @@ def describe_invalid(invalid: pl.DataFrame, total: int) -> str:
     )
 
 
-def invalid_section(invalid: pl.DataFrame) -> list[str]:
+def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -> list[str]:
     """Dataset-card lines saying which invalid records were left out, per rule."""
     n = count_invalid(invalid)
     if not n:
@@ -87,12 +87,14 @@ def invalid_section(invalid: pl.DataFrame) -> list[str]:
         .sort("rule")
         .iter_rows()
     )
+    where = f"each one is listed in `{report_name}`"
+    if report_name != "audit.json":  # curate fix
+        where += "; `curate fix` keeps each one whole in `changelog.jsonl`"
     lines = [
         "## Invalid records left out",
         "",
         f"{n} input records failed the schema or could not be parsed and are not in this "
-        "dataset (each one is listed in `audit.json`; `curate fix` also keeps them whole in "
-        "`changelog.jsonl`).",
+        f"dataset ({where}).",
         "",
         "| rule | records |",
         "|---|---:|",

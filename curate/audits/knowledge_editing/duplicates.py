@@ -47,14 +47,16 @@ def case_keys(ctx: AuditContext) -> pl.DataFrame:
     category="duplicate",
     severity="warning",
     fix="always",
-    needs=("case_keys",),
+    needs=("case_keys", "edited"),
 )
 def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Two cases have the same fact chain and the same edits.
 
     They test the same thing twice (often with reworded questions), so the case weighs double in
     every accuracy figure. The first occurrence is kept; each later one is reported with the case
-    it repeats. Fix: drop the later ones.
+    it repeats. Fix: drop the later ones. Dropping a case that is in the edit set removes its
+    edits from the evaluation, so that fix is unsafe (``--unsafe-fixes``), and ``curate fix``
+    names every edited case it drops.
     """
     k = later_occurrences(
         ctx.table("case_keys").filter(pl.col("chain").is_not_null()),
@@ -69,8 +71,14 @@ def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         message=pl.format("same chain and edits as case {}", "first_record"),
         details=json_struct(pl.col("first_record").alias("duplicate_of")),
     )
+    edited = data.cases.select("row", ctx.table("edited").alias("edited"))
+    flags = out.select("row").join(edited, on="row", how="left", maintain_order="left")
     return out.with_columns(
-        pl.struct(pl.lit("drop").alias("op"), pl.col("record").alias("record"))
+        pl.struct(
+            pl.lit("drop").alias("op"),
+            pl.col("record").alias("record"),
+            flags["edited"].fill_null(False).alias("unsafe"),
+        )
         .struct.json_encode()
         .alias("fix")
     )
