@@ -236,6 +236,12 @@ def fix(
     typer.echo(fix_summary_line(out, done))
 
 
+def _item(item: dict[str, Any]) -> str:
+    """``{"case": 9203, "rule": "KE401", "reason": "..."}`` as ``9203 (KE401: ...)``."""
+    first, *rest = (str(v) for v in item.values())
+    return f"{first} ({': '.join(rest)})" if rest else first
+
+
 def fix_summary_line(out: Path, done: Any) -> str:
     """``wrote OUT: N records, M changes (...)`` plus what was left undone and why."""
     s = dict(done.fix.summary)
@@ -249,7 +255,7 @@ def fix_summary_line(out: Path, done: Any) -> str:
     )
     for key, value in s.items():  # lists of records (e.g. edited cases a fix dropped)
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            shown = "; ".join(" ".join(str(x) for x in item.values()) for item in value[:10]) + (
+            shown = "; ".join(_item(item) for item in value[:10]) + (
                 f"; ... ({len(value)} in all)" if len(value) > 10 else ""
             )
             line += f"\n{key.replace('_', ' ')}: {shown}"
