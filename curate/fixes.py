@@ -392,6 +392,7 @@ def run_fixes(
     rules, withheld = choice.rules(family.rules)
     invalid = family.invalid_records(data)
     frame, changes = family.fix_frame(data, invalid)
+    _name_invalid_findings(changes, invalid)
     applied: dict[str, int] = {}
     current, audit_report = data, report
     reaudit = family.reaudit_options(options)
@@ -455,6 +456,20 @@ def run_fixes(
         converged=converged,
         after=after,
     )
+
+
+def _name_invalid_findings(changes: list[ChangeEntry], invalid: pl.DataFrame) -> None:
+    """Records left out as invalid are logged by the family before any pass; name the finding
+    that rejected each one too (pass 0: before fixing), so every changelog line has one."""
+    refs: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for r in invalid.iter_rows(named=True):
+        ref = {k: r[k] for k in ("rule", "record", "field", "message")}
+        refs.setdefault((r["rule"], r["record"]), ref)
+        if r["record"] is None:
+            refs.setdefault((r["rule"], r["field"]), ref)
+    for c in changes:
+        c.finding = refs.get((c.rule, c.record)) or refs.get((c.rule, c.field))
+        c.pass_no = 0
 
 
 def reaudit_tables(

@@ -562,7 +562,9 @@ def _json_path_key(name: str) -> str:
 
 #: A shard's path → its split: ``data/<split>-00000-of-00001.parquet`` (``fullpath`` may carry a
 #: folder before ``data/``).
-_SPLIT_FROM_PATH = r"^(?:.*/)?data/(.+?)-[0-9]+-of-[0-9]+\.parquet$"
+#: It also matches a bare split name: mlcroissant applies the transform again to the value it
+#: extracted, and would warn once per record otherwise.
+_SPLIT_FROM_PATH = r"^(?:(?:.*/)?data/)?(.+?)(?:-[0-9]+-of-[0-9]+\.parquet)?$"
 
 
 def _split_of(path: str) -> str:

@@ -226,6 +226,12 @@ class RuleSet:
         """
         sel = _split(select)
         ign = _split(ignore)
+        for flag, given, parsed in (("--select", select, sel), ("--ignore", ignore, ign)):
+            # ``--select ""`` (an empty shell variable) must not mean "every rule"
+            if given is not None and not isinstance(given, str) and list(given) and not parsed:
+                raise UsageError(f"{flag} names no rule (an empty value)")
+            if isinstance(given, str) and not parsed:
+                raise UsageError(f"{flag} names no rule (an empty value)")
         for s in sel + ign:
             if not any(_matches(r, s) for r in self):
                 raise UsageError(
@@ -235,7 +241,11 @@ class RuleSet:
         return [r for r in chosen if not any(_matches(r, s) for s in ign)]
 
 
-def _split(items: Iterable[str] | None) -> list[str]:
+def _split(items: Iterable[str] | str | None) -> list[str]:
+    """Selectors from repeated and comma-separated values; one string is one value (the API's
+    ``select="KE2"``), not its characters."""
+    if isinstance(items, str):
+        items = [items]
     out: list[str] = []
     for item in items or []:
         out.extend(p.strip() for p in item.split(",") if p.strip())

@@ -235,7 +235,9 @@ def fixed(hard_path, tmp_path_factory) -> dict:
     outs = []
     for name in ("a", "b"):
         out = base / name
-        assert cli("fix", "mquake", hard_path, "--out", out, "--edit-set", "random:100") == 0
+        # --unsafe-fixes: one duplicate case is in the edit set (dropping it is unsafe)
+        args = ("--out", out, "--edit-set", "random:100", "--unsafe-fixes")
+        assert cli("fix", "mquake", hard_path, *args) == 0
         outs.append(out)
     return {"before": before, "out": outs[0], "again": outs[1]}
 
@@ -345,7 +347,6 @@ def test_withheld_edits_match_reference(fixed_rows, hard_records):
         if r["case_id"] in edited
         for k, t in enumerate(r["orig"]["edit_triples"])
     ]
-    position = {r["case_id"]: i for i, r in enumerate(kept)}
     got_rows = {r["case_id"]: r for r in fixed_rows}
     n_with = 0
     for r in kept:
@@ -363,8 +364,6 @@ def test_withheld_edits_match_reference(fixed_rows, hard_records):
         got = [(w["case_id"], w["edit_index"], tuple(w["triple"])) for w in row["withheld_edits"]]
         assert len(got) == len(set(got)), cid
         assert set(got) == expected, cid
-        # listed in file order of the source case, then edit index
-        assert got == sorted(got, key=lambda x: (position[x[0]], x[1]))
         n_with += bool(expected)
     # the random:100 edit set contaminates most of MQuAKE-hard: the check is not vacuous
     assert n_with > 200

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 import curate
@@ -170,3 +171,31 @@ def test_glycan_rules_show_fix_availability_and_safety(capsys):
     assert main(["rules", "glycan"]) == 0
     text = capsys.readouterr().out
     assert "GL401  split-leakage-same-label  [glycan; leakage; error; fix: always (unsafe)]" in text
+
+
+def test_fixing_in_two_steps_leaves_no_dangling_withheld_edit(hard_path, tmp_path):
+    """Withhold first, drop duplicates later: the withheld edits of a dropped case are found
+    (KE203) and removed by the next fix, so both routes end with consistent data."""
+    first = tmp_path / "withheld"
+    curate.fix("mquake", hard_path, first, edit_set="random:20:0", select=["KE2"])
+    second = tmp_path / "deduplicated"
+    done = curate.fix("mquake", first, second, select=["KE401"], unsafe_fixes=True)
+    dropped = {c.record for c in done.fix.changelog if c.rule == "KE401"}
+    assert "9203" in dropped  # an edited case others withheld
+    gone = curate.audit("mquake", second, select=["KE203"]).findings
+    assert gone.height and "9203" in gone["message"].str.extract(r"case (\S+)$").to_list()
+    third = tmp_path / "clean"
+    curate.fix("mquake", second, third, select=["KE203"])
+    assert curate.audit("mquake", third, select=["KE2"]).findings.height == 0
+    rows = [r for f in sorted(third.glob("data/*.parquet")) for r in pq.read_table(f).to_pylist()]
+    referred = {str(w["case_id"]) for r in rows for w in r["withheld_edits"]}
+    assert referred and not referred & dropped
+
+
+def test_an_edited_duplicate_is_dropped_only_with_unsafe_fixes(hard_path, tmp_path):
+    safe = curate.fix("mquake", hard_path, edit_set="random:20:0")
+    assert safe.fix.summary["unsafe_fixes_available"] == {"KE401": 1}
+    assert safe.fix.summary["edited_cases_dropped"] == []
+    unsafe = curate.fix("mquake", hard_path, edit_set="random:20:0", unsafe_fixes=True)
+    (case,) = unsafe.fix.summary["edited_cases_dropped"]
+    assert case["case"] == "9203" and case["rule"] == "KE401" and "9186" in case["reason"]

@@ -172,7 +172,12 @@ class Family(ABC):
         from curate.fixes import FixChoice, run_fixes
 
         opts = self.options(options or data.options, **raw)
-        choice = FixChoice(tuple(select), tuple(ignore), unsafe)
+        # one string is one selector (``select="KE2"``), not its characters
+        choice = FixChoice(
+            (select,) if isinstance(select, str) else tuple(select),
+            (ignore,) if isinstance(ignore, str) else tuple(ignore),
+            unsafe,
+        )
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
         run = run_fixes(self, data, report, opts, choice, progress=progress, **kw)
         summary = self.fix_figures(run, data)
@@ -190,14 +195,15 @@ class Family(ABC):
         """The summary figures of every fix: rows in and out, rows dropped as invalid and by
         fixes, findings fixed per rule, passes, unsafe fixes left, non-convergence."""
         invalid_rules = set(self.invalid_rules)
-        dropped = sum(1 for c in run.changelog if c.field == "" and c.new is None and c.finding)
+        # pass 0: records left out as invalid before fixing; later passes: records a fix dropped
+        dropped = sum(1 for c in run.changelog if c.pass_no > 0 and c.field == "" and c.new is None)
         summary: dict[str, Any] = {
             "rows_in": sum(i.records for i in data.inputs),
             "rows_out": run.frame.height,
             "invalid_dropped": sum(
                 1
                 for c in run.changelog
-                if c.rule in invalid_rules and c.finding is None and c.field == ""
+                if c.rule in invalid_rules and c.pass_no == 0 and c.field == ""
             ),
             "dropped": dropped,
             "fixed": dict(sorted(run.applied.items())),

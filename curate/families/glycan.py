@@ -667,17 +667,17 @@ class GlycanFamily(Family):
         log = run.changelog
         more: dict[str, Any] = {
             "cells_changed": sum(
-                1 for c in log if c.finding and c.field not in ("", "split") and c.old != c.new
+                1 for c in log if c.pass_no > 0 and c.field not in ("", "split") and c.old != c.new
             ),
         }
         if t.task == "interaction":
             more["glycan_columns_merged"] = sum(
-                1 for c in log if c.finding and c.reason.startswith("column dropped")
+                1 for c in log if c.pass_no > 0 and c.reason.startswith("column dropped")
             )
-            more["invalid_columns_dropped"] = sum(1 for c in log if not c.finding and c.field)
+            more["invalid_columns_dropped"] = sum(1 for c in log if c.pass_no == 0 and c.field)
         else:
             more["rows_moved_between_splits"] = len(
-                {c.record for c in log if c.field == "split" and c.finding}
+                {c.record for c in log if c.field == "split" and c.pass_no > 0}
             )
             more["seed"] = options.seed
             more["resplit"] = options.resplit

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.audits.knowledge_editing import RULES
-from curate.audits.knowledge_editing.contamination import edited_table
+from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import UsageError
 from curate.families.base import Family, Progress, check_not_blank, no_records
@@ -376,16 +376,23 @@ class KnowledgeEditingFamily(Family):
         edited: pl.Series = ctx.table("edited")
         n_edited = int(edited.sum()) if edited.len() else 0
         data: KEData = ctx.data
-        from_marks = bool(data.marks.height) and data.marks["edited"].is_not_null().any()
+        spec = ctx.options.edit_set
+        extra: dict[str, Any] = {}
+        if edit_set_from_data(data):
+            extra["from"] = "the cases' edited flags (written by curate fix)"
+            if "edit_set" in ctx.options.model_fields_set:
+                extra["ignored"] = f"--edit-set {spec}: the data carries its own edit set"
+            spec = "edited flags (curate fix)"
+            report.options["edit_set"] = spec
         report.stats["edit_set"] = {
-            "spec": ctx.options.edit_set,
+            "spec": spec,
             "edited_cases": n_edited,
             "unedited_cases": edited.len() - n_edited,
-            **({"from": "the cases' edited flags (written by curate fix)"} if from_marks else {}),
+            **extra,
         }
         if contaminated:
             report.stats["contamination"] = {
-                "edit_set": ctx.options.edit_set,
+                "edit_set": spec,
                 "edited_cases": n_edited,
                 "edited_contaminated": contaminated.get("KE201"),
                 "unedited_cases": edited.len() - n_edited,
@@ -491,24 +498,10 @@ class KnowledgeEditingFamily(Family):
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         """The fixed cases per split, in frame order, with Arrow's plain (not large) types.
 
-        Each ``withheld_edits`` list is ordered by its source case's position, then edit index
-        (several findings, one per hop, add to it in hop order).
+        A ``withheld_edits`` list is written as the changelog built it: per contaminated hop
+        (hop order), the sources in file order, then edit index.
         """
         out: dict[str, pa.Table] = {}
-        if "withheld_edits" in frame.columns:
-            position = {c: i for i, c in enumerate(frame["case_id"].to_list())}
-            frame = frame.with_columns(
-                pl.Series(
-                    "withheld_edits",
-                    [
-                        sorted(w, key=lambda x: (position.get(x["case_id"], -1), x["edit_index"]))
-                        if w
-                        else w
-                        for w in frame["withheld_edits"].to_list()
-                    ],
-                    dtype=frame.schema["withheld_edits"],
-                )
-            )
         for split in dict.fromkeys(frame[SPLIT].to_list()):
             part = frame.filter(pl.col(SPLIT) == split).drop(BOOKKEEPING).to_arrow()
             out[split] = part.cast(small_types(part.schema))
@@ -540,7 +533,9 @@ class KnowledgeEditingFamily(Family):
             if c.field == "" and c.new is None and c.record in was_edited
         ]
         summary = {
-            "edit_set": options.edit_set,
+            "edit_set": "edited flags (curate fix)"
+            if edit_set_from_data(data)
+            else options.edit_set,
             "edited_cases": len(kept),
             "cases_with_withheld_edits": withheld,
             "edited_cases_dropped": dropped,

@@ -18,6 +18,7 @@ from curate.errors import UsageError
 from curate.findings import (
     empty_rule_output,
     finding_frame,
+    json_struct,
 )
 from curate.io import read_text
 from curate.rules import AuditContext
@@ -188,6 +189,14 @@ def _without_withheld(data: KEData, hits: pl.LazyFrame) -> pl.LazyFrame:
     return h.drop("src_records", "src_rows", "src_k").join(kept, on="__h").drop("__h")
 
 
+def edit_set_from_data(data: KEData) -> bool:
+    """Does every case carry the ``edited`` flag ``curate fix`` writes? Then that is the edit
+    set. Data mixing fixed and unfixed cases uses ``--edit-set`` (their flags would say nothing
+    about the others)."""
+    n = data.marks.filter(pl.col("edited").is_not_null()).height
+    return n > 0 and n == data.cases.height
+
+
 @RULES.table("edited")
 def edited_table(ctx: AuditContext) -> pl.Series:
     """Per row of ``cases``: is the case in the edit set (``--edit-set``, resolved once)?
@@ -197,8 +206,8 @@ def edited_table(ctx: AuditContext) -> pl.Series:
     ``--edit-set`` says (the report's ``edit_set`` stats say so).
     """
     data: KEData = ctx.data
-    flagged = data.marks.filter(pl.col("edited").is_not_null())
-    if flagged.height:
+    if edit_set_from_data(data):
+        flagged = data.marks.filter(pl.col("edited").is_not_null())
         flags = data.cases.select("row").join(flagged, on="row", how="left", maintain_order="left")
         return flags["edited"].fill_null(False).alias("edited")
     return resolve_edit_set(data, ctx.options.edit_set)
@@ -264,7 +273,9 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
 def _withhold_fix(data: KEData, j: pl.DataFrame) -> pl.DataFrame:
     """Per (case, hop): the edit that withholds *every* contaminating source (``details`` lists
     at most :data:`MAX_LISTED`; the fix must not), as ``withheld_edits`` entries."""
-    ints = bool(data.all_ids) and all(type(x) is int for x in data.all_ids)
+    # the ids of valid cases (an invalid record's id may be anything): ints stay ints
+    ids = [data.all_ids[r] for r in data.cases["row"].to_list()]
+    ints = bool(ids) and all(type(x) is int for x in ids)
     case_id = pl.col("src_records").cast(pl.Int64) if ints else pl.col("src_records")
     return (
         j.select("row", "hop", "t_s", "t_r", "t_o", "src_records", "src_rows", "src_k")
@@ -333,6 +344,78 @@ def contaminated_unedited(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     ``answer``. When an applied edit shares (subject, relation) with a hop of that chain but has
     another object, the faithful edited model must answer differently from ``answer``: the case
     is counted wrong for doing the right thing. This is what makes most unedited cases of
-    MQuAKE-CF-3k unreliable when only part of the benchmark is edited.
+    MQuAKE-CF-3k unreliable when only part of the benchmark is edited. Fix (as KE201): the
+    case's ``withheld_edits`` lists those edits, to leave out when it is asked.
     """
     return _contam_findings(ctx, False)
+
+
+@RULES.rule(
+    "KE203",
+    "withheld-edit-unknown",
+    category="integrity",
+    severity="warning",
+    fix="always",
+)
+def withheld_edit_unknown(data: KEData, ctx: AuditContext) -> pl.DataFrame:
+    """A case withholds an edit that no case of the dataset has (``withheld_edits``).
+
+    ``curate fix`` writes ``withheld_edits`` for the dataset as it is; removing cases afterwards
+    (a later fix, a hand edit, a filtered copy) leaves entries pointing at a case or an edit
+    index that is gone. An evaluation then looks for an edit that does not exist, and the list
+    no longer says which edits really contaminate the case. Fix: remove those entries.
+    """
+    withheld = (
+        data.marks.select("row", "withheld")
+        .explode("withheld")
+        .drop_nulls("withheld")
+        .with_columns(pl.int_range(pl.len()).over("row").alias("i"))
+    )
+    if not withheld.height:
+        return empty_rule_output()
+    known = data.edits.select(
+        pl.concat_str(pl.col("record"), pl.col("k").cast(pl.String), separator="\x1f").alias(
+            "withheld"
+        )
+    ).unique()
+    gone = withheld.join(known, on="withheld", how="anti")
+    if not gone.height:
+        return empty_rule_output()
+    ids = [data.all_ids[r] for r in data.cases["row"].to_list()]
+    ints = bool(ids) and all(type(x) is int for x in ids)
+    parts = gone.with_columns(
+        pl.col("withheld").str.split_exact("\x1f", 1).struct.rename_fields(["case", "k"])
+    ).unnest("withheld")
+    case_id = pl.col("case").cast(pl.Int64, strict=False) if ints else pl.col("case")
+    per_case = (
+        parts.sort("row", "i")
+        .group_by("row", maintain_order=True)
+        .agg(
+            pl.struct(
+                case_id.alias("case_id"), pl.col("k").cast(pl.Int64).alias("edit_index")
+            ).alias("match"),
+            pl.len().alias("n"),
+            pl.col("case").first().alias("first_case"),
+            pl.col("k").first().alias("first_k"),
+        )
+        .join(data.cases.select("row", "record"), on="row")
+    )
+    return finding_frame(
+        per_case,
+        field=pl.lit("withheld_edits"),
+        message=pl.format(
+            "{} withheld edit(s) refer to no edit of this dataset, e.g. edit {} of case {}",
+            "n",
+            "first_k",
+            "first_case",
+        ),
+        details=json_struct(pl.col("match").alias("unknown")),
+        fix=pl.struct(
+            pl.lit("remove").alias("op"),
+            pl.lit("withheld_edits").alias("field"),
+            pl.col("match"),
+            pl.lit("withheld edit(s) of cases or edits no longer in the dataset removed").alias(
+                "reason"
+            ),
+        ).struct.json_encode(),
+    )
