@@ -280,6 +280,8 @@ def fix_section(
             + ".",
             "",
         ]
+    if summary.get("layout"):
+        lines += [f"Layout: {summary['layout']}.", ""]
     for key, value in summary.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines += [f"{key.replace('_', ' ').capitalize()}:", ""]

@@ -145,9 +145,9 @@ class Finding:
             "field": self.field,
             "message": self.message,
             "details": self.details,
+            # always present (null: no fix), so ``finding["fix"]`` works on every finding
+            "fix": self.fix,
         }
-        if self.fix is not None:
-            out["fix"] = self.fix
         return out
 
 

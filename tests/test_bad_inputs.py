@@ -171,6 +171,14 @@ def _numbers(d: Path) -> Path:
     return _json("numbers.json", recs)(d)
 
 
+def _mixed_case_ids(d: Path) -> Path:
+    """Valid MQuAKE cases whose ids are an int here and a string there: each record is fine,
+    together they have no one parquet type (fix/export: exit 2 naming the field)."""
+    recs = _mquake()[:6]
+    recs[2]["case_id"] = "case-three"
+    return _json("mixed_ids.json", recs)(d)
+
+
 def _mixed_rows(d: Path) -> Path:
     rows = [
         {"glycan": "Gal(b1-4)Glc", "Species": "Homo_sapiens", "Genus": "Homo", "case_id": 1},
@@ -348,6 +356,20 @@ CORPUS: list[Case] = [
     Case("nulls everywhere (CSV)", _nulls_csv, BAD),
     Case("numbers for strings", _numbers, BAD),
     Case("mixed-type rows", _mixed_rows, BAD),
+    Case(
+        "int and string case ids",
+        _mixed_case_ids,
+        expect_for={"mquake": READABLE},
+        families=("mquake",),
+        commands=("validate", "audit"),
+    ),
+    Case(
+        "int and string case ids (written)",
+        _mixed_case_ids,
+        UNUSABLE,
+        families=("mquake",),
+        commands=("fix", "export"),
+    ),
     Case("array holding a non-object", _write("strings.json", '[{"a": 1}, "text"]'), UNUSABLE),
     Case("object-typed label cells", _object_label_cell, BAD, families=("glycan",)),
     Case(

@@ -22,7 +22,7 @@ KE_CODES = [
     "KE001", "KE002",
     "KE101", "KE102", "KE103", "KE104", "KE105", "KE106", "KE107", "KE108", "KE109", "KE110",
     "KE111", "KE112", "KE113",
-    "KE201", "KE202",
+    "KE201", "KE202", "KE203",
     "KE301", "KE302",
     "KE401", "KE402",
 ]  # fmt: skip
@@ -216,7 +216,7 @@ def test_validate_good_data(capsys):
     assert "No findings" in out
     rc, rep = run_json(capsys, "validate", "mquake", SAMPLE)
     assert rc == 0 and rep["findings"] == []
-    assert set(rep["summary"]["rules_run"]) == {"KE001", "KE002"}
+    assert set(rep["summary"]["rules_run"]) == {"KE001", "KE002", "KE203"}
 
 
 def test_validate_corrupted_records(tmp_path, capsys):
@@ -305,7 +305,7 @@ def test_rules_json(capsys):
         assert r["doc"].replace("\n", " ").startswith(r["summary"])
     fixable = {r["code"] for r in rules if r["fixable"]}
     # alias cleanup, duplicate drop, and withheld edits for contaminated cases (curate fix)
-    assert fixable == {"KE110", "KE201", "KE202", "KE401"}
+    assert fixable == {"KE110", "KE201", "KE202", "KE203", "KE401"}
     rc, out2, _ = run(capsys, "rules", "mquake", "--format", "json")
     assert json.loads(out2) == rules
 

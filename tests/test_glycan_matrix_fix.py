@@ -104,6 +104,7 @@ def test_matrix_fix_merges_drops_and_logs(matrix_slice, tmp_path, capsys) -> Non
     for c in log:
         ref = c["finding"]
         assert c["pass"] > 1 or (ref["rule"], ref["record"], ref["field"], ref["message"]) in named
+        assert c["pass"] > 0  # no invalid row here
     # every dropped row is kept whole in the changelog
     dropped = [c for c in log if c["field"] == "" and c["new"] is None]
     glycan_cols = [c for c in part.columns if c not in ("target", "protein", "__orig", "__alt")]

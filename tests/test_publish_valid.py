@@ -490,7 +490,8 @@ def test_ke_fix_summary_counts_duplicates_and_invalid_apart(broken_hard, tmp_pat
     src = tmp_path / "dups.json"
     src.write_text(json.dumps(records), encoding="utf-8")
     out = tmp_path / "fixed"
-    rc, stdout, err = run(capsys, "fix", "mquake", src, "--out", out)
+    # every case is edited (edit set all): dropping an edited duplicate is an unsafe fix
+    rc, stdout, err = run(capsys, "fix", "mquake", src, "--out", out, "--unsafe-fixes")
     assert rc == 0, err
     log = changelog(out)
     duplicates = {c["record"] for c in log if c["rule"] == "KE401"}

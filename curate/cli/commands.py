@@ -247,6 +247,7 @@ def fix_summary_line(out: Path, done: Any) -> str:
     s = dict(done.fix.summary)
     fixed = s.pop("fixed", {})
     unsafe = s.pop("unsafe_fixes_available", {})
+    layout = s.pop("layout", None)
     parts = [f"{k}={v}" for k, v in s.items() if not isinstance(v, list | dict)]
     line = (
         f"wrote {out}: {done.rows} records, {len(done.fix.changelog)} changes"
@@ -259,6 +260,8 @@ def fix_summary_line(out: Path, done: Any) -> str:
                 f"; ... ({len(value)} in all)" if len(value) > 10 else ""
             )
             line += f"\n{key.replace('_', ' ')}: {shown}"
+    if layout:
+        line += f"\nlayout: {layout}"
     if unsafe:
         n = sum(unsafe.values())
         line += (

@@ -540,6 +540,14 @@ class KnowledgeEditingFamily(Family):
             "cases_with_withheld_edits": withheld,
             "edited_cases_dropped": dropped,
         }
+        remastered = data.stats.get("layouts", {}).get("remastered", 0)
+        if remastered:
+            # Said once here (stdout, card, fix_summary) rather than per record in the changelog:
+            # every field of those records changes place, none changes value.
+            summary["layout"] = (
+                f"{remastered} MQuAKE-Remastered (flat) records written in the original nested "
+                "layout (orig, target_new/target_true objects, edit_triples); values unchanged"
+            )
         return {"edit_set.json": orjson.dumps(kept, option=orjson.OPT_INDENT_2)}, summary
 
 

@@ -172,8 +172,13 @@ def only_input(data: LoadedDataset) -> str | None:
 
 
 def unify_struct_types(types: list[pa.DataType]) -> pa.StructType:
-    """One struct type for every batch (a field null or absent in one batch takes the others')."""
+    """One struct type for every batch (a field null or absent in one batch takes the others').
+
+    No batch at all (every record invalid) is an empty struct: the caller has nothing to write
+    and says so with the invalid records, not with an Arrow message."""
     distinct = list(dict.fromkeys(types))
+    if not distinct:
+        return pa.struct([])
     if len(distinct) == 1:
         return distinct[0]
     try:
@@ -201,7 +206,32 @@ def arrow_type_error(
                 record=str(row.get("case_id")),
                 field=where,
             )
+    mixed = _mixed_field(rows or [])
+    if mixed is not None:
+        key, first, record, other = mixed
+        return InputError(
+            f"cannot export: field {key!r} holds {first} values and, here, {other} "
+            "(parquet needs one type per column; write them all one way)",
+            path=path,
+            record=record,
+            field=key,
+        )
     msg = " ".join(str(e).split())[:200]
     return InputError(
         f"cannot export: one field holds values of different types ({msg})", path=path
     )
+
+
+def _mixed_field(rows: list[dict[str, Any]]) -> tuple[str, str, str, str] | None:
+    """The first top-level field whose non-null values have two types, with the type it first
+    had, and the first record (by ``case_id``) holding the other type."""
+    seen: dict[str, str] = {}
+    for row in rows:
+        for key, value in row.items():
+            if value is None:
+                continue
+            kind = type(value).__name__
+            first = seen.setdefault(key, kind)
+            if kind != first:
+                return key, first, str(row.get("case_id")), kind
+    return None
