@@ -202,9 +202,21 @@ def open_source(
 
 
 def check_inputs(paths: Sequence[str | Path]) -> None:
-    """Usage checks over a command's inputs: standard input (``-``) can be read only once."""
+    """Usage checks over a command's inputs: standard input (``-``) can be read only once, and
+    one file given twice would count every record twice (each then a duplicate of itself)."""
     if sum(str(p) == STDIN for p in paths) > 1:
         raise UsageError("- (standard input) can be given only once")
+    seen: dict[tuple[Path, str | None], str] = {}
+    for p in paths:
+        local = local_input(p)
+        if local is None or not local.exists():
+            continue
+        # FOLDER:CONFIG inputs share their folder: one config is the unit there
+        config = None if local == Path(str(p)) else str(p).rsplit(":", 1)[-1]
+        key = (local.resolve(), config)
+        if key in seen:
+            raise UsageError(f"{p} is given twice (as {seen[key]!r} and {str(p)!r})")
+        seen[key] = str(p)
 
 
 def local_input(path: str | Path) -> Path | None:

@@ -167,7 +167,8 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     s = report.summary()
     out = [f"{h} Audit: {report.family}", ""]
     for i in report.inputs:
-        out.append(f"- `{i.path}`: {i.records} records, sha256 `{i.sha256[:16]}`")
+        digest = f", sha256 `{i.sha256[:16]}`" if i.sha256 else ""
+        out.append(f"- `{i.path}`: {i.records} records{digest}")
     if report.options:
         out.append(f"- options: {_md_escape(_options_line(report))}")
     if line := _contamination_line(report, "`{}`"):

@@ -199,3 +199,11 @@ def test_an_edited_duplicate_is_dropped_only_with_unsafe_fixes(hard_path, tmp_pa
     unsafe = curate.fix("mquake", hard_path, edit_set="random:20:0", unsafe_fixes=True)
     (case,) = unsafe.fix.summary["edited_cases_dropped"]
     assert case["case"] == "9203" and case["rule"] == "KE401" and "9186" in case["reason"]
+
+
+def test_one_file_given_twice_is_refused(hard_path, capsys):
+    """Read twice, every record would be its own duplicate (KE002/KE401 on all of them)."""
+    twice = str(hard_path.parent / ".." / hard_path.parent.name / hard_path.name)
+    assert main(["audit", "mquake", str(hard_path), twice]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "given twice" in line
