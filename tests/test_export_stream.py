@@ -328,7 +328,8 @@ def test_ke_mixed_case_id_types_are_one_exit_2_line(tmp_path, hard_records, caps
     capsys.readouterr()
     assert cli("export", "mquake", src, "--out", tmp_path / "o") == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "different types" in err
+    assert err.count("\n") == 1 and "record two, field case_id" in err
+    assert "'case_id' holds int values and, here, str" in err
     assert not (tmp_path / "o").exists()
 
 
