@@ -207,3 +207,17 @@ def test_one_file_given_twice_is_refused(hard_path, capsys):
     assert main(["audit", "mquake", str(hard_path), twice]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "given twice" in line
+
+
+def test_fixed_folder_loads_with_datasets_and_mlcroissant(fixed_hard):
+    import datasets
+    import mlcroissant as mlc
+
+    out, done = fixed_hard["out"], fixed_hard["done"]
+    ds = datasets.load_dataset(str(out))
+    assert sum(len(s) for s in ds.values()) == done.rows
+    assert "withheld_edits" in ds["train"].features and "edited" in ds["train"].features
+    cr = mlc.Dataset(jsonld=str(out / "croissant.json"))
+    records = list(cr.records(record_set="default"))
+    assert len(records) == done.rows
+    assert {r["default/split"].decode() for r in records} == set(ds)
