@@ -659,7 +659,7 @@ class KnowledgeEditingFamily(Family):
             declared = None
             types = [
                 arr.type
-                for _, rows in _valid_batches(paths, skip, encoding, None)
+                for _, _, rows in _valid_batches(paths, skip, encoding, None)
                 if (arr := _struct_array(rows, only_input(data))) is not None
             ]
             struct_type = _unify_struct_types(types)
@@ -667,12 +667,21 @@ class KnowledgeEditingFamily(Family):
 
         def stream(split: str):
             def batches():
-                for _, rows in _valid_batches(paths, skip, encoding, split, declared):
+                # One record batch per input batch, converted a chunk at a time (see
+                # :func:`_valid_batches`).
+                parts: list[pa.Array] = []
+                current = None
+                for n, _, rows in _valid_batches(paths, skip, encoding, split, declared):
+                    if n != current and parts:
+                        yield _record_batch(parts)
+                        parts = []
+                    current = n
                     try:
-                        arr = pa.array(rows, type=struct_type)
+                        parts.append(pa.array(rows, type=struct_type))
                     except (OverflowError, pa.ArrowException) as e:
                         raise _type_error(e, rows, only_input(data)) from None
-                    yield pa.RecordBatch.from_struct_array(arr)
+                if parts:
+                    yield _record_batch(parts)
 
             return SplitStream(schema, batches, counts[split])
 
@@ -687,33 +696,45 @@ class KnowledgeEditingFamily(Family):
         return plan_fixes(data, report, self.options(options or data.options, **raw))
 
 
+#: Valid cases per chunk in the export: each chunk's dicts become Arrow and are freed before
+#: the next is made, so a batch's parsed records and its converted copy are not all alive at once.
+EXPORT_CHUNK = 1024
+
+
 def _valid_batches(
     paths: Sequence[str],
     skip: set[int],
     encoding: str | None,
     split: str | None,
     declared: _Shape | None = None,
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """``(split, valid cases in the original layout)`` per input batch, in file order.
+) -> Iterator[tuple[int, str, list[dict[str, Any]]]]:
+    """``(batch number, split, valid cases in the original layout)``, in file order.
 
-    Rows are numbered across inputs exactly as :meth:`KnowledgeEditingFamily.load` numbers
-    them, so ``skip`` (rows an invalid-record rule names) lines up. With ``split``, batches of
-    other splits are passed over without being validated. With ``declared`` (the shape the load
-    noted, which the Arrow type was declared from), each batch's cases are checked against it:
-    a field the type does not have would be dropped without a word, so an input edited since
-    it was loaded is an error, not a silently thinner export.
+    Each input batch comes in chunks of at most :data:`EXPORT_CHUNK` cases, all with the batch's
+    number; each raw record is let go as soon as it is validated. Rows are numbered across inputs
+    exactly as :meth:`KnowledgeEditingFamily.load` numbers them, so ``skip`` (rows an
+    invalid-record rule names) lines up. With ``split``, batches of other splits are passed over
+    without being validated. With ``declared`` (the shape the load noted, which the Arrow type
+    was declared from), each batch's cases are checked against it: a field the type does not
+    have would be dropped without a word, so an input edited since it was loaded is an error,
+    not a silently thinner export.
     """
     row = 0
+    number = 0
     for path in paths:
         src = open_source(path, hash_input=False, encoding=encoding)
         for batch in src.batches:
+            number += 1
             name = batch.split or "train"
+            raws = batch.rows
             if split is not None and name != split:
-                row += len(batch.rows)
+                row += len(raws)
                 continue
+            del batch
             cases = []
             shape = _Shape()
-            for raw in batch.rows:
+            for i in range(len(raws)):
+                raw, raws[i] = raws[i], None
                 if row not in skip:
                     _, case, _ = validate_record(raw)
                     if case is not None:
@@ -721,14 +742,28 @@ def _valid_batches(
                             shape.note(case)
                         cases.append(case.to_original())
                 row += 1
+                if len(cases) == EXPORT_CHUNK:
+                    if declared is not None and not shape.fits(declared):
+                        raise _changed(src.path)
+                    yield number, name, cases
+                    cases = []
             if declared is not None and not shape.fits(declared):
-                raise InputError(
-                    "the input changed since it was read: its cases no longer match the "
-                    "columns declared for the export (export it again)",
-                    path=src.path,
-                )
+                raise _changed(src.path)
             if cases:
-                yield name, cases
+                yield number, name, cases
+
+
+def _changed(path: Any) -> InputError:
+    return InputError(
+        "the input changed since it was read: its cases no longer match the columns declared "
+        "for the export (export it again)",
+        path=path,
+    )
+
+
+def _record_batch(parts: list[pa.Array]) -> pa.RecordBatch:
+    arr = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+    return pa.RecordBatch.from_struct_array(arr)
 
 
 def _struct_array(rows: list[dict[str, Any]], path: str | None = None) -> pa.StructArray | None:
