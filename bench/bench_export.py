@@ -1,4 +1,5 @@
-"""Export benchmark: `curate export mquake` on 20k and 200k realistic cases, time and peak RSS.
+"""Export benchmark: `curate export mquake` on 20k and 200k realistic cases, time and peak RSS,
+beside the peer a user would write instead.
 
 The cases are the 429 real MQuAKE-hard cases replicated with re-keyed ids (``bench_ke``'s
 generator: replica r maps ``Q123`` to ``Q123~r`` and suffixes labels, questions and answers), so
@@ -7,8 +8,14 @@ exported by the real command in a child process; its peak RSS comes from ``os.wa
 own ``ru_maxrss``, not this script's), its wall time from the clock around it. The target is a
 200k-case export under 2 GB peak RSS (before streaming: 10.7 GB).
 
-Run: ``python bench/bench_export.py`` (defaults: 20,000 and 200,000 cases; ~3-4 minutes on
-2 cores, ~1 GB of temporary disk). ``--markdown`` prints the rows for bench/RESULTS.md.
+The peer, measured the same way on the same file in the same run: ``datasets``'
+``Dataset.from_json(file).to_parquet(out)``, the shortest way from JSON Lines to parquet a
+Hugging Face user has (pyarrow's JSON reader into an Arrow cache on disk, then one parquet file).
+It validates nothing and audits nothing, so it bounds from below what curate's extra work costs.
+
+Run: ``python bench/bench_export.py`` (defaults: 20,000 and 200,000 cases; ~10 minutes on
+2 cores, ~3 GB of temporary disk). ``--markdown`` prints the rows for bench/RESULTS.md;
+``--no-peer`` skips ``datasets``.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,9 +41,30 @@ def write_cases(path: Path, n: int, real: list[dict]) -> None:
             fh.write(orjson.dumps(rekey_record(real[i % len(real)], i // len(real))) + b"\n")
 
 
+#: The peer: what a ``datasets`` user writes to turn the JSON Lines into parquet.
+PEER = """
+import sys, datasets
+datasets.disable_progress_bars()
+ds = datasets.Dataset.from_json(sys.argv[1], cache_dir=sys.argv[3])
+ds.to_parquet(sys.argv[2])
+print(f"{ds.num_rows} rows")
+"""
+
+
 def run_export(src: Path, out: Path) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one ``curate export`` child process."""
-    cmd = [sys.executable, "-m", "curate", "export", "mquake", str(src), "--out", str(out)]
+    return run_child(
+        [sys.executable, "-m", "curate", "export", "mquake", str(src), "--out", str(out)]
+    )
+
+
+def run_peer(src: Path, out: Path, cache: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of the ``datasets`` peer in a child process."""
+    return run_child([sys.executable, "-c", PEER, str(src), str(out), str(cache)])
+
+
+def run_child(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of one child process."""
     # Output to files, not pipes: the child is reaped with os.wait4 (for its own rusage), so
     # nothing may wait on it through subprocess.
     with tempfile.TemporaryFile() as out_fh, tempfile.TemporaryFile() as err_fh:
@@ -48,7 +77,7 @@ def run_export(src: Path, out: Path) -> tuple[float, float, str]:
         err_fh.seek(0)
         stdout, stderr = out_fh.read().decode(), err_fh.read().decode(errors="replace")
     if proc.returncode != 0:
-        sys.exit(f"export failed ({proc.returncode}): {stderr}")
+        sys.exit(f"{cmd[1:4]} failed ({proc.returncode}): {stderr}")
     return wall, usage.ru_maxrss / 1024, stdout
 
 
@@ -73,14 +102,34 @@ def describe(out: Path) -> dict:
     }
 
 
+def machine() -> str:
+    """CPU, cores, memory and library versions, for the record."""
+    import datasets
+    import polars
+    import pyarrow
+    import pydantic
+
+    info = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name")), "?")
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    mem = next(int(ln.split()[1]) for ln in meminfo if ln.startswith("MemTotal"))
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {mem / 2**20:.0f} GiB; Python {sys.version.split()[0]}, "
+        f"polars {polars.__version__}, pyarrow {pyarrow.__version__}, pydantic "
+        f"{pydantic.__version__}, datasets {datasets.__version__}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
     ap.add_argument("--markdown", action="store_true", help="print RESULTS.md table rows")
+    ap.add_argument("--no-peer", action="store_true", help="skip the datasets peer")
     args = ap.parse_args()
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
     real = json.loads(HARD.read_text(encoding="utf-8"))
+    print(machine(), flush=True)
     results = []
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -89,8 +138,15 @@ def main() -> None:
             size_mib = src.stat().st_size / 2**20
             wall, rss, said = run_export(src, Path(tmp) / "hf")
             info = describe(Path(tmp) / "hf")
+            shutil.rmtree(Path(tmp) / "hf")
+            peer = None
+            if not args.no_peer:
+                out = Path(tmp) / "peer.parquet"
+                p_wall, p_rss, p_said = run_peer(src, out, Path(tmp) / "cache")
+                assert pq.read_metadata(out).num_rows == n, p_said
+                peer = (p_wall, p_rss, out.stat().st_size / 2**20)
         assert info["rows"] == n, (info, n)
-        results.append((n, size_mib, wall, rss, info))
+        results.append((n, size_mib, wall, rss, info, peer))
         print(
             f"export {n:>9,} cases ({size_mib:,.0f} MiB JSONL): {wall:7.1f} s, "
             f"peak RSS {rss:,.0f} MiB; {info['files']} files, {info['row_groups']} row groups "
@@ -98,18 +154,31 @@ def main() -> None:
             f"{info['parquet_mib']:,.0f} MiB parquet  [{said.strip()}]",
             flush=True,
         )
+        if peer:
+            print(
+                f"  peer datasets from_json + to_parquet: {peer[0]:7.1f} s, peak RSS "
+                f"{peer[1]:,.0f} MiB, {peer[2]:,.0f} MiB parquet",
+                flush=True,
+            )
     if args.markdown:
         print()
         print(
-            "| cases | JSON Lines | wall time | peak RSS | shards | row groups | Arrow | parquet |"
+            "| cases | JSON Lines | tool | wall time | peak RSS | shards | row groups | Arrow "
+            "| parquet |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for n, size_mib, wall, rss, info in results:
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        for n, size_mib, wall, rss, info, peer in results:
             print(
-                f"| {n:,} | {size_mib:,.0f} MiB | {wall:.1f} s | **{rss:,.0f} MiB** | "
-                f"{info['files']} | {info['row_groups']} (≤ {info['max_group_rows']:,} rows) | "
+                f"| {n:,} | {size_mib:,.0f} MiB | `curate export` (validate, audit, export) | "
+                f"{wall:.1f} s | **{rss:,.0f} MiB** | {info['files']} | "
+                f"{info['row_groups']} (≤ {info['max_group_rows']:,} rows) | "
                 f"{info['arrow_mib']:,.0f} MiB | {info['parquet_mib']:,.0f} MiB |"
             )
+            if peer:
+                print(
+                    f"| {n:,} | {size_mib:,.0f} MiB | `datasets` from_json + to_parquet | "
+                    f"{peer[0]:.1f} s | {peer[1]:,.0f} MiB | 1 | | | {peer[2]:,.0f} MiB |"
+                )
 
 
 if __name__ == "__main__":

@@ -321,6 +321,60 @@ def test_ke_stream_follows_the_input_in_batches(tmp_path, hard_records):
     assert rows[-1]["note"] == "only here" and rows[0]["note"] is None
 
 
+def _inferred(data) -> pa.Table:
+    """The export of ``data`` with its Arrow type inferred from the records (the type pass)."""
+    data.shape = None
+    return pa.Table.from_batches(list(KE.to_tables(data)["train"]))
+
+
+def test_ke_declared_type_is_the_inferred_type_without_a_type_pass(
+    hard_path, hard_records, tmp_path, monkeypatch
+):
+    """The type declared from the schema models is the one inferred from the records (on
+    MQuAKE-hard, and with an optional field only a late record has), and it costs no pass over
+    the input: ``to_tables`` opens nothing, each stream reads the input once."""
+    import curate.families.knowledge_editing as ke
+
+    recs = [dict(r, case_id=i) for i, r in enumerate(hard_records * 20)]  # 8,580: two batches
+    recs[-1] = dict(recs[-1], answer_extended=["late"])
+    for i in (5, 9000 % len(recs)):
+        for sh in recs[i]["single_hops"]:
+            sh.pop("cloze", None)  # optional and absent here: still one type
+    late = tmp_path / "late.jsonl"
+    late.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    opened = []
+    real_open = ke.open_source
+    monkeypatch.setattr(ke, "open_source", lambda *a, **k: opened.append(a) or real_open(*a, **k))
+    for path in (hard_path, late):
+        data = KE.load([path])
+        opened.clear()
+        stream = KE.to_tables(data)["train"]
+        assert opened == []
+        declared = pa.Table.from_batches(list(stream))
+        assert len(opened) == 1
+        again = KE.load([path])
+        opened.clear()
+        inferred = _inferred(again)
+        assert len(opened) == 2  # the type pass, then the stream
+        assert declared.schema == inferred.schema == stream.schema
+        assert declared.equals(inferred)
+    assert declared.schema.field("answer_extended").type == pa.list_(pa.string())
+    assert declared.column("answer_extended").to_pylist()[-2:] == [None, ["late"]]
+
+
+def test_ke_input_given_new_fields_after_load_is_an_error(tmp_path, hard_records):
+    """The declared type has no column for a field the load never saw; a record that gains one
+    before the export is reported, not written without it."""
+    src = tmp_path / "cases.json"
+    src.write_text(json.dumps(hard_records[:20]), encoding="utf-8")
+    data = KE.load([src])
+    changed = [dict(r) for r in hard_records[:20]]
+    changed[3]["note"] = "added"
+    src.write_text(json.dumps(changed), encoding="utf-8")
+    with pytest.raises(InputError, match="input changed since it was read"):
+        list(KE.to_tables(data)["train"])
+
+
 def test_ke_mixed_case_id_types_are_one_exit_2_line(tmp_path, hard_records, capsys):
     recs = [dict(hard_records[0], case_id=1), dict(hard_records[1], case_id="two")]
     src = tmp_path / "mixed.json"

@@ -14,17 +14,18 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import orjson
 import polars as pl
 import pyarrow as pa
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.dataset import ChangeEntry, LoadedDataset
-from curate.errors import UsageError
+from curate.errors import InputError, UsageError
 from curate.families.base import Family, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report, dumps
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
@@ -52,6 +53,141 @@ from curate.schemas.knowledge_editing_tables import (
 )
 from curate.streams import SplitStream, small_types
 
+_INT64 = range(-(2**63), 2**63)
+#: The models' optional fields (``None`` by default, left out of a record by ``exclude_none``)
+#: whose presence :class:`_Shape` notes, as dotted paths through the models.
+_OPTIONAL_PATHS = frozenset(
+    {
+        "requested_rewrite.target_new.id",
+        "requested_rewrite.target_true.id",
+        "requested_rewrite.question",
+        "single_hops.cloze",
+        "new_single_hops.cloze",
+        "answer_extended",
+        "split",  # present makes the shape irregular: its keys are data
+    }
+)
+
+
+class _Shape:
+    """What the exported cases' one Arrow type depends on, noted case by case while validating.
+
+    The export declares one Arrow type before its first batch. The schema models fix most of it
+    (:func:`_declared_type`); the data decides the rest: which optional fields occur at all (a
+    field no case has is no column), whether case ids are integers or strings, and whether any
+    case has something the models cannot type (``irregular``): fields beyond the models
+    (``extra="allow"``), the Remastered ``split`` map (its keys are data), an integer beyond
+    64 bits, or both kinds of case id. Only then does the export infer the type from the records,
+    a whole extra pass over the inputs. Noting costs a few attribute reads per case.
+    """
+
+    __slots__ = ("id_types", "irregular", "present")
+
+    def __init__(self) -> None:
+        self.present: set[str] = set()
+        self.id_types: set[type] = set()
+        self.irregular = False
+
+    def note(self, c: MQuAKECase) -> None:
+        present = self.present
+        o = c.orig
+        cid = c.case_id
+        self.id_types.add(type(cid))
+        if (
+            c.__pydantic_extra__
+            or o.__pydantic_extra__
+            or c.split is not None
+            or c.edited is not None  # written by curate fix: typed from the records
+            or c.withheld_edits is not None
+            or (type(cid) is int and cid not in _INT64)
+            or any(i not in _INT64 for i in o.edit_triples_idx)
+        ):
+            self.irregular = True
+        if c.answer_extended is not None:
+            present.add("answer_extended")
+        if c.split is not None:
+            present.add("split")
+        for rw in c.requested_rewrite:
+            new, true = rw.target_new, rw.target_true
+            if rw.__pydantic_extra__ or new.__pydantic_extra__ or true.__pydantic_extra__:
+                self.irregular = True
+            if rw.question is not None:
+                present.add("requested_rewrite.question")
+            if new.id is not None:
+                present.add("requested_rewrite.target_new.id")
+            if true.id is not None:
+                present.add("requested_rewrite.target_true.id")
+        for key, hops in (("single_hops", c.single_hops), ("new_single_hops", c.new_single_hops)):
+            for sh in hops:
+                if sh.__pydantic_extra__:
+                    self.irregular = True
+                if sh.cloze is not None:
+                    present.add(f"{key}.cloze")
+
+    def fits(self, declared: _Shape) -> bool:
+        """Does a batch noted here fit the type declared from ``declared``?"""
+        return (
+            not self.irregular
+            and self.present <= declared.present
+            and self.id_types <= declared.id_types
+        )
+
+
+class _Undeclared(Exception):
+    """A part of the models :func:`_declared_type` cannot type from the models alone."""
+
+
+def _declared_type(shape: _Shape) -> pa.StructType | None:
+    """The Arrow type of the exported cases (``MQuAKECase.to_original``), from the models.
+
+    It is the type ``pa.array`` infers from the records, without the pass over them: strings
+    are ``string``, integers ``int64``, lists ``list``, models ``struct`` with their fields in
+    declaration order under their aliases; an optional field only where some case has it. None
+    where the data decides more than that (``shape.irregular``): the caller infers then.
+    """
+    if shape.irregular or len(shape.id_types) != 1:
+        return None
+    try:
+        return _model_struct(MQuAKECase, "", shape)
+    except _Undeclared:
+        return None
+
+
+def _model_struct(model: type[BaseModel], prefix: str, shape: _Shape) -> pa.StructType:
+    fields = []
+    for name, info in model.model_fields.items():
+        path = prefix + name
+        if not info.is_required() and info.default is None:
+            if path not in _OPTIONAL_PATHS:  # a new optional field _Shape does not watch
+                raise _Undeclared(path)
+            if path not in shape.present:
+                continue
+        fields.append(pa.field(info.alias or name, _arrow_of(info.annotation, path, shape)))
+    return pa.struct(fields)
+
+
+def _arrow_of(annotation: Any, path: str, shape: _Shape) -> pa.DataType:
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _arrow_of(get_args(annotation)[0], path, shape)
+    if origin in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return _arrow_of(args[0], path, shape)
+        if path == "case_id":  # int | str: the one kind the cases have
+            (kind,) = shape.id_types
+            return pa.int64() if kind is int else pa.string()
+        raise _Undeclared(path)
+    if origin is list:
+        return pa.list_(_arrow_of(get_args(annotation)[0], path, shape))
+    if annotation is str:
+        return pa.string()
+    if annotation is int:
+        return pa.int64()
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _model_struct(annotation, path + ".", shape)
+    raise _Undeclared(path)  # dict (the Remastered split map), bool, float, ...
+
 
 class _TableBuilder:
     """Accumulates column lists; one pass per case, no per-pair work.
@@ -63,6 +199,7 @@ class _TableBuilder:
 
     def __init__(self) -> None:
         self.chunks: dict[str, list[pl.DataFrame]] = {"cases": [], "hops": [], "edits": []}
+        self.shape = _Shape()
         self._reset()
 
     def _reset(self) -> None:
@@ -81,6 +218,7 @@ class _TableBuilder:
         self._reset()
 
     def add(self, row: int, rec: str, split: str | None, layout: str, c: MQuAKECase) -> None:
+        self.shape.note(c)
         o = c.orig
         cs = self.cases
         for key, val in (
@@ -155,19 +293,55 @@ class _TableBuilder:
         )
 
 
-_ARROW = {
-    pl.Int64: pa.int64(),
-    pl.Int32: pa.int32(),
-    pl.String: pa.large_string(),
-    pl.List(pl.String): pa.large_list(pa.large_string()),
-}
+_LIST_OF_STR = pl.List(pl.String)
+#: Arrow type of the list-of-string columns: polars reads ``large_list<string_view>`` without a
+#: copy (its own layout), where ``large_list<large_string>`` is converted and kept twice.
+_ARROW_STR_LIST = pa.large_list(pa.string_view())
 
 
 def _frame(columns: dict[str, list], schema: dict[str, Any]) -> pl.DataFrame:
-    # Through Arrow: polars builds list-of-string columns from Python lists an order of
-    # magnitude slower than pyarrow does.
-    table = pa.table({k: pa.array(columns[k], type=_ARROW[t]) for k, t in schema.items()})
-    return pl.from_arrow(table).cast(schema)  # type: ignore[return-value]
+    """One batch's column lists as a frame, each column built where it is cheapest.
+
+    Scalar columns go straight into polars (one copy, no Arrow detour). List-of-string columns
+    go through pyarrow, which builds them from Python lists several times faster than polars,
+    in the *system* allocator: measured on 200k cases, the same arrays built in pyarrow's default
+    pool (mimalloc) left ~0.5 GB of freed builder memory resident for good, where glibc's free
+    memory goes back with :func:`_release_freed` after each batch.
+    """
+    series = []
+    for name, dtype in schema.items():
+        if dtype == _LIST_OF_STR:
+            arr = pa.array(columns[name], type=_ARROW_STR_LIST, memory_pool=_SYSTEM_POOL)
+            series.append(pl.Series(name, arr))
+        else:
+            series.append(pl.Series(name, columns[name], dtype=dtype))
+    return pl.DataFrame(series)
+
+
+_SYSTEM_POOL = pa.system_memory_pool()
+
+
+def _release_freed() -> None:
+    """Hand glibc's free memory back to the system (``malloc_trim``), where there is glibc.
+
+    Why: a batch's Python objects and Arrow builders are freed after it, but glibc keeps freed
+    memory in its heaps, so without this the resident size grows with each batch's leftovers
+    rather than staying at the live tables; measured, not assumed (bench/RESULTS.md).
+    """
+    if _TRIM is not None:
+        _TRIM(0)
+
+
+def _malloc_trim() -> Any:
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_TRIM = _malloc_trim()
 
 
 def _concat(chunks: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
@@ -333,6 +507,7 @@ class KnowledgeEditingFamily(Family):
                     row += 1
                     n_file += 1
                 builder.flush()
+                _release_freed()
                 if progress:
                     progress(f"read {src.path.name}", row)
             if n_file == 0:  # per file: one empty input among several is still a broken input
@@ -357,6 +532,7 @@ class KnowledgeEditingFamily(Family):
             stats={"layouts": layouts, "valid_cases": cases.height, "records": row},
             encoding=encoding,
             marks=marks_frame,
+            shape=builder.shape,
         )
 
     # ----------------------------------------------------------------- edit sets
@@ -408,9 +584,10 @@ class KnowledgeEditingFamily(Family):
         are read again a batch at a time, each record validated with the schema models
         (:func:`validate_record`), invalid ones skipped (KE001 and any row
         :meth:`invalid_records` names: nothing invalid is published), and each batch turned into
-        Arrow on its own. A first pass finds the one Arrow type of all valid cases (extra fields
-        and optional ones can differ between batches); then each split's stream converts with
-        that type. Memory follows the batch; the price is validating the records twice more.
+        Arrow on its own, with the one Arrow type of all batches declared from the schema models
+        (:func:`_declared_type`, from what the load noted about the cases). Only cases the models
+        cannot type (extra fields, the Remastered ``split`` map, ...) need a first pass that
+        infers the type from the records themselves. Memory follows the batch.
         """
         assert isinstance(data, KEData)
         counts: dict[str, int] = {}
@@ -419,22 +596,35 @@ class KnowledgeEditingFamily(Family):
         skip = set(self.invalid_records(data)["row"].drop_nulls().to_list())
         paths = [i.path for i in data.inputs]
         encoding = data.encoding
-        types = [
-            arr.type
-            for _, rows in _valid_batches(paths, skip, encoding, None)
-            if (arr := struct_array(rows, only_input(data))) is not None
-        ]
-        struct_type = unify_struct_types(types)
+        declared = data.shape
+        struct_type = _declared_type(declared) if declared is not None else None
+        if struct_type is None:
+            declared = None
+            types = [
+                arr.type
+                for _, _, rows in _valid_batches(paths, skip, encoding, None)
+                if (arr := struct_array(rows, only_input(data))) is not None
+            ]
+            struct_type = unify_struct_types(types)
         schema = pa.schema(list(struct_type))
 
         def stream(split: str):
             def batches():
-                for _, rows in _valid_batches(paths, skip, encoding, split):
+                # One record batch per input batch, converted a chunk at a time (see
+                # :func:`_valid_batches`).
+                parts: list[pa.Array] = []
+                current = None
+                for n, _, rows in _valid_batches(paths, skip, encoding, split, declared):
+                    if n != current and parts:
+                        yield _record_batch(parts)
+                        parts = []
+                    current = n
                     try:
-                        arr = pa.array(rows, type=struct_type)
+                        parts.append(pa.array(rows, type=struct_type))
                     except (OverflowError, pa.ArrowException) as e:
                         raise arrow_type_error(e, rows, only_input(data)) from None
-                    yield pa.RecordBatch.from_struct_array(arr)
+                if parts:
+                    yield _record_batch(parts)
 
             return SplitStream(schema, batches, counts[split])
 
@@ -564,32 +754,74 @@ def _marks(row: int, case: MQuAKECase) -> tuple[int, bool | None, list[str]]:
     return row, case.edited, withheld
 
 
-def _valid_batches(
-    paths: Sequence[str], skip: set[int], encoding: str | None, split: str | None
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """``(split, valid cases in the original layout)`` per input batch, in file order.
+#: Valid cases per chunk in the export: each chunk's dicts become Arrow and are freed before
+#: the next is made, so a batch's parsed records and its converted copy are not all alive at once.
+EXPORT_CHUNK = 1024
 
-    Rows are numbered across inputs exactly as :meth:`KnowledgeEditingFamily.load` numbers
-    them, so ``skip`` (rows an invalid-record rule names) lines up. With ``split``, batches of
-    other splits are passed over without being validated.
+
+def _valid_batches(
+    paths: Sequence[str],
+    skip: set[int],
+    encoding: str | None,
+    split: str | None,
+    declared: _Shape | None = None,
+) -> Iterator[tuple[int, str, list[dict[str, Any]]]]:
+    """``(batch number, split, valid cases in the original layout)``, in file order.
+
+    Each input batch comes in chunks of at most :data:`EXPORT_CHUNK` cases, all with the batch's
+    number; each raw record is let go as soon as it is validated. Rows are numbered across inputs
+    exactly as :meth:`KnowledgeEditingFamily.load` numbers them, so ``skip`` (rows an
+    invalid-record rule names) lines up. With ``split``, batches of other splits are passed over
+    without being validated. With ``declared`` (the shape the load noted, which the Arrow type
+    was declared from), each batch's cases are checked against it: a field the type does not
+    have would be dropped without a word, so an input edited since it was loaded is an error,
+    not a silently thinner export.
     """
     row = 0
+    number = 0
     for path in paths:
         src = open_source(path, hash_input=False, encoding=encoding)
         for batch in src.batches:
+            number += 1
             name = batch.split or "train"
+            raws = batch.rows
             if split is not None and name != split:
-                row += len(batch.rows)
+                row += len(raws)
                 continue
+            del batch
             cases = []
-            for raw in batch.rows:
+            shape = _Shape()
+            for i in range(len(raws)):
+                raw, raws[i] = raws[i], None
                 if row not in skip:
                     _, case, _ = validate_record(raw)
                     if case is not None:
+                        if declared is not None:
+                            shape.note(case)
                         cases.append(case.to_original())
                 row += 1
+                if len(cases) == EXPORT_CHUNK:
+                    if declared is not None and not shape.fits(declared):
+                        raise _changed(src.path)
+                    yield number, name, cases
+                    cases = []
+            if declared is not None and not shape.fits(declared):
+                raise _changed(src.path)
             if cases:
-                yield name, cases
+                yield number, name, cases
+
+
+def _changed(path: Any) -> InputError:
+    return InputError(
+        "the input changed since it was read: its cases no longer match the columns declared "
+        "for the export (export it again)",
+        path=path,
+    )
+
+
+def _record_batch(parts: list[pa.Array]) -> pa.RecordBatch:
+    arr = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+    return pa.RecordBatch.from_struct_array(arr)
 
 
 FAMILY = KnowledgeEditingFamily()

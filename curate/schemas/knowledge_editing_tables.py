@@ -123,6 +123,9 @@ class KEData(LoadedDataset):
     #: What ``curate fix`` wrote into the cases (:data:`MARK_SCHEMA`): the edit set it fixed
     #: for and the edits withheld per case. Empty for data curate never fixed.
     marks: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MARK_SCHEMA))
+    #: What the export's Arrow type depends on, noted by the reader while validating (the
+    #: reader's ``_Shape``; None: not known, so the export infers the type from the records).
+    shape: Any = None
 
 
 def struct_array(rows: list[dict[str, Any]], path: str | None = None) -> pa.StructArray | None:

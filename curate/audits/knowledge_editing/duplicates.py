@@ -22,11 +22,15 @@ from curate.schemas.knowledge_editing_tables import KEData
 def case_keys(ctx: AuditContext) -> pl.DataFrame:
     """Per case: a key of its fact chain and of its set of edits (order-free)."""
     data: KEData = ctx.data
+    # Lazily, so that only row, hop and the ids are copied by the filter and the sort, not the
+    # labels and alias lists of every hop (measured: the audit's peak at 200k cases).
     chain = (
-        data.hops.filter(pl.col("path") == "orig")
+        data.hops.lazy()
+        .filter(pl.col("path") == "orig")
         .sort("row", "hop")
         .group_by("row")
         .agg(pl.concat_str("s", "r", "o", separator="\x1f").str.join("\x1e").alias("chain"))
+        .collect()
     )
     edits = (
         data.edits.select("row", pl.concat_str("t_s", "t_r", "t_o", separator="\x1f").alias("t"))

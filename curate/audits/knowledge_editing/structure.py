@@ -102,7 +102,15 @@ def broken_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     # ``hops`` is built in (row, path, hop) order, so the next hop is the next row when it
     # belongs to the same case and path: a shift, not a sort or a window per case.
     same = (pl.col("row").shift(-1) == pl.col("row")) & (pl.col("path").shift(-1) == pl.col("path"))
-    h = data.hops.with_columns(
+    # Only the columns the check reads: the filter below would otherwise copy every column of
+    # the largest table (labels, alias lists) for nearly every hop.
+    h = data.hops.select(
+        "row",
+        "record",
+        "path",
+        "hop",
+        "o",
+        "o_label",
         pl.when(same).then(pl.col("s").shift(-1)).alias("next_s"),
         pl.when(same).then(pl.col("s_label").shift(-1)).alias("next_s_label"),
         pl.when(same).then(pl.col("hop").shift(-1)).alias("next_hop"),
@@ -171,8 +179,10 @@ def edit_misaligned(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         ),
         details=json_struct(pl.col("n_rewrites"), pl.col("n_edit_triples"), pl.col("n_edit_idx")),
     )
-    e = data.edits.filter(pl.col("idx").is_not_null()).join(
-        data.cases.select("row", "n_new_triples"), on="row"
+    e = (
+        data.edits.select("row", "record", "k", "idx")  # not a copy of every edit column
+        .filter(pl.col("idx").is_not_null())
+        .join(data.cases.select("row", "n_new_triples"), on="row")
     )
     out_of_range = e.filter((pl.col("idx") < 0) | (pl.col("idx") >= pl.col("n_new_triples")))
     oor = finding_frame(
@@ -204,7 +214,9 @@ def edit_not_in_new_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     Otherwise the edit the model receives is not the fact the new answer depends on.
     """
     e = data.edits.filter(pl.col("idx").is_not_null()).join(
-        data.hops.filter(pl.col("path") == "new").select(
+        data.hops.lazy()  # lazily: the filter copies only the selected columns
+        .filter(pl.col("path") == "new")
+        .select(
             "row",
             pl.col("hop").cast(pl.Int64).alias("idx"),
             pl.col("s").alias("n_s"),
@@ -212,7 +224,8 @@ def edit_not_in_new_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
             pl.col("o").alias("n_o"),
             pl.col("s_label").alias("n_s_label"),
             pl.col("o_label").alias("n_o_label"),
-        ),
+        )
+        .collect(),
         on=["row", "idx"],
         how="inner",
     )
@@ -282,10 +295,22 @@ def unexplained_chain_change(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     in ``edit_triples_idx``, the fact is unedited and its object must stay the same; a different
     object there is a label with no edit behind it, so the new answer is unreachable.
     """
-    orig = data.hops.filter(pl.col("path") == "orig").select(
-        "row", "hop", pl.col("s").alias("o_s"), pl.col("r").alias("o_r"), pl.col("o").alias("o_o")
+    # Lazily: each filter then copies only the selected columns, not the labels and aliases.
+    hops = data.hops.lazy()
+    orig = (
+        hops.filter(pl.col("path") == "orig")
+        .select(
+            "row",
+            "hop",
+            pl.col("s").alias("o_s"),
+            pl.col("r").alias("o_r"),
+            pl.col("o").alias("o_o"),
+        )
+        .collect()
     )
-    new = data.hops.filter(pl.col("path") == "new").select("row", "record", "hop", "s", "r", "o")
+    new = (
+        hops.filter(pl.col("path") == "new").select("row", "record", "hop", "s", "r", "o").collect()
+    )
     edited_hops = (
         data.edits.filter(pl.col("idx").is_not_null())
         .select("row", pl.col("idx").cast(pl.Int32).alias("hop"))
@@ -322,7 +347,8 @@ def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     single-hop answer must be the object label of its hop. A mismatch is a wrong label.
     """
     last = (
-        data.hops.filter(pl.col("hop") == pl.col("hop").max().over("row", "path"))
+        data.hops.select("row", "record", "path", "hop", "o_label", "sh_answer")
+        .filter(pl.col("hop") == pl.col("hop").max().over("row", "path"))
         .join(data.cases.select("row", "answer", "new_answer"), on="row")
         .with_columns(
             pl.when(pl.col("path") == "orig")
@@ -592,12 +618,17 @@ def wrong_true_target(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     the true target is that original hop's object. A different ``target_true.id`` means the edit
     memory or the original chain is mislabelled.
     """
-    orig = data.hops.filter(pl.col("path") == "orig").select(
-        "row",
-        pl.col("hop").cast(pl.Int64).alias("idx"),
-        pl.col("s").alias("o_s"),
-        pl.col("r").alias("o_r"),
-        pl.col("o").alias("o_o"),
+    orig = (
+        data.hops.lazy()  # lazily: the filter copies only the selected columns
+        .filter(pl.col("path") == "orig")
+        .select(
+            "row",
+            pl.col("hop").cast(pl.Int64).alias("idx"),
+            pl.col("s").alias("o_s"),
+            pl.col("r").alias("o_r"),
+            pl.col("o").alias("o_o"),
+        )
+        .collect()
     )
     e = data.edits.join(orig, on=["row", "idx"]).filter(
         (pl.col("t_s") == pl.col("o_s"))
