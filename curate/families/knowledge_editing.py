@@ -65,6 +65,9 @@ _OPTIONAL_PATHS = frozenset(
         "new_single_hops.cloze",
         "answer_extended",
         "split",  # present makes the shape irregular: its keys are data
+        # written by curate fix; present makes the shape irregular (typed from the records)
+        "edited",
+        "withheld_edits",
     }
 )
 
