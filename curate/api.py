@@ -269,7 +269,7 @@ def fix_section(
     ]
     fixed = summary.get("fixed") or {}
     if fixed:
-        lines += ["| rule | findings fixed |", "|---|---:|"]
+        lines += ["| rule | edits applied |", "|---|---:|"]
         lines += [f"| {k} | {v} |" for k, v in fixed.items()]
         lines.append("")
     held = summary.get("unsafe_fixes_available") or {}

@@ -221,3 +221,38 @@ def test_fixed_folder_loads_with_datasets_and_mlcroissant(fixed_hard):
     records = list(cr.records(record_set="default"))
     assert len(records) == done.rows
     assert {r["default/split"].decode() for r in records} == set(ds)
+
+
+def test_glycan_rows_without_a_split_are_audited_where_they_are_published(tmp_path):
+    """An empty split cell is published in train: the audit counts it there, so the leak it
+    makes is found and fixed, not created by publishing."""
+    src = tmp_path / "ns.csv"
+    src.write_text(
+        "glycan,immunogenicity,split\nGal(b1-4)Glc,1,\nGal(b1-4)Glc,1,test\n"
+        "Man(a1-3)Man,0,train\nGlc(a1-4)Glc,0,test\nGlc(a1-6)Glc,0,train\n",
+        encoding="utf-8",
+    )
+    report = curate.audit("glycan", src, select=["GL4"])
+    assert report.findings["rule"].to_list() == ["GL401"]
+    out = tmp_path / "fixed"
+    curate.fix("glycan", src, out, unsafe_fixes=True)
+    assert curate.audit("glycan", out, select=["GL4"]).findings.height == 0
+
+
+def test_glycan_fixed_folder_reads_with_the_same_column_options(tmp_path):
+    """``--column split=fold`` names the input's split column; the published folder has its
+    splits as files, and the same options still read it."""
+    src = tmp_path / "imm.csv"
+    src.write_text(
+        "id,seq,immu,fold\n1,Gal(b1-4)Glc,1,train\n2,Man(a1-3)Man,0,test\n"
+        "3,Gal(b1-4)Glc,1,test\n4,Glc(a1-4)Glc,0,train\n5,Glc(a1-6)Glc,1,validation\n",
+        encoding="utf-8",
+    )
+    opts = {
+        "task": "immunogenicity",
+        "columns": {"glycan": "seq", "label": "immu", "split": "fold"},
+    }
+    out = tmp_path / "fixed"
+    done = curate.fix("glycan", src, out, unsafe_fixes=True, **opts)
+    again = curate.audit("glycan", out, **opts)
+    assert again.records == done.rows and again.findings.height == 0

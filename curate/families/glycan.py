@@ -295,8 +295,16 @@ class GlycanFamily(Family):
         offset = 0
         for i, path in enumerate(paths):
             raw, src, flagged, originals = _read_table(path, encoding)
+            given = columns
+            if SPLIT_FROM_LAYOUT in raw.columns and (columns or {}).get("split") not in (
+                None,
+                *raw.columns,
+            ):
+                # A published folder has its splits as files, not as the column the options of
+                # the input named (``--column split=fold``): the same options still read it.
+                given = {k: v for k, v in columns.items() if k != "split"}
             cols = detect_columns(
-                [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, columns, path=str(path)
+                [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, given, path=str(path)
             )
             if SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
                 cols.split = SPLIT_FROM_LAYOUT
@@ -376,6 +384,10 @@ class GlycanFamily(Family):
                     .otherwise(expr)
                 )
             split = expr
+        if cols.split or cols.split_flags:
+            # A row with no split value is published in train (as every table without a split
+            # is): audit it there, so that a leak it makes is found before it is published.
+            split = split.fill_null(pl.lit("train"))
         records = record.to_list()
         errs: list[dict[str, Any]] = []
         invalid: list[int] = []
