@@ -17,6 +17,7 @@ twice, and no rule depends on another having run first.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -124,8 +125,10 @@ class Rule:
     def summary(self) -> str:
         """The first paragraph of the doc, cut to its first sentence when long."""
         first = self.doc.split("\n\n", 1)[0].replace("\n", " ")
-        if len(first) > 120 and ". " in first:
-            first = first.split(". ", 1)[0] + "."
+        # a sentence ends at ". " but not inside "e.g. " or "i.e. "
+        parts = re.split(r"(?<!\be\.g)(?<!\bi\.e)\. ", first, maxsplit=1)
+        if len(first) > 120 and len(parts) > 1:
+            first = parts[0] + "."
         return first
 
     def run(self, *args: Any, **kwargs: Any) -> pl.DataFrame:
