@@ -20,6 +20,7 @@ from curate.errors import InputError
 from curate.findings import Report
 from curate.options import FamilyOptions, parse_options
 from curate.rules import AuditContext, Rule, RuleSet
+from curate.streams import SplitStream
 
 Progress = Callable[[str, int], None]
 
@@ -184,7 +185,8 @@ class Family(ABC):
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
         return FixResult(
-            tables=run.tables,
+            # per-split streams like export's (the fixed records themselves are in memory)
+            tables={k: SplitStream.from_table(t) for k, t in run.tables.items()},
             changelog=run.changelog,
             extra_files=extra,
             summary=summary,
