@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cmp_to_key, lru_cache
 from importlib.resources import files
 from typing import Any, NamedTuple
 
@@ -284,8 +284,119 @@ _LINK_HINT = "linkage like '(a1-4)'"
 # Floating blocks may only lead the glycan; braces cannot nest, so this settles where they are.
 _FLOATING_PREFIX = re.compile(r"(?:\{[^{}]*\})*[^{}]*")
 
-# A waiting child: (sort key of its linkage, canonical subtree + linkage, residue index).
-_Entry = tuple[tuple[Any, ...], str, int]
+# A subtree of the canonical form: (normalized residue, its children as entries in canonical
+# order, head, full). ``head`` is the first _HEAD characters of the subtree's canonical text, the
+# whole text when ``full``. A waiting child is an entry: (sort key of its linkage, canonical
+# linkage, subtree, residue index). Subtrees keep bounded heads, never their whole text: the
+# texts of every subtree of a chain are quadratic in its length, the nodes are linear.
+_Node = tuple[str, tuple[Any, ...], str, bool]
+_Entry = tuple[tuple[Any, ...], str, _Node, int]
+_HEAD = 128
+
+
+def _node(norm: str, children: tuple[_Entry, ...]) -> _Node:
+    """A subtree node, with the head of its text written from its children's heads."""
+    pieces: list[str] = []
+    size = 0
+    for i, (_, link, child, _) in enumerate(children):
+        if i:
+            pieces.append("[")
+            size += 1
+        pieces.append(child[2])
+        size += len(child[2])
+        if not child[3] or size > _HEAD:
+            return (norm, children, "".join(pieces)[:_HEAD], False)
+        pieces.append(link)
+        size += len(link)
+        if i:
+            pieces.append("]")
+            size += 1
+        if size > _HEAD:
+            return (norm, children, "".join(pieces)[:_HEAD], False)
+    pieces.append(norm)
+    text = "".join(pieces)
+    if len(text) > _HEAD:
+        return (norm, children, text[:_HEAD], False)
+    return (norm, children, text, True)
+
+
+def _write(node: _Node, out: list[str], tail: str = "") -> None:
+    """Append the canonical text of ``node`` (then ``tail``) to ``out``, without recursion.
+
+    A node is written as its first child (the main chain), its other children in ``[...]``,
+    then its residue; each child is its subtree followed by its linkage. A short subtree is its
+    head. An explicit stack of pending pieces keeps a 100,000-deep chain off the call stack.
+    """
+    pending: list[Any] = [tail, node] if tail else [node]
+    while pending:
+        item = pending.pop()
+        if type(item) is str:
+            out.append(item)
+            continue
+        norm, children, head, full = item
+        if full:
+            out.append(head)
+            continue
+        pending.append(norm)
+        for _, link, child, _ in reversed(children[1:]):
+            pending += ("]", link, child, "[")
+        if children:
+            pending += (children[0][1], children[0][2])
+
+
+def _text(entry: _Entry) -> str:
+    """Canonical text of a child: its subtree, then its linkage (as the parent writes it)."""
+    out: list[str] = []
+    _write(entry[2], out, entry[1])
+    return "".join(out)
+
+
+def _head(entry: _Entry) -> tuple[str, bool]:
+    """The first ``_HEAD`` characters of a child's text, and whether that is all of it."""
+    node = entry[2]
+    if not node[3]:
+        return node[2], False
+    text = node[2] + entry[1]
+    return (text, True) if len(text) <= _HEAD else (text[:_HEAD], False)
+
+
+def _compare(a: _Entry, b: _Entry) -> int:
+    """Order two children with one linkage by their canonical texts, as strings compare.
+
+    The heads decide unless both texts are longer than a head and agree on it; only then are
+    the two texts written out (and dropped): real glycans never get there.
+    """
+    ha, fa = _head(a)
+    hb, fb = _head(b)
+    m = min(len(ha), len(hb))
+    if ha[:m] != hb[:m]:
+        return -1 if ha[:m] < hb[:m] else 1
+    if fa or fb:  # a whole text that is a prefix of the other's: the shorter comes first
+        if fa and fb:
+            return (len(ha) > len(hb)) - (len(ha) < len(hb))
+        return -1 if fa else 1
+    ta, tb = _text(a), _text(b)
+    return (ta > tb) - (ta < tb)
+
+
+_BY_TEXT = cmp_to_key(_compare)
+
+
+def _order(waiting: list[_Entry]) -> None:
+    """Sort siblings by (linkage, canonical text of child), as the key writes them.
+
+    The linkage decides almost always; siblings on the same linkage are compared by
+    :func:`_compare`, so memory stays linear.
+    """
+    waiting.sort(key=lambda e: e[0])
+    i, n = 0, len(waiting)
+    while i < n:
+        j = i + 1
+        while j < n and waiting[j][0] == waiting[i][0]:
+            j += 1
+        if j - i > 1:
+            waiting[i:j] = sorted(waiting[i:j], key=_BY_TEXT)
+        i = j
 
 
 class _Built(NamedTuple):
@@ -312,8 +423,10 @@ def _build(s: str) -> _Built | None:
     level adopts them all (its main-chain child plus any closed branches).
 
     Children are always written before their parent, so when a residue is read its subtree is
-    complete and its canonical string is built right away: children ordered by (linkage,
-    canonical subtree string), the first one as main chain, the others as branches.
+    complete and its children are put in canonical order right away (by linkage, then by
+    canonical subtree text). The key is written once, at the end, from these nodes: time and
+    memory linear in the length of the string (writing each subtree's text as it completed
+    copied a chain's prefix once per residue, quadratic time).
 
     Anything irregular returns ``None`` and :func:`_diagnose` explains it; the two implement one
     grammar, which the tests check on real and random strings. This is the hot path of audits.
@@ -321,14 +434,12 @@ def _build(s: str) -> _Built | None:
     units = list(map(_decode_unit, s.split(")")))
     if None in units or (("{" in s or "}" in s) and not _FLOATING_PREFIX.fullmatch(s)):
         return None
-    # children by index only: keeping their entries would keep every subtree's canonical string
-    # alive, memory quadratic in the chain length
     kids: list[list[int]] = []
     floating: list[_Entry] = []
     stack: list[tuple[list[_Entry], str]] = []  # (outer waiting list, bracket)
     waiting: list[_Entry] = []
     state = _EXPECT_RESIDUE
-    subtree = ""
+    node: _Node = ("", (), "", True)
     for index, (brackets, _, norm, link) in enumerate(units):
         if state == _AFTER_RESIDUE:  # only the last unit may lack its linkage
             return None
@@ -350,25 +461,23 @@ def _build(s: str) -> _Built | None:
                         floating.append(waiting[0])
                     waiting = outer
                 state = _EXPECT_RESIDUE
-        if not waiting:
-            subtree = norm
-        elif len(waiting) == 1:
-            subtree = waiting[0][1] + norm
-        else:
-            waiting.sort()
-            subtree = waiting[0][1] + "".join(f"[{e[1]}]" for e in waiting[1:]) + norm
-        kids.append([e[2] for e in waiting])
+        if len(waiting) > 1:
+            _order(waiting)
+        node = _node(norm, tuple(waiting)) if waiting else (norm, (), norm, True)
+        kids.append([e[3] for e in waiting])
         if link is None:
             waiting = []
             state = _AFTER_RESIDUE
         else:
-            waiting = [(link.order, subtree + link.canonical, index)]
+            waiting = [(link.order, link.canonical, node, index)]
             state = _AFTER_LINK
     if stack or state != _AFTER_RESIDUE:
         return None
+    out: list[str] = []
     if floating:  # the root's subtree, after the floating fragments in canonical order
-        subtree = "".join(sorted(f"{{{e[1]}}}" for e in floating)) + subtree
-    return _Built(subtree, units, kids, floating)
+        out.extend(sorted(f"{{{_text(e)}}}" for e in floating))
+    _write(node, out)
+    return _Built("".join(out), units, kids, floating)
 
 
 # --------------------------------------------------------------------------- diagnosis
@@ -457,11 +566,12 @@ def _diagnose(s: str) -> IUPACError | None:
 # --------------------------------------------------------------------------- public API
 
 
-#: Longest string parsed as a glycan. The longest in the real glycowork and GlycanML tables is
-#: under 700 characters; a string 140 times that is a concatenation or a corrupt cell. The
-#: canonical key writes every subtree out, so its cost grows with the square of the chain length
-#: (a 1 MB cell took minutes and tens of GB); longer strings are an error, reported like any other.
-MAX_GLYCAN_CHARS = 100_000
+#: Longest string parsed as a glycan (1 MiB). The longest in the real glycowork and GlycanML
+#: tables is under 700 characters, so anything near this is a concatenation or a corrupt cell;
+#: parsing is linear in time and memory (a 1 MiB chain: about 0.4 s and 60 MB for the key, 95 MB
+#: with the dataclass tree; bench/RESULTS.md), and the cap keeps one cell within that budget.
+#: Longer strings are an error, reported like any other.
+MAX_GLYCAN_CHARS = 1 << 20
 
 
 def _checked(s: str) -> _Built:
@@ -521,7 +631,7 @@ def parse(s: str) -> Glycan:
         for child in children:
             linkages[child].parent = parent
     return Glycan(
-        s, tuple(residues), tuple(linkages), len(units) - 1, tuple(e[2] for e in floating), key
+        s, tuple(residues), tuple(linkages), len(units) - 1, tuple(e[3] for e in floating), key
     )
 
 
@@ -546,13 +656,21 @@ def render(glycan: Glycan) -> str:
         if link.parent is not None:
             kids[link.parent].append(link.child)
     suffix = {link.child: f"({link.written})" for link in glycan.linkages}
-    written: list[str] = []
-    for i, residue in enumerate(glycan.residues):
-        children = sorted(kids[i])
-        text = residue.name
+    out: list[str] = []
+    # written depth-first from an explicit stack, never as one string per subtree: those are
+    # quadratic in a chain's length, and recursion would overflow on a deep one
+    pending: list[int | str] = [glycan.root]
+    for r in reversed(glycan.floating):
+        pending += ("}", suffix[r], r, "{")
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        children = sorted(kids[item])
+        pending.append(glycan.residues[item].name)
+        for c in reversed(children[1:]):
+            pending += ("]", suffix[c], c, "[")
         if children:
-            branches = "".join(f"[{written[c]}]" for c in children[1:])
-            text = written[children[0]] + branches + text
-        written.append(text + suffix.get(i, ""))
-    blocks = "".join(f"{{{written[r]}}}" for r in glycan.floating)
-    return blocks + written[glycan.root]
+            pending += (suffix[children[0]], children[0])
+    return "".join(out)

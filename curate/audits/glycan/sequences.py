@@ -86,8 +86,8 @@ def unparseable_glycan(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The glycan is not well-formed IUPAC-condensed: unbalanced brackets, a missing or malformed
     linkage, stray characters. The message gives the 0-based character position and what was
     expected there. A model fed such a string learns from noise, and no duplicate or leakage
-    check can recognise it. Every row is parsed, labelled or not, and strings over 100,000
-    characters are rejected as too long. ``fix``/``export`` never publish such rows.
+    check can recognise it. Every row is parsed, labelled or not, and strings over 1 MiB
+    (1,048,576 characters) are rejected as too long. ``fix``/``export`` never publish such rows.
     """
     return _parse_findings(data, "syntax")
 
