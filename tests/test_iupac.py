@@ -467,6 +467,11 @@ def test_adversarial_input_is_parsed_or_rejected() -> None:
         ("{Fuc(a1-2)}{Neu5Ac(a2-3)}Gal(b1-4)Glc", "{Neu5Ac(a2-3)}{Fuc(a1-2)}Gal(b1-4)Glc"),
         ("L-Fuc(a1-2)Gal", "Fuc(a1-2)Gal"),
         ("Gal(b1-4/3)GlcNAc", "Gal(b1-3/4)GlcNAc"),
+        # a residue's modifications in another written order (issue 9)
+        ("Gal1Cer3S(b1-4)Glc", "Gal3S1Cer(b1-4)Glc"),
+        ("D-Fuc1CoumOMe(a1-3)Glc", "D-FucOMe1Coum(a1-3)Glc"),
+        ("Neu5Ac9Ac(a2-3)Gal", "Neu9Ac5Ac(a2-3)Gal"),
+        ("Neu5AcOAc(a2-3)Gal", "NeuOAc5Ac(a2-3)Gal"),
         (  # nested branches reorder independently at every level
             "Neu5Ac(a2-3)Gal(b1-4)[Fuc(a1-3)]GlcNAc(b1-2)Man(a1-3)[Gal(b1-4)GlcNAc(b1-2)Man(a1-6)]Man",
             "Gal(b1-4)GlcNAc(b1-2)Man(a1-6)[Fuc(a1-3)[Neu5Ac(a2-3)Gal(b1-4)]GlcNAc(b1-2)Man(a1-3)]Man",
@@ -488,6 +493,12 @@ def test_same_glycan_same_key(one: str, other: str) -> None:
         ("Man(a1-3)Man(a1-6)Man", "Man(a1-3)[Man(a1-6)]Man"),  # chain vs branches
         ("D-Rha(a1-3)Glc", "Rha(a1-3)Glc"),
         ("Gal(a2-3/6)Glc", "Gal(a2-3)Glc"),
+        ("Neu5Ac9Ac(a2-3)Gal", "Neu5Ac8Ac(a2-3)Gal"),
+        ("Gal3S6S(b1-4)Glc", "Gal3S(b1-4)Glc"),
+        # bare codes after a positioned unit belong to it: 6-phosphoethanolamine is not
+        # ethanolamine plus 6-phosphate
+        ("Glc6PEtN(a1-4)Glc", "GlcEtN6P(a1-4)Glc"),
+        ("GalOMe3S(b1-4)Glc", "Gal3SOMe6S(b1-4)Glc"),
     ],
 )
 def test_different_glycans_different_keys(one: str, other: str) -> None:
@@ -499,6 +510,83 @@ def test_key_orders_branches_by_linkage_first() -> None:
         canonical_key("Man(a1-6)[Xyl(b1-2)][Man(a1-3)]Man") == "Xyl(b1-2)[Man(a1-3)][Man(a1-6)]Man"
     )
     assert canonical_key("Fuc(a1-6)[GlcNAc(b1-4)]GlcNAc") == "GlcNAc(b1-4)[Fuc(a1-6)]GlcNAc"
+
+
+def _quadratic_key(text: str) -> str:
+    """The canonical key as it was first built: every subtree's text, children sorted by
+    (linkage, text). Quadratic in a chain's length, obviously right; the reference for the
+    linear builder."""
+    glycan = parse(text)
+    kids: dict[int, list[tuple[Any, str]]] = defaultdict(list)
+    entry: dict[int, tuple[Any, str]] = {}
+    for residue in glycan.residues:
+        children = sorted(kids[residue.index])
+        body = "".join(c[1] if i == 0 else f"[{c[1]}]" for i, c in enumerate(children))
+        link = next((x for x in glycan.linkages if x.child == residue.index), None)
+        if link is None:
+            entry[residue.index] = ((), body + residue.normalized)
+            continue
+        decoded = iupac._decode_link(link.written)
+        entry[residue.index] = (decoded.order, body + residue.normalized + decoded.canonical)
+        if link.parent is not None:
+            kids[link.parent].append(entry[residue.index])
+    floating = sorted(f"{{{entry[f][1]}}}" for f in glycan.floating)
+    return "".join(floating) + entry[glycan.root][1]
+
+
+def test_long_chains_and_deep_nesting_parse_in_linear_memory() -> None:
+    """A 100,000-residue chain, 50,000-deep nesting and tied siblings at every level of it (the
+    case where siblings are compared by text) are keyed without recursion, and a 1 MiB chain
+    within 200 MB (issue 9: the key once held every subtree's text, 6 GB at 270 KB)."""
+    import tracemalloc
+
+    chain = "Gal(b1-4)" * 100_000 + "Glc"
+    assert canonical_key.__wrapped__(chain) == chain
+    nested = "Gal(b1-4)[" * 50_000 + "Gal(a1-3)" + "]Gal(a1-3)" * 50_000 + "Glc"
+    assert len(canonical_key.__wrapped__(nested)) == len(nested)
+    tied = "Gal(?1-?)[" * 50_000 + "Gal(?1-?)" + "]Gal(?1-?)" * 50_000 + "Glc"
+    key = canonical_key.__wrapped__(tied)  # the leaf sorts first: it is a prefix of the other
+    assert key.startswith("Gal(?1-?)[Gal(?1-?)[Gal(?1-?)") and len(key) == len(tied)
+    for size in (1_000, 3_000):
+        small = "Gal(?1-?)[" * size + "Gal(?1-?)" + "]Gal(?1-?)" * size + "Glc"
+        assert canonical_key.__wrapped__(small) == _quadratic_key(small)
+    mib = "Gal(b1-4)" * ((iupac.MAX_GLYCAN_CHARS - 3) // 9) + "Glc"
+    tracemalloc.start()
+    try:
+        assert len(parse(mib).residues) == len(mib) // 9 + 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 * 2**20
+    too_long = "Gal(b1-4)" * (iupac.MAX_GLYCAN_CHARS // 9 + 1) + "Glc"
+    error = try_parse(too_long)
+    assert isinstance(error, IUPACError) and error.position == iupac.MAX_GLYCAN_CHARS
+
+
+# few names and linkages, so that siblings often share a linkage and are ordered by their text
+TIE_NAMES = ("Gal", "Glc", "GlcNAc", "Gal6S", "Neu5Ac")
+TIE_LINKS = ("?1-?", "a1-?", "b1-4", "1-4")
+
+
+@pytest.mark.parametrize("head", [1, 4, 16])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    glycan=st.deferred(lambda: glycans(TIE_NAMES, TIE_LINKS)),
+    rnd=st.randoms(use_true_random=False),
+)
+def test_key_matches_the_quadratic_reference(
+    head: int, glycan: tuple[Any, ...], rnd: random.Random
+) -> None:
+    """Siblings on one linkage are ordered by comparing bounded heads of their texts first;
+    with heads of 1-16 characters almost every comparison goes past the head, so the linear
+    builder must agree with the reference on every tree, tie or not."""
+    text = write_glycan(glycan, rnd)
+    saved = iupac._HEAD
+    iupac._HEAD = head
+    try:
+        assert iupac._checked(text).key == _quadratic_key(text)
+    finally:
+        iupac._HEAD = saved
 
 
 def test_canonical_key_is_memoized() -> None:
@@ -817,3 +905,39 @@ def test_keys_group_like_glycowork(
             assert nx.is_isomorphic(
                 glycowork_graphs[group[0]], glycowork_graphs[other], node_match=same
             )
+
+
+# --------------------------------------------------------------------------- modification order
+
+POSITIONED = ("1Cer", "2Ac", "3S", "4Ac", "6S", "6P", "9Ac", "7Ac", "1Coum", "4PEtN", "6PCho")
+UNPOSITIONED = ("OMe", "OAc", "NAc", "OS")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from(("Gal", "Glc", "D-Fuc", "Neu", "Man", "GalNAc")),
+    mods=st.lists(st.sampled_from(POSITIONED), min_size=1, max_size=4),
+    head=st.lists(st.sampled_from(UNPOSITIONED), max_size=2),
+    rnd=st.randoms(use_true_random=False),
+)
+def test_modification_order_never_changes_the_key(
+    base: str, mods: list[str], head: list[str], rnd: random.Random
+) -> None:
+    """Positioned substituents in any order, and unpositioned ones moved in between them, give
+    one key; a different set of substituents gives another (no false merge)."""
+    written = base + "".join(head) + "".join(mods)
+    key = canonical_key(f"{written}(b1-4)Glc")
+    shuffled = mods[:]
+    rnd.shuffle(shuffled)
+    # unpositioned units keep their own order, anywhere between the others
+    at = sorted(rnd.randint(0, len(shuffled)) for _ in head)
+    mixed: list[str] = []
+    for i, unit in enumerate([*shuffled, ""]):
+        mixed += [h for h, a in zip(head, at, strict=True) if a == i]
+        mixed.append(unit)
+    other = base + "".join(mixed)
+    assert canonical_key(f"{other}(b1-4)Glc") == key
+    dropped = base + "".join(head) + "".join(mods[1:])
+    assert canonical_key(f"{dropped}(b1-4)Glc") != key
+    changed = base + "".join(head) + "".join(mods) + "8S"
+    assert canonical_key(f"{changed}(b1-4)Glc") != key

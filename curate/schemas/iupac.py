@@ -140,8 +140,8 @@ def _alternation(words: Any) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-def _residue_regex(vocab: dict[str, Any]) -> re.Pattern[str]:
-    """Compile the residue grammar documented in the vocabulary file.
+def _residue_regex(vocab: dict[str, Any]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Compile the residue grammar documented in the vocabulary file, and its modification unit.
 
     Every modification unit is an atomic group repeated possessively: once a unit matched, the
     engine never re-splits it. That keeps matching linear on adversarial input such as
@@ -170,14 +170,19 @@ def _residue_regex(vocab: dict[str, Any]) -> re.Pattern[str]:
         rf"(?P<config>(?P<letter>{config})-)?"
         rf"(?P<core>{core})"
         rf"(?P<ring>[{''.join(sorted(vocab['ring_forms']))}])?"
-        rf"(?:{unit})*+"
+        rf"(?P<mods>(?:{unit})*+)"
         rf"(?:{_alternation(vocab['suffixes'])})?"
     )
-    return re.compile(pattern)
+    # the same unit, its position and substituent atom captured, to split the modifications
+    unit_parts = (
+        rf"(?>(?P<pos>\d*)(?P<atom>{_alternation(vocab['substituent_atoms'])})?"
+        rf"(?:{_alternation(vocab['modification_codes'])}))"
+    )
+    return re.compile(pattern), re.compile(unit_parts)
 
 
 _VOCAB = _load_vocab()
-_RESIDUE = _residue_regex(_VOCAB)
+_RESIDUE, _MOD_UNIT = _residue_regex(_VOCAB)
 _DEFAULT_CONFIG = {
     core: letter
     for letter, cores in _VOCAB["default_configuration"].items()
@@ -192,9 +197,42 @@ _LINK = re.compile(r"([ab?]?)(\d+|\?)-(\d+|\?)((?:/\d+)*)")
 _UNKNOWN_POS = 1_000_000  # sorts '?' after every numbered position
 
 
+def _mod_groups(mods: str) -> tuple[str, list[tuple[int, str]]]:
+    """Split a residue's modifications into (head, positioned substituents).
+
+    A unit with a position (``3S``, ``1Coum``) starts a substituent, and the bare codes after it
+    belong to it (``6PEtN`` is one phosphoethanolamine at C6, ``4PP`` a pyrophosphate); a unit
+    with a substituent atom but no position (``OMe``, ``NAc``) starts a group of its own that
+    stays in the head. Everything unpositioned stays in the head in written order: consecutive
+    codes there can spell one substituent (``OPOCm``), so their order may carry meaning.
+    """
+    head: list[str] = []
+    groups: list[tuple[int, str]] = []
+    in_head = True
+    for m in _MOD_UNIT.finditer(mods):
+        if m["pos"]:
+            groups.append((int(m["pos"]), m.group()))
+            in_head = False
+        elif in_head or m["atom"]:
+            head.append(m.group())
+            in_head = True
+        else:
+            groups[-1] = (groups[-1][0], groups[-1][1] + m.group())
+    return "".join(head), groups
+
+
 @lru_cache(maxsize=8192)
 def _normalize_residue(token: str) -> str | None:
-    """Normalized name of a residue token, or ``None`` if it is not one (cached per token)."""
+    """Normalized name of a residue token, or ``None`` if it is not one (cached per token).
+
+    Drops a default configuration and an explicit pyranose ``p``, and writes the modifications
+    in canonical order (:func:`_mod_groups`): the unpositioned ones first, as written, then the
+    positioned substituents by position. ``Gal3S1Cer`` and ``Gal1Cer3S`` are one residue, so are
+    ``D-FucOMe1Coum`` and ``D-Fuc1CoumOMe``. The reordered token is used only if it reads back
+    as exactly the same parts (units are not separated, so a reordering could be read another
+    way); otherwise the written order is kept. So a normalized token always parses into the
+    modifications it came from, and tokens with different modifications never normalize alike.
+    """
     m = _RESIDUE.fullmatch(token)
     if m is None:
         return None
@@ -203,6 +241,19 @@ def _normalize_residue(token: str) -> str | None:
         cut.append(m.span("config"))
     if m["ring"] == "p":
         cut.append(m.span("ring"))
+    head, groups = _mod_groups(m["mods"])
+    if groups and (len(groups) > 1 or head):
+        start, end = m.span("mods")
+        ordered = sorted(groups)
+        candidate = token[:start] + head + "".join(g[1] for g in ordered) + token[end:]
+        if candidate != token:
+            again = _RESIDUE.fullmatch(candidate)
+            if (
+                again is not None
+                and again.span("mods") == (start, end)
+                and _mod_groups(again["mods"]) == (head, ordered)
+            ):
+                token = candidate  # same length and spans: the cuts below still apply
     if not cut:
         return token
     out, pos = [], 0
