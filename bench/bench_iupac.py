@@ -14,6 +14,10 @@ the repository), shuffles the well-formed rows deterministically and repeats the
   first ``--glycowork-rows`` distinct strings, because it is slow, and as used (its LRU on, the
   same rows as ours). curate is timed on those same distinct strings for the uncached ratios.
 
+``--scaling`` instead times ``canonical_key`` and ``try_parse`` on long glycans (chains of 10k to
+116k residues, about 1 MiB, and nesting that ties siblings at every level), each in a fresh
+process, with its peak RSS: time and memory must grow linearly with the length.
+
 First, with or without the data, the adversarial inputs of the test suite (a 5,001-residue chain,
 2,000-deep nesting, three malformed giants) are timed against the 5 s budget the tests used to
 assert; the figure is printed here because a wall-clock assertion does not belong in a test.
@@ -122,7 +126,77 @@ def time_adversarial(rounds: int) -> float:
     return best
 
 
+def scaling_input(kind: str, residues: int) -> str:
+    """A long glycan: a linear chain, or nesting where every level ties two siblings on one
+    linkage (the case that compares sibling texts)."""
+    if kind == "chain":
+        return "Gal(b1-4)" * residues + "Glc"
+    if kind == "cut-off chain":  # malformed at the very end: the diagnosis runs on it all
+        return "Gal(b1-4)" * residues + "Gl"
+    depth = residues // 2
+    return "Gal(?1-?)[" * depth + "Gal(?1-?)" + "]Gal(?1-?)" * depth + "Glc"
+
+
+def measure_one(kind: str, residues: int, what: str) -> None:
+    """Time one call in this fresh process and print seconds and peak RSS (ru_maxrss, MiB)."""
+    import resource
+
+    text = scaling_input(kind, residues)
+    start = time.perf_counter()
+    if what == "key":
+        try:
+            result: object = KEY(text)
+        except iupac.IUPACError as error:
+            result = error
+    else:
+        result = iupac.try_parse(text)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    ok = f"rejected@{result.position}" if isinstance(result, iupac.IUPACError) else "ok"
+    print(f"{len(text)} {seconds:.4f} {peak:.0f} {ok}")
+
+
+#: (kind, residues) measured by --scaling: the issue's chain lengths, and about 1 MB.
+SCALING = [
+    ("chain", 10_000),
+    ("chain", 30_000),
+    ("chain", 100_000),
+    ("chain", 116_000),  # 1,044,003 characters, just under the 1 MiB cap
+    ("chain", 117_000),  # 1,053,003 characters: rejected with a position
+    ("cut-off chain", 116_000),
+    ("tied nesting", 10_000),
+    ("tied nesting", 30_000),
+    ("tied nesting", 100_000),
+]
+
+
+def scaling() -> None:
+    """Each case in a fresh interpreter, so that its peak RSS is its own."""
+    import subprocess
+
+    print(
+        f"{'input':<28}{'chars':>11}{'op':>7}{'seconds':>9}{'us/char':>9}{'peak MiB':>10}  result"
+    )
+    for kind, residues in SCALING:
+        for what in ("key", "parse"):
+            out = subprocess.run(
+                [sys.executable, __file__, "--one", kind, str(residues), what],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            chars, seconds, peak, ok = int(out[0]), float(out[1]), out[2], out[3]
+            label = f"{kind}, {residues:,} residues"
+            print(
+                f"{label:<28}{chars:>11,}{what:>7}{seconds:>9.3f}"
+                f"{seconds / chars * 1e6:>9.3f}{peak:>10}  {ok}"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and len(sys.argv) == 5 and sys.argv[1] == "--one":
+        measure_one(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="folder with the glycan CSVs")
     parser.add_argument("--rows", type=int, default=100_000, help="strings per timed pass")
@@ -133,7 +207,15 @@ def main(argv: list[str] | None = None) -> int:
         help="distinct strings timed for uncached glycowork (it is slow)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="rounds (the best pass counts)")
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only time and measure peak memory on long glycans (up to 1 MiB), one process each",
+    )
     args = parser.parse_args(argv)
+    if args.scaling:
+        scaling()
+        return 0
 
     seconds = time_adversarial(args.repeat)
     verdict = "within" if seconds < ADVERSARIAL_BUDGET_S else "OVER"

@@ -842,6 +842,25 @@ def test_gl602_empty_protein_rows_real(binding, binding_report):
     assert hits(report, "GL602")["row"].to_list() == empty["i"].to_list()
 
 
+# Columns that are one glycan for our key and two for glycowork, whose graph compares residue
+# labels verbatim: they differ only in the written order of one residue's positioned
+# modifications (Neu4S5Ac is Neu5Ac4S), which the key ignores since issue 9.
+MODIFICATION_ORDER_ONLY = {
+    frozenset(
+        {
+            "GalNAc(b1-3)Rha(b1-4)GlcNAc6Ac(b1-4)[GalA3Ac6Thr(a1-3)]GalNAc",
+            "GalNAc(b1-3)Rha(b1-4)GlcNAc6Ac(b1-4)[GalA6Thr3Ac(a1-3)]GalNAc",
+        }
+    ),
+    frozenset(
+        {
+            "Neu4S5Ac(a2-3)Gal6S(b1-4)[Fuc(a1-3)]GlcNAc",
+            "Neu5Ac4S(a2-3)Gal6S(b1-4)[Fuc(a1-3)]GlcNAc",
+        }
+    ),
+}
+
+
 def test_gl601_duplicate_glycan_columns_real(binding, binding_report):
     _, report = binding_report
     cols = glycan_headers(binding)
@@ -854,7 +873,10 @@ def test_gl601_duplicate_glycan_columns_real(binding, binding_report):
     assert groups
     expected = set()
     for k, cs in groups.items():
-        assert all(same_glycan(cs[0], c) for c in cs[1:])  # glycowork agrees: one glycan
+        assert all(  # glycowork agrees: one glycan
+            same_glycan(cs[0], c) or frozenset({cs[0], c}) in MODIFICATION_ORDER_ONLY
+            for c in cs[1:]
+        )
         vals = binding.select("i", *[pl.col(c).cast(pl.Float64) for c in cs])
         for row in vals.iter_rows():
             if len({v for v in row[1:] if v is not None}) > 1:
