@@ -514,7 +514,17 @@ def _build(s: str) -> _Built | None:
                 state = _EXPECT_RESIDUE
         if len(waiting) > 1:
             _order(waiting)
-        node = _node(norm, tuple(waiting)) if waiting else (norm, (), norm, True)
+        if not waiting:
+            node = (norm, (), norm, True)
+        elif len(waiting) == 1:  # a chain link, inlined: most residues of real glycans
+            child = waiting[0]
+            head = child[2][2]
+            if child[2][3] and len(head) + len(child[1]) + len(norm) <= _HEAD:
+                node = (norm, (child,), head + child[1] + norm, True)
+            else:
+                node = _node(norm, (child,))
+        else:
+            node = _node(norm, tuple(waiting))
         kids.append([e[3] for e in waiting])
         if link is None:
             waiting = []
