@@ -133,6 +133,14 @@ def scaling_input(kind: str, residues: int) -> str:
         return "Gal(b1-4)" * residues + "Glc"
     if kind == "cut-off chain":  # malformed at the very end: the diagnosis runs on it all
         return "Gal(b1-4)" * residues + "Gl"
+    if kind == "crafted ties":
+        # The one known quadratic shape: at every level a 21-residue chain beside the deeper
+        # levels on one linkage, so the siblings' texts agree beyond the 128 characters a node
+        # keeps and are written out to compare. ``residues`` is the number of levels.
+        text = "Gal(?1-?)" * 30 + "Gal"
+        for _ in range(residues):
+            text = "Gal(?1-?)" * 21 + "[" + text + "(?1-?)]Glc"
+        return text
     depth = residues // 2
     return "Gal(?1-?)[" * depth + "Gal(?1-?)" + "]Gal(?1-?)" * depth + "Glc"
 
@@ -167,6 +175,10 @@ SCALING = [
     ("tied nesting", 10_000),
     ("tied nesting", 30_000),
     ("tied nesting", 100_000),
+    # levels, not residues: not linear (see RESULTS.md); 1,000 levels is ~200 KB
+    ("crafted ties", 250),
+    ("crafted ties", 500),
+    ("crafted ties", 1_000),
 ]
 
 
