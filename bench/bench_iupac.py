@@ -198,7 +198,8 @@ def scaling() -> None:
                 text=True,
             ).stdout.split()
             chars, seconds, peak, ok = int(out[0]), float(out[1]), out[2], out[3]
-            label = f"{kind}, {residues:,} residues"
+            unit = "levels" if kind == "crafted ties" else "residues"
+            label = f"{kind}, {residues:,} {unit}"
             print(
                 f"{label:<28}{chars:>11,}{what:>7}{seconds:>9.3f}"
                 f"{seconds / chars * 1e6:>9.3f}{peak:>10}  {ok}"

@@ -211,29 +211,34 @@ def fix(
     """
     from curate import api
 
-    cb = terminal.progress()
-    try:
-        done = api.fix(
-            fam,
-            paths,
-            out,
-            overwrite=overwrite,
-            strict=strict,
-            encoding=encoding,
-            tags=tag,
-            language=language,
-            source_datasets=source_dataset,
-            select=select,
-            ignore=ignore,
-            unsafe_fixes=unsafe_fixes,
-            progress=cb,
-            command=COMMAND_LINE,
-            **options.model_dump(exclude_unset=True),
-        )
-    finally:
-        terminal.clear_progress(cb)
+    done = _with_progress(
+        api.fix,
+        fam,
+        paths,
+        out,
+        overwrite=overwrite,
+        strict=strict,
+        encoding=encoding,
+        tags=tag,
+        language=language,
+        source_datasets=source_dataset,
+        select=select,
+        ignore=ignore,
+        unsafe_fixes=unsafe_fixes,
+        **options.model_dump(exclude_unset=True),
+    )
     assert done.fix is not None
     typer.echo(fix_summary_line(out, done))
+
+
+def _with_progress(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """``call`` (``api.fix``/``api.export``) with the terminal's progress bar and this run's
+    command line for the output's marker; the bar is cleared on every exit path."""
+    cb = terminal.progress()
+    try:
+        return call(*args, progress=cb, command=COMMAND_LINE, **kwargs)
+    finally:
+        terminal.clear_progress(cb)
 
 
 def _item(item: dict[str, Any]) -> str:
@@ -312,27 +317,22 @@ def export(
 
     if push_to_hub:
         check_repo_id(push_to_hub)  # before the work, not after it
-    cb = terminal.progress()
-    try:
-        done = api.export(
-            fam,
-            paths,
-            out,
-            overwrite=overwrite,
-            strict=strict,
-            encoding=encoding,
-            license=license,
-            pretty_name=pretty_name,
-            max_rows_per_shard=max_rows_per_shard,
-            tags=tag,
-            language=language,
-            source_datasets=source_dataset,
-            progress=cb,
-            command=COMMAND_LINE,
-            **options.model_dump(exclude_unset=True),
-        )
-    finally:
-        terminal.clear_progress(cb)
+    done = _with_progress(
+        api.export,
+        fam,
+        paths,
+        out,
+        overwrite=overwrite,
+        strict=strict,
+        encoding=encoding,
+        license=license,
+        pretty_name=pretty_name,
+        max_rows_per_shard=max_rows_per_shard,
+        tags=tag,
+        language=language,
+        source_datasets=source_dataset,
+        **options.model_dump(exclude_unset=True),
+    )
     typer.echo(
         f"wrote {out}: "
         + ", ".join(f"{s}={t.num_rows}" for s, t in done.tables.items())
