@@ -270,12 +270,17 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
     )
 
 
+def _integer_case_ids(data: KEData) -> bool:
+    """Are the valid cases' ids integers? Then a ``withheld_edits`` entry writes its case id as
+    an integer, as the records do (an invalid record's id may be anything: not counted)."""
+    ids = [data.all_ids[r] for r in data.cases["row"].to_list()]
+    return bool(ids) and all(type(x) is int for x in ids)
+
+
 def _withhold_fix(data: KEData, j: pl.DataFrame) -> pl.DataFrame:
     """Per (case, hop): the edit that withholds *every* contaminating source (``details`` lists
     at most :data:`MAX_LISTED`; the fix must not), as ``withheld_edits`` entries."""
-    # the ids of valid cases (an invalid record's id may be anything): ints stay ints
-    ids = [data.all_ids[r] for r in data.cases["row"].to_list()]
-    ints = bool(ids) and all(type(x) is int for x in ids)
+    ints = _integer_case_ids(data)
     case_id = pl.col("src_records").cast(pl.Int64) if ints else pl.col("src_records")
     return (
         j.select("row", "hop", "t_s", "t_r", "t_o", "src_records", "src_rows", "src_k")
@@ -381,8 +386,7 @@ def withheld_edit_unknown(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     gone = withheld.join(known, on="withheld", how="anti")
     if not gone.height:
         return empty_rule_output()
-    ids = [data.all_ids[r] for r in data.cases["row"].to_list()]
-    ints = bool(ids) and all(type(x) is int for x in ids)
+    ints = _integer_case_ids(data)
     parts = gone.with_columns(
         pl.col("withheld").str.split_exact("\x1f", 1).struct.rename_fields(["case", "k"])
     ).unnest("withheld")
