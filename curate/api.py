@@ -18,6 +18,7 @@ output paths). Options are the family's own (see ``curate rules FAMILY`` and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,16 +114,22 @@ def audit(
     """Run the family's rules (``select``/``ignore`` as in ``--select``) and return the report.
 
     ``paths`` may also be data returned by :func:`load`, to audit it several ways without
-    reading it again.
+    reading it again. ``report.durations`` holds the seconds of each stage (``load`` when this
+    call read the data, each shared table, each rule).
     """
     fam = _family(family)
+    loaded: dict[str, float] = {}
     if isinstance(paths, LoadedDataset):
         data = paths
         opts = fam.options(data.options, **options) if options else data.options
     else:
         opts = fam.options(**options)
+        t0 = time.perf_counter()
         data = fam.load(_paths(paths), opts, encoding=encoding, progress=progress)
-    return fam.audit(data, opts, select=select, ignore=ignore, progress=progress)
+        loaded["load"] = time.perf_counter() - t0
+    report = fam.audit(data, opts, select=select, ignore=ignore, progress=progress)
+    report.durations = {**loaded, **report.durations}
+    return report
 
 
 @dataclass

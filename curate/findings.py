@@ -175,8 +175,9 @@ class Report:
     rules_run: list[str]
     options: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
-    #: Seconds per rule; kept out of every rendered report so that same input → same report.
-    timings: dict[str, float] = field(default_factory=dict)
+    #: Wall seconds per stage (``load``, ``table:NAME``, each rule code, ``summary``), in run
+    #: order. Rendered only with ``--durations``, so that by default same input → same report.
+    durations: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         f = self.findings

@@ -203,3 +203,34 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
 
 
 RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdown}
+
+
+def durations_json(durations: dict[str, float]) -> dict[str, float]:
+    """Stage → seconds in run order, to the tenth of a millisecond (``--durations``)."""
+    return {k: round(max(v, 0.0), 4) for k, v in durations.items()}
+
+
+def _stage_label(stage: str) -> str:
+    if stage.startswith("table:"):
+        return f"shared table {stage.removeprefix('table:')}"
+    return stage
+
+
+def render_durations(durations: dict[str, float], fmt: str) -> str:
+    """Where the time went, slowest first as pytest's ``--durations`` shows it.
+
+    Why slowest first with the share of the total: the question is "what do I wait for", and
+    the answer is at the top; stages a reader expects (``load``, ``render``) are listed beside
+    the rules because they are often the larger part. Shared tables (built once, used by several
+    rules) are their own rows, so a rule's figure is its own work.
+    """
+    total = sum(max(v, 0.0) for v in durations.values()) or 1e-12
+    rows = sorted(durations.items(), key=lambda kv: -kv[1])
+    if fmt == "markdown":
+        out = ["", "## Durations", "", "| stage | seconds | share |", "|---|---:|---:|"]
+        out += [f"| {_stage_label(k)} | {v:.3f} | {v / total:.0%} |" for k, v in rows]
+        out.append(f"| total | {total:.3f} | |")
+        return "\n".join(out) + "\n"
+    out = [f"durations (wall seconds, slowest first; total {total:.2f} s):"]
+    out += [f"  {v:9.3f} s {v / total:5.0%}  {_stage_label(k)}" for k, v in rows]
+    return "\n".join(out) + "\n"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -67,6 +68,8 @@ class AuditContext:
     options: Any
     builders: dict[str, TableFunc] = field(default_factory=dict)
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Seconds spent building each shared table (``--durations`` reports them as stages).
+    seconds: dict[str, float] = field(default_factory=dict, repr=False)
     _allowed: frozenset[str] | None = None
     _root: AuditContext | None = field(default=None, repr=False)
 
@@ -77,8 +80,14 @@ class AuditContext:
         if name not in root._built:
             if name not in root.builders:
                 raise KeyError(f"no shared table {name!r}")
+            t0 = time.perf_counter()
             root._built[name] = root.builders[name](root)
+            root.seconds[name] = time.perf_counter() - t0
         return root._built[name]
+
+    def table_seconds(self) -> float:
+        """Seconds spent building shared tables so far (a rule's own time excludes them)."""
+        return sum((self._root or self).seconds.values())
 
     def built(self, name: str) -> Any | None:
         """A table if some rule already built it (for summaries after the audit), else None."""

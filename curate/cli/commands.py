@@ -11,6 +11,7 @@ without touching this file. The command line stays ``curate VERB FAMILY PATHS...
 from __future__ import annotations
 
 import inspect
+import time
 import types
 import typing
 from collections.abc import Callable
@@ -95,6 +96,14 @@ SourceDatasetOpt = Annotated[
         help="What the data is based on, for the card's source_datasets (repeatable).",
     ),
 ]
+DurationsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--durations",
+        help="End the report with the wall time of each stage (load, shared tables, each "
+        'rule, render), slowest first; JSON gets a top-level "durations" object.',
+    ),
+]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
 ]
@@ -119,10 +128,13 @@ def load_and_audit(
     check_inputs(paths)
     cb = terminal.progress()
     try:
+        t0 = time.perf_counter()
         data = fam.load(paths, options, progress=cb, keep_records=keep_records, encoding=encoding)
+        loaded = time.perf_counter() - t0
         report = fam.audit(data, options, progress=cb, select=select, ignore=ignore)
     finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
         terminal.clear_progress(cb)
+    report.durations = {"load": loaded, **report.durations}
     return data, report
 
 
@@ -144,6 +156,7 @@ def validate(
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
     encoding: EncodingOpt = None,
+    durations: DurationsOpt = False,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
     if output is not None and str(output) != "-":
@@ -151,7 +164,7 @@ def validate(
     _, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=["schema", "integrity"]
     )
-    terminal.emit(terminal.render(report, fmt, output), output)
+    terminal.emit(terminal.render(report, fmt, output, durations=durations), output)
     raise typer.Exit(1 if report.fails("error") else 0)
 
 
@@ -165,12 +178,13 @@ def audit(
     output: OutputOpt = None,
     fail_on: FailOnOpt = FailOn.error,
     encoding: EncodingOpt = None,
+    durations: DurationsOpt = False,
 ) -> None:
     """Run the family's rules and report findings."""
     if output is not None and str(output) != "-":
         guard_file(output, _protected(paths, options))
     _, report = load_and_audit(fam, paths, options, encoding=encoding, select=select, ignore=ignore)
-    terminal.emit(terminal.render(report, fmt, output), output)
+    terminal.emit(terminal.render(report, fmt, output, durations=durations), output)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
 
 

@@ -12,13 +12,15 @@ import os
 import re
 import shutil
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
+from curate.findings import json_bytes
 from curate.outputs import write_bytes_atomic
-from curate.reports import RENDERERS
+from curate.reports import RENDERERS, durations_json, render_durations
 
 
 class Format(StrEnum):
@@ -113,12 +115,26 @@ def emit(text: str, output: Path | None) -> None:
         typer.echo(f"report written to {output}", err=True)
 
 
-def render(report, fmt: Format, output: Path | None = None) -> str:
+def render(report, fmt: Format, output: Path | None = None, *, durations: bool = False) -> str:
     """The report for its destination: colour and wrapping only on a terminal's stdout.
 
     A file (``--output``) gets neither, whatever the environment says; a pipe gets colour only
     with ``FORCE_COLOR`` and is never wrapped (one finding per line, for ``grep``).
+    ``durations`` appends where the time went (``--durations``), rendering included.
     """
+    t0 = time.perf_counter()
+    text = _render(report, fmt, output)
+    if not durations:
+        return text
+    stages = {**report.durations, "render": time.perf_counter() - t0}
+    if fmt is Format.json:  # a top-level "durations" object after the report's own keys
+        extra = json_bytes({"durations": durations_json(stages)}, indent=True).decode()
+        inner = extra.strip()[1:-1].strip("\n")
+        return text.rstrip()[:-1].rstrip() + ",\n" + inner + "\n}\n"
+    return text + render_durations(stages, fmt.value)
+
+
+def _render(report, fmt: Format, output: Path | None) -> str:
     if fmt is Format.text:
         if output is not None and str(output) != "-":
             return RENDERERS["text"](report, color=False, width=None)

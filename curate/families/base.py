@@ -300,15 +300,26 @@ class Family(ABC):
             opts = self.options(options, **raw)
         chosen: list[Rule] = self.rules.select(select, ignore)
         ctx = AuditContext(data, opts, self.rules.tables)
-        self.prepare(ctx)
+        durations: dict[str, float] = {}
+
+        def timed(stage: str, step: Callable[[], Any]) -> Any:
+            # a shared table is a stage of its own, charged once, not to whichever step first
+            # asked for it
+            built, tables_before = set(ctx.seconds), ctx.table_seconds()
+            t0 = time.perf_counter()
+            out = step()
+            took = time.perf_counter() - t0
+            for name in [n for n in ctx.seconds if n not in built]:
+                durations[f"table:{name}"] = ctx.seconds[name]
+            durations[stage] = took - (ctx.table_seconds() - tables_before)
+            return out
+
+        timed("prepare", lambda: self.prepare(ctx))
         frames = []
-        timings: dict[str, float] = {}
         for i, rule in enumerate(chosen):
             if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
                 progress(f"rule {i + 1}/{len(chosen)}: {rule.code} {rule.name}", i)
-            t0 = time.perf_counter()
-            out = rule.run(data, ctx.for_rule(rule))
-            timings[rule.code] = round(time.perf_counter() - t0, 4)
+            out = timed(rule.code, lambda rule=rule: rule.run(data, ctx.for_rule(rule)))
             frames.append(
                 out.with_columns(
                     pl.lit(rule.code).alias("rule"),
@@ -336,9 +347,9 @@ class Family(ABC):
             rules_run=[r.code for r in chosen],
             options=opts.public(),
             stats=dict(getattr(data, "stats", {})),
-            timings=timings,
+            durations=durations,
         )
-        self.summarise(report, ctx)
+        timed("summary", lambda: self.summarise(report, ctx))
         return report
 
     def prepare(self, ctx: AuditContext) -> None:
