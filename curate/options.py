@@ -38,12 +38,18 @@ class FamilyOptions(BaseModel):
         """
         return []
 
-    def public(self) -> dict[str, Any]:
-        """The options as a report shows them: set values only, JSON-friendly."""
+    def public(self, command: str | None = None) -> dict[str, Any]:
+        """The options as a report shows them: set values only, JSON-friendly.
+
+        With ``command``, only the options that command takes: an audit report listing
+        ``seed=0, resplit=True`` (options of ``fix`` alone) would claim they shaped the audit.
+        """
+        fields = type(self).model_fields
         return {
             k: (str(v) if not isinstance(v, str | int | float | bool | list | dict) else v)
             for k, v in self.model_dump().items()
             if v is not None and v != {} and v != []
+            if command is None or k not in fields or command in field_commands(type(self), k)
         }
 
 

@@ -338,6 +338,8 @@ def test_column_override_for_glycan(species, tmp_path, capsys):
     assert rc == 2 and "no glycan column" in err and "--column glycan=NAME" in err
     rc, _, err = run(capsys, "audit", "glycan", path, "--column", "glycan=nope")
     assert rc == 2 and "nope" in err and "no such column" in err
+    rc, _, err = run(capsys, "audit", "glycan", path, "--column", "glycan=structur")
+    assert rc == 2 and "did you mean structure?" in err
     data = FAMILY.load([str(path)], columns={"glycan": "structure"})
     (t,) = data.tables
     assert t.columns.glycan == "structure"
@@ -356,6 +358,32 @@ def test_column_override_for_glycan(species, tmp_path, capsys):
     )
     assert rc == 0 and "Traceback" not in err
     assert json.loads(out)["summary"]["stats"]["tables"][0]["glycan_column"] == "structure"
+
+
+def test_missing_column_message_counts_matrix_glycans(tmp_path, capsys):
+    """A binding matrix has hundreds of glycan columns; a mistyped ``--column`` names the
+    plain columns and counts the glycans, on one short line."""
+    glycans = [f"Gal(b1-{i % 6 + 1})" + "Glc" * (1 + i // 6) for i in range(600)]
+    path = tmp_path / "matrix.csv"
+    pl.DataFrame(
+        {"target": ["MKV"], "protein": ["lectin"], **{g: [0.5] for g in glycans}}
+    ).write_csv(path)
+    rc, _, err = run(capsys, "audit", "glycan", path, "--column", "protein=proten")
+    assert rc == 2 and len(err) < 400, err
+    assert (
+        "did you mean protein?" in err and "602 columns: target, protein, 600 glycan columns" in err
+    )
+
+
+def test_audit_report_shows_only_the_options_an_audit_takes(species, tmp_path, capsys):
+    """``seed`` and ``resplit`` shape only ``curate fix``; an audit report listing them would
+    claim they shaped the audit."""
+    path = tmp_path / "species.csv"
+    species.head(50).drop("i").write_csv(path)
+    rc1, out, _ = run(capsys, "audit", "glycan", path, "--task", "taxonomy", "-f", "json")
+    assert rc1 in (0, 1) and json.loads(out)["options"] == {"task": "taxonomy"}
+    rc2, out, _ = run(capsys, "audit", "glycan", path)
+    assert rc2 in (0, 1) and "seed" not in out and "resplit" not in out
 
 
 def test_column_override_for_split(sample, tmp_path):

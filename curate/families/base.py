@@ -345,7 +345,7 @@ class Family(ABC):
             inputs=data.inputs,
             findings=findings,
             rules_run=[r.code for r in chosen],
-            options=opts.public(),
+            options=opts.public("audit"),
             stats=dict(getattr(data, "stats", {})),
             durations=durations,
         )

@@ -106,6 +106,28 @@ def _find(header: list[str], names: tuple[str, ...], exclude: set[str] = frozens
     return None
 
 
+#: At most this many column names in a "no such column" message.
+_SHOWN_COLUMNS = 12
+
+
+def _columns_hint(header: list[str], wanted: str) -> str:
+    """What the file has, short enough for one line: close matches first, then the label
+    columns; a binding matrix's hundreds of glycan columns are counted, not listed (a user
+    mistyping ``protein`` should not get a 60 KB line of sequences)."""
+    import difflib
+
+    close = difflib.get_close_matches(wanted, header, n=3, cutoff=0.6)
+    glycans = [h for h in header if _matrix_glycan_header(h)]
+    plain = [h for h in header if h not in set(glycans)]
+    shown = plain[:_SHOWN_COLUMNS]
+    rest = len(plain) - len(shown)
+    have = ", ".join(shown) + (f" and {rest} more" if rest else "")
+    if glycans:
+        have += f"{', ' if shown else ''}{len(glycans)} glycan columns"
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return f"{hint}{len(header)} columns: {have}"
+
+
 def detect_columns(
     header: list[str],
     task: str | None = None,
@@ -118,7 +140,7 @@ def detect_columns(
     for k, v in overrides.items():
         if v not in header:
             raise InputError(
-                f"--column {k}={v}: no such column (have {', '.join(header)})", path=path
+                f"--column {k}={v}: no such column ({_columns_hint(header, v)})", path=path
             )
     if task is not None and task not in TASKS:
         raise InputError(f"unknown glycan task {task!r}; use one of {', '.join(TASKS)}", path=path)
