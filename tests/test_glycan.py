@@ -1152,3 +1152,12 @@ def test_findings_name_their_input_and_row_across_files(tmp_path, capsys):
     assert set(f["input_row"]) <= {0, 1}
     rc, out, _ = run(capsys, "audit", "glycan", a, b, "--select", "GL3")
     assert rc == 1 and f"{a}: record line" in out and f"{b}: record line" in out
+
+
+def test_malformed_matrix_header_says_its_position_once(binding):
+    """GL101/GL102 on a matrix header: the parser's message already names the position."""
+    _, report = audit([binding_path()], select=["GL101", "GL102"])
+    msgs = report.findings.filter(pl.col("row").is_null())["message"].to_list()
+    assert msgs, "v12 has malformed glycan headers"
+    for m in msgs:
+        assert m.startswith("glycan column header: ") and len(re.findall(r"\bat \d+", m)) == 1, m

@@ -45,7 +45,8 @@ def _parse_findings(data: GlycanData, kind: str) -> pl.DataFrame:
                 finding_frame(
                     bad,
                     field=pl.col("column"),
-                    message=pl.format("glycan column header: {} (at {})", "error", "error_pos"),
+                    # the parser's message already says where ("... at 27")
+                    message=pl.format("glycan column header: {}", "error"),
                     details=json_struct(
                         pl.col("column").alias("glycan"),
                         pl.col("error_pos").alias("position"),
