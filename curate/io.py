@@ -1607,11 +1607,34 @@ def _read_csv(
             path=path,
             position=str(line) if line else None,
         ) from None
+    _refuse_repeated_header(df.columns, path)
     if not with_lines:
         return df, None
     if isinstance(source, bytes):
         return df, _csv_row_lines(source[skip:] if codec in _UTF8 else source, sep, df.height)
     return df, _csv_row_lines(path, sep, df.height, skip)
+
+
+def _refuse_repeated_header(columns: list[str], path: Path | _Blob) -> None:
+    """A header naming one column twice is unusable input (exit 2), not data to carry on.
+
+    polars renames the second ``glycan`` to ``glycan_duplicated_0``, so the audit would read
+    one of the two silently and the export publish a column nobody wrote; which of the two is
+    meant only the author knows.
+    """
+    names = set(columns)
+    for c in columns:
+        m = re.fullmatch(r"(.*)_duplicated_\d+", c)
+        if m and m.group(1) in names:
+            base = m.group(1)
+            copy = re.compile(re.escape(base) + r"(_duplicated_\d+)?")
+            where = [str(j + 1) for j, d in enumerate(columns) if copy.fullmatch(d)]
+            raise InputError(
+                f"the header names column {base!r} {len(where)} times (columns "
+                f"{', '.join(where)}); rename them so that each column has one name",
+                path=path,
+                position="1",
+            )
 
 
 def _csv_row_lines(

@@ -233,6 +233,13 @@ def _unterminated_quote(d: Path) -> Path:
     return _write("unterminated.csv", "\n".join(lines) + "\n")(d)
 
 
+def _repeated_header(d: Path) -> Path:
+    """A label column named twice: polars would rename one ``Species_duplicated_0``."""
+    header, *rows = _glycan_lines()[:30]
+    body = [header + ",Species", *(row + ",Homo_sapiens" for row in rows)]
+    return _write("repeated.csv", "\n".join(body) + "\n")(d)
+
+
 def _corrupt_parquet(d: Path) -> Path:
     """A real parquet file with bytes flipped inside its first data page."""
     table = pa.table({"glycan": ["Gal(b1-4)Glc"] * 2000, "Species": ["Homo_sapiens"] * 2000})
@@ -380,6 +387,7 @@ CORPUS: list[Case] = [
     ),
     Case("CSV cut mid-quote", _cut_mid_quote, BAD, families=("glycan",)),
     Case("CSV with an unterminated quote", _unterminated_quote, UNUSABLE, families=("glycan",)),
+    Case("CSV header naming a column twice", _repeated_header, UNUSABLE, families=("glycan",)),
     Case("corrupt parquet data page", _corrupt_parquet, UNUSABLE),
     Case("truncated .json.gz", _truncated_gz, UNUSABLE),
     Case("corrupt .csv.zst", _corrupt_zst, UNUSABLE),
