@@ -139,6 +139,10 @@ class Source:
     #: :func:`read_frame` of a CSV/TSV file only: the physical line each row starts on (a
     #: quoted value may span lines), or None when that cannot be told for sure.
     row_lines: list[int] | None = None
+    #: :func:`read_frame` of a typed input (JSON, parquet) only: the columns whose every value
+    #: was a string. Every cell reaches the rules as text, so this is what remembers that
+    #: ``"12"`` was text and must be published as text, not as the number a CSV cell would be.
+    text_columns: set[str] = field(default_factory=set)
     #: The card config read (a folder whose README declares ``configs``), else None.
     config: str | None = None
     #: Where the bytes come from (a :class:`Path` or a :class:`_Blob`), for :func:`read_frame`.
@@ -1840,6 +1844,11 @@ def read_frame(path: str | Path, *, encoding: str | None = None) -> tuple[Any, S
         raise InputError("no records found", path=src.path)
     if not columns:
         raise InputError("records have no fields", path=src.path)
+    src.text_columns = {
+        name
+        for name, values in columns.items()
+        if any(v is not None for v in values) and all(v is None or type(v) is str for v in values)
+    }
     series = [
         _text_column(src.path, name, values, src.nested_cells) for name, values in columns.items()
     ]

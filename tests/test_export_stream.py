@@ -41,6 +41,7 @@ from curate.streams import SplitStream
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
+GLYCAN_SAMPLE = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
 KE = get_family("mquake")
 
 
@@ -647,6 +648,29 @@ def test_glycan_and_protein_columns_stay_text():
     df = pl.DataFrame({"glycan": ["1", "2"], "n": ["1", "2"]})
     out = numeric_columns(df, text=["glycan"])
     assert out.schema == {"glycan": pl.String, "n": pl.Int64}
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_typed_inputs_keep_their_text_columns_text(tmp_path, fmt):
+    """A parquet or JSON column of digit strings (a taxon id, a zip code) was text in the input
+    and stays text; a CSV has no types, so there digits become numbers. Integers stay integers.
+    """
+    glycans = pl.read_csv(GLYCAN_SAMPLE, infer_schema=False).head(60)
+    df = glycans.select("glycan", "Species", "Genus", "taxon_id").with_columns(
+        pl.int_range(pl.len()).alias("n")
+    )
+    assert df["taxon_id"].drop_nulls().str.contains(r"^[0-9]+$").all()
+    src = tmp_path / f"in.{fmt}"
+    df.write_parquet(src) if fmt == "parquet" else df.write_ndjson(src)
+    out = tmp_path / "hf"
+    assert cli("export", "glycan", src, "--out", out) in (0, 1)
+    schema = pq.read_schema(shards(out)[0])
+    assert pa.types.is_large_string(schema.field("taxon_id").type)
+    assert schema.field("n").type == pa.int64()
+    rows = [r for f in shards(out) for r in pq.read_table(f).to_pylist()]
+    assert sorted(r["taxon_id"] or "" for r in rows) == sorted(
+        df["taxon_id"].fill_null("").to_list()
+    )
 
 
 def test_interaction_matrix_export_is_numeric_and_reads_through_croissant(tmp_path):

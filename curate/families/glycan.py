@@ -312,6 +312,7 @@ class GlycanFamily(Family):
                 i, str(path), cols, raw, offset, src.format, flagged, src.row_lines
             )
             table.originals = originals
+            table.text_columns = frozenset(src.text_columns - set(cols.glycan_columns))
             schema_rows.extend(errs)
             tables.append(table)
             splits = (
@@ -716,7 +717,8 @@ def _published(t: GlycanTable, raw: pl.DataFrame, split: pl.Series) -> dict[str,
     cols = t.columns
     raw = numeric_columns(
         raw.drop([c for c in _split_columns(t) if c in raw.columns]),
-        text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c],
+        text=[c for c in (cols.glycan, cols.protein, cols.protein_name) if c]
+        + sorted(t.text_columns),
         floats=cols.glycan_columns,
     )
     return split_tables(t, raw, split)

@@ -52,6 +52,9 @@ class GlycanTable:
     #: raw index → the record as read, for rows whose list/object cells had to become text in
     #: ``raw`` (mixed-type columns): the changelog logs a dropped row as it really was.
     originals: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    #: Columns that were text in a typed input (JSON, parquet): published as text even when
+    #: every value is digits (a CSV has no types, so its number-like columns become numbers).
+    text_columns: frozenset[str] = frozenset()
     #: Derived frames shared by several rules within one run (the table never changes).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
