@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from curate.audits.icrl import RULES
+from curate.audits.icrl import RULES, SCAN
 from curate.dataset import LoadedDataset
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, Progress, no_records
@@ -448,6 +448,23 @@ class IcrlFamily(Family):
             tasks=tasks,
             scanner=run_scan,
         )
+
+    def audit(
+        self,
+        data: LoadedDataset,
+        options: FamilyOptions | None = None,
+        *,
+        select: Sequence[str] | None = None,
+        ignore: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        **raw: Any,
+    ) -> Report:
+        """The core audit; with ``--metadata-only`` the rules that need the arrays are not run
+        (the report's ``rules_run`` says so), rather than run on nothing and found clean."""
+        opts = data.options if options is None and not raw else self.options(options, **raw)
+        if isinstance(opts, IcrlOptions) and opts.metadata_only:
+            ignore = [*(ignore or []), *[r.code for r in self.rules if SCAN in r.needs]]
+        return super().audit(data, opts, select=select, ignore=ignore, progress=progress)
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The figures a user compares with the published table (per file and in total):

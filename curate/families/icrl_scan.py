@@ -89,7 +89,7 @@ def _attr(group: h5py.Group, name: str) -> Any:
     return value
 
 
-class _History:
+class HistoryScan:
     """Running state of one history's scan across its blocks."""
 
     def __init__(self, steps: int, max_steps: int | None) -> None:
@@ -280,7 +280,7 @@ def scan_tasks(
             chunk = ds[1].chunks[1] if ds[1].chunks else 4096
             edges = _block_edges(steps, chunk, block_steps)
             for h in range(n_hist):
-                state = _History(steps, env.max_steps if env else None)
+                state = HistoryScan(steps, env.max_steps if env else None)
                 for a, b in edges:
                     try:
                         arrays = [d[h, a:b] for d in ds]
@@ -330,4 +330,12 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"histories": hist, "episodes": eps, "lengths": lengths}
 
 
-__all__ = ["BLOCK_STEPS", "EPISODE_KINDS", "EXAMPLES", "STEP_KINDS", "merge", "scan_tasks"]
+__all__ = [
+    "BLOCK_STEPS",
+    "EPISODE_KINDS",
+    "EXAMPLES",
+    "STEP_KINDS",
+    "HistoryScan",
+    "merge",
+    "scan_tasks",
+]
