@@ -23,6 +23,7 @@ Python loop is over blocks and histories.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,13 @@ STEP_KINDS = (
     "expert_range",
     "state_range",
 )
+
+#: States are fingerprinted in segments of this many steps (block edges fall on them, so the
+#: digest of a history does not depend on how it was read).
+SEGMENT_STEPS = 4096
+_SEGMENT_WORDS = SEGMENT_STEPS * 25 // 8
+#: Odd 64-bit multipliers, one per 8-byte word of a segment (fixed: digests compare across runs).
+_COEF = np.random.default_rng(0x1C71).integers(0, 1 << 63, _SEGMENT_WORDS, dtype=np.uint64) * 2 + 1
 
 _INT_COLUMNS = (
     "group_index",
@@ -89,10 +97,42 @@ def _attr(group: h5py.Group, name: str) -> Any:
     return value
 
 
+def fold_states(states: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """A 64-bit fingerprint per :data:`SEGMENT_STEPS` steps of observations.
+
+    Why not SHA-1 over the observations too: they are 25 of a step's 29 bytes, and a hash
+    at ~0.5 GB/s would cost as much as decompressing them. A random-coefficient linear fold
+    (each 8-byte word times its own odd multiplier, summed mod 2^64) runs at memory speed; two
+    different segments collide with probability about 2^-56 — ample for finding copies, which
+    is all the digest is for. The per-segment folds go into the history's SHA-1 in order.
+    ``out``: a reusable ``uint64`` scratch buffer of at least the block's words (fresh pages
+    cost more than the arithmetic).
+    """
+    flat = np.ascontiguousarray(states).reshape(-1)
+    seg_bytes = SEGMENT_STEPS * 25
+    full = flat.size // seg_bytes
+    folds = np.empty(full + (flat.size % seg_bytes > 0), dtype=np.uint64)
+    if full:
+        words = flat[: full * seg_bytes].view(np.uint64).reshape(full, _SEGMENT_WORDS)
+        if out is None or out.size < words.size:
+            out = np.empty(words.size, dtype=np.uint64)
+        prod = out[: words.size].reshape(full, _SEGMENT_WORDS)
+        np.multiply(words, _COEF, out=prod)
+        prod.sum(axis=1, dtype=np.uint64, out=folds[:full])
+    if folds.size > full:
+        tail = np.zeros(seg_bytes, dtype=np.uint8)
+        rest = flat[full * seg_bytes :]
+        tail[: rest.size] = rest
+        folds[full] = (tail.view(np.uint64) * _COEF).sum(dtype=np.uint64)
+    return folds
+
+
 class HistoryScan:
     """Running state of one history's scan across its blocks."""
 
-    def __init__(self, steps: int, max_steps: int | None) -> None:
+    def __init__(
+        self, steps: int, max_steps: int | None, scratch: np.ndarray | None = None
+    ) -> None:
         self.steps = steps
         self.max_steps = max_steps
         self.read = 0
@@ -108,6 +148,7 @@ class HistoryScan:
         self.actions = np.zeros(256, dtype=np.int64)
         self.experts = np.zeros(256, dtype=np.int64)
         self.digest = hashlib.sha1(usedforsecurity=False)
+        self.scratch = scratch
         self.error = ""
         self.error_span = (-1, -1)
 
@@ -133,8 +174,10 @@ class HistoryScan:
         experts: np.ndarray,
     ) -> None:
         n = actions.shape[0]
-        for arr in (actions, experts, rewards, dones, states):
+        for arr in (actions, experts, rewards, dones):
             self.digest.update(np.ascontiguousarray(arr).data)
+        if n:
+            self.digest.update(fold_states(states, self.scratch).data)
         # actions and expert actions: histograms (out-of-range values counted past 5)
         self.actions += np.bincount(actions, minlength=256)
         self.experts += np.bincount(experts, minlength=256)
@@ -149,23 +192,32 @@ class HistoryScan:
             if hits is not None and self.state_value < 0:
                 row = states.reshape(n, -1)[hits[0]]
                 self.state_value = int(row[row > MAX_STATE_VALUE][0])
-        # rewards
-        r = rewards.astype(np.float64)
-        finite = np.isfinite(r)
-        if not finite.all():
-            self.steps_where("reward_nonfinite", ~finite, a)
-            r = np.where(finite, r, 0.0)
-        self.steps_where("reward_range", (r < 0) | (r > 1), a)
-        self.steps_where("reward_off_done", (r > 0) & ~dones, a)
-        # episodes: a done at step t ends the episode that started after the previous done
+        # rewards: every check has a fast path (one reduction) and computes masks only when
+        # it finds something; float16 is widened once (numpy emulates float16 arithmetic)
+        r = rewards.astype(np.float32)
+        if n and not np.isfinite(r.sum()):  # a NaN or inf anywhere makes the sum non-finite
+            finite = np.isfinite(r)
+            if not finite.all():
+                self.steps_where("reward_nonfinite", ~finite, a)
+                r = np.where(finite, r, np.float32(0))
+        if n and (r.min() < 0 or r.max() > 1):
+            self.steps_where("reward_range", (r < 0) | (r > 1), a)
+        paid = np.flatnonzero(r)  # few: rewards are paid on goal-reaching steps only
+        if paid.size and not dones[paid].all():
+            self.steps_where("reward_off_done", (r > 0) & ~dones, a)
+        # episodes: a done at step t ends the episode that started after the previous done;
+        # an episode's return is the sum of the paid rewards up to its done (bincount by the
+        # episode each paid step falls in; the last bin is the still-open episode)
         ends = np.flatnonzero(dones)
-        cum = np.concatenate(([0.0], np.cumsum(r)))
+        episode_of = np.searchsorted(ends, paid)
+        sums = np.bincount(episode_of, weights=r[paid], minlength=ends.size + 1).astype(
+            np.float64, copy=False
+        )  # (an empty bincount is integer, whatever its weights)
         if ends.size:
             starts = np.empty_like(ends)
             starts[0] = self.ep_start - a
             starts[1:] = ends[:-1] + 1
-            lo = np.maximum(starts, 0)
-            returns = cum[ends + 1] - cum[lo]
+            returns = sums[: ends.size].copy()
             returns[0] += self.carry
             lengths = ends - starts + 1
             end_rewards = r[ends]
@@ -175,9 +227,9 @@ class HistoryScan:
             self.successes += int((end_rewards > 0).sum())
             self._flag(starts + a, lengths, end_raw, done=True)
             self.ep_start = int(ends[-1]) + 1 + a
-            self.carry = float(cum[-1] - cum[ends[-1] + 1])
+            self.carry = float(sums[ends.size])
         else:
-            self.carry += float(cum[-1])
+            self.carry += float(sums[0])
         self.read = a + n
 
     def _flag(
@@ -206,6 +258,7 @@ class HistoryScan:
                 )
 
     def finish(self) -> None:
+        self.digest.update(np.int64(self.read).tobytes())  # padding of the last segment
         tail = self.read - self.ep_start
         if tail > 0 and not self.error:
             self._flag(
@@ -245,8 +298,24 @@ class HistoryScan:
         return row
 
 
+class _Buffer:
+    """One dataset's reusable block buffer: ``read_direct`` into it instead of a fresh array
+    per read (a fresh multi-MB array costs a page fault per 4 KB on every block)."""
+
+    def __init__(self, ds: h5py.Dataset, steps: int) -> None:
+        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype)
+
+    def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
+        if b - a <= 0:
+            return self.array[:0]
+        ds.read_direct(self.array, np.s_[h, a:b], np.s_[0 : b - a])
+        return self.array[: b - a]
+
+
 def _block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int]]:
-    size = max(chunk, block_steps - block_steps % chunk)
+    """Read blocks: whole chunks, and whole fingerprint segments (:func:`fold_states`)."""
+    unit = math.lcm(chunk, SEGMENT_STEPS)
+    size = max(unit, block_steps - block_steps % unit)
     return [(a, min(a + size, steps)) for a in range(0, steps, size)]
 
 
@@ -279,11 +348,14 @@ def scan_tasks(
             n_hist, steps = ds[1].shape[:2]
             chunk = ds[1].chunks[1] if ds[1].chunks else 4096
             edges = _block_edges(steps, chunk, block_steps)
+            size = max((b - a for a, b in edges), default=0)
+            bufs = [_Buffer(d, size) for d in ds]
+            scratch = np.empty(size * 25 // 8 + _SEGMENT_WORDS, dtype=np.uint64)
             for h in range(n_hist):
-                state = HistoryScan(steps, env.max_steps if env else None)
+                state = HistoryScan(steps, env.max_steps if env else None, scratch)
                 for a, b in edges:
                     try:
-                        arrays = [d[h, a:b] for d in ds]
+                        arrays = [buf.read(d, h, a, b) for d, buf in zip(ds, bufs, strict=True)]
                     except (OSError, ValueError, RuntimeError) as e:
                         state.error = " ".join(str(e).split()) or type(e).__name__
                         state.error_span = (a, b)
