@@ -145,13 +145,12 @@ def test_sample_mode_is_seeded(valid: Path) -> None:
         fam.options(fraction=1.5)
 
 
-def test_parallel_scan_equals_serial(valid: Path, monkeypatch) -> None:
+def test_parallel_scan_equals_serial(valid: Path) -> None:
     """The scan split over worker processes gives the same tables as one process."""
     import curate.families.icrl as icrl
 
     fam = get_family("icrl")
     serial = icrl.run_scan(fam.load([str(valid)], workers=1))
-    monkeypatch.setattr(icrl, "POOL_MIN_STEPS", 0)
     parallel = icrl.run_scan(fam.load([str(valid)], workers=2))
     assert parallel.workers == 2
     assert parallel.histories.equals(serial.histories)

@@ -328,8 +328,8 @@ def run_scan(data: IcrlData) -> ScanTables:
     chosen = data.tasks.filter(pl.col("scanned"))
     total = int((chosen["histories"] * chosen["steps"]).sum() or 0)
     workers = _workers(opts)
-    if total < POOL_MIN_STEPS:
-        workers = 1
+    if opts.workers is None and total < POOL_MIN_STEPS:
+        workers = 1  # by default, small scans stay in-process; an explicit --workers is obeyed
     jobs = _jobs(data, workers)
     workers = min(workers, len(jobs)) or 1
     if workers > 1:
