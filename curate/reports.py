@@ -83,6 +83,14 @@ def _contamination_line(report: Report, quote: str) -> str | None:
     )
 
 
+def _headlines(report: Report) -> list[str]:
+    """A family's summary figures as sentences (``stats["headline"]``), shown under the inputs:
+    the numbers a reader compares with the dataset's published table (icrl: tasks, episodes,
+    final return)."""
+    lines = report.stats.get("headline") or []
+    return [str(x) for x in lines] if isinstance(lines, list) else [str(lines)]
+
+
 def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """A terminal report: inputs, a table of counts per rule, then a few examples per rule.
 
@@ -107,6 +115,8 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     if report.options:
         con.print(f"options: {escape(_options_line(report))}")
     if line := _contamination_line(report, "{}"):
+        con.print(escape(line))
+    for line in _headlines(report):
         con.print(escape(line))
     counts = report.counts_by_rule()
     if counts.is_empty():
@@ -173,6 +183,7 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
         out.append(f"- options: {_md_escape(_options_line(report))}")
     if line := _contamination_line(report, "`{}`"):
         out.append(f"- {line}")
+    out += [f"- {_md_escape(line)}" for line in _headlines(report)]
     sev = s["by_severity"]
     out += [
         f"- {s['findings']} findings in {s['records_with_findings']} of {s['records']} records "

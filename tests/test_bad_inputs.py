@@ -38,7 +38,7 @@ import curate
 from curate.cli.main import main
 
 GLYCANS = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
-FAMILIES = ("mquake", "glycan")
+FAMILIES = ("mquake", "glycan", "icrl")
 COMMANDS = ("validate", "audit", "fix", "export")
 BAD = frozenset({1, 2})
 UNUSABLE = frozenset({2})
@@ -332,6 +332,43 @@ def _ids_not_utf8(d: Path) -> Path:
     return _sample_copy(d)
 
 
+def _hdf5(name: str, change: Callable | None = None) -> Callable[[Path], Path]:
+    """A small valid learning-history file (tests/icrl_data.py), changed by ``change(file)``."""
+
+    def make(d: Path) -> Path:
+        import h5py
+        from icrl_data import write_file
+
+        p = write_file(d / name, tasks=2, histories=2, steps=1500)
+        if change is not None:
+            with h5py.File(p, "r+") as f:
+                change(f)
+        return p
+
+    return make
+
+
+def _truncated_hdf5(d: Path) -> Path:
+    p = _hdf5("cut.hdf5")(d)
+    p.write_bytes(p.read_bytes()[: p.stat().st_size * 2 // 3])
+    return p
+
+
+def _other_layout_hdf5(d: Path) -> Path:
+    import h5py
+
+    p = d / "other.hdf5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("observations", data=list(range(10)))
+    return p
+
+
+_XML_ERROR = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code>'
+    "<Message>The specified key does not exist.</Message></Error>\n"
+)
+
+
 CORPUS: list[Case] = [
     Case("nonexistent path", _missing, UNUSABLE),
     Case("folder that is not a dataset", _folder, UNUSABLE),
@@ -399,6 +436,18 @@ CORPUS: list[Case] = [
     Case("truncated gzip on stdin", _truncated_gz, UNUSABLE, stdin=True),
     Case("binary on stdin", _binary(".bin"), UNUSABLE, stdin=True),
     Case("- twice", _sample_copy, UNUSABLE, stdin=True, args=("-",)),
+    # In-context RL (HDF5): downloads that saved an error page, cut or foreign files.
+    Case("HTML saved as .hdf5", _write("page.hdf5", _HTML), UNUSABLE),
+    Case("XML error saved as .hdf5", _write("error.hdf5", _XML_ERROR), UNUSABLE),
+    Case("empty .hdf5", _write("empty.hdf5", b""), UNUSABLE),
+    Case("truncated .hdf5", _truncated_hdf5, UNUSABLE),
+    Case("HDF5 of another layout", _other_layout_hdf5, UNUSABLE),
+    Case(
+        "task group missing a dataset",
+        _hdf5("missing.hdf5", lambda f: f["1"].__delitem__("dones")),
+        BAD,
+        families=("icrl",),
+    ),
     # Well-formed input with a text-format quirk: must be read, not rejected.
     Case("UTF-8 BOM in JSON", _bom_json, expect_for={"mquake": READABLE}, families=("mquake",)),
     Case("UTF-8 BOM in CSV", _bom_csv, expect_for={"glycan": READABLE}, families=("glycan",)),

@@ -62,6 +62,8 @@ BUILTIN: dict[str, str] = {
     "mquake": "curate.families.knowledge_editing:FAMILY",
     "ke": "curate.families.knowledge_editing:FAMILY",
     "glycan": "curate.families.glycan:FAMILY",
+    "icrl": "curate.families.icrl:FAMILY",
+    "xland": "curate.families.icrl:FAMILY",
 }
 _OWN = "curate"
 

@@ -1,0 +1,171 @@
+"""In-context RL audit benchmark: a full audit of an XLand-100B-layout HDF5 file vs the floor.
+
+The floor is what any audit must at least do: h5py reading and decompressing every dataset of
+the file (whole chunks, history by history) and nothing else. Measured in the same run, each in
+a fresh child process (time and peak RSS from ``os.wait4``):
+
+* ``floor``            the floor on one core
+* ``floor, 2 threads`` the floor split over two threads (does h5py decompress in parallel?)
+* ``floor, 2 procs``   the floor split over two processes
+* ``audit, 1 core``    ``curate audit icrl FILE --workers 1`` as the library runs it
+* ``audit, 2 procs``   the same with ``--workers 2``
+
+Target (issue 10): the one-core audit at most 1.3× the one-core floor; two processes below it.
+
+The file is generated once (``tests/icrl_data.py``: learning histories obeying every invariant,
+gzip, chunks (1, 4096[, 5, 5]); ~3 bytes per step compressed, like the real data) and kept in
+``--dir``. Default: 8 tasks × 8 histories × 60,928 steps (~170 MB uncompressed, ~13 MB on
+disk). ``--gb N`` sizes it to about N GB *on disk* (64 tasks × 32 histories × 60,928 steps is
+~11 GB), ``--tasks/--histories/--steps`` set it exactly.
+
+Run: ``python bench/bench_icrl.py [--gb N] [--dir DIR] [--repeat K]``; prints one table row per
+measurement (best of ``--repeat``) and the extrapolation to XLand-100B (112.6e9 steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+#: Steps of XLand-100B (the published table): what the per-step rate is extrapolated to.
+XLAND_100B_STEPS = 112_598_843_392
+#: Bytes per step on disk of the generated data (measured; used to size --gb files).
+DISK_BYTES_PER_STEP = 3.3
+
+
+def _floor(path: str, groups: list[str], threads: int = 1) -> int:
+    """Read and decompress every dataset of ``groups``, history by history; return the bytes."""
+    import h5py
+
+    def read(names: list[str]) -> int:
+        total = 0
+        with h5py.File(path, "r") as f:
+            for g in names:
+                for d in f[g].values():
+                    for h in range(d.shape[0]):
+                        total += d[h].nbytes
+        return total
+
+    if threads == 1:
+        return read(groups)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        return sum(pool.map(read, [groups[i::threads] for i in range(threads)]))
+
+
+def child(kind: str, path: str, workers: int) -> None:
+    """One measurement in this (fresh) process; prints the seconds it took."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        groups = list(f.keys())
+    t0 = time.perf_counter()
+    if kind == "floor":
+        _floor(path, groups)
+    elif kind == "floor-threads":
+        _floor(path, groups, threads=workers)
+    elif kind == "floor-procs":
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            list(pool.map(_floor, [path] * workers, [groups[i::workers] for i in range(workers)]))
+    elif kind == "audit":
+        import curate
+
+        report = curate.audit("icrl", path, workers=workers)
+        assert report.stats["histories_scanned"] == report.stats["histories"], report.stats
+        errors = report.findings.filter(report.findings["severity"] == "error").height
+        assert errors == 0, report.findings.head(5)
+    print(f"{time.perf_counter() - t0:.4f}")
+
+
+def measure(kind: str, path: Path, workers: int = 1) -> tuple[float, float]:
+    """(seconds, peak RSS in MB over the child and its own children) of one measurement."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", kind, str(path), str(workers)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{kind} failed: {out}")
+    return float(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gb", type=float, help="size the file to about this many GB on disk")
+    ap.add_argument("--tasks", type=int, default=8)
+    ap.add_argument("--histories", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=60_928)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/curate-bench-icrl"))
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], int(args.child[2]))
+        return
+    from icrl_data import write_file
+
+    if args.gb:
+        args.histories = 32
+        per_task = args.histories * args.steps * DISK_BYTES_PER_STEP
+        args.tasks = max(1, round(args.gb * 1e9 / per_task))
+    args.dir.mkdir(parents=True, exist_ok=True)
+    path = args.dir / f"xland_{args.tasks}x{args.histories}x{args.steps}.hdf5"
+    steps = args.tasks * args.histories * args.steps
+    if not path.exists():
+        t0 = time.perf_counter()
+        tmp = path.with_suffix(".part")
+        write_file(tmp, tasks=args.tasks, histories=args.histories, steps=args.steps, seed=7)
+        tmp.rename(path)
+        print(f"generated {path} in {time.perf_counter() - t0:.0f} s")
+    size = path.stat().st_size
+    raw = steps * 29
+    print(
+        f"file: {args.tasks} tasks x {args.histories} histories x {args.steps:,} steps = "
+        f"{steps:,} steps; {size / 1e9:.2f} GB on disk, {raw / 1e9:.2f} GB decompressed "
+        f"({size / steps:.2f} B/step)"
+    )
+    runs = [
+        ("floor", "floor", 1),
+        ("floor, 2 threads", "floor-threads", 2),
+        ("floor, 2 procs", "floor-procs", 2),
+        ("audit, 1 core", "audit", 1),
+        ("audit, 2 procs", "audit", 2),
+    ]
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(args.repeat):
+        for label, kind, workers in runs:
+            t, rss = measure(kind, path, workers)
+            if label not in best or t < best[label][0]:
+                best[label] = (t, max(rss, best.get(label, (0, 0))[1]))
+    floor = best["floor"][0]
+    print(
+        f"| {'measurement':<17} | {'seconds':>8} | {'x floor':>7} | {'M steps/s':>9} | "
+        f"{'MB/s decompressed':>17} | {'peak RSS MB':>11} |"
+    )
+    print(f"|{'-' * 19}|{'-' * 10}:|{'-' * 9}:|{'-' * 11}:|{'-' * 19}:|{'-' * 13}:|")
+    for label, _, _ in runs:
+        t, rss = best[label]
+        print(
+            f"| {label:<17} | {t:>8.2f} | {t / floor:>7.2f} | {steps / t / 1e6:>9.2f} | "
+            f"{raw / t / 1e6:>17.0f} | {rss:>11.0f} |"
+        )
+    for label in ("audit, 1 core", "audit, 2 procs"):
+        t = best[label][0]
+        hours = XLAND_100B_STEPS / (steps / t) / 3600
+        print(f"XLand-100B ({XLAND_100B_STEPS:,} steps) at the {label} rate: {hours:.1f} h")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""RL4xx: duplicate tasks and histories, within a file and between files — by content, not id.
+
+Task ids say nothing about content: a task copied under a new id, or the same ruleset drawn
+twice, makes an "unseen" evaluation task a seen one. These rules compare what identifies a task
+— its ``(env-id, benchmark-id, ruleset-id)`` — and what the file holds — a digest of each
+history's five arrays (computed by the scan as it reads them), and of each task's histories in
+order. Equal digests are equal bytes (SHA-1 over the arrays; an accidental collision is not a
+practical concern). "Earlier" is file order then group order, so the first occurrence is never
+reported and the report does not depend on how the rows were read.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from curate.audits.icrl.registry import (
+    RULES,
+    SCAN,
+    history_findings,
+    scan_of,
+    task_findings,
+    with_paths,
+)
+from curate.findings import concat_outputs, empty_rule_output
+from curate.rules import AuditContext
+from curate.schemas.icrl_tables import IcrlData
+
+_KEY = ["env_id", "benchmark_id", "ruleset_id"]
+
+
+def _task_digests(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
+    """One row per fully scanned group: file, group_index, and the digest of its histories."""
+    h = scan_of(ctx).histories
+    if h.is_empty():
+        return pl.DataFrame(
+            schema={"file": pl.Int32, "group_index": pl.Int64, "content": pl.String}
+        )
+    return (
+        h.sort("file", "group_index", "history")
+        .group_by("file", "group_index", maintain_order=True)
+        .agg(
+            pl.col("digest").str.join("").alias("content"),
+            (pl.col("error") != "").any().alias("__err"),
+        )
+        .filter(~pl.col("__err"))
+        .drop("__err")
+    )
+
+
+def _groups(data: IcrlData) -> pl.DataFrame:
+    return with_paths(data.groups(), data).rename({"position": "group_index"})
+
+
+def _earlier(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Rows of ``df`` whose ``by`` key an earlier row (by ``row``) has, with that row's name."""
+    firsts = (
+        df.sort("row")
+        .group_by(by, maintain_order=True)
+        .agg(pl.col("row").first().alias("__first_row"), pl.col("name").first().alias("first"))
+    )
+    return (
+        df.join(firsts, on=by, how="inner", nulls_equal=False)
+        .filter(pl.col("row") != pl.col("__first_row"))
+        .sort("row")
+    )
+
+
+@RULES.rule("RL401", "duplicate-ruleset", category="duplicate", severity="error")
+def duplicate_ruleset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
+    """Two task groups of a file have the same ``env-id``, ``benchmark-id`` and ``ruleset-id``:
+    one task under two ids.
+
+    A ruleset id names the task (goal, rules, objects) within its benchmark; two groups with
+    the same one are the same task, so a split by group id puts it on both sides, and a
+    per-task metric counts it twice. Reported on every group after the first.
+    """
+    g = _groups(data).filter(pl.all_horizontal(pl.col(c).is_not_null() for c in _KEY))
+    out = []
+    for _, part in g.group_by("file", maintain_order=True):
+        out.append(_earlier(part, _KEY))
+    hits = pl.concat(out) if out else g.head(0)
+    return task_findings(
+        hits,
+        pl.format(
+            "same task as group {}: env-id {}, benchmark-id {}, ruleset-id {}",
+            "first",
+            "env_id",
+            "benchmark_id",
+            "ruleset_id",
+        ),
+        field="ruleset-id",
+        extra=(pl.col("first").alias("same_as"), pl.col("ruleset_id")),
+    )
+
+
+@RULES.rule(
+    "RL402", "duplicate-task-content", category="duplicate", severity="error", needs=(SCAN,)
+)
+def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
+    """A task group holds exactly the same histories (every array, byte for byte) as an earlier
+    group of the file.
+
+    A task copied under a new id — the classic way an evaluation task leaks into training —
+    whatever its attributes say. Compared by content digest, so it is found even when the
+    ids and attributes differ. Only groups scanned completely are compared.
+    """
+    t = _task_digests(data, ctx)
+    g = _groups(data).join(t, on=["file", "group_index"], how="inner")
+    out = []
+    for _, part in g.group_by("file", maintain_order=True):
+        out.append(_earlier(part, ["content"]))
+    hits = pl.concat(out) if out else g.head(0)
+    return task_findings(
+        hits,
+        pl.format("identical content to group {} (every history, byte for byte)", "first"),
+        extra=(pl.col("first").alias("same_as"),),
+    )
+
+
+@RULES.rule("RL403", "duplicate-history", category="duplicate", severity="error", needs=(SCAN,))
+def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
+    """A history is byte-for-byte identical to an earlier history of the file.
+
+    Two learning runs never produce the same 60,000 steps; a repeated history was copied (a
+    collection worker writing its buffer twice, a merge of overlapping shards) and is weighted
+    twice in training. Histories of a group that RL402 reports as a whole copy are left to it.
+    """
+    h = with_paths(scan_of(ctx).histories, data)
+    if h.is_empty():
+        return empty_rule_output()
+    t = _task_digests(data, ctx)
+    g = _groups(data).join(t, on=["file", "group_index"], how="inner")
+    whole = pl.concat(
+        [_earlier(p, ["content"]) for _, p in g.group_by("file", maintain_order=True)]
+        or [g.head(0).with_columns(pl.lit(None, pl.Int64).alias("__first_row"))]
+    ).select("file", "group_index")
+    firsts = (
+        h.sort("row")
+        .group_by("file", "digest", maintain_order=True)
+        .agg(pl.col("row").first().alias("__first_row"), pl.col("record").first().alias("first"))
+    )
+    hits = (
+        h.join(firsts, on=["file", "digest"])
+        .filter(pl.col("row") != pl.col("__first_row"))
+        .join(whole, on=["file", "group_index"], how="anti")
+        .sort("row")
+    )
+    return history_findings(
+        hits,
+        pl.format("identical to history {} (every array, byte for byte)", "first"),
+        start=pl.lit(0),
+        end=pl.col("steps"),
+        extra=(pl.col("first").alias("same_as"),),
+    )
+
+
+@RULES.rule("RL404", "overlap-between-files", category="overlap", severity="error", needs=(SCAN,))
+def overlap_between_files(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
+    """A task of one input file is also in an earlier input file: the same ruleset, the same
+    content, or some of the same histories.
+
+    Given a training file and an evaluation file, every such task is an evaluation task the
+    model has trained on, so "unseen task" results are not unseen. Reported on the later
+    file's group, naming the earlier file's group; one finding per group, by the strongest
+    evidence (content, then ruleset, then shared histories).
+    """
+    if len(data.files) < 2:
+        return empty_rule_output()
+    g = _groups(data)
+    t = _task_digests(data, ctx)
+    g = g.join(t, on=["file", "group_index"], how="left")
+    h = scan_of(ctx).histories
+    parts = []
+
+    def earlier_file(key: list[str], frame: pl.DataFrame, why: str) -> pl.DataFrame:
+        first = (
+            frame.drop_nulls(key)
+            .sort("file", "row")
+            .group_by(key, maintain_order=True)
+            .agg(
+                pl.col("file").first().alias("__ffile"),
+                pl.col("name" if "name" in frame.columns else "group").first().alias("first"),
+                pl.col("path").first().alias("first_file"),
+            )
+        )
+        return (
+            frame.join(first, on=key)
+            .filter(pl.col("file") > pl.col("__ffile"))
+            .select("file", "group_index", "first", "first_file", pl.lit(why).alias("why"))
+        )
+
+    parts.append(earlier_file(["content"], g, "identical content"))
+    parts.append(earlier_file(_KEY, g, "same env-id, benchmark-id and ruleset-id"))
+    if h.height:
+        hh = with_paths(h, data)
+        parts.append(
+            earlier_file(["digest"], hh, "identical histories").unique(
+                ["file", "group_index"], keep="first", maintain_order=True
+            )
+        )
+    found = (
+        pl.concat(parts)
+        .unique(["file", "group_index"], keep="first", maintain_order=True)
+        .join(g, on=["file", "group_index"])
+        .sort("row")
+    )
+    return concat_outputs(
+        [
+            task_findings(
+                found,
+                pl.format("{} with group {} of {}", "why", "first", "first_file"),
+                extra=(
+                    pl.col("first").alias("same_as"),
+                    pl.col("first_file"),
+                    pl.col("why").alias("evidence"),
+                ),
+            )
+        ]
+    )

@@ -1,0 +1,413 @@
+"""The one pass over an XLand-style HDF5 file's arrays: task groups in, compact tables out.
+
+:func:`scan_tasks` is a pure function of ``(path, task groups)``: it reads every array of those
+groups once, in chunk-aligned blocks of one history, and returns plain numpy columns — one row
+per history (lengths, episode counts, returns, action histograms, out-of-range counts with their
+first and last step, a content digest), a few example rows per history for each kind of broken
+episode, and a histogram of episode lengths. Outputs of disjoint group ranges merge by
+concatenation (:func:`merge`), so the same function runs in a process pool here and, unchanged,
+as tasks on a cluster. It imports only numpy and h5py (a worker process starts fast) and keeps no
+state between calls.
+
+Why per-history aggregates and *examples* of broken episodes rather than a row per episode:
+XLand-100B holds 2.5 billion episodes; a row each would be tens of GB, while a history's row is
+~200 bytes (0.2 GB for its 924k histories) and broken episodes are bounded by
+:data:`EXAMPLES` per history and kind (the count is kept in full). Memory is therefore bounded
+by one block of one history (``block_steps`` × 29 bytes, 3.8 MB at the default) plus the
+compact tables, whatever the file size.
+
+Everything per step is numpy over a whole block (no Python loop over steps or episodes); the
+Python loop is over blocks and histories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import h5py
+import numpy as np
+
+from curate.schemas.icrl import (
+    DATASETS,
+    MAX_STATE_VALUE,
+    NUM_ACTIONS,
+    REWARD_SLOPE,
+    parse_env_id,
+)
+
+#: Broken episodes kept per history and kind (their total count is always kept).
+EXAMPLES = 10
+#: Steps read per block: a multiple of the published chunk length (4096), ~3.8 MB of arrays.
+BLOCK_STEPS = 1 << 17
+#: Kinds of broken episode the scan flags (the rules that report them: RL201-RL203).
+EPISODE_KINDS = ("reward-length", "too-long", "zero-reward-early")
+#: Kinds of out-of-range step the scan counts, each with first/last step (RL204-RL206, RL30x).
+STEP_KINDS = (
+    "reward_nonfinite",
+    "reward_range",
+    "reward_off_done",
+    "action_range",
+    "expert_range",
+    "state_range",
+)
+
+#: States are fingerprinted in segments of this many steps (block edges fall on them, so the
+#: digest of a history does not depend on how it was read).
+SEGMENT_STEPS = 4096
+_SEGMENT_WORDS = SEGMENT_STEPS * 25 // 8
+#: Odd 64-bit multipliers, one per 8-byte word of a segment (fixed: digests compare across runs).
+_COEF = np.random.default_rng(0x1C71).integers(0, 1 << 63, _SEGMENT_WORDS, dtype=np.uint64) * 2 + 1
+
+_INT_COLUMNS = (
+    "group_index",
+    "history",
+    "steps",
+    "steps_read",
+    "episodes",
+    "successes",
+    "tail",
+    "error_start",
+    "error_end",
+    *[f"{k}_{p}" for k in EPISODE_KINDS for p in ("n",)],
+    *[f"{k}_{p}" for k in STEP_KINDS for p in ("n", "first", "last")],
+    "state_value",
+    *[f"action_{a}" for a in range(NUM_ACTIONS)],
+    *[f"expert_{a}" for a in range(NUM_ACTIONS)],
+)
+_FLOAT_COLUMNS = ("return_sum", "first_tenth", "last_tenth", "final_return")
+_STR_COLUMNS = ("group", "digest", "error")
+_EPISODE_INT = ("group_index", "history", "start", "end", "length", "implied", "done")
+_EPISODE_FLOAT = ("reward",)
+
+
+def _empty_columns() -> dict[str, list[Any]]:
+    return {c: [] for c in (*_STR_COLUMNS, *_INT_COLUMNS, *_FLOAT_COLUMNS)}
+
+
+def _attr(group: h5py.Group, name: str) -> Any:
+    try:
+        value = group.attrs.get(name)
+    except (OSError, TypeError, ValueError):  # an attribute of a type h5py cannot read
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def fold_states(states: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """A 64-bit fingerprint per :data:`SEGMENT_STEPS` steps of observations.
+
+    Why not SHA-1 over the observations too: they are 25 of a step's 29 bytes, and a hash
+    at ~0.5 GB/s would cost as much as decompressing them. A random-coefficient linear fold
+    (each 8-byte word times its own odd multiplier, summed mod 2^64) runs at memory speed; two
+    different segments collide with probability about 2^-56 — ample for finding copies, which
+    is all the digest is for. The per-segment folds go into the history's SHA-1 in order.
+    ``out``: a reusable ``uint64`` scratch buffer of at least the block's words (fresh pages
+    cost more than the arithmetic).
+    """
+    flat = np.ascontiguousarray(states).reshape(-1)
+    seg_bytes = SEGMENT_STEPS * 25
+    full = flat.size // seg_bytes
+    folds = np.empty(full + (flat.size % seg_bytes > 0), dtype=np.uint64)
+    if full:
+        words = flat[: full * seg_bytes].view(np.uint64).reshape(full, _SEGMENT_WORDS)
+        if out is None or out.size < words.size:
+            out = np.empty(words.size, dtype=np.uint64)
+        prod = out[: words.size].reshape(full, _SEGMENT_WORDS)
+        np.multiply(words, _COEF, out=prod)
+        prod.sum(axis=1, dtype=np.uint64, out=folds[:full])
+    if folds.size > full:
+        tail = np.zeros(seg_bytes, dtype=np.uint8)
+        rest = flat[full * seg_bytes :]
+        tail[: rest.size] = rest
+        folds[full] = (tail.view(np.uint64) * _COEF).sum(dtype=np.uint64)
+    return folds
+
+
+class HistoryScan:
+    """Running state of one history's scan across its blocks."""
+
+    def __init__(
+        self, steps: int, max_steps: int | None, scratch: np.ndarray | None = None
+    ) -> None:
+        self.steps = steps
+        self.max_steps = max_steps
+        self.read = 0
+        self.ep_start = 0  # first step of the open episode (history coordinates)
+        self.carry = 0.0  # return of the open episode so far
+        self.returns: list[np.ndarray] = []
+        self.lengths = np.zeros(0, dtype=np.int64)
+        self.successes = 0
+        self.flagged = {k: 0 for k in EPISODE_KINDS}
+        self.examples: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
+        self.counts = {k: [0, -1, -1] for k in STEP_KINDS}
+        self.state_value = -1
+        self.actions = np.zeros(256, dtype=np.int64)
+        self.experts = np.zeros(256, dtype=np.int64)
+        self.digest = hashlib.sha1(usedforsecurity=False)
+        self.scratch = scratch
+        self.error = ""
+        self.error_span = (-1, -1)
+
+    def steps_where(self, kind: str, mask: np.ndarray, offset: int) -> np.ndarray | None:
+        """Count ``mask``'s steps under ``kind`` (first and last kept); the hits, or None."""
+        if not mask.any():
+            return None
+        hits = np.flatnonzero(mask)
+        c = self.counts[kind]
+        if c[0] == 0:
+            c[1] = int(hits[0]) + offset
+        c[0] += int(hits.size)
+        c[2] = int(hits[-1]) + offset
+        return hits
+
+    def block(
+        self,
+        a: int,
+        states: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        experts: np.ndarray,
+    ) -> None:
+        n = actions.shape[0]
+        for arr in (actions, experts, rewards, dones):
+            self.digest.update(np.ascontiguousarray(arr).data)
+        if n:
+            self.digest.update(fold_states(states, self.scratch).data)
+        # actions and expert actions: histograms (out-of-range values counted past 5)
+        self.actions += np.bincount(actions, minlength=256)
+        self.experts += np.bincount(experts, minlength=256)
+        if self.actions[NUM_ACTIONS:].any():
+            self.steps_where("action_range", actions >= NUM_ACTIONS, a)
+        if self.experts[NUM_ACTIONS:].any():
+            self.steps_where("expert_range", experts >= NUM_ACTIONS, a)
+        # observations: every cell must decode to a tile < 13 (colour is always < 12)
+        if n and int(states.max()) > MAX_STATE_VALUE:
+            bad = (states > MAX_STATE_VALUE).reshape(n, -1)
+            hits = self.steps_where("state_range", bad.any(axis=1), a)
+            if hits is not None and self.state_value < 0:
+                row = states.reshape(n, -1)[hits[0]]
+                self.state_value = int(row[row > MAX_STATE_VALUE][0])
+        # rewards: every check has a fast path (one reduction) and computes masks only when
+        # it finds something; float16 is widened once (numpy emulates float16 arithmetic)
+        r = rewards.astype(np.float32)
+        if n and not np.isfinite(r.sum()):  # a NaN or inf anywhere makes the sum non-finite
+            finite = np.isfinite(r)
+            if not finite.all():
+                self.steps_where("reward_nonfinite", ~finite, a)
+                r = np.where(finite, r, np.float32(0))
+        if n and (r.min() < 0 or r.max() > 1):
+            self.steps_where("reward_range", (r < 0) | (r > 1), a)
+        paid = np.flatnonzero(r)  # few: rewards are paid on goal-reaching steps only
+        if paid.size and not dones[paid].all():
+            self.steps_where("reward_off_done", (r > 0) & ~dones, a)
+        # episodes: a done at step t ends the episode that started after the previous done;
+        # an episode's return is the sum of the paid rewards up to its done (bincount by the
+        # episode each paid step falls in; the last bin is the still-open episode)
+        ends = np.flatnonzero(dones)
+        episode_of = np.searchsorted(ends, paid)
+        sums = np.bincount(episode_of, weights=r[paid], minlength=ends.size + 1).astype(
+            np.float64, copy=False
+        )  # (an empty bincount is integer, whatever its weights)
+        if ends.size:
+            starts = np.empty_like(ends)
+            starts[0] = self.ep_start - a
+            starts[1:] = ends[:-1] + 1
+            returns = sums[: ends.size].copy()
+            returns[0] += self.carry
+            lengths = ends - starts + 1
+            end_rewards = r[ends]
+            end_raw = rewards[ends].astype(np.float64)  # NaN stays NaN in the examples
+            self.returns.append(returns)
+            self.lengths = np.concatenate((self.lengths, lengths))
+            self.successes += int((end_rewards > 0).sum())
+            self._flag(starts + a, lengths, end_raw, done=True)
+            self.ep_start = int(ends[-1]) + 1 + a
+            self.carry = float(sums[ends.size])
+        else:
+            self.carry += float(sums[0])
+        self.read = a + n
+
+    def _flag(
+        self, starts: np.ndarray, lengths: np.ndarray, rewards: np.ndarray, *, done: bool
+    ) -> None:
+        if self.max_steps is None:
+            return
+        m = self.max_steps
+        with np.errstate(invalid="ignore"):
+            implied = np.rint((1.0 - rewards) * m / REWARD_SLOPE)
+            implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
+            kinds = {"too-long": lengths > m}
+            if done:
+                kinds["reward-length"] = (rewards > 0) & (implied != lengths)
+                kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
+        for kind, mask in kinds.items():
+            if not mask.any():
+                continue
+            idx = np.flatnonzero(mask)
+            self.flagged[kind] += int(idx.size)
+            have = sum(1 for e in self.examples if e[0] == kind)
+            take = idx[: max(0, EXAMPLES - have)]
+            if take.size:
+                self.examples.append(
+                    (kind, starts[take], lengths[take], rewards[take], implied[take], done)
+                )
+
+    def finish(self) -> None:
+        self.digest.update(np.int64(self.read).tobytes())  # padding of the last segment
+        tail = self.read - self.ep_start
+        if tail > 0 and not self.error:
+            self._flag(
+                np.array([self.ep_start]),
+                np.array([tail]),
+                np.array([np.nan]),
+                done=False,
+            )
+
+    def summary(self) -> dict[str, Any]:
+        returns = np.concatenate(self.returns) if self.returns else np.zeros(0)
+        n = int(returns.size)
+        k = n // 10
+        row: dict[str, Any] = {
+            "steps": self.steps,
+            "steps_read": self.read,
+            "episodes": n,
+            "successes": self.successes,
+            "tail": self.read - self.ep_start,
+            "return_sum": float(returns.sum()),
+            "first_tenth": float(returns[:k].mean()) if k else float("nan"),
+            "last_tenth": float(returns[-k:].mean()) if k else float("nan"),
+            "final_return": float(returns[-max(k, 1) :].mean()) if n else float("nan"),
+            "digest": self.digest.hexdigest(),
+            "error": self.error,
+            "error_start": self.error_span[0],
+            "error_end": self.error_span[1],
+            "state_value": self.state_value,
+        }
+        for kind in EPISODE_KINDS:
+            row[f"{kind}_n"] = self.flagged[kind]
+        for kind, (count, first, last) in self.counts.items():
+            row[f"{kind}_n"], row[f"{kind}_first"], row[f"{kind}_last"] = count, first, last
+        for a in range(NUM_ACTIONS):
+            row[f"action_{a}"] = int(self.actions[a])
+            row[f"expert_{a}"] = int(self.experts[a])
+        return row
+
+
+class _Buffer:
+    """One dataset's reusable block buffer: ``read_direct`` into it instead of a fresh array
+    per read (a fresh multi-MB array costs a page fault per 4 KB on every block)."""
+
+    def __init__(self, ds: h5py.Dataset, steps: int) -> None:
+        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype)
+
+    def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
+        if b - a <= 0:
+            return self.array[:0]
+        ds.read_direct(self.array, np.s_[h, a:b], np.s_[0 : b - a])
+        return self.array[: b - a]
+
+
+def _block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int]]:
+    """Read blocks: whole chunks, and whole fingerprint segments (:func:`fold_states`)."""
+    unit = math.lcm(chunk, SEGMENT_STEPS)
+    size = max(unit, block_steps - block_steps % unit)
+    return [(a, min(a + size, steps)) for a in range(0, steps, size)]
+
+
+def scan_tasks(
+    path: str,
+    groups: Sequence[str],
+    group_indices: Sequence[int],
+    *,
+    block_steps: int = BLOCK_STEPS,
+) -> dict[str, Any]:
+    """Scan the task ``groups`` of the HDF5 file at ``path``; see the module docstring.
+
+    ``group_indices`` are the groups' positions in the file's metadata table (carried into every
+    row so the caller can join without comparing names). Each group must have the five datasets
+    with one ``(H, L)`` (the reader checks that from metadata before scanning). A block that
+    cannot be read (a corrupt chunk) ends its history's scan and is reported in the history's
+    ``error`` columns instead of raising: the rest of the file is still audited.
+
+    Returns ``{"histories": columns, "episodes": columns, "lengths": counts}`` of plain lists
+    and numpy arrays (no polars: a worker process need not import it).
+    """
+    hist = _empty_columns()
+    eps: dict[str, list[Any]] = {c: [] for c in (*_EPISODE_INT, *_EPISODE_FLOAT, "kind")}
+    lengths = np.zeros(1, dtype=np.int64)
+    with h5py.File(path, "r") as f:
+        for name, gi in zip(groups, group_indices, strict=True):
+            grp = f[name]
+            env = parse_env_id(_attr(grp, "env-id"))
+            ds = [grp[d] for d in DATASETS]
+            n_hist, steps = ds[1].shape[:2]
+            chunk = ds[1].chunks[1] if ds[1].chunks else 4096
+            edges = _block_edges(steps, chunk, block_steps)
+            size = max((b - a for a, b in edges), default=0)
+            bufs = [_Buffer(d, size) for d in ds]
+            scratch = np.empty(size * 25 // 8 + _SEGMENT_WORDS, dtype=np.uint64)
+            for h in range(n_hist):
+                state = HistoryScan(steps, env.max_steps if env else None, scratch)
+                for a, b in edges:
+                    try:
+                        arrays = [buf.read(d, h, a, b) for d, buf in zip(ds, bufs, strict=True)]
+                    except (OSError, ValueError, RuntimeError) as e:
+                        state.error = " ".join(str(e).split()) or type(e).__name__
+                        state.error_span = (a, b)
+                        break
+                    state.block(a, *arrays)
+                state.finish()
+                row = state.summary()
+                row.update(group=name, group_index=gi, history=h)
+                for c in hist:
+                    hist[c].append(row[c])
+                if state.lengths.size:
+                    counts = np.bincount(state.lengths)
+                    if counts.size > lengths.size:
+                        counts[: lengths.size] += lengths
+                        lengths = counts
+                    else:
+                        lengths[: counts.size] += counts
+                for kind, starts, lens, rews, implied, done in state.examples:
+                    k = len(starts)
+                    eps["group_index"] += [gi] * k
+                    eps["history"] += [h] * k
+                    eps["start"] += starts.tolist()
+                    eps["end"] += (starts + lens).tolist()
+                    eps["length"] += lens.tolist()
+                    eps["implied"] += implied.tolist()
+                    eps["done"] += [int(done)] * k
+                    eps["reward"] += rews.tolist()
+                    eps["kind"] += [kind] * k
+    return {"histories": hist, "episodes": eps, "lengths": lengths}
+
+
+def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Outputs of :func:`scan_tasks` over disjoint group ranges, as one output (in order)."""
+    hist = _empty_columns()
+    eps: dict[str, list[Any]] = {c: [] for c in (*_EPISODE_INT, *_EPISODE_FLOAT, "kind")}
+    size = max((p["lengths"].size for p in parts), default=1)
+    lengths = np.zeros(size, dtype=np.int64)
+    for p in parts:
+        for c in hist:
+            hist[c] += p["histories"][c]
+        for c in eps:
+            eps[c] += p["episodes"][c]
+        lengths[: p["lengths"].size] += p["lengths"]
+    return {"histories": hist, "episodes": eps, "lengths": lengths}
+
+
+__all__ = [
+    "BLOCK_STEPS",
+    "EPISODE_KINDS",
+    "EXAMPLES",
+    "STEP_KINDS",
+    "HistoryScan",
+    "merge",
+    "scan_tasks",
+]

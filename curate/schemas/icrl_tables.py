@@ -1,0 +1,190 @@
+"""The in-context RL family's compact tables: what the reader and the scan build, the rules read.
+
+``tasks``       one row per member of each file's root (task groups, and anything else found
+                there): name, attributes, and for each of the five datasets its dtype, shape,
+                chunks and compression — metadata only, no array data
+``histories``   one row per scanned history (:mod:`curate.families.icrl_scan`): steps, episodes,
+                returns (first and last tenth, final), action and expert-action histograms,
+                out-of-range step counts with their first/last step, a content digest, a read
+                error if a block could not be read
+``episodes``    example rows of broken episodes (at most a few per history and kind; the counts
+                are in ``histories``): kind, step range, length, reward, the length the reward
+                implies
+``lengths``     the histogram of completed episodes' lengths (for the summary's median)
+
+Records are histories: a finding on a history has ``record`` ``"<group>/<history>"`` and ``row``
+the history's position over all inputs; a finding on a whole task group has ``record``
+``"<group>"`` and the row of the group's first history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from curate.dataset import LoadedDataset
+from curate.schemas.icrl import DATASETS, NUM_ACTIONS
+
+__all__ = [
+    "EPISODE_SCHEMA",
+    "HISTORY_SCHEMA",
+    "TASK_SCHEMA",
+    "IcrlData",
+    "IcrlFile",
+    "ScanTables",
+]
+
+_DATASET_COLUMNS = {
+    f"{d}_{what}": t
+    for d in DATASETS
+    for what, t in (
+        ("dtype", pl.String),
+        ("shape", pl.List(pl.Int64)),
+        ("chunks", pl.List(pl.Int64)),
+        ("compression", pl.String),
+    )
+}
+
+TASK_SCHEMA: dict[str, Any] = {
+    "file": pl.Int32,
+    "path": pl.String,
+    "name": pl.String,
+    #: "group", "dataset" or "other" (a root member that is not a group)
+    "kind": pl.String,
+    #: the name as an integer when it is one (``"007"`` too), else null
+    "index": pl.Int64,
+    #: position among the file's groups in numeric-then-text order
+    "position": pl.Int64,
+    "env_id": pl.String,
+    "benchmark_id": pl.String,
+    "ruleset_id": pl.Int64,
+    #: attributes missing, and attributes present with the wrong type (name: what it holds)
+    "attrs_missing": pl.List(pl.String),
+    "attrs_bad": pl.List(pl.String),
+    "datasets_missing": pl.List(pl.String),
+    "datasets_extra": pl.List(pl.String),
+    **_DATASET_COLUMNS,
+    #: ``max_steps`` of the environment ``env_id`` names (null: not an XLand-MiniGrid id)
+    "max_steps": pl.Int64,
+    #: histories and steps (H, L) from the ``actions`` dataset (or the first one present)
+    "histories": pl.Int64,
+    "steps": pl.Int64,
+    #: the five datasets are there, of the right kinds, with one (H, L): the scan can read it
+    "scannable": pl.Boolean,
+    #: chosen for the scan (all scannable groups unless --tasks/--fraction/--metadata-only)
+    "scanned": pl.Boolean,
+    #: global record index of the group's first history
+    "row": pl.Int64,
+}
+
+HISTORY_SCHEMA: dict[str, Any] = {
+    "file": pl.Int32,
+    "group": pl.String,
+    "group_index": pl.Int64,
+    "history": pl.Int64,
+    "row": pl.Int64,
+    "record": pl.String,
+    "steps": pl.Int64,
+    "steps_read": pl.Int64,
+    "episodes": pl.Int64,
+    "successes": pl.Int64,
+    "tail": pl.Int64,
+    "return_sum": pl.Float64,
+    "first_tenth": pl.Float64,
+    "last_tenth": pl.Float64,
+    "final_return": pl.Float64,
+    "digest": pl.String,
+    "error": pl.String,
+    "error_start": pl.Int64,
+    "error_end": pl.Int64,
+    **{f"{k}_n": pl.Int64 for k in ("reward-length", "too-long", "zero-reward-early")},
+    **{
+        f"{k}_{p}": pl.Int64
+        for k in (
+            "reward_nonfinite",
+            "reward_range",
+            "reward_off_done",
+            "action_range",
+            "expert_range",
+            "state_range",
+        )
+        for p in ("n", "first", "last")
+    },
+    "state_value": pl.Int64,
+    **{f"action_{a}": pl.Int64 for a in range(NUM_ACTIONS)},
+    **{f"expert_{a}": pl.Int64 for a in range(NUM_ACTIONS)},
+}
+
+EPISODE_SCHEMA: dict[str, Any] = {
+    "file": pl.Int32,
+    "group_index": pl.Int64,
+    "history": pl.Int64,
+    "kind": pl.String,
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "length": pl.Int64,
+    "reward": pl.Float64,
+    "implied": pl.Int64,
+    "done": pl.Boolean,
+}
+
+LENGTH_SCHEMA: dict[str, Any] = {"length": pl.Int64, "count": pl.Int64}
+
+
+@dataclass
+class IcrlFile:
+    """One input file: where, its hash and size, and how many histories it holds."""
+
+    index: int
+    path: str
+    sha256: str
+    size: int
+    histories: int
+    groups: int
+
+
+@dataclass
+class ScanTables:
+    """The scan's output over every input, as polars frames (see the module docstring)."""
+
+    histories: pl.DataFrame
+    episodes: pl.DataFrame
+    lengths: pl.DataFrame
+    #: wall seconds of the scan and the processes it used
+    seconds: float = 0.0
+    workers: int = 1
+
+    @classmethod
+    def empty(cls) -> ScanTables:
+        return cls(
+            pl.DataFrame(schema=HISTORY_SCHEMA),
+            pl.DataFrame(schema=EPISODE_SCHEMA),
+            pl.DataFrame(schema=LENGTH_SCHEMA),
+        )
+
+
+@dataclass
+class IcrlData(LoadedDataset):
+    """Loaded learning-history files: their metadata, and the scan to run on first use.
+
+    ``scanner`` is set by the reader (:mod:`curate.families.icrl`), which owns the HDF5 access;
+    the rules reach the arrays' compact tables only through the shared table ``scan``
+    (:mod:`curate.audits.icrl.registry`), which calls it once per audit.
+    """
+
+    files: list[IcrlFile] = field(default_factory=list)
+    tasks: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=TASK_SCHEMA))
+    scanner: Callable[[IcrlData], ScanTables] | None = field(default=None, repr=False)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def scan(self) -> ScanTables:
+        if self.scanner is None:
+            return ScanTables.empty()
+        return self.scanner(self)
+
+    def groups(self) -> pl.DataFrame:
+        """The task groups (root members that are groups)."""
+        return self.tasks.filter(pl.col("kind") == "group")

@@ -1,0 +1,91 @@
+"""Episode segmentation of the scan (dones → episodes with step ranges), against a plain loop.
+
+The scan reads a history in blocks and carries the open episode across block edges; whatever
+the block size, it must find the same episodes, returns and broken episodes as the definition
+written as a loop over steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curate.families.icrl_scan import EXAMPLES, HistoryScan
+
+MAX_STEPS = 12  # small, so that too-long and zero-reward-early episodes are common
+
+
+def reference(dones: list[bool], rewards: list[float]):
+    """Episodes as ``(start, end, return, reward at the end)``, then the open tail, by a loop."""
+    episodes, start, ret = [], 0, 0.0
+    for t, (d, r) in enumerate(zip(dones, rewards, strict=True)):
+        ret += r
+        if d:
+            episodes.append((start, t + 1, ret, r))
+            start, ret = t + 1, 0.0
+    return episodes, (start, len(dones))
+
+
+def flagged(episodes, tail):
+    """Broken episodes by kind, as the rules define them."""
+    out: dict[str, list[tuple[int, int]]] = {
+        "reward-length": [],
+        "too-long": [],
+        "zero-reward-early": [],
+    }
+    for start, end, _, r in episodes:
+        length = end - start
+        if length > MAX_STEPS:
+            out["too-long"].append((start, end))
+        if r > 0 and round((1 - r) * MAX_STEPS / 0.9) != length:
+            out["reward-length"].append((start, end))
+        if r == 0 and length < MAX_STEPS:
+            out["zero-reward-early"].append((start, end))
+    if tail[1] - tail[0] > MAX_STEPS:
+        out["too-long"].append(tail)
+    return out
+
+
+steps = st.lists(
+    st.tuples(st.booleans(), st.sampled_from([0.0, 0.0, 0.0, 0.25, 0.55, 0.9250, 1.0])),
+    min_size=0,
+    max_size=300,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=steps, block=st.integers(min_value=1, max_value=64))
+def test_blocks_give_the_loop_s_episodes(steps, block) -> None:
+    dones = np.array([d for d, _ in steps], dtype=bool)
+    rewards = np.array([r for _, r in steps], dtype=np.float16)
+    n = dones.size
+    scan = HistoryScan(n, MAX_STEPS)
+    for a in range(0, n, block):
+        b = min(n, a + block)
+        scan.block(
+            a,
+            np.zeros((b - a, 5, 5), np.uint8),
+            np.zeros(b - a, np.uint8),
+            rewards[a:b],
+            dones[a:b],
+            np.zeros(b - a, np.uint8),
+        )
+    scan.finish()
+    episodes, tail = reference(dones.tolist(), rewards.astype(float).tolist())
+    row = scan.summary()
+    assert row["episodes"] == len(episodes)
+    assert row["tail"] == tail[1] - tail[0]
+    assert scan.lengths.tolist() == [e - s for s, e, _, _ in episodes]
+    got = np.concatenate(scan.returns) if scan.returns else np.zeros(0)
+    assert np.allclose(got, [r for _, _, r, _ in episodes])
+    want = flagged(episodes, tail)
+    for kind, ranges in want.items():
+        assert row[f"{kind}_n"] == len(ranges)
+        examples = [
+            (int(s), int(s + length))
+            for k, starts, lengths, *_ in scan.examples
+            if k == kind
+            for s, length in zip(starts, lengths, strict=True)
+        ]
+        assert sorted(examples) == ranges[:EXAMPLES]
