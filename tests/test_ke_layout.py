@@ -31,7 +31,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import to_flat, write_json
+from conftest import clone, to_flat, write_json
 
 from curate.cli.main import main
 from curate.errors import UsageError
@@ -74,7 +74,7 @@ def cli(*argv: Any) -> int:
 
 def release_record(case: dict[str, Any], k: int, size: int) -> dict[str, Any]:
     """The ``k``-th of ``size`` cases of a split, in the release's field set (module doc)."""
-    flat = to_flat(case, with_edit_triples=True, with_idx=False)
+    flat = to_flat(clone(case), with_edit_triples=True, with_idx=False)
     flat["split"] = {
         str(n): ["edited"] if k < n else ["unedited"] for n in dict.fromkeys((1, 100, size))
     }
@@ -319,7 +319,7 @@ def test_fix_keeps_the_release_layout(release, tmp_path, capsys) -> None:
 def test_release_edit_triples_are_read_not_rebuilt(hard_records, tmp_path) -> None:
     """The release carries ``edit_triples`` without indexes: a wrong edit triple is a finding
     (KE104) rather than silently replaced by the chain's hop."""
-    flat = to_flat(hard_records[0], with_edit_triples=True, with_idx=False)
+    flat = to_flat(clone(hard_records[0]), with_edit_triples=True, with_idx=False)
     good = FAM.audit(FAM.load([write_json(tmp_path / "a.json", [flat])]), select=["KE103", "KE104"])
     assert good.findings.is_empty()
     flat["edit_triples"][0] = [flat["edit_triples"][0][0], flat["edit_triples"][0][1], "Q1"]
