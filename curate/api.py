@@ -209,6 +209,7 @@ def fix(
     if out is not None:
         guard_folder(out, protected, overwrite=overwrite)
     data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
+    note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
     result = fam.fix(
@@ -229,7 +230,8 @@ def fix(
             license=fam.license,
             task_categories=fam.task_categories,
             description=f"{fam.title}: fixed with `curate fix`"
-            + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else "."),
+            + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
+            + (f" {note}" if note else ""),
             source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
             extra_sections=invalid_section(invalid, report_name="audit.before.json")
             + fix_section(result.summary, select, ignore, unsafe_fixes),
@@ -350,13 +352,14 @@ def export(
     protected = protected_inputs(files, opts)
     guard_folder(out, protected, overwrite=overwrite)
     data = fam.load(files, opts, encoding=encoding, progress=progress)
+    note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
     card = CardInfo(
         pretty_name=pretty_name or _stem(files[0]),
         license=license or fam.license,
         task_categories=fam.task_categories,
-        description=f"{fam.title}, exported by `curate export`.",
+        description=f"{fam.title}, exported by `curate export`." + (f" {note}" if note else ""),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
         tags=tags or (),

@@ -205,8 +205,16 @@ def clone(rec: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(rec)
 
 
-def to_flat(case: dict[str, Any], with_edit_triples: bool) -> dict[str, Any]:
-    """The flattened MQuAKE-Remastered layout of an original-layout case."""
+def to_flat(
+    case: dict[str, Any], with_edit_triples: bool, *, with_idx: bool | None = None
+) -> dict[str, Any]:
+    """The flattened MQuAKE-Remastered layout of an original-layout case.
+
+    ``with_edit_triples=True, with_idx=False`` is the release's own field set (Hugging Face
+    ``henryzhongsc/MQuAKE-Remastered``: ``edit_triples`` but no ``edit_triples_idx``, which its
+    loaders never read); ``with_idx`` defaults to ``with_edit_triples``. The ``split`` labels
+    are the caller's: nothing in an original-layout case says them.
+    """
     flat = {k: v for k, v in case.items() if k != "orig"}
     flat["requested_rewrite"] = [
         {
@@ -228,5 +236,6 @@ def to_flat(case: dict[str, Any], with_edit_triples: bool) -> dict[str, Any]:
     flat["new_triples_labeled"] = o["new_triples_labeled"]
     if with_edit_triples:
         flat["edit_triples"] = o["edit_triples"]
+    if with_edit_triples if with_idx is None else with_idx:
         flat["edit_triples_idx"] = o["edit_triples_idx"]
     return flat

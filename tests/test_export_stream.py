@@ -339,6 +339,8 @@ def test_ke_declared_type_is_the_inferred_type_without_a_type_pass(
     recs = [dict(r, case_id=i) for i, r in enumerate(hard_records * 20)]  # 8,580: two batches
     recs[-1] = dict(recs[-1], answer_extended=["late"])
     for i in (5, 9000 % len(recs)):
+        # copies: the hops are the session's MQuAKE-hard records, which later tests read
+        recs[i] = dict(recs[i], single_hops=[dict(sh) for sh in recs[i]["single_hops"]])
         for sh in recs[i]["single_hops"]:
             sh.pop("cloze", None)  # optional and absent here: still one type
     late = tmp_path / "late.jsonl"

@@ -151,6 +151,13 @@ class Family(ABC):
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
         """The valid records as Arrow tables per split, in the family's published layout."""
 
+    def output_note(self, data: LoadedDataset) -> str:
+        """A sentence the card's (and croissant's) description adds about how the written
+        records are laid out (e.g. which of a family's layouts); nothing by default. May raise
+        :class:`~curate.errors.UsageError` when the options ask for a layout the data cannot
+        take: it is called before the long work of writing."""
+        return ""
+
     def fix(
         self,
         data: LoadedDataset,

@@ -44,10 +44,13 @@ from curate.schemas.knowledge_editing_tables import (
     EDIT_SCHEMA,
     HOP_SCHEMA,
     MARK_SCHEMA,
+    REBUILDABLE,
     KEData,
     arrow_type_error,
     only_input,
     records_to_arrow,
+    remastered_batch,
+    remastered_schema,
     struct_array,
     unify_struct_types,
 )
@@ -84,18 +87,23 @@ class _Shape:
     a whole extra pass over the inputs. Noting costs a few attribute reads per case.
     """
 
-    __slots__ = ("id_types", "irregular", "present")
+    __slots__ = ("carried", "id_types", "irregular", "present")
 
     def __init__(self) -> None:
         self.present: set[str] = set()
         self.id_types: set[type] = set()
         self.irregular = False
+        #: Which of ``orig.edit_triples``/``edit_triples_idx`` some case carried (rather than
+        #: the reader rebuilding them from a flat record): the Remastered writer keeps those.
+        self.carried: set[str] = set()
 
     def note(self, c: MQuAKECase) -> None:
         present = self.present
         o = c.orig
         cid = c.case_id
         self.id_types.add(type(cid))
+        if len(self.carried) < 2:
+            self.carried.update(REBUILDABLE & o.model_fields_set)
         if (
             c.__pydantic_extra__
             or o.__pydantic_extra__
@@ -580,7 +588,8 @@ class KnowledgeEditingFamily(Family):
 
     # ----------------------------------------------------------------- export / fix
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
-        """The valid cases per split, as streams of record batches in the original layout.
+        """The valid cases per split, as streams of record batches in the output layout
+        (:func:`output_layout`: ``--layout``, else the input's own).
 
         Why streams re-read from the inputs: keeping every validated case (pydantic objects)
         and one list of dicts for the whole export took 10.7 GB for 200k cases. Here the inputs
@@ -590,9 +599,12 @@ class KnowledgeEditingFamily(Family):
         Arrow on its own, with the one Arrow type of all batches declared from the schema models
         (:func:`_declared_type`, from what the load noted about the cases). Only cases the models
         cannot type (extra fields, the Remastered ``split`` map, ...) need a first pass that
-        infers the type from the records themselves. Memory follows the batch.
+        infers the type from the records themselves. Memory follows the batch. In the
+        Remastered layout each batch is then rearranged column by column
+        (:func:`~curate.schemas.knowledge_editing_tables.remastered_batch`).
         """
         assert isinstance(data, KEData)
+        layout = output_layout(data)
         counts: dict[str, int] = {}
         for split in data.cases["split"].fill_null("train").to_list():
             counts[split] = counts.get(split, 0) + 1
@@ -610,6 +622,12 @@ class KnowledgeEditingFamily(Family):
             ]
             struct_type = unify_struct_types(types)
         schema = pa.schema(list(struct_type))
+        carried = _carried(data)
+        out_schema = remastered_schema(schema, carried) if layout == "remastered" else schema
+
+        def laid_out(parts: list[pa.Array]) -> pa.RecordBatch:
+            batch = _record_batch(parts)
+            return remastered_batch(batch, carried) if layout == "remastered" else batch
 
         def stream(split: str):
             def batches():
@@ -619,7 +637,7 @@ class KnowledgeEditingFamily(Family):
                 current = None
                 for n, _, rows in _valid_batches(paths, skip, encoding, split, declared):
                     if n != current and parts:
-                        yield _record_batch(parts)
+                        yield laid_out(parts)
                         parts = []
                     current = n
                     try:
@@ -627,11 +645,16 @@ class KnowledgeEditingFamily(Family):
                     except (OverflowError, pa.ArrowException) as e:
                         raise arrow_type_error(e, rows, only_input(data)) from None
                 if parts:
-                    yield _record_batch(parts)
+                    yield laid_out(parts)
 
-            return SplitStream(schema, batches, counts[split])
+            return SplitStream(out_schema, batches, counts[split])
 
         return {split: stream(split) for split in counts}
+
+    def output_note(self, data: LoadedDataset) -> str:
+        """The card's (and croissant's) word on the layout the cases are written in."""
+        assert isinstance(data, KEData)
+        return layout_note(data)
 
     # The fix engine (curate.fixes) applies the findings' edits; the family lays the records out.
     def fix_frame(
@@ -689,15 +712,26 @@ class KnowledgeEditingFamily(Family):
         return frame, changes
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
-        """The fixed cases per split, in frame order, with Arrow's plain (not large) types.
+        """The fixed cases per split, in frame order, with Arrow's plain (not large) types, in
+        the output layout (:func:`output_layout`; the frame itself is the original layout the
+        findings' field paths name).
 
         A ``withheld_edits`` list is written as the changelog built it: per contaminated hop
         (hop order), the sources in file order, then edit index.
         """
+        assert isinstance(data, KEData)
+        remastered = output_layout(data) == "remastered"
+        carried = _carried(data)
         out: dict[str, pa.Table] = {}
         for split in dict.fromkeys(frame[SPLIT].to_list()):
             part = frame.filter(pl.col(SPLIT) == split).drop(BOOKKEEPING).to_arrow()
-            out[split] = part.cast(small_types(part.schema))
+            part = part.cast(small_types(part.schema))
+            if remastered:
+                part = pa.Table.from_batches(
+                    [remastered_batch(b, carried) for b in part.to_batches()],
+                    remastered_schema(part.schema, carried),
+                )
+            out[split] = part
         return out
 
     def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
@@ -733,14 +767,10 @@ class KnowledgeEditingFamily(Family):
             "cases_with_withheld_edits": withheld,
             "edited_cases_dropped": dropped,
         }
-        remastered = data.stats.get("layouts", {}).get("remastered", 0)
-        if remastered:
-            # Said once here (stdout, card, fix_summary) rather than per record in the changelog:
-            # every field of those records changes place, none changes value.
-            summary["layout"] = (
-                f"{remastered} MQuAKE-Remastered (flat) records written in the original nested "
-                "layout (orig, target_new/target_true objects, edit_triples); values unchanged"
-            )
+        # Said once here (stdout, card, fix_summary) rather than per record in the changelog:
+        # a converted record's fields change place, none changes value.
+        if set(_layout_counts(data)) - {"original"} or output_layout(data) != "original":
+            summary["layout"] = layout_note(data, paths=False).rstrip(".")
         return {"edit_set.json": orjson.dumps(kept, option=orjson.OPT_INDENT_2)}, summary
 
 
@@ -749,6 +779,81 @@ def _edited(data: KEData) -> pl.Series:
     from curate.rules import AuditContext
 
     return edited_table(AuditContext(data, data.options))
+
+
+#: How each layout is named to a reader (card, croissant, fix summary).
+LAYOUT_NAMES = {
+    "original": "the original MQuAKE layout (nested: orig{triples, ...}, target_new/target_true "
+    "objects)",
+    "remastered": "the MQuAKE-Remastered layout (flat: target_new_str/target_true_str, "
+    "orig_triples, new_triples, *_labeled, edit_triples, split)",
+}
+
+
+def output_layout(data: KEData) -> str:
+    """The layout the cases are written in: ``--layout`` when given, else the input's own.
+
+    An input mixing both layouts has no own layout: choosing one for the user would convert half
+    the records without being asked (exit 2). An original-layout case can be written in the
+    Remastered layout only if it carries the Remastered ``split`` labels (a case exported from
+    the Remastered layout to the original one does): they say which evaluation (edit count)
+    edits the case, which nothing in an original-layout case says, and the release's own loader
+    reads them for every case. Missing, they are named (exit 2), never invented.
+    """
+    counts = _layout_counts(data)
+    chosen = data.options.layout if isinstance(data.options, KEOptions) else None
+    if chosen is None:
+        if len(counts) > 1:
+            raise UsageError(
+                f"the input mixes layouts ({counts.get('original', 0)} original, "
+                f"{counts.get('remastered', 0)} MQuAKE-Remastered cases): choose the output's "
+                "with --layout original|remastered"
+            )
+        chosen = next(iter(counts), "original")
+    if chosen == "remastered" and counts.get("original"):
+        missing = data.cases.filter(
+            (pl.col("layout") == "original") & pl.col("split_map").is_null()
+        )["record"]
+        if missing.len():
+            shown = ", ".join(missing.head(5).to_list()) + (", ..." if missing.len() > 5 else "")
+            raise UsageError(
+                f"--layout remastered: {missing.len()} original-layout cases have no `split` "
+                '(the Remastered labels per edit count, e.g. {"1000": ["edited"]}), which '
+                f"cannot be derived from them (cases {shown}); write them with --layout original"
+            )
+    return chosen
+
+
+def layout_note(data: KEData, *, paths: bool = True) -> str:
+    """One sentence on the layout the cases are written in and on what was converted; with
+    ``paths``, one more on how findings name the flat layout's fields."""
+    counts = _layout_counts(data)
+    out = output_layout(data)
+    converted = sum(n for layout, n in counts.items() if layout != out)
+    named = (
+        " Findings and changes name fields by the original layout's paths "
+        "(orig.new_triples[i] is new_triples[i], requested_rewrite[k].target_new.id is "
+        "requested_rewrite[k].target_new_id)."
+        if paths and out == "remastered"
+        else ""
+    )
+    if not converted:
+        return f"Cases written in {LAYOUT_NAMES[out]}, as read.{named}"
+    other = "MQuAKE-Remastered (flat)" if out == "original" else "original-layout (nested)"
+    return f"{converted} {other} cases written in {LAYOUT_NAMES[out]}; values unchanged.{named}"
+
+
+def _layout_counts(data: KEData) -> dict[str, int]:
+    """Valid cases per input layout (``original``/``remastered``), only layouts present."""
+    counts = data.cases.group_by("layout").len()
+    return {str(k): int(n) for k, n in sorted(counts.iter_rows()) if k is not None and n}
+
+
+def _carried(data: KEData) -> frozenset[str]:
+    """Which rebuildable ``orig`` lists to write in the Remastered layout: those some case
+    carried (every original-layout case carries both; the release carries ``edit_triples``)."""
+    shape = data.shape
+    return frozenset(shape.carried) if isinstance(shape, _Shape) else REBUILDABLE
 
 
 def _marks(row: int, case: MQuAKECase) -> tuple[int, bool | None, list[str]]:

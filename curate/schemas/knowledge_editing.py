@@ -2,10 +2,16 @@
 
 * **Original** (princeton-nlp/MQuAKE JSON, also MQuAKE-hard): ``requested_rewrite[].target_new``
   is an object ``{str, id}`` and the fact chains live under ``orig{...}``.
-* **Remastered** (the flattened MQuAKE-Remastered parquet): ``requested_rewrite[]`` carries
-  ``target_new_str``/``target_new_id``/``target_true_str``/``target_true_id``, the chains are
-  top-level (``orig_triples``, ``orig_triples_labeled``, ``new_triples``, ...) and ``split`` maps an
-  edit count (``"100"``, ``"1000"``, ...) to the case's labels in that evaluation (``edited``...).
+* **Remastered** (the flattened MQuAKE-Remastered release, Hugging Face
+  ``henryzhongsc/MQuAKE-Remastered``, splits ``CF3k``, ``CF9k``, ``CF6334`` and ``T``):
+  ``requested_rewrite[]`` carries ``target_new_str``/``target_new_id``/``target_true_str``/
+  ``target_true_id`` (and ``question``), the chains are top-level (``orig_triples``,
+  ``orig_triples_labeled``, ``new_triples``, ``new_triples_labeled``, ``edit_triples``) and
+  ``split`` is a struct mapping an edit count (``"100"``, ``"1000"``, ``"6334"``...) to the case's
+  labels in that evaluation (``edited``; in CF6334 ``train_edited``, ``test_edited``,
+  ``test_edited_unique``, ``test_unedited``). The release's own loader reads exactly these
+  names (``d['split'][str(edit_num)]``, ``edit['target_new_str']``,
+  ``problem_case['new_triples_labeled']``).
 
 Both validate into :class:`MQuAKECase`, the one internal form the rules read. Types are strict
 (no silent int→str coercion): a benchmark whose answer is a number where a string belongs is broken,
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from annotated_types import Len
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -78,6 +84,17 @@ class WithheldEdit(_Model):
     triple: Triple
 
 
+def _split_map(cls: Any, v: Any) -> Any:
+    """The Remastered ``split`` as Arrow hands it over: a map arrives as ``[(key, value), ...]``,
+    a struct as a dict with nulls for the keys a case (or a whole split: one schema serves
+    every split of a dataset) does not have. Either layout may carry it."""
+    if isinstance(v, list) and all(isinstance(x, tuple | list) and len(x) == 2 for x in v):
+        v = {str(k): val for k, val in v}
+    if isinstance(v, dict):
+        v = {str(k): val for k, val in v.items() if val is not None}
+    return v
+
+
 class MQuAKECase(_Model):
     """A multi-hop knowledge-editing case (the internal form of both layouts)."""
 
@@ -99,6 +116,8 @@ class MQuAKECase(_Model):
     edited: bool | None = None
     withheld_edits: list[WithheldEdit] | None = None
 
+    _split_from_arrow = field_validator("split", mode="before")(_split_map)
+
     def to_original(self) -> dict[str, Any]:
         """The record in the original nested layout (extra fields kept)."""
         out = self.model_dump(by_alias=True, exclude_none=True)
@@ -117,7 +136,12 @@ class FlatRewrite(_Model):
 
 
 class RemasteredCase(_Model):
-    """A case in the flattened MQuAKE-Remastered layout."""
+    """A case in the flattened MQuAKE-Remastered layout.
+
+    ``answer_extended``, ``edited`` and ``withheld_edits`` are typed here as in
+    :class:`MQuAKECase` (a fixed Remastered dataset carries ``curate fix``'s marks in its own
+    layout); every other field beyond the model is kept as it was read (``extra="allow"``).
+    """
 
     case_id: int | NonEmpty
     requested_rewrite: Annotated[list[FlatRewrite], Len(1)]
@@ -135,36 +159,56 @@ class RemasteredCase(_Model):
     edit_triples: list[Triple] | None = None
     edit_triples_idx: list[int] | None = None
     split: dict[str, list[str]] | None = None
+    answer_extended: list[str] | None = None
+    edited: bool | None = None
+    withheld_edits: list[WithheldEdit] | None = None
 
-    @field_validator("split", mode="before")
-    @classmethod
-    def _split_from_arrow(cls, v: Any) -> Any:
-        # Arrow maps arrive as [(key, value), ...]; structs as dicts with nulls for absent keys.
-        if isinstance(v, list) and all(isinstance(x, tuple | list) and len(x) == 2 for x in v):
-            v = {str(k): val for k, val in v}
-        if isinstance(v, dict):
-            v = {str(k): val for k, val in v.items() if val is not None}
-        return v
+    _split_from_arrow = field_validator("split", mode="before")(_split_map)
 
     def to_case(self) -> MQuAKECase:
-        """Map to the internal form.
+        """Map to the internal form (values unchanged, fields beyond the model kept).
 
-        Where the flat layout omits ``edit_triples``, they are rebuilt from the edits and the
-        new chain: the edit of ``requested_rewrite[k]`` is the hop of ``new_triples`` whose
-        subject label and relation match it (MQuAKE's own construction).
+        The flat layout may omit ``edit_triples_idx`` (the release does) and ``edit_triples``.
+        Omitted indexes are rebuilt: edit k's hop is the hop of ``new_triples`` equal to its
+        ``edit_triples[k]``, else the hop whose subject label and relation match
+        ``requested_rewrite[k]`` (MQuAKE's own construction; an edit triple then differs from
+        its hop and KE104 says so, rather than the triple being silently replaced). Omitted edit
+        triples are those hops. Rebuilt lists are left out of ``orig.model_fields_set``, so a
+        writer of this layout can tell what the record carried from what was derived
+        (:func:`~curate.schemas.knowledge_editing_tables.remastered_batch` writes the former).
         """
         edit_triples = self.edit_triples
         edit_idx = self.edit_triples_idx
-        if edit_triples is None or edit_idx is None:
-            edit_triples, edit_idx = [], []
-            for rw in self.requested_rewrite:
-                for i, (lab, ids) in enumerate(
-                    zip(self.new_triples_labeled, self.new_triples, strict=False)
-                ):
-                    if lab[0] == rw.subject and ids[1] == rw.relation_id:
-                        edit_triples.append(list(ids))
-                        edit_idx.append(i)
-                        break
+        if edit_idx is None:
+            rebuilt_triples = edit_triples is None
+            edit_idx, rebuilt = [], []
+            for k, rw in enumerate(self.requested_rewrite):
+                given = edit_triples[k] if k < len(edit_triples or ()) else None
+                hop = next((i for i, t in enumerate(self.new_triples) if t == given), None)
+                if hop is None:
+                    hop = next(
+                        (
+                            i
+                            for i, (lab, ids) in enumerate(
+                                zip(self.new_triples_labeled, self.new_triples, strict=False)
+                            )
+                            if lab[0] == rw.subject and ids[1] == rw.relation_id
+                        ),
+                        None,
+                    )
+                if hop is None:
+                    continue
+                edit_idx.append(hop)
+                rebuilt.append(list(self.new_triples[hop]))
+            if rebuilt_triples:
+                edit_triples = rebuilt
+        elif edit_triples is None:  # indexes without triples: the hops they point at
+            rebuilt_triples = True
+            edit_triples = [
+                list(self.new_triples[i]) for i in edit_idx if 0 <= i < len(self.new_triples)
+            ]
+        else:
+            rebuilt_triples = False
         rewrites = []
         for k, rw in enumerate(self.requested_rewrite):
             new_id = rw.target_new_id
@@ -178,8 +222,21 @@ class RemasteredCase(_Model):
                     target_new=Target(text=rw.target_new_str, id=new_id),
                     target_true=Target(text=rw.target_true_str, id=rw.target_true_id),
                     question=rw.question,
+                    **_extras(rw, Rewrite),
                 )
             )
+        orig = Orig(
+            triples=self.orig_triples,
+            triples_labeled=self.orig_triples_labeled,
+            new_triples=self.new_triples,
+            new_triples_labeled=self.new_triples_labeled,
+            edit_triples=edit_triples,
+            edit_triples_idx=edit_idx,
+        )
+        if rebuilt_triples:
+            orig.__pydantic_fields_set__.discard("edit_triples")
+        if self.edit_triples_idx is None:
+            orig.__pydantic_fields_set__.discard("edit_triples_idx")
         return MQuAKECase(
             case_id=self.case_id,
             requested_rewrite=rewrites,
@@ -190,16 +247,23 @@ class RemasteredCase(_Model):
             new_answer_alias=self.new_answer_alias,
             single_hops=self.single_hops,
             new_single_hops=self.new_single_hops,
-            orig=Orig(
-                triples=self.orig_triples,
-                triples_labeled=self.orig_triples_labeled,
-                new_triples=self.new_triples,
-                new_triples_labeled=self.new_triples_labeled,
-                edit_triples=edit_triples,
-                edit_triples_idx=edit_idx,
-            ),
+            orig=orig,
+            answer_extended=self.answer_extended,
             split=self.split,
+            edited=self.edited,
+            withheld_edits=self.withheld_edits,
+            **_extras(self, MQuAKECase),
         )
+
+
+def _extras(flat: BaseModel, target: type[BaseModel]) -> dict[str, Any]:
+    """``flat``'s fields beyond its model, for ``target``: kept, not dropped, by the mapping
+    (one whose name ``target`` declares cannot be passed on and stays out)."""
+    extra = flat.__pydantic_extra__
+    if not extra:
+        return {}
+    taken = {x for n, f in target.model_fields.items() for x in (n, f.alias) if x}
+    return {k: v for k, v in extra.items() if k not in taken}
 
 
 def layout_of(record: dict[str, Any]) -> str | None:
@@ -238,6 +302,15 @@ class KEOptions(FamilyOptions):
         "random.sample(case ids in file order, K), SEED 100) | ids:FILE | split:N (the Remastered "
         "split column's labels for N edits).",
         commands=("audit", "fix", "export"),
+    )
+    layout: Literal["original", "remastered"] | None = option(
+        None,
+        help="Layout of the written cases: original (nested: orig{...}, target_new/target_true "
+        "objects) | remastered (MQuAKE-Remastered's flat columns: target_new_str/target_true_str, "
+        "orig_triples, new_triples, *_labeled, edit_triples, split). Default: the input's own. "
+        "An original-layout case becomes remastered only if it carries the Remastered `split` "
+        "labels, which cannot be derived from it (exit 2 names the cases without).",
+        commands=("fix", "export"),
     )
 
     @field_validator("edit_set")

@@ -27,7 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.dataset import LoadedDataset
-from curate.errors import InputError
+from curate.errors import InputError, UsageError
 from curate.schemas.knowledge_editing import MQuAKECase
 
 __all__ = [
@@ -39,6 +39,8 @@ __all__ = [
     "huge_int",
     "only_input",
     "records_to_arrow",
+    "remastered_batch",
+    "remastered_schema",
     "struct_array",
     "unify_struct_types",
 ]
@@ -238,3 +240,102 @@ def _mixed_field(rows: list[dict[str, Any]]) -> tuple[str, str, str, str] | None
             if kind != first:
                 return key, first, str(row.get("case_id")), kind
     return None
+
+
+# --------------------------------------------------------------------------- Remastered layout
+
+#: ``orig``'s lists → the MQuAKE-Remastered release's top-level columns, in the order written.
+ORIG_TO_FLAT = {
+    "triples": "orig_triples",
+    "triples_labeled": "orig_triples_labeled",
+    "new_triples": "new_triples",
+    "new_triples_labeled": "new_triples_labeled",
+    "edit_triples": "edit_triples",
+    "edit_triples_idx": "edit_triples_idx",
+}
+#: The two ``orig`` lists the flat layout may leave out (the reader rebuilds them from the edits).
+REBUILDABLE = frozenset({"edit_triples", "edit_triples_idx"})
+
+
+def remastered_batch(
+    batch: pa.RecordBatch, carried: frozenset[str] = REBUILDABLE
+) -> pa.RecordBatch:
+    """Original-layout cases → the same cases in MQuAKE-Remastered's flat layout, column by
+    column (no per-record Python work; the types the export declared are kept).
+
+    ``requested_rewrite[k].target_new`` ``{str, id}`` becomes ``target_new_str``/
+    ``target_new_id`` (``target_true`` likewise); ``orig``'s lists become the top-level columns of
+    :data:`ORIG_TO_FLAT` where ``orig`` was; every other column (``split``, ``answer_extended``,
+    ``edited``, ``withheld_edits``, fields beyond the schema) stays as it is. Of
+    ``edit_triples``/``edit_triples_idx`` only those in ``carried`` are written: a Remastered
+    input without them keeps its columns (the reader rebuilds them the same way on reading).
+
+    A field with no place in the flat layout (beyond ``str``/``id`` in a target, beyond the six
+    lists in ``orig``, or a column whose flat name is taken) is a usage error: written in the
+    original layout it would survive; dropped here it would be lost without a word.
+    """
+    names: list[str] = []
+    arrays: list[pa.Array] = []
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
+        if name == "requested_rewrite":
+            names.append(name)
+            arrays.append(_flat_rewrites(col))
+        elif name == "orig":
+            for f in col.type:
+                flat = ORIG_TO_FLAT.get(f.name)
+                if flat is None:
+                    raise _no_place(f"orig.{f.name}")
+                if f.name in REBUILDABLE and f.name not in carried:
+                    continue
+                names.append(flat)
+                arrays.append(col.field(f.name))
+        else:
+            names.append(name)
+            arrays.append(col)
+    taken = [n for n in dict.fromkeys(names) if names.count(n) > 1]
+    if taken:
+        raise _no_place(taken[0])
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def remastered_schema(schema: pa.Schema, carried: frozenset[str] = REBUILDABLE) -> pa.Schema:
+    """The flat layout's schema for cases of the original-layout ``schema``."""
+    return remastered_batch(_empty_batch(schema), carried).schema
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+
+
+def _flat_rewrites(col: pa.Array) -> pa.Array:
+    """``list<struct<..., target_new: struct<str, id>, ...>>`` → the flat edits' list."""
+    if col.null_count and col.offset:  # Arrow takes a validity bitmap only unsliced
+        col = pa.concat_arrays([col])
+    values = col.values  # the whole child array; the list's own offsets index into it
+    names: list[str] = []
+    arrays: list[pa.Array] = []
+    for f in values.type:
+        child = values.field(f.name)
+        if f.name in ("target_new", "target_true") and pa.types.is_struct(f.type):
+            for sub in f.type:
+                if sub.name not in ("str", "id"):
+                    raise _no_place(f"requested_rewrite[].{f.name}.{sub.name}")
+                names.append(f"{f.name}_{sub.name}")
+                arrays.append(child.field(sub.name))
+        else:
+            names.append(f.name)
+            arrays.append(child)
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise _no_place(f"requested_rewrite[].{dup}")
+    flat = pa.StructArray.from_arrays(
+        arrays, names=names, mask=values.is_null() if values.null_count else None
+    )
+    return type(col).from_arrays(col.offsets, flat, mask=col.is_null() if col.null_count else None)
+
+
+def _no_place(field: str) -> UsageError:
+    return UsageError(
+        f"--layout remastered: field {field} has no place in the MQuAKE-Remastered layout "
+        "(it would be lost); write these cases with --layout original"
+    )
