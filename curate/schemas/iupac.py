@@ -160,11 +160,12 @@ def _residue_regex(
     engine never re-splits it. That keeps matching linear on adversarial input such as
     ``NAcNAcNAc...X`` (``N``+``Ac`` and ``NAc`` would otherwise be retried exponentially). It
     rejects no valid token: codes are tried longest first, and a code may not be followed by a
-    lower-case letter, because no unit starts with one. So a longer code never eats the capital
-    that starts the next code (``SH`` in ``4NSHb`` would leave ``b``; the unit backs off to
-    ``S`` and ``Hb`` follows), and wherever a longer code still wins (``Pyr`` over ``Py``,
-    ``EtN`` over ``Et``+``N``) what is left parses either way: the tests check every pair of
-    units.
+    lower-case letter, because no unit starts with one (a lower-case code such as ``en`` needs
+    its position), nor by an amide code (``Hex`` of ``4NHex`` follows its own ``N``). So a
+    longer code never eats what starts the next unit (``SH`` in ``4NSHb`` would leave ``b``:
+    the unit backs off to ``S`` and ``Hb`` follows; ``EtN`` in ``EtNHex`` would leave ``Hex``),
+    and wherever a longer code still wins (``Pyr`` over ``Py``, ``EtN`` over ``Et``+``N``) what
+    is left parses either way: the tests check every pair of units.
     """
     system = vocab["systematic"]
     prefixes = vocab["prefixes"]
@@ -179,12 +180,16 @@ def _residue_regex(
         rf"|{_alternation(vocab['bases'])})"
     )
     atoms = _alternation(vocab["substituent_atoms"])
-    codes = _alternation(vocab["modification_codes"])
+    codes = _alternation(c for c in vocab["modification_codes"] if not c[0].islower())
+    lower = _alternation(c for c in vocab["modification_codes"] if c[0].islower())
     amide = _alternation(vocab["amide_codes"])
     bridge = _alternation(vocab["bridge_codes"])
-    # positions: one, several uncertain ones (3/6S), or a pair bridged by one group (1,7lactone)
+    # positions: one, several uncertain ones (3/6S), or a pair bridged by one group (1,7lactone).
+    # A lower-case code (4en, 6ulo) needs its position, so no unit starts with a lower-case letter.
     unit = (
-        rf"(?>(?P<pos>\d+(?:/\d+)*)?(?:(?P<amide>N(?:{amide}))|(?P<atom>{atoms})?(?:{codes}))(?![a-z])"
+        rf"(?>(?P<pos>\d+(?:/\d+)*)?"
+        rf"(?:(?P<amide>N(?:{amide}))|(?P<atom>{atoms})?(?:{codes})|(?<=\d)(?:{lower}))"
+        rf"(?![a-z]|{amide})"
         rf"|(?P<bridge>\d+,\d+)(?:{bridge})(?![a-z]))"
     )
     pattern = (
