@@ -18,6 +18,14 @@ the repository), shuffles the well-formed rows deterministically and repeats the
 116k residues, about 1 MiB, and nesting that ties siblings at every level), each in a fresh
 process, with its peak RSS: time and memory must grow linearly with the length.
 
+``--heldout`` instead runs the parser over every distinct string of glycowork's bundled tables
+(the glycan column of ``df_glycan`` and ``df_species``, the glycan columns of ``glycan_binding``,
+the motif list, the first column of every bundled glycomics and antibody-array dataset) that is
+not in the shared data files, and prints how many it accepts and rejects, per table, and the
+rejects by class (compositions, motif syntax, sample ids and labels, malformed structures), each
+malformed structure with its error. These are the strings issue 9 measured the parser on; the
+tests quote some of them but never read the tables, which change between glycowork versions.
+
 First, with or without the data, the adversarial inputs of the test suite (a 5,001-residue chain,
 2,000-deep nesting, three malformed giants) are timed against the 5 s budget the tests used to
 assert; the figure is printed here because a wall-clock assertion does not belong in a test.
@@ -33,6 +41,7 @@ from __future__ import annotations
 import argparse
 import csv
 import random
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -206,6 +215,92 @@ def scaling() -> None:
             )
 
 
+#: Monosaccharide symbols of glycan compositions (H3N4F1S2, Hex2HexNAc4NeuAc1, H5N4F1Sulf1).
+COMPOSITION = re.compile(
+    r"(?:(?:HexNAc|HexN|HexA|Hex|dHex|NeuAc|NeuGc|Neu5Ac|Neu5Gc|Kdn|Fuc|Sulf|Su|Pent|Ac|"
+    r"[HNFSGP])\d*){2,}"
+)
+
+
+def heldout_strings(known: set[str]) -> dict[str, str]:
+    """Distinct strings of glycowork's bundled tables that are not in ``known``: {string: table}."""
+    from importlib import resources
+
+    import pandas as pd
+    from glycowork.glycan_data import loader
+
+    found: dict[str, str] = {}
+
+    def add(table: str, values: object) -> None:
+        for value in values:  # type: ignore[attr-defined]
+            if isinstance(value, str) and value not in known:
+                found.setdefault(value, table)
+
+    add("df_glycan", loader.df_glycan.glycan)
+    add("df_species", loader.df_species.glycan)
+    add("glycan_binding columns", loader.glycan_binding.columns)
+    add("motif_list", loader.motif_list.motif)
+    folder = resources.files("glycowork.glycan_data") / "datasets"
+    for item in sorted(folder.iterdir(), key=lambda f: f.name):
+        # glycan profiles (glycomics, antibody arrays); glycoproteomics and lectin arrays key
+        # their rows by protein site or lectin, not by glycan
+        if item.name.startswith(("glycomics_", "Ab_array_")):
+            xz = "xz" if item.name.endswith(".xz") else None
+            with item.open("rb") as handle:
+                frame = pd.read_csv(handle, encoding="utf-8-sig", compression=xz)
+            add("glycomics datasets", frame.iloc[:, 0])
+    return found
+
+
+def reject_class(text: str) -> str:
+    """What a rejected string is, judged from its shape alone (not from the parser's error)."""
+    if COMPOSITION.fullmatch(text):
+        return "composition"
+    if "!" in text or (text.startswith("r") and any(c in text for c in "|?{")):
+        return "motif syntax"
+    if "(" not in text:
+        return "sample id or label"
+    if re.search(r"\.\d+$", text):
+        return "duplicate-column label (glycan + '.1')"
+    return "malformed structure"
+
+
+def heldout(data: Path) -> int:
+    """Accepted and rejected held-out strings, the rejects by class."""
+    try:
+        import glycowork
+    except ImportError:
+        print("SKIP --heldout: glycowork is not installed (pip install glycowork)")
+        return 0
+    if not data.is_dir():
+        print(f"SKIP --heldout: data folder {data} not found")
+        return 0
+    strings = heldout_strings(set(read_rows(data)))
+    results = {s: iupac.try_parse(s) for s in strings}
+    rejected = {s: r for s, r in results.items() if isinstance(r, iupac.IUPACError)}
+    print(
+        f"{len(strings):,} distinct strings in glycowork {glycowork.__version__}'s bundled tables "
+        f"that are not in {len(SOURCES)} shared files: {len(strings) - len(rejected):,} accepted, "
+        f"{len(rejected):,} rejected"
+    )
+    tables = sorted(set(strings.values()))
+    print(f"{'table':<28}{'distinct':>10}{'accepted':>10}{'rejected':>10}")
+    for table in tables:
+        mine = [s for s, t in strings.items() if t == table]
+        bad = sum(1 for s in mine if s in rejected)
+        print(f"{table:<28}{len(mine):>10,}{len(mine) - bad:>10,}{bad:>10,}")
+    classes: dict[str, list[str]] = {}
+    for s in sorted(rejected):
+        classes.setdefault(reject_class(s), []).append(s)
+    print(f"{'rejected, by class':<40}{'strings':>8}  example")
+    for name, members in sorted(classes.items(), key=lambda kv: -len(kv[1])):
+        print(f"{name:<40}{len(members):>8}  {members[0][:60]}")
+    print("malformed structures, each with its error:")
+    for s in classes.get("malformed structure", []):
+        print(f"  {rejected[s]}  |  {s[:110]}{'...' if len(s) > 110 else ''}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) == 5 and sys.argv[1] == "--one":
         measure_one(sys.argv[2], int(sys.argv[3]), sys.argv[4])
@@ -225,7 +320,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only time and measure peak memory on long glycans (up to 1 MiB), one process each",
     )
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="only count accepted/rejected strings of glycowork's bundled tables not in --data",
+    )
     args = parser.parse_args(argv)
+    if args.heldout:
+        return heldout(args.data)
     if args.scaling:
         scaling()
         return 0

@@ -726,6 +726,11 @@ TOKENS = (
     " ",
     "\x00",
     ",",
+    "{6P}",  # issue 9: floating substituents, uncertain modification positions
+    "{OS}",
+    "Gal3/6S",
+    "/",
+    "QuiNAc4NSHb",
 )
 
 
@@ -755,6 +760,7 @@ SEEDS = (
     "[Fuc(a1-2)][Gal(a1-3)]Gal(b1-4)Glc-ol",
     "{Neu5Ac(a2-3/6)}{Gal(b1-4)GlcNAc(b1-?)}Gal(b1-4)GlcNAc(1-4)Glc",
     "{Fuc(a1-?)}[Glc(b1-3)]D-6dTal(a1-3)D-6dTal",
+    "{OS}{Neu5Ac(a2-3)}{6P}Gal3/6S(b1-4)[Fuc(a1-3)]GlcNAc(b1-6)D-2,7-Anhydro-3dManHep-ulosonic",
 )
 
 

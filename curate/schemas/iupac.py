@@ -5,8 +5,10 @@ from the non-reducing end to the reducing end: ``Gal(b1-4)GlcNAc`` is Gal linked
 to C4 of GlcNAc, and the last residue of the main chain is the root. Side branches sit in
 ``[...]`` right before the residue they hang on, to any depth and several per residue
 (``Man(a1-3)[Man(a1-6)]Man``); a leading ``[...]`` is a branch on the first residue of the main
-chain. Floating substituents ``{...}`` lead the string and hold fragments whose acceptor residue
-is unknown (``{Neu5Ac(a2-?)}Gal(b1-4)GlcNAc``).
+chain. Floating blocks ``{...}`` lead the string and hold fragments whose acceptor residue is
+unknown (``{Neu5Ac(a2-?)}Gal(b1-4)GlcNAc``) or bare modifications whose residue is unknown
+(``{OS}Gal(b1-4)GlcNAc``, ``{6P}``). A residue's modification may have uncertain positions
+(``Gal3/6S``), as a linkage may.
 
 Why a parser of our own: glycowork's ``glycan_to_nxGraph`` accepts almost any string (it splits on
 brackets, never validates, and rescues failures by rewriting the input), so a dataset linter
@@ -112,7 +114,9 @@ class Glycan:
 
     Children are always written before their parent, so residue indices are a valid bottom-up
     order. ``floating`` lists the roots of the ``{...}`` fragments; their linkage has no parent.
-    ``key`` is :func:`canonical_key` of ``text``.
+    ``substituents`` are the floating substituent blocks as written (``6P`` for ``{6P}``):
+    modifications of some residue of the glycan, which one unknown. ``key`` is
+    :func:`canonical_key` of ``text``.
     """
 
     text: str
@@ -121,6 +125,7 @@ class Glycan:
     root: int
     floating: tuple[int, ...]
     key: str  # the canonical key, computed in the same pass
+    substituents: tuple[str, ...] = ()
 
     def children(self, index: int) -> tuple[int, ...]:
         """Indices of the residues linked to residue ``index``, in string order."""
@@ -140,56 +145,74 @@ def _alternation(words: Any) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-def _residue_regex(vocab: dict[str, Any]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Compile the residue grammar documented in the vocabulary file, and its modification unit.
+def _strip_names(pattern: str) -> str:
+    """``pattern`` with its named groups made anonymous, to embed it where it repeats."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+def _residue_regex(
+    vocab: dict[str, Any],
+) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Compile the residue grammar documented in the vocabulary file, its modification unit, and
+    a floating substituent block's content (modification units only: ``6P``, ``OS``).
 
     Every modification unit is an atomic group repeated possessively: once a unit matched, the
     engine never re-splits it. That keeps matching linear on adversarial input such as
     ``NAcNAcNAc...X`` (``N``+``Ac`` and ``NAc`` would otherwise be retried exponentially). It
-    rejects no valid token: codes are tried longest first, and wherever a longer code wins
-    (``Pyr`` over ``Py``, ``EtN`` over ``Et``+``N``) what is left parses either way.
+    rejects no valid token: codes are tried longest first, and a code may not be followed by a
+    lower-case letter, because no unit starts with one (a lower-case code such as ``en`` needs
+    its position), nor by an amide code (``Hex`` of ``4NHex`` follows its own ``N``). So a
+    longer code never eats what starts the next unit (``SH`` in ``4NSHb`` would leave ``b``:
+    the unit backs off to ``S`` and ``Hb`` follows; ``EtN`` in ``EtNHex`` would leave ``Hex``),
+    and wherever a longer code still wins (``Pyr`` over ``Py``, ``EtN`` over ``Et``+``N``) what
+    is left parses either way: the tests check every pair of units.
     """
     system = vocab["systematic"]
     prefixes = vocab["prefixes"]
-    config = _alternation(prefixes["configuration"])
+    config = _alternation([*prefixes["configuration"], *system["stereo_pairs"]])
     cfg_stem = _alternation(system["configurational_stems"])
     letters = "".join(sorted(prefixes["position_letters"]))
+    anhydro = rf"\d+(?:,\d+)*-(?:{_alternation(prefixes['anhydro'])})-"
     core = (
         rf"(?:(?:\d+(?:,\d+)*[{letters}])+|d{{1,2}})?"
         rf"(?:(?:{_alternation(system['stereo_pairs'])})?(?:{cfg_stem})(?:(?:-(?:{config})-)?"
         rf"(?:{cfg_stem}))?(?:{_alternation(system['chain_length_stems'])})"
         rf"|{_alternation(vocab['bases'])})"
     )
+    atoms = _alternation(vocab["substituent_atoms"])
+    codes = _alternation(c for c in vocab["modification_codes"] if not c[0].islower())
+    lower = _alternation(c for c in vocab["modification_codes"] if c[0].islower())
+    amide = _alternation(vocab["amide_codes"])
+    bridge = _alternation(vocab["bridge_codes"])
+    # positions: one, several uncertain ones (3/6S), or a pair bridged by one group (1,7lactone).
+    # A lower-case code (4en, 6ulo) needs its position, so no unit starts with a lower-case letter.
     unit = (
-        rf"(?>\d*(?:(?:{_alternation(vocab['substituent_atoms'])})?"
-        rf"(?:{_alternation(vocab['modification_codes'])})))"
+        rf"(?>(?P<pos>\d+(?:/\d+)*)?"
+        rf"(?:(?P<amide>N(?:{amide}))|(?P<atom>{atoms})?(?:{codes})|(?<=\d)(?:{lower}))"
+        rf"(?![a-z]|{amide})"
+        rf"|(?P<bridge>\d+,\d+)(?:{bridge})(?![a-z]))"
     )
     pattern = (
         rf"(?:(?:{_alternation(prefixes['open_chain'])})-)?"
-        rf"(?:\d+(?:,\d+)*-(?:{_alternation(prefixes['anhydro'])})-)?"
-        rf"(?P<config>(?P<letter>{config})-)?"
+        # a configuration before an Anhydro prefix (D-2,7-Anhydro-...) or after it, not both
+        rf"(?:(?P<pre>(?:{config})-){anhydro}|(?:{anhydro})?(?P<config>(?P<letter>{config})-)?)"
         rf"(?P<core>{core})"
         rf"(?P<ring>[{''.join(sorted(vocab['ring_forms']))}])?"
-        rf"(?P<mods>(?:{unit})*+)"
+        rf"(?P<mods>(?:{_strip_names(unit)})*+)"
         rf"(?:{_alternation(vocab['suffixes'])})?"
     )
-    # the same unit, its position and substituent atom captured, to split the modifications
-    unit_parts = (
-        rf"(?>(?P<pos>\d*)(?P<atom>{_alternation(vocab['substituent_atoms'])})?"
-        rf"(?:{_alternation(vocab['modification_codes'])}))"
-    )
-    return re.compile(pattern), re.compile(unit_parts)
+    return re.compile(pattern), re.compile(unit), re.compile(rf"(?:{_strip_names(unit)})++")
 
 
 _VOCAB = _load_vocab()
-_RESIDUE, _MOD_UNIT = _residue_regex(_VOCAB)
+_RESIDUE, _MOD_UNIT, _SUBSTITUENT = _residue_regex(_VOCAB)
 _DEFAULT_CONFIG = {
     core: letter
     for letter, cores in _VOCAB["default_configuration"].items()
     if letter != "note"
     for core in cores
 }
-_RESIDUE_CHARS = re.compile(r"[^A-Za-z0-9,\-]")
+_RESIDUE_CHARS = re.compile(r"[^A-Za-z0-9,/\-]")
 # One split yields residue text, linkages and single structural characters alternately; a
 # parenthesis that does not enclose a bracket-free linkage comes out alone and is reported.
 _SPLIT = re.compile(r"(\([^()\[\]{}]*\)|[()\[\]{}])")
@@ -197,23 +220,33 @@ _LINK = re.compile(r"([ab?]?)(\d+|\?)-(\d+|\?)((?:/\d+)*)")
 _UNKNOWN_POS = 1_000_000  # sorts '?' after every numbered position
 
 
-def _mod_groups(mods: str) -> tuple[str, list[tuple[int, str]]]:
+def _mod_groups(mods: str) -> tuple[str, list[tuple[tuple[int, ...], str]]]:
     """Split a residue's modifications into (head, positioned substituents).
 
-    A unit with a position (``3S``, ``1Coum``) starts a substituent, and the bare codes after it
-    belong to it (``6PEtN`` is one phosphoethanolamine at C6, ``4PP`` a pyrophosphate); a unit
-    with a substituent atom but no position (``OMe``, ``NAc``) starts a group of its own that
-    stays in the head. Everything unpositioned stays in the head in written order: consecutive
-    codes there can spell one substituent (``OPOCm``), so their order may carry meaning.
+    A unit with a position (``3S``, ``1Coum``, ``3/6S``, ``1,7lactone``) starts a substituent,
+    and the bare codes after it belong to it (``6PEtN`` is one phosphoethanolamine at C6,
+    ``4PP`` a pyrophosphate); a unit with a substituent atom but no position (``OMe``, ``NAc``)
+    starts a group of its own that stays in the head. Everything unpositioned stays in the head
+    in written order: consecutive codes there can spell one substituent (``OPOCm``), so their
+    order may carry meaning. A substituent's sort key is its positions; uncertain positions are
+    one set, written ascending (``6/3S`` is ``3/6S``), as in linkages.
     """
     head: list[str] = []
-    groups: list[tuple[int, str]] = []
+    groups: list[tuple[tuple[int, ...], str]] = []
     in_head = True
     for m in _MOD_UNIT.finditer(mods):
-        if m["pos"]:
-            groups.append((int(m["pos"]), m.group()))
+        pos = m["pos"] or m["bridge"]
+        if pos:
+            text = m.group()
+            if "/" in pos:
+                ordered = sorted(pos.split("/"), key=int)
+                text = "/".join(ordered) + text[len(pos) :]
+                numbers = tuple(map(int, ordered))
+            else:
+                numbers = tuple(map(int, pos.split(",")))
+            groups.append((numbers, text))
             in_head = False
-        elif in_head or m["atom"]:
+        elif in_head or m["atom"] or m["amide"]:
             head.append(m.group())
             in_head = True
         else:
@@ -221,39 +254,60 @@ def _mod_groups(mods: str) -> tuple[str, list[tuple[int, str]]]:
     return "".join(head), groups
 
 
+def _canonical_mods(mods: str, grammar: re.Pattern[str], token: str, span: tuple[int, int]) -> str:
+    """``token`` with its modifications ``mods`` (at ``span``) in canonical order, if that
+    order reads back as exactly the same parts under ``grammar``; else ``token`` unchanged.
+
+    Units are not separated, so a reordering could be read another way: only a reading that
+    gives the same head and substituents (and the same modification span) is used.
+    """
+    head, groups = _mod_groups(mods)
+    if not groups:
+        return token
+    start, end = span
+    ordered = sorted(groups)
+    candidate = token[:start] + head + "".join(g[1] for g in ordered) + token[end:]
+    if candidate == token:
+        return token
+    again = grammar.fullmatch(candidate)
+    if again is None:
+        return token
+    if grammar is _RESIDUE:
+        if again.span("mods") != span:
+            return token
+        mods = again["mods"]
+    else:
+        mods = candidate
+    return candidate if _mod_groups(mods) == (head, ordered) else token
+
+
 @lru_cache(maxsize=8192)
 def _normalize_residue(token: str) -> str | None:
     """Normalized name of a residue token, or ``None`` if it is not one (cached per token).
 
-    Drops a default configuration and an explicit pyranose ``p``, and writes the modifications
-    in canonical order (:func:`_mod_groups`): the unpositioned ones first, as written, then the
-    positioned substituents by position. ``Gal3S1Cer`` and ``Gal1Cer3S`` are one residue, so are
-    ``D-FucOMe1Coum`` and ``D-Fuc1CoumOMe``. The reordered token is used only if it reads back
-    as exactly the same parts (units are not separated, so a reordering could be read another
-    way); otherwise the written order is kept. So a normalized token always parses into the
+    Drops a default configuration and an explicit pyranose ``p``, writes a configuration that
+    stands before an Anhydro prefix after it (``D-2,7-Anhydro-X`` is ``2,7-Anhydro-D-X``), and
+    writes the modifications in canonical order (:func:`_mod_groups`): the unpositioned ones
+    first, as written, then the positioned substituents by position. ``Gal3S1Cer`` and
+    ``Gal1Cer3S`` are one residue, so are ``D-FucOMe1Coum`` and ``D-Fuc1CoumOMe``, and
+    ``Gal6/3S`` and ``Gal3/6S``. The reordered token is used only if it reads back as exactly
+    the same parts (:func:`_canonical_mods`). So a normalized token always parses into the
     modifications it came from, and tokens with different modifications never normalize alike.
     """
     m = _RESIDUE.fullmatch(token)
     if m is None:
         return None
+    if m["pre"]:
+        start, end = m.span("pre")
+        core = m.start("core")
+        return _normalize_residue(token[:start] + token[end:core] + m["pre"] + token[core:])
     cut = []
     if m["config"] and _DEFAULT_CONFIG.get(m["core"]) == m["letter"]:
         cut.append(m.span("config"))
     if m["ring"] == "p":
         cut.append(m.span("ring"))
-    head, groups = _mod_groups(m["mods"])
-    if groups and (len(groups) > 1 or head):
-        start, end = m.span("mods")
-        ordered = sorted(groups)
-        candidate = token[:start] + head + "".join(g[1] for g in ordered) + token[end:]
-        if candidate != token:
-            again = _RESIDUE.fullmatch(candidate)
-            if (
-                again is not None
-                and again.span("mods") == (start, end)
-                and _mod_groups(again["mods"]) == (head, ordered)
-            ):
-                token = candidate  # same length and spans: the cuts below still apply
+    # same length and spans: the cuts below still apply
+    token = _canonical_mods(m["mods"], _RESIDUE, token, m.span("mods"))
     if not cut:
         return token
     out, pos = [], 0
@@ -262,6 +316,18 @@ def _normalize_residue(token: str) -> str | None:
         pos = end
     out.append(token[pos:])
     return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _normalize_substituent(text: str) -> str | None:
+    """Normalized content of a floating substituent block (``6P`` of ``{6P}``), or ``None``.
+
+    A block holds modifications whose residue is unknown, in the residue grammar's units
+    (``{OS}``, ``{6P}``, ``{OAc}``), put in the same canonical order as a residue's.
+    """
+    if not text or _SUBSTITUENT.fullmatch(text) is None:
+        return None
+    return _canonical_mods(text, _SUBSTITUENT, text, (0, len(text)))
 
 
 class _Link(NamedTuple):
@@ -301,12 +367,46 @@ def _decode_link(written: str) -> _Link | None:
 
 
 class _Unit(NamedTuple):
-    """One ``)``-separated piece of a glycan: ``][Fuc(a1-2`` is brackets, residue, linkage."""
+    """One ``)``-separated piece of a glycan: ``][Fuc(a1-2`` is brackets, residue, linkage.
+
+    ``subs`` are the floating substituent blocks among the leading brackets (``{6P}`` of
+    ``{6P}Man(a1-2``), as (written, normalized) pairs; ``lead`` is the length of everything
+    before the residue name.
+    """
 
     brackets: str
     name: str
     norm: str
     link: _Link | None
+    subs: tuple[tuple[str, str], ...]
+    lead: int
+
+
+def _lead_substituents(text: str) -> tuple[str, tuple[tuple[str, str], ...], int] | None:
+    """Split the leading ``[]{}`` run of a unit that holds substituent blocks (``}{OS}Gal``).
+
+    Returns the structural brackets, the blocks and the length of the run, or ``None`` if a
+    block is no substituent. A ``{`` opens a substituent block only if what follows up to the
+    next ``}`` is modifications: a fragment's residue always carries a linkage, so ``{X}`` can
+    only be a substituent, and there is nothing to choose.
+    """
+    brackets: list[str] = []
+    subs: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while True:
+        j = i
+        while j < n and text[j] in "[]{}":
+            j += 1
+        close = text.find("}", j) if j > i and text[j - 1] == "{" else -1
+        if close < 0 or "(" in text[j:close]:
+            brackets.append(text[i:j])
+            return "".join(brackets), tuple(subs), j
+        norm = _normalize_substituent(text[j:close])
+        if norm is None:
+            return None
+        brackets.append(text[i : j - 1])
+        subs.append((text[j:close], norm))
+        i = close + 1
 
 
 @lru_cache(maxsize=1 << 14)
@@ -317,15 +417,23 @@ def _decode_unit(text: str) -> _Unit | None:
     a few thousand such pieces (4,307 in the three glycowork files).
     """
     body = text.lstrip("[]{}")
+    lead = len(text) - len(body)
+    brackets = text[:lead]
+    subs: tuple[tuple[str, str], ...] = ()
+    if "}" in body and brackets.endswith("{"):  # a floating substituent block: {6P}Man
+        split = _lead_substituents(text)
+        if split is None:
+            return None
+        brackets, subs, lead = split
+        body = text[lead:]
     name, paren, written = body.partition("(")
     norm = _normalize_residue(name) if name else None
     if norm is None:
         return None
-    brackets = text[: len(text) - len(body)]
     if not paren:
-        return _Unit(brackets, name, norm, None)
+        return _Unit(brackets, name, norm, None, subs, lead)
     link = _decode_link(written)
-    return None if link is None else _Unit(brackets, name, norm, link)
+    return None if link is None else _Unit(brackets, name, norm, link, subs, lead)
 
 
 # --------------------------------------------------------------------------- builder
@@ -454,13 +562,15 @@ class _Built(NamedTuple):
     """What one pass over a well-formed glycan yields.
 
     ``units[i]`` spells residue ``i`` (string order); ``kids[i]`` are the indices of its
-    children; ``floating`` the entries of the ``{...}`` roots; ``key`` the canonical key.
+    children; ``floating`` the entries of the ``{...}`` roots; ``substituents`` the floating
+    substituent blocks (``{6P}``) as (written, normalized); ``key`` the canonical key.
     """
 
     key: str
     units: list[_Unit]
     kids: list[list[int]]
     floating: list[_Entry]
+    substituents: list[tuple[str, str]]
 
 
 def _build(s: str) -> _Built | None:
@@ -487,13 +597,16 @@ def _build(s: str) -> _Built | None:
         return None
     kids: list[list[int]] = []
     floating: list[_Entry] = []
+    substituents: list[tuple[str, str]] = []
     stack: list[tuple[list[_Entry], str]] = []  # (outer waiting list, bracket)
     waiting: list[_Entry] = []
     state = _EXPECT_RESIDUE
     node: _Node = ("", (), "", True)
-    for index, (brackets, _, norm, link) in enumerate(units):
+    for index, (brackets, _, norm, link, subs, _) in enumerate(units):
         if state == _AFTER_RESIDUE:  # only the last unit may lack its linkage
             return None
+        if subs:  # braces lead the string (checked above), so these are floating substituents
+            substituents += subs
         if brackets:
             for bracket in brackets:
                 if bracket == "[" or bracket == "{":
@@ -535,10 +648,12 @@ def _build(s: str) -> _Built | None:
     if stack or state != _AFTER_RESIDUE:
         return None
     out: list[str] = []
-    if floating:  # the root's subtree, after the floating fragments in canonical order
-        out.extend(sorted(f"{{{_text(e)}}}" for e in floating))
+    if floating or substituents:  # the root's subtree after the floating blocks, sorted
+        blocks = [f"{{{_text(e)}}}" for e in floating]
+        blocks += [f"{{{norm}}}" for _, norm in substituents]
+        out.extend(sorted(blocks))
     _write(node, out)
-    return _Built("".join(out), units, kids, floating)
+    return _Built("".join(out), units, kids, floating, substituents)
 
 
 # --------------------------------------------------------------------------- diagnosis
@@ -567,6 +682,16 @@ def _diagnose(s: str) -> IUPACError | None:
     pos = 0
     last_link = 0
     for text, part in zip(parts[::2], parts[1::2], strict=True):
+        if (  # a floating substituent block, "{6P}": the "{" led the glycan (checked below)
+            part == "}"
+            and stack
+            and stack[-1] == (pos - 1, "{")
+            and _normalize_substituent(text) is not None
+        ):
+            stack.pop()
+            pos += len(text) + 1
+            prefix_end = pos
+            continue
         if text:  # a residue; the split puts a delimiter before every text
             if _normalize_residue(text) is None:
                 return _bad_residue(text, pos)
@@ -667,12 +792,12 @@ def canonical_key(s: str) -> str:
 
 def parse(s: str) -> Glycan:
     """Parse ``s`` into a :class:`Glycan`; raises :class:`IUPACError` if it is malformed."""
-    key, units, kids, floating = _checked(s)
+    key, units, kids, floating, substituents = _checked(s)
     residues = []
     linkages: list[Linkage] = []  # every residue but the root (the last) has one: index = child
     pos = 0
-    for index, (brackets, name, norm, link) in enumerate(units):
-        start = pos + len(brackets)
+    for index, (_, name, norm, link, _, lead) in enumerate(units):
+        start = pos + lead
         residues.append(Residue(index, name, norm, start))
         pos = start + len(name)
         if link is not None:  # written right after its residue; the ")" ends the unit
@@ -692,7 +817,13 @@ def parse(s: str) -> Glycan:
         for child in children:
             linkages[child].parent = parent
     return Glycan(
-        s, tuple(residues), tuple(linkages), len(units) - 1, tuple(e[3] for e in floating), key
+        s,
+        tuple(residues),
+        tuple(linkages),
+        len(units) - 1,
+        tuple(e[3] for e in floating),
+        key,
+        tuple(written for written, _ in substituents),
     )
 
 
@@ -708,7 +839,8 @@ def render(glycan: Glycan) -> str:
     """Write ``glycan`` back as IUPAC-condensed, residues and linkages as spelled.
 
     The first-written child of each residue is written as its main chain, so for ordinary input
-    this reproduces the text (a leading ``[B(l)]A`` comes back as ``B(l)A``, the same tree).
+    this reproduces the text (a leading ``[B(l)]A`` comes back as ``B(l)A``, the same tree;
+    floating substituents come first, then the floating fragments).
     Unlike ``glycan.key`` it is built from the dataclasses alone, which lets tests check that
     the tree holds everything the text said: ``canonical_key(render(g)) == g.key``.
     """
@@ -723,6 +855,7 @@ def render(glycan: Glycan) -> str:
     pending: list[int | str] = [glycan.root]
     for r in reversed(glycan.floating):
         pending += ("}", suffix[r], r, "{")
+    pending += [f"{{{sub}}}" for sub in reversed(glycan.substituents)]
     while pending:
         item = pending.pop()
         if isinstance(item, str):
