@@ -63,21 +63,35 @@ def _labels_long(t: GlycanTable) -> tuple[pl.DataFrame, pl.DataFrame]:
     """
     names = t.label_names
     valid = t.rows.filter(pl.col("valid"))
-    long = (
-        pl.concat(
-            [
-                valid.select(
-                    "row", pl.lit(i, pl.UInt8).alias("lv"), pl.col(f"lab_{n}").alias("value")
-                )
-                for i, n in enumerate(names)
-            ]
+    parts = []
+    for i, n in enumerate(names):
+        cells = valid.select(
+            "row", pl.lit(i, pl.UInt8).alias("lv"), pl.col(f"lab_{n}").alias("value")
         )
-        .with_columns(pl.int_ranges(pl.col("value").list.len(), dtype=pl.UInt32).alias("pos"))
-        .explode("value", "pos")
+        size = pl.col("value").list.len()
+        # a cell with one value (almost all) needs no explode; list cells keep their positions
+        parts.append(
+            cells.filter(size == 1).with_columns(
+                pl.col("value").list.first(), pl.lit(0, pl.UInt32).alias("pos")
+            )
+        )
+        parts.append(
+            cells.filter(size > 1)
+            .with_columns(pl.int_ranges(size, dtype=pl.UInt32).alias("pos"))
+            .explode("value", "pos")
+        )
+    # (value, level) as one integer: the key every lookup below uses
+    long = (
+        pl.concat(parts)
         .filter(pl.col("value").is_not_null())
-        .with_columns(pl.col("value").cast(pl.Categorical).to_physical().alias("cat"))
+        .with_columns(
+            (
+                pl.col("value").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 256
+                + pl.col("lv")
+            ).alias("cat")
+        )
     )
-    counts = long.group_by("lv", "cat").agg(pl.col("value").first(), pl.len())
+    counts = long.group_by("cat").agg(pl.col("lv", "value").first(), pl.len())
     vals = counts.with_columns(
         pl.col("lv").replace_strict(dict(enumerate(names)), return_dtype=pl.String).alias("name"),
         pl.col("value").str.strip_chars().alias("clean"),
@@ -85,17 +99,31 @@ def _labels_long(t: GlycanTable) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.col("clean").str.to_lowercase().alias("fold"),
         pl.col("clean").str.to_lowercase().is_in(list(PLACEHOLDERS)).alias("placeholder"),
     )
-    spellings = (
+    per = (
         vals.filter(~pl.col("placeholder"))
         .group_by("lv", "fold", "clean")
         .agg(pl.col("len").sum())
-        .sort(["lv", "fold", "len", "clean"], descending=[False, False, True, False])
-        .group_by("lv", "fold", maintain_order=True)
-        .agg(
-            pl.col("clean").first().alias("majority"),
-            pl.col("clean").n_unique().alias("n_spellings"),
-            pl.struct("clean", "len").alias("spellings"),
-        )
+        .with_columns(pl.len().over("lv", "fold").alias("n_spellings"))
+    )
+    # the majority needs a sort only where a value has several spellings (few)
+    spellings = pl.concat(
+        [
+            per.filter(pl.col("n_spellings") == 1).select(
+                "lv",
+                "fold",
+                pl.col("clean").alias("majority"),
+                "n_spellings",
+                pl.concat_list(pl.struct("clean", "len")).alias("spellings"),
+            ),
+            per.filter(pl.col("n_spellings") > 1)
+            .sort(["lv", "fold", "len", "clean"], descending=[False, False, True, False])
+            .group_by("lv", "fold", maintain_order=True)
+            .agg(
+                pl.col("clean").first().alias("majority"),
+                pl.col("n_spellings").first(),
+                pl.struct("clean", "len").alias("spellings"),
+            ),
+        ]
     )
     vals = (
         vals.join(spellings, on=["lv", "fold"], how="left")
@@ -105,7 +133,6 @@ def _labels_long(t: GlycanTable) -> tuple[pl.DataFrame, pl.DataFrame]:
             .otherwise(pl.col("majority"))
             .alias("norm")
         )
-        .sort("lv", "value")
         .with_row_index("vid")
     )
     codes = (
@@ -113,7 +140,6 @@ def _labels_long(t: GlycanTable) -> tuple[pl.DataFrame, pl.DataFrame]:
     )
     vals = vals.join(codes, on=["lv", "norm"], how="left", maintain_order="left").drop("fold")
     flags = vals.select(
-        "lv",
         "cat",
         "vid",
         "code",
@@ -123,7 +149,7 @@ def _labels_long(t: GlycanTable) -> tuple[pl.DataFrame, pl.DataFrame]:
         .fill_null(False)
         .alias("variant"),
     )
-    long = long.drop("value").join(flags, on=["lv", "cat"], how="left", maintain_order="left")
+    long = long.drop("value").join(flags, on="cat", how="left", maintain_order="left")
     return long.drop("cat"), vals.drop("cat", "len")
 
 
@@ -302,7 +328,8 @@ def _label_value_findings(
     other expressions also see the value's strings (:func:`with_values`)."""
     parts = []
     for t in label_tables(data):
-        long = with_values(t, labels_long(t).filter(hits)).with_columns(new.alias("new"))
+        hit = labels_long(t).filter(hits).sort("lv", "row", "pos")
+        long = with_values(t, hit).with_columns(new.alias("new"))
         edits = cell_edits(t, long)
         long = long.join(edits, on=["row", "name"], how="left", maintain_order="left")
         names = {n: columns_of(t, n) for n in t.label_names}

@@ -188,6 +188,8 @@ def cross_task_leakage(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """
     tables = label_tables(data)
     parts = []
+    if len(tables) < 2:  # nothing to cross
+        return concat_outputs(parts)
     for a in tables:
         a_rows = a.rows.filter(pl.col("in_task") & pl.col("key").is_not_null())
         a_train = a_rows.filter(pl.col("split").is_null() | (pl.col("split") == "train"))
