@@ -44,8 +44,10 @@ step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --unsafe-fixes
 "$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --unsafe-fixes
 grep -m 2 '"GL40' "$OUT/glycan-fixed/changelog.jsonl" | cut -c1-200
 
+# What is left: hierarchy ties (two parents with the same row count), which no fix decides;
+# they stay errors until --mapping names the parent.
 step curate audit glycan "$OUT/glycan-fixed" --select GL3,GL4
-"$BIN/curate" audit glycan "$OUT/glycan-fixed" --select GL3,GL4
+"$BIN/curate" audit glycan "$OUT/glycan-fixed" --select GL3,GL4 || echo "(exit $? — ties wait for --mapping)"
 
 step 'python -c "datasets.load_dataset(...)"'
 "$BIN/python" - "$OUT" <<'PY'

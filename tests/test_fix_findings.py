@@ -159,7 +159,7 @@ def test_glycan_rules_show_fix_availability_and_safety(capsys):
         "GL201": ("always", "safe"),
         "GL202": ("always", "safe"),
         "GL203": ("sometimes", "safe"),
-        "GL301": ("always", "unsafe"),
+        "GL301": ("sometimes", "unsafe"),
         "GL303": ("always", "safe"),
         "GL304": ("always", "safe"),
         "GL401": ("always", "unsafe"),

@@ -369,7 +369,7 @@ class GlycanFamily(Family):
             record = work[id_col].cast(pl.String)
         elif fmt == "csv" and lines is not None:
             # the line a reader can jump to: where the row starts (a quoted value may span lines)
-            record = pl.Series([f"line {k}" for k in lines], dtype=pl.String)
+            record = pl.Series(lines, dtype=pl.Int64).cast(pl.String).str.replace(r"^", "line ")
         else:
             record = pl.Series([f"#{i}" for i in range(n)], dtype=pl.String)
         split = pl.lit(None, pl.String)
@@ -389,7 +389,6 @@ class GlycanFamily(Family):
             # A row with no split value is published in train (as every table without a split
             # is): audit it there, so that a leak it makes is found before it is published.
             split = split.fill_null(pl.lit("train"))
-        records = record.to_list()
         errs: list[dict[str, Any]] = []
         invalid: list[int] = []
         for i, column, kind, shown in bad_cells:
@@ -397,7 +396,7 @@ class GlycanFamily(Family):
             errs.append(
                 {
                     "row": i + offset,
-                    "record": records[i],
+                    "record": record[i],
                     "field": column,
                     "message": f"{_ARTICLE[kind]} where {_EXPECTS[_schema_roles(cols)[column]]} "
                     f"belongs (got {shown})",
@@ -449,8 +448,12 @@ class GlycanFamily(Family):
             "split",
             *([pl.col(f"lab_{cols.task}").list.first().alias("label")] if label_col else []),
         )
-        for r in view.iter_rows(named=True):
-            payload = dict(r)
+        # The models judge only these values, so each distinct combination is validated once
+        # (a million rows hold a few thousand), and only the rows of a failing one are visited.
+        judged = [c for c in view.columns if c not in ("row", "record")]
+        failed: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for values in view.select(judged).unique().iter_rows():
+            payload = dict(zip(judged, values, strict=True))
             row_model = model
             if label_col:
                 label = payload.get("label")
@@ -459,27 +462,40 @@ class GlycanFamily(Family):
             try:
                 row_model.model_validate(payload)
             except ValidationError as e:
-                invalid.append(r["row"])
-                for err in e.errors(include_url=False):
-                    loc = ".".join(str(x) for x in err["loc"])
-                    column = {
-                        "glycan": cols.glycan,
-                        "split": cols.split or "split",
-                        "label": label_col,
-                    }.get(loc, loc)
-                    if (r["row"], column) in bad_fields:
-                        continue  # the cell was a list or an object: reported above
-                    value = r.get(loc)
-                    message = f"missing {loc}" if value is None else f"{err['msg']} (got {value!r})"
-                    errs.append(
-                        {
-                            "row": r["row"],
-                            "record": r["record"],
-                            "field": column or loc,
-                            "message": message,
-                            "details": {"file": path, "column": column, "value": value},
-                        }
-                    )
+                failed[values] = e.errors(include_url=False)
+        bad_view = (
+            view.join(
+                pl.DataFrame(list(failed), schema=view.select(judged).schema, orient="row"),
+                on=judged,
+                how="semi",
+                nulls_equal=True,
+                maintain_order="left",
+            )
+            if failed
+            else view.clear()
+        )
+        for r in bad_view.iter_rows(named=True):
+            invalid.append(r["row"])
+            for err in failed[tuple(r[c] for c in judged)]:
+                loc = ".".join(str(x) for x in err["loc"])
+                column = {
+                    "glycan": cols.glycan,
+                    "split": cols.split or "split",
+                    "label": label_col,
+                }.get(loc, loc)
+                if (r["row"], column) in bad_fields:
+                    continue  # the cell was a list or an object: reported above
+                value = r.get(loc)
+                message = f"missing {loc}" if value is None else f"{err['msg']} (got {value!r})"
+                errs.append(
+                    {
+                        "row": r["row"],
+                        "record": r["record"],
+                        "field": column or loc,
+                        "message": message,
+                        "details": {"file": path, "column": column, "value": value},
+                    }
+                )
         rows = (
             rows.with_columns(
                 (~pl.col("row").is_in(invalid) & pl.col("glycan").is_not_null()).alias("valid")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.audits.glycan.labels import columns_of, label_tables, labels_long
+from curate.audits.glycan.labels import code_names, columns_of, label_tables, row_codes
 from curate.audits.glycan.registry import RULES
 from curate.findings import (
     concat_outputs,
@@ -29,8 +29,13 @@ def singleton_class(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """
     parts = []
     for t in label_tables(data):
-        long = labels_long(t).filter(pl.col("norm").is_not_null()).unique(["row", "name", "norm"])
-        long = long.with_columns(pl.len().over("name", "norm").alias("n")).filter(pl.col("n") == 1)
+        # one (row, class) per row however often the cell repeats it; a class is a code
+        long = row_codes(t)
+        single = long.group_by("code").len().filter(pl.col("len") == 1)
+        long = long.join(single, on="code", how="semi").join(
+            code_names(t).drop("lv"), on="code", how="left"
+        )
+        long = long.join(t.rows.select("row", "record"), on="row", how="left")
         names = {n: columns_of(t, n) for n in t.label_names}
         parts.append(
             finding_frame(

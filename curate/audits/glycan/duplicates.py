@@ -32,7 +32,7 @@ from curate.schemas.glycan_tables import (
 def label_conflicts(t: GlycanTable) -> pl.DataFrame:
     """Rows of single-label tasks whose canonical key carries more than one label."""
     lab = task_labels(t).filter(pl.col("key").is_not_null())
-    return lab.with_columns(pl.col("label").n_unique().over("key").alias("n_labels")).filter(
+    return lab.with_columns(pl.col("label_id").n_unique().over("key").alias("n_labels")).filter(
         pl.col("n_labels") > 1
     )
 
@@ -42,7 +42,7 @@ def ceiling_accuracy(t: GlycanTable) -> dict[str, Any]:
     lab = task_labels(t).filter(pl.col("key").is_not_null())
     if lab.is_empty():
         return {"rows": 0}
-    best = lab.group_by("key", "label").len().group_by("key").agg(pl.col("len").max()).sum()
+    best = lab.group_by("key", "label_id").len().group_by("key").agg(pl.col("len").max()).sum()
     return {"rows": lab.height, "max_accuracy": round(best["len"][0] / lab.height, 6)}
 
 
@@ -163,7 +163,7 @@ def duplicate_row(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
         if other:
             extra = t.raw.select(other).with_columns(pl.Series("row", t.rows["row"]))
             lab = lab.join(extra, on="row", how="left")
-        hit = later_occurrences(lab, ["k", "label", "split", *other], t.rows)
+        hit = later_occurrences(lab, ["k", "label_id", "split", *other], t.rows)
         parts.append(
             finding_frame(
                 hit,

@@ -2,7 +2,8 @@
 
 :func:`hierarchy_edges` and :func:`hierarchy_majority` find the contradictions; each finding
 carries the edit to the majority parent, or to the parent the user's ``--mapping`` file (read by
-:func:`load_mapping`) names.
+:func:`load_mapping`) names. A tie (two parents with the same top count) has no majority: its
+findings carry no edit and ask for ``--mapping``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from pathlib import Path
 
 import polars as pl
 
-from curate.audits.glycan.labels import cell_edits, columns_of, label_tables, labels_long
+from curate.audits.glycan.labels import (
+    cell_edits,
+    code_names,
+    columns_of,
+    label_tables,
+    labels_long,
+)
 from curate.audits.glycan.registry import RULES
 from curate.errors import InputError
 from curate.findings import (
@@ -33,53 +40,110 @@ from curate.schemas.glycan_tables import (
 
 
 def hierarchy_edges(t: GlycanTable, long: pl.DataFrame | None = None) -> pl.DataFrame:
-    """(row, child level, child, parent level, parent) for adjacent taxonomy levels.
+    """(row, child level, child, parent level, parent) for adjacent taxonomy levels, the taxa as
+    codes (:func:`~curate.audits.glycan.labels.label_values`).
 
     Only rows with exactly one (normalised) value at both levels say which parent a child has;
-    list-valued rows (several species of one glycan) do not pair their values.
+    list-valued rows (several species of one glycan) do not pair their values. Each level's
+    classes are scattered into a column aligned with the table's rows, so a pair of levels is
+    two columns side by side: no join, linear in the rows.
     """
     if t.task != "taxonomy":
         return pl.DataFrame()
     long = labels_long(t) if long is None else long
-    single = (
-        long.filter(pl.col("norm").is_not_null())
-        .group_by("row", "record", "name")
-        .agg(pl.col("norm").unique().alias("v"))
-        .filter(pl.col("v").list.len() == 1)
-        .with_columns(pl.col("v").list.first())
-    )
-    levels = [n for n in LEVELS if n in t.label_names]
-    edges = []
-    for child, parent in itertools.pairwise(levels):
-        c = single.filter(pl.col("name") == child).select(
-            "row", "record", pl.col("v").alias("child")
+    single = single_values(long)
+    index = {n: i for i, n in enumerate(t.label_names)}
+    levels = [n for n in LEVELS if n in index]
+    n, offset = t.rows.height, int(t.rows["row"][0]) if t.rows.height else 0
+    wide: dict[str, pl.Series] = {}
+    for name in levels:
+        at = single.filter(pl.col("lv") == index[name])
+        wide[name] = pl.Series(name, [None] * n, dtype=pl.UInt32).scatter(
+            at["row"] - offset, at["code"]
         )
-        p = single.filter(pl.col("name") == parent).select("row", pl.col("v").alias("parent"))
-        edges.append(
-            c.join(p, on="row").with_columns(
-                pl.lit(child).alias("child_level"), pl.lit(parent).alias("parent_level")
-            )
-        )
+    frame = pl.DataFrame({"row": t.rows["row"], **wide})
+    edges = [
+        frame.select(
+            "row",
+            pl.col(child).alias("child"),
+            pl.col(parent).alias("parent"),
+            pl.lit(child).alias("child_level"),
+            pl.lit(parent).alias("parent_level"),
+        ).drop_nulls(["child", "parent"])
+        for child, parent in itertools.pairwise(levels)
+    ]
     return pl.concat(edges) if edges else pl.DataFrame()
 
 
+def single_values(long: pl.DataFrame) -> pl.DataFrame:
+    """(row, lv, code) of the label cells holding exactly one class.
+
+    :func:`~curate.audits.glycan.labels.labels_long` is ordered by level, then row, then
+    position, so a cell's values are adjacent: a value whose neighbours belong to other cells
+    is its cell's only value (almost every cell), found by comparing shifted columns; only the
+    few list-valued cells are grouped, for their distinct values.
+    """
+    long = long.filter(pl.col("code").is_not_null())
+    row, lv = pl.col("row"), pl.col("lv")
+    starts = ((row != row.shift()) | (lv != lv.shift())).fill_null(True)
+    ends = ((row != row.shift(-1)) | (lv != lv.shift(-1))).fill_null(True)
+    long = long.with_columns((starts & ends).alias("alone"))
+    many = (
+        long.filter(~pl.col("alone"))
+        .group_by("row", "lv")
+        .agg(pl.col("code").n_unique().alias("n"), pl.col("code").first())
+        .filter(pl.col("n") == 1)
+    )
+    return pl.concat(
+        [long.filter("alone").select("row", "lv", "code"), many.select("row", "lv", "code")]
+    )
+
+
 def hierarchy_majority(edges: pl.DataFrame) -> pl.DataFrame:
-    """Per (child level, child) with more than one parent: every parent's count and the majority."""
+    """Per (child level, child) with more than one parent: every parent's row count, the
+    majority parent, and ``tied`` (the parents sharing the top count when more than one do; the
+    majority is then null: a tie is no majority)."""
     if edges.is_empty():
         return edges
-    counts = edges.group_by("child_level", "parent_level", "child", "parent").len()
+    # A code names its level too, so (child, parent) packed into one integer is the edge:
+    # count those, keep the children with more than one parent (few), and only for those
+    # look at the parents' counts.
+    shift = 2**32
+    counts = (
+        edges.select(
+            (pl.col("child").cast(pl.UInt64) * shift + pl.col("parent").cast(pl.UInt64)).alias("k")
+        )
+        .group_by("k")
+        .len()
+        .select(
+            (pl.col("k") // shift).cast(pl.UInt32).alias("child"),
+            (pl.col("k") % shift).cast(pl.UInt32).alias("parent"),
+            "len",
+        )
+    )
+    contested = counts.group_by("child").len("n").filter(pl.col("n") > 1)
+    levels = edges.join(contested, on="child", how="semi").unique("child")
+    counts = counts.join(contested, on="child", how="semi").join(
+        levels.select("child", "child_level", "parent_level"), on="child"
+    )
     return (
         counts.sort(
             ["child_level", "child", "len", "parent"], descending=[False, False, True, False]
         )
         .group_by("child_level", "parent_level", "child", maintain_order=True)
         .agg(
-            pl.col("parent").first().alias("majority"),
+            pl.col("parent").first().alias("top"),
             pl.col("len").first().alias("majority_rows"),
+            (pl.col("len") == pl.col("len").first()).sum().alias("n_top"),
+            pl.col("parent").filter(pl.col("len") == pl.col("len").first()).alias("tied"),
             pl.struct("parent", "len").alias("parents"),
-            pl.col("parent").n_unique().alias("n"),
+            pl.len().alias("n"),
         )
-        .filter(pl.col("n") > 1)
+        .with_columns(
+            pl.when(pl.col("n_top") == 1).then(pl.col("top")).alias("majority"),
+            pl.when(pl.col("n_top") > 1).then(pl.col("tied")).alias("tied"),
+        )
+        .drop("top", "n_top")
     )
 
 
@@ -88,7 +152,7 @@ def hierarchy_majority(edges: pl.DataFrame) -> pl.DataFrame:
     "taxonomy-contradiction",
     category="consistency",
     severity="error",
-    fix="always",
+    fix="sometimes",
     unsafe=True,
 )
 def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
@@ -97,11 +161,13 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
 
     A hierarchy where a child has two parents makes the eight taxonomy tasks contradict each
     other. Reported on the minority rows, with the majority parent and every parent's row count.
-    Fix (unsafe: it chooses a label): the parent cell is set to the majority parent (ties: the
-    first in sort order). ``--mapping FILE`` (JSON ``{"genus": {"Acer": "Sapindaceae"}}``)
-    decides instead for the children it names: every row filing such a child under another
-    parent is reported and moved to the mapped parent. Levels are resolved together; a change
-    at one level can make a contradiction at the next, which the next fix pass resolves.
+    When two or more parents share the top count there is no majority: every row of the child
+    is reported as a tie, with no edit. Fix (unsafe: it chooses a label): the parent cell is set
+    to the majority parent. ``--mapping FILE`` (JSON ``{"genus": {"Acer": "Sapindaceae"}}``)
+    decides instead for the children it names, ties included: every row filing such a child
+    under another parent is reported and moved to the mapped parent. Levels are resolved
+    together; a change at one level can make a contradiction at the next, which the next fix
+    pass resolves.
     """
     mapping = load_mapping(ctx.options.mapping)
     parts = []
@@ -112,35 +178,75 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
         maj = hierarchy_majority(edges)
         mapped = pl.DataFrame(
             [(level, child, parent) for level, m in mapping.items() for child, parent in m.items()],
-            schema={"child_level": pl.String, "child": pl.String, "mapped": pl.String},
+            schema={"child_level": pl.String, "child_name": pl.String, "mapped": pl.String},
             orient="row",
         )
         if maj.is_empty() and mapped.is_empty():
             continue
-        hit = edges
-        if maj.is_empty():
-            hit = hit.with_columns(
-                pl.lit(None, pl.String).alias("majority"),
-                pl.lit(None, pl.UInt32).alias("majority_rows"),
-                pl.lit(None, pl.List(pl.Struct({"parent": pl.String, "len": pl.UInt32}))).alias(
-                    "parents"
-                ),
+        # codes → names, for the contradictions and the mapped children only
+        names_of = code_names(t).select("code", "norm")
+        if mapped.is_empty():
+            # only the contested children's rows: a small part of the edges
+            hit = edges.filter(pl.col("child").is_in(maj["child"].implode())).with_columns(
+                pl.lit(None, pl.String).alias("mapped")
             )
         else:
-            hit = hit.join(maj.drop("n"), on=["child_level", "parent_level", "child"], how="left")
+            hit = edges.join(
+                names_of.rename({"code": "child", "norm": "child_name"}), on="child", how="left"
+            ).join(mapped, on=["child_level", "child_name"], how="left")
+        hit = hit.join(maj.drop("n"), on=["child_level", "parent_level", "child"], how="left")
+        hit = hit.filter(
+            pl.col("mapped").is_not_null()
+            | pl.col("tied").is_not_null()
+            | (pl.col("majority").is_not_null() & (pl.col("parent") != pl.col("majority")))
+        )
+        if hit.is_empty():
+            continue
+        decode = {
+            c: pl.col(c).replace_strict(
+                names_of["code"], names_of["norm"], default=None, return_dtype=pl.String
+            )
+            for c in ("child", "parent", "majority")
+        }
         hit = (
-            hit.join(mapped, on=["child_level", "child"], how="left")
-            .with_columns(pl.coalesce("mapped", "majority").alias("target"))
-            .filter(pl.col("target").is_not_null() & (pl.col("parent") != pl.col("target")))
+            hit.drop("child_name", strict=False)
+            .with_columns(
+                pl.col("parent").alias("parent_code"),
+                pl.col("parents").list.eval(
+                    pl.struct(
+                        pl.element()
+                        .struct.field("parent")
+                        .replace_strict(names_of["code"], names_of["norm"], return_dtype=pl.String),
+                        pl.element().struct.field("len"),
+                    )
+                ),
+                pl.col("tied").list.eval(
+                    pl.element().replace_strict(
+                        names_of["code"], names_of["norm"], return_dtype=pl.String
+                    )
+                ),
+                **decode,
+            )
+            .filter(pl.col("mapped").is_null() | (pl.col("parent") != pl.col("mapped")))
+            .with_columns(
+                pl.coalesce("mapped", "majority").alias("target"),
+            )
+            .join(t.rows.select("row", "record"), on="row", how="left")
             .sort("row", "child_level")
         )
         if hit.is_empty():
             continue
-        long = labels_long(t).filter(pl.col("norm").is_not_null())
-        changes = hit.select("row", pl.col("parent_level").alias("name"), "parent", "target").join(
-            long.select("row", "name", "pos", "norm"),
-            left_on=["row", "name", "parent"],
-            right_on=["row", "name", "norm"],
+        index = {n: i for i, n in enumerate(t.label_names)}
+        changes = (
+            hit.filter(pl.col("target").is_not_null())
+            .select(
+                "row",
+                pl.col("parent_level").alias("name"),
+                pl.col("parent_level").replace_strict(index, return_dtype=pl.UInt8).alias("lv"),
+                pl.col("parent_code").alias("code"),
+                "target",
+            )
+            .join(labels_long(t).select("row", "lv", "pos", "code"), on=["row", "lv", "code"])
         )
         edits = cell_edits(t, changes.rename({"target": "new"}))
         hit = hit.join(
@@ -150,30 +256,41 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
             maintain_order="left",
         )
         names = {n: columns_of(t, n) for n in t.label_names}
+        here = pl.format(
+            "{} {} is under {} {} here",
+            "child_level",
+            repr_expr("child"),
+            "parent_level",
+            repr_expr("parent"),
+        )
         parts.append(
             finding_frame(
                 hit,
                 field=pl.col("parent_level").replace_strict(names, return_dtype=pl.String),
-                message=pl.when(pl.col("mapped").is_null())
+                message=pl.when(pl.col("mapped").is_not_null())
+                .then(pl.format("{} but --mapping puts it under {}", here, repr_expr("mapped")))
+                .when(pl.col("tied").is_not_null())
                 .then(
                     pl.format(
-                        "{} {} is under {} {} here but under {} in {} rows",
-                        "child_level",
-                        repr_expr("child"),
-                        "parent_level",
-                        repr_expr("parent"),
-                        repr_expr("majority"),
+                        "{}; no majority: {} parents tie at {} {} each ({}); "
+                        "pass --mapping to choose",
+                        here,
+                        pl.col("tied").list.len(),
                         "majority_rows",
+                        pl.when(pl.col("majority_rows") == 1)
+                        .then(pl.lit("row"))
+                        .otherwise(pl.lit("rows")),
+                        pl.col("tied")
+                        .list.eval(pl.lit("'") + pl.element() + pl.lit("'"))
+                        .list.join(", "),
                     )
                 )
                 .otherwise(
                     pl.format(
-                        "{} {} is under {} {} here but --mapping puts it under {}",
-                        "child_level",
-                        repr_expr("child"),
-                        "parent_level",
-                        repr_expr("parent"),
-                        repr_expr("mapped"),
+                        "{} but under {} in {} rows",
+                        here,
+                        repr_expr("majority"),
+                        "majority_rows",
                     )
                 ),
                 details=json_struct(
@@ -182,6 +299,7 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
                     pl.col("parent_level"),
                     pl.col("parent"),
                     pl.col("majority"),
+                    pl.col("tied"),
                     pl.col("parents"),
                     pl.col("mapped"),
                 ),

@@ -37,79 +37,200 @@ def label_tables(data: GlycanData) -> list[GlycanTable]:
 def labels_long(t: GlycanTable) -> pl.DataFrame:
     """Cached :func:`_labels_long` (several rules and the fixes read it)."""
     if "labels_long" not in t.cache:
-        t.cache["labels_long"] = _labels_long(t)
+        t.cache["labels_long"], t.cache["label_values"] = _labels_long(t)
     return t.cache["labels_long"]
 
 
-def _labels_long(t: GlycanTable) -> pl.DataFrame:
-    """One row per label value: ``value`` as written, ``clean`` stripped, ``norm`` the value the
-    fixes would write (stripped, majority spelling among case variants; null for placeholders).
+def label_values(t: GlycanTable) -> pl.DataFrame:
+    """One row per distinct (level, value as written): what :func:`labels_long` refers to by
+    ``vid``. Columns: ``vid``, ``lv`` (index in ``t.label_names``), ``name``, ``value``,
+    ``clean`` (stripped), ``placeholder``, ``majority`` (the most frequent spelling among its case
+    variants, ties: the first in sort order), ``n_spellings``, ``spellings`` (each spelling with
+    its count), ``norm`` (what the fixes would write; null for placeholders) and ``code`` (the id
+    of ``(lv, norm)``, ordered by level and then by ``norm``)."""
+    labels_long(t)
+    return t.cache["label_values"]
+
+
+def _labels_long(t: GlycanTable) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One row per label value of a valid row — ``row``, ``lv``, ``pos`` (position in its cell),
+    ``vid``, ``code``, ``placeholder``, ``padded`` (surrounding whitespace), ``variant`` (not
+    its majority spelling) — and the distinct values they refer to (:func:`label_values`).
+
+    Why integers in the long table: it has a row per label value (eight per row for taxonomy,
+    10 M at 1.3 M rows), and every rule groups or joins it; the strings are normalised once per
+    distinct value and looked up only for the rows a rule reports.
     """
-    cols = [f"lab_{n}" for n in t.label_names]
+    names = t.label_names
+    valid = t.rows.filter(pl.col("valid"))
+    parts = []
+    for i, n in enumerate(names):
+        cells = valid.select(
+            "row", pl.lit(i, pl.UInt8).alias("lv"), pl.col(f"lab_{n}").alias("value")
+        )
+        size = pl.col("value").list.len()
+        # a cell with one value (almost all) needs no explode; list cells keep their positions
+        parts.append(
+            cells.filter(size == 1).with_columns(
+                pl.col("value").list.first(), pl.lit(0, pl.UInt32).alias("pos")
+            )
+        )
+        parts.append(
+            cells.filter(size > 1)
+            .with_columns(pl.int_ranges(size, dtype=pl.UInt32).alias("pos"))
+            .explode("value", "pos")
+        )
+    # (value, level) as one integer: the key every lookup below uses
     long = (
-        t.rows.filter(pl.col("valid"))
-        .select("row", "record", "split", "key", *cols)
-        .unpivot(
-            index=["row", "record", "split", "key"],
-            on=cols,
-            variable_name="name",
-            value_name="values",
-        )
-        .with_columns(pl.col("name").str.strip_prefix("lab_"))
-        .with_columns(pl.int_ranges(pl.col("values").list.len()).alias("pos"))
-        .explode(["values", "pos"])
-        .rename({"values": "value"})
+        pl.concat(parts)
         .filter(pl.col("value").is_not_null())
-        .with_columns(pl.col("value").str.strip_chars().alias("clean"))
         .with_columns(
-            pl.col("clean").str.to_lowercase().is_in(list(PLACEHOLDERS)).alias("placeholder")
+            (
+                pl.col("value").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 256
+                + pl.col("lv")
+            ).alias("cat")
         )
     )
-    spellings = (
-        long.filter(~pl.col("placeholder"))
-        .group_by("name", pl.col("clean").str.to_lowercase().alias("fold"), "clean")
-        .len()
-        .sort(["name", "fold", "len", "clean"], descending=[False, False, True, False])
-        .group_by("name", "fold", maintain_order=True)
-        .agg(
-            pl.col("clean").first().alias("majority"),
-            pl.col("clean").n_unique().alias("n_spellings"),
-            pl.struct("clean", "len").alias("spellings"),
-        )
+    counts = long.group_by("cat").agg(pl.col("lv", "value").first(), pl.len())
+    vals = counts.with_columns(
+        pl.col("lv").replace_strict(dict(enumerate(names)), return_dtype=pl.String).alias("name"),
+        pl.col("value").str.strip_chars().alias("clean"),
+    ).with_columns(
+        pl.col("clean").str.to_lowercase().alias("fold"),
+        pl.col("clean").str.to_lowercase().is_in(list(PLACEHOLDERS)).alias("placeholder"),
     )
-    return (
-        long.with_columns(pl.col("clean").str.to_lowercase().alias("fold"))
-        .join(spellings, on=["name", "fold"], how="left")
+    per = (
+        vals.filter(~pl.col("placeholder"))
+        .group_by("lv", "fold", "clean")
+        .agg(pl.col("len").sum())
+        .with_columns(pl.len().over("lv", "fold").alias("n_spellings"))
+    )
+    # the majority needs a sort only where a value has several spellings (few)
+    spellings = pl.concat(
+        [
+            per.filter(pl.col("n_spellings") == 1).select(
+                "lv",
+                "fold",
+                pl.col("clean").alias("majority"),
+                "n_spellings",
+                pl.concat_list(pl.struct("clean", "len")).alias("spellings"),
+            ),
+            per.filter(pl.col("n_spellings") > 1)
+            .sort(["lv", "fold", "len", "clean"], descending=[False, False, True, False])
+            .group_by("lv", "fold", maintain_order=True)
+            .agg(
+                pl.col("clean").first().alias("majority"),
+                pl.col("n_spellings").first(),
+                pl.struct("clean", "len").alias("spellings"),
+            ),
+        ]
+    )
+    vals = (
+        vals.join(spellings, on=["lv", "fold"], how="left")
         .with_columns(
             pl.when(pl.col("placeholder"))
             .then(pl.lit(None, pl.String))
             .otherwise(pl.col("majority"))
             .alias("norm")
         )
+        .with_row_index("vid")
     )
+    codes = (
+        vals.select("lv", "norm").drop_nulls().unique().sort("lv", "norm").with_row_index("code")
+    )
+    vals = vals.join(codes, on=["lv", "norm"], how="left", maintain_order="left").drop("fold")
+    flags = vals.select(
+        "cat",
+        "vid",
+        "code",
+        "placeholder",
+        ((pl.col("value") != pl.col("clean")) & ~pl.col("placeholder")).alias("padded"),
+        ((pl.col("n_spellings") > 1) & (pl.col("clean") != pl.col("majority")))
+        .fill_null(False)
+        .alias("variant"),
+    )
+    long = long.drop("value").join(flags, on="cat", how="left", maintain_order="left")
+    return long.drop("cat"), vals.drop("cat", "len")
+
+
+def with_values(t: GlycanTable, hits: pl.DataFrame) -> pl.DataFrame:
+    """``hits`` (rows of :func:`labels_long`) with their value's strings (:func:`label_values`)
+    and their row's ``record``: the lookups done only for the rows a rule reports."""
+    vals = label_values(t).drop("lv", "code", "placeholder")
+    return hits.join(vals, on="vid", how="left", maintain_order="left").join(
+        t.rows.select("row", "record"), on="row", how="left", maintain_order="left"
+    )
+
+
+def code_names(t: GlycanTable) -> pl.DataFrame:
+    """``code`` → ``lv``, ``name`` (label name) and ``norm`` (the normalised value)."""
+    return label_values(t).select("code", "lv", "name", "norm").drop_nulls("code").unique("code")
+
+
+def row_codes(t: GlycanTable) -> pl.DataFrame:
+    """The distinct (row, code) pairs of :func:`labels_long`, sorted by row and code (cached).
+
+    Why packed: (row, code) as one integer is one numeric sort that orders every row's classes
+    and puts repeats side by side; ``unique`` on the pair, or polars' per-list sort, is 5-20x
+    slower on a million rows.
+    """
+    if "row_codes" not in t.cache:
+        shift = 2**32
+        packed = (
+            labels_long(t)
+            .filter(pl.col("code").is_not_null())
+            .select(
+                (pl.col("row").cast(pl.UInt64) * shift + pl.col("code").cast(pl.UInt64)).alias("k")
+            )
+            .sort("k")
+            .filter((pl.col("k") != pl.col("k").shift()).fill_null(True))
+        )
+        t.cache["row_codes"] = packed.select(
+            (pl.col("k") // shift).cast(pl.Int64).set_sorted().alias("row"),
+            (pl.col("k") % shift).cast(pl.UInt32).alias("code"),
+        )
+    return t.cache["row_codes"]
 
 
 def task_labels(t: GlycanTable) -> pl.DataFrame:
-    """Per row: its label as one comparable string (sorted normalised values per level)."""
+    """Per row of the task: its label as one comparable string (``label``: the sorted
+    normalised values of each level, ``species=a|b; genus=c``) and as an integer (``label_id``,
+    equal for equal labels).
+
+    Built on integer codes: each row's sorted set of value codes is its label; the string is
+    written once per distinct label, not once per row.
+    """
     if "task_labels" in t.cache:
         return t.cache["task_labels"]
-    long = labels_long(t)
-    per = (
-        long.filter(pl.col("norm").is_not_null())
-        .group_by("row", "name")
-        .agg(pl.col("norm").unique().sort().str.join("|").alias("v"))
+    per = row_codes(t).group_by("row", maintain_order=True).agg(pl.col("code"))
+    labs = per.select("code").unique().with_row_index("label_id")
+    pieces = (
+        labs.explode("code")
+        .join(code_names(t), on="code", how="left")
+        .sort("label_id", "code")
+        .with_columns(
+            pl.when(pl.struct("label_id", "lv").is_first_distinct())
+            .then(
+                pl.when(pl.col("label_id").is_first_distinct())
+                .then(pl.lit(""))
+                .otherwise(pl.lit("; "))
+                + pl.col("name")
+                + "="
+                + pl.col("norm")
+            )
+            .otherwise("|" + pl.col("norm"))
+            .alias("piece")
+        )
+        .group_by("label_id", maintain_order=True)
+        .agg(pl.col("piece"))
+        .select("label_id", pl.col("piece").list.join("").alias("label"))
     )
-    order = {n: i for i, n in enumerate(t.label_names)}
-    lab = (
-        per.with_columns(pl.col("name").replace_strict(order, return_dtype=pl.Int32).alias("o"))
-        .sort("row", "o")
-        .group_by("row", maintain_order=True)
-        .agg(pl.format("{}={}", "name", "v").str.join("; ").alias("label"))
-    )
+    per = per.join(labs, on="code", how="left").select("row", "label_id")
     out = (
         t.rows.filter(pl.col("in_task"))
         .select("row", "record", "split", "key", "glycan")
-        .join(lab, on="row", how="inner")
+        .join(per, on="row", how="inner", maintain_order="left")
+        .join(pieces, on="label_id", how="left", maintain_order="left")
     )
     t.cache["task_labels"] = out
     return out
@@ -203,10 +324,12 @@ def _label_value_findings(
     data: GlycanData, hits: pl.Expr, message: pl.Expr, details: pl.Expr, new: pl.Expr
 ) -> pl.DataFrame:
     """Findings on single label values (GL201–GL203): one per value, each with the ``set`` edit
-    of its whole cell (:func:`cell_edits`)."""
+    of its whole cell (:func:`cell_edits`). ``hits`` selects rows of :func:`labels_long`; the
+    other expressions also see the value's strings (:func:`with_values`)."""
     parts = []
     for t in label_tables(data):
-        long = labels_long(t).filter(hits).with_columns(new.alias("new"))
+        hit = labels_long(t).filter(hits).sort("lv", "row", "pos")
+        long = with_values(t, hit).with_columns(new.alias("new"))
         edits = cell_edits(t, long)
         long = long.join(edits, on=["row", "name"], how="left", maintain_order="left")
         names = {n: columns_of(t, n) for n in t.label_names}
@@ -231,7 +354,7 @@ def label_whitespace(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """
     return _label_value_findings(
         data,
-        (pl.col("value") != pl.col("clean")) & ~pl.col("placeholder"),
+        pl.col("padded"),
         pl.format("label {} has surrounding whitespace", repr_expr("value")),
         json_struct(pl.col("value"), pl.col("clean"), pl.col("pos").alias("list_position")),
         pl.col("clean"),
@@ -247,7 +370,7 @@ def label_case_variant(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """
     return _label_value_findings(
         data,
-        (pl.col("n_spellings") > 1) & (pl.col("clean") != pl.col("majority")),
+        pl.col("variant"),
         pl.format("label {} is a case variant of {}", repr_expr("clean"), repr_expr("majority")),
         json_struct(pl.col("clean").alias("value"), pl.col("majority"), pl.col("spellings")),
         pl.col("majority"),

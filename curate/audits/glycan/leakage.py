@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import orjson
 import polars as pl
@@ -79,7 +78,6 @@ def resplit_targets(ctx: AuditContext) -> dict[int, pl.DataFrame]:
 
 
 def _leak_rule(data: GlycanData, same: bool, ctx: AuditContext) -> pl.DataFrame:
-    targets = ctx.table("resplit")
     seed = ctx.options.seed
     reason = f"re-split grouped by canonical key (seed {seed})"
     parts = []
@@ -89,23 +87,29 @@ def _leak_rule(data: GlycanData, same: bool, ctx: AuditContext) -> pl.DataFrame:
             continue
         lk = lk.filter(pl.col("same_label") == same).sort("row")
         fixes: list[str | None] = [None] * lk.height
-        split_of = targets.get(t.index)
+        # built only when something leaks: a table without a split never needs the re-split
+        split_of = ctx.table("resplit").get(t.index) if lk.height else None
         if split_of is not None and lk.height:
-            group: dict[str, list[tuple[int, Any, str]]] = {}
-            for row, split, k, target in split_of.iter_rows():
-                group.setdefault(k, []).append((row, split, target))
-            target_of = dict(
-                zip(split_of["row"].to_list(), split_of["target"].to_list(), strict=True)
+            # every row of a key has the key's target: the rows of the reported keys that are
+            # not there yet move with each finding (a row without a split is in train for the
+            # fix engine, and when published)
+            placed = split_of.with_columns(pl.col("split").fill_null("train").alias("s"))
+            movers = (
+                placed.filter(pl.col("s") != pl.col("target"))
+                .join(lk.select(pl.col("key").alias("k")).unique(), on="k", how="semi")
+                .group_by("k")
+                .agg(pl.col("row").alias("m_rows"), pl.col("s").alias("m_splits"))
             )
-            for n, (row, key, split) in enumerate(lk.select("row", "key", "split").iter_rows()):
-                new = target_of.get(row)
+            info = (
+                lk.select("row", "key", "split")
+                .join(split_of.select("row", "target"), on="row", how="left", maintain_order="left")
+                .join(movers, left_on="key", right_on="k", how="left", maintain_order="left")
+            )
+            for n, (row, _, split, new, m_rows, m_splits) in enumerate(info.iter_rows()):
                 if new is None:
                     continue
-                # a row without a split is in train for the fix engine (and when published)
                 others = [
-                    [r, s or "train"]
-                    for r, s, _ in group.get(key, ())
-                    if r != row and (s or "train") != new
+                    [r, s] for r, s in zip(m_rows or (), m_splits or (), strict=True) if r != row
                 ]
                 if split == new and not others:
                     continue
@@ -184,6 +188,8 @@ def cross_task_leakage(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """
     tables = label_tables(data)
     parts = []
+    if len(tables) < 2:  # nothing to cross
+        return concat_outputs(parts)
     for a in tables:
         a_rows = a.rows.filter(pl.col("in_task") & pl.col("key").is_not_null())
         a_train = a_rows.filter(pl.col("split").is_null() | (pl.col("split") == "train"))
