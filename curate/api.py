@@ -478,6 +478,7 @@ def export(
         overwrite=overwrite,
         inputs=protected,
         marker=manifest(command or ["curate.export", fam.name], data.inputs),
+        **({"max_row_group_bytes": fam.max_row_group_bytes} if fam.max_row_group_bytes else {}),
     )
     return Outcome(report, tables, written, None, invalid)
 

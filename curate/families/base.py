@@ -125,6 +125,11 @@ class Family(ABC):
     #: How many fix passes (apply, re-audit) ``curate fix`` runs at most before it reports the
     #: fixes as not converged; None: the engine's default (:data:`curate.fixes.MAX_PASSES`).
     fix_passes: int | None = None
+    #: Uncompressed bytes per parquet row group of an export (None: the writer's default,
+    #: :data:`curate.publish.MAX_ROW_GROUP_BYTES`). A family whose rows are long nested lists
+    #: sets less: parquet writes a nested column's levels beside its values, several times the
+    #: row group's Arrow size in memory.
+    max_row_group_bytes: int | None = None
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
     #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
     fix_writes_files: bool = False
