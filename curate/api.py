@@ -149,6 +149,8 @@ class Outcome:
 
     @property
     def rows(self) -> int:
+        if self.fix is not None and self.fix.records is not None:
+            return self.fix.records
         return sum(getattr(t, "num_rows", None) or 0 for t in self.tables.values())
 
 
@@ -162,7 +164,13 @@ def _invalid(fam: Family, data: LoadedDataset, strict: bool) -> pl.DataFrame:
 
 def _require_rows(tables: dict[str, Any], invalid: pl.DataFrame) -> None:
     """Every record invalid: nothing to write, said with the first invalid record."""
-    if invalid.height and not any(getattr(t, "num_rows", 1) for t in tables.values()):
+    if not any(getattr(t, "num_rows", 1) for t in tables.values()):
+        _nothing_written(invalid)
+
+
+def _nothing_written(invalid: pl.DataFrame) -> None:
+    """No record left to write: an error naming the first invalid record, if any was."""
+    if invalid.height:
         first = invalid.row(0, named=True)
         raise InputError(
             f"nothing to write: all {count_invalid(invalid)} records are invalid "
@@ -205,6 +213,7 @@ def fix(
     opts = fam.options(**options)
     languages = [check_language(c) for c in language or ()]  # before the long work
     files = _paths(paths)
+    fam.check_command("fix", opts, files)
     protected = protected_inputs(files, opts)
     if out is not None:
         guard_folder(out, protected, overwrite=overwrite)
@@ -212,6 +221,35 @@ def fix(
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
+    if fam.fix_writes_files:
+        card = CardInfo(
+            pretty_name=f"{_stem(files[0])} (remastered by curate)",
+            license=fam.license,
+            task_categories=fam.task_categories,
+            description=f"{fam.title}: fixed with `curate fix`.",
+            source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+            extra_sections=invalid_section(invalid, report_name="audit.before.json"),
+            tags=tags or (),
+            language=languages,
+            source_datasets=source_datasets or (),
+            steps=("audited", "fixed"),
+        )
+        return _fix_files(
+            fam,
+            data,
+            report,
+            opts,
+            invalid,
+            out,
+            card,
+            select=select or (),
+            ignore=ignore or (),
+            unsafe=unsafe_fixes,
+            progress=progress,
+            overwrite=overwrite,
+            protected=protected,
+            marker=manifest(command or ["curate.fix", fam.name], data.inputs),
+        )
     result = fam.fix(
         data,
         report,
@@ -253,6 +291,69 @@ def fix(
             marker=manifest(command or ["curate.fix", fam.name], data.inputs),
         )
     return Outcome(report, result.tables, written, result, invalid)
+
+
+def _fix_files(
+    fam: Family,
+    data: LoadedDataset,
+    report: Report,
+    opts: FamilyOptions,
+    invalid: pl.DataFrame,
+    out: PathLike | None,
+    card: Any,
+    *,
+    select: Sequence[str],
+    ignore: Sequence[str],
+    unsafe: bool,
+    progress: Progress | None,
+    overwrite: bool,
+    protected: Sequence[Path],
+    marker: dict[str, Any],
+) -> Outcome:
+    """``fix`` for a family that writes its data files itself (:attr:`Family.fix_writes_files`):
+    the family writes straight into the output gate's staging folder (a multi-GB file is never
+    copied or moved across file systems), and the core adds the card, the changelog and the
+    reports; without ``out`` into a temporary folder that is removed afterwards."""
+    import tempfile
+
+    from curate.outputs import staged_folder
+    from curate.publish import write_files_card
+
+    def run(folder: Path) -> FixResult:
+        result = fam.fix_files(
+            data,
+            report,
+            opts,
+            folder,
+            select=select,
+            ignore=ignore,
+            unsafe=unsafe,
+            progress=progress,
+        )
+        if not result.records:
+            _nothing_written(invalid)
+        return result
+
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
+            result = run(Path(tmp))
+        return Outcome(report, {}, None, result, invalid)
+    with staged_folder(out, inputs=protected, overwrite=overwrite, marker=marker) as tmp:
+        result = run(tmp)
+        card.extra_sections = card.extra_sections + fix_section(
+            result.summary, select, ignore, unsafe
+        )
+        files = result.summary.get("files") or {}
+        write_files_card(
+            tmp,
+            card,
+            files,
+            report=report,
+            after=result.after,
+            changelog=result.changelog,
+            extra_files=result.extra_files,
+        )
+    return Outcome(report, {}, Path(out), result, invalid)
 
 
 def fix_section(
@@ -349,6 +450,7 @@ def export(
     license = check_license(license) if license is not None else None
     languages = [check_language(c) for c in language or ()]
     files = _paths(paths)
+    fam.check_command("export", opts, files)
     protected = protected_inputs(files, opts)
     guard_folder(out, protected, overwrite=overwrite)
     data = fam.load(files, opts, encoding=encoding, progress=progress)
@@ -368,6 +470,7 @@ def export(
         steps=("audited", "exported"),
     )
     tables = fam.to_tables(data)
+    card.extra_sections = fam.card_sections(data, opts) + card.extra_sections
     _require_rows(tables, invalid)
     written = write_hf_dataset(
         out,
@@ -378,6 +481,7 @@ def export(
         overwrite=overwrite,
         inputs=protected,
         marker=manifest(command or ["curate.export", fam.name], data.inputs),
+        **({"max_row_group_bytes": fam.max_row_group_bytes} if fam.max_row_group_bytes else {}),
     )
     return Outcome(report, tables, written, None, invalid)
 

@@ -79,3 +79,6 @@ class FixResult:
     #: The re-audit of the fixed data (``audit.after.json``), when the fixes ran through the
     #: engine of :mod:`curate.fixes`.
     after: Report | None = None
+    #: Records written, when the family wrote its data files itself (``tables`` is then empty;
+    #: see :meth:`curate.families.base.Family.fix_files`).
+    records: int | None = None

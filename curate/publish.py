@@ -268,18 +268,73 @@ def write_hf_dataset(
         shards = [s for r in results.values() for s in r.shards]
         doc = croissant_metadata(card, feats, shards, license=license, language=language)
         (tmp / "croissant.json").write_bytes(json_bytes(doc, indent=True))
-        if report is not None and after is not None:
-            (tmp / "audit.before.json").write_text(render_json(report), encoding="utf-8")
-            (tmp / "audit.after.json").write_text(render_json(after), encoding="utf-8")
-        elif report is not None:
-            (tmp / "audit.json").write_text(render_json(report), encoding="utf-8")
-        if changelog is not None:
-            with open(tmp / "changelog.jsonl", "wb") as fh:
-                for c in changelog:
-                    fh.write(json_bytes(c.to_json()) + b"\n")
-        for name, blob in (extra_files or {}).items():
-            (tmp / name).write_bytes(blob)
+        write_side_files(
+            tmp, report=report, after=after, changelog=changelog, extra_files=extra_files
+        )
     return out
+
+
+def write_side_files(
+    folder: Path,
+    *,
+    report: Report | None,
+    after: Report | None,
+    changelog: Sequence[ChangeEntry] | None,
+    extra_files: dict[str, bytes] | None,
+) -> None:
+    """The reports, changelog and side files every output folder gets (see
+    :func:`write_hf_dataset` for which report is written under which name)."""
+    if report is not None and after is not None:
+        (folder / "audit.before.json").write_text(render_json(report), encoding="utf-8")
+        (folder / "audit.after.json").write_text(render_json(after), encoding="utf-8")
+    elif report is not None:
+        (folder / "audit.json").write_text(render_json(report), encoding="utf-8")
+    if changelog is not None:
+        with open(folder / "changelog.jsonl", "wb") as fh:
+            for c in changelog:
+                fh.write(json_bytes(c.to_json()) + b"\n")
+    for name, blob in (extra_files or {}).items():
+        (folder / name).write_bytes(blob)
+
+
+def write_files_card(
+    folder: Path,
+    card: CardInfo,
+    files: Mapping[str, int],
+    *,
+    report: Report | None = None,
+    after: Report | None = None,
+    changelog: Sequence[ChangeEntry] | None = None,
+    extra_files: dict[str, bytes] | None = None,
+) -> None:
+    """The card and side files of an output folder whose data a family wrote itself in its own
+    format (an HDF5 file, not parquet shards): ``files`` maps each data file's name to the
+    records it holds.
+
+    The card's YAML has the Hub's licence, name, tags and size but no ``configs`` (the files
+    are not in a layout ``datasets.load_dataset`` reads); no Croissant file, which describes
+    parquet record sets. ``folder`` is a staging folder of :func:`curate.outputs.staged_folder`.
+    """
+    from huggingface_hub import DatasetCardData
+
+    license = check_license(card.license)
+    language = [check_language(c) for c in card.language]
+    card_data = DatasetCardData(
+        license=license,
+        language=language or None,
+        task_categories=list(card.task_categories) or None,
+        size_categories=[size_category(sum(files.values()))],
+        source_datasets=list(card.source_datasets) or None,
+        tags=list(dict.fromkeys(card.tags)) or None,
+        pretty_name=card.pretty_name,
+    )
+    body = _card_body(
+        card, dict(files), report, changelog, after, contents=("Files", "file", "records")
+    )
+    (folder / "README.md").write_text(f"---\n{card_data.to_yaml()}\n---\n\n{body}", "utf-8")
+    write_side_files(
+        folder, report=report, after=after, changelog=changelog, extra_files=extra_files
+    )
 
 
 def _as_stream(data: SplitData) -> SplitStream:
@@ -725,11 +780,13 @@ def _card_body(
     report: Report | None,
     changelog: Sequence[ChangeEntry] | None,
     after: Report | None = None,
+    contents: tuple[str, str, str] = ("Splits", "split", "rows"),
 ) -> str:
     lines = [f"# {card.pretty_name}", ""]
     if card.description:
         lines += [card.description, ""]
-    lines += ["## Splits", "", "| split | rows |", "|---|---:|"]
+    heading, key, count = contents
+    lines += [f"## {heading}", "", f"| {key} | {count} |", "|---|---:|"]
     lines += [f"| {s} | {n} |" for s, n in rows.items()]
     lines.append("")
     if card.source_files:

@@ -49,14 +49,23 @@ grep -m 2 '"GL40' "$OUT/glycan-fixed/changelog.jsonl" | cut -c1-200
 step curate audit glycan "$OUT/glycan-fixed" --select GL3,GL4
 "$BIN/curate" audit glycan "$OUT/glycan-fixed" --select GL3,GL4 || echo "(exit $? — ties wait for --mapping)"
 
+# In-context RL learning histories (XLand-100B layout, HDF5): a random-policy sample that warns
+# (hand-made benchmark id, histories that do not learn) and is exported one row per episode.
+XLAND=$(dirname "$SAMPLE")/xland_format_sample_9x9_random.hdf5
+step curate audit icrl "$XLAND"
+"$BIN/curate" audit icrl "$XLAND"
+
+step curate export icrl "$XLAND" --out "$OUT/xland-episodes"
+"$BIN/curate" export icrl "$XLAND" --out "$OUT/xland-episodes"
+
 step 'python -c "datasets.load_dataset(...)"'
 "$BIN/python" - "$OUT" <<'PY'
 import sys
 import datasets
 
 datasets.disable_progress_bars()
-for name in ("remastered", "export", "glycan-fixed"):
+for name in ("remastered", "export", "glycan-fixed", "xland-episodes"):
     d = datasets.load_dataset(f"{sys.argv[1]}/{name}")
     print(name, {s: d[s].num_rows for s in d}, "columns:", len(d["train"].column_names))
 PY
-printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table).\n' "$OUT"
+printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table, XLand episodes).\n' "$OUT"

@@ -25,6 +25,7 @@ SAMPLES = ROOT / "curate" / "data" / "samples"
 def _samples() -> list[tuple[str, Path]]:
     found = [("mquake", SAMPLES / "mquake_sample.json")]
     found += [("glycan", p) for p in sorted(SAMPLES.glob("*glycan*.csv"))[:1]]
+    found += [("icrl", p) for p in sorted(SAMPLES.glob("xland*.hdf5"))[:1]]
     return found
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.families.icrl_scan import EXAMPLES, HistoryScan
+from curate.scans.icrl import EXAMPLES, HistoryScan
 
 MAX_STEPS = 12  # small, so that too-long and zero-reward-early episodes are common
 

@@ -125,10 +125,25 @@ class Family(ABC):
     #: How many fix passes (apply, re-audit) ``curate fix`` runs at most before it reports the
     #: fixes as not converged; None: the engine's default (:data:`curate.fixes.MAX_PASSES`).
     fix_passes: int | None = None
+    #: Uncompressed bytes per parquet row group of an export (None: the writer's default,
+    #: :data:`curate.publish.MAX_ROW_GROUP_BYTES`). A family whose rows are long nested lists
+    #: sets less: parquet writes a nested column's levels beside its values, several times the
+    #: row group's Arrow size in memory.
+    max_row_group_bytes: int | None = None
+    #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
+    #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
+    fix_writes_files: bool = False
 
     def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
         return parse_options(self.Options, self.name, given, **raw)
+
+    def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
+        """Refuse a combination of command, options and inputs the family does not support
+        (UsageError, exit 2) — called by ``fix`` and ``export`` before any input is read, so
+        that an unsupported request costs a line, not a load and an audit. Nothing by default.
+        """
+        return None
 
     @abstractmethod
     def load(
@@ -199,6 +214,29 @@ class Family(ABC):
             summary=summary,
             after=run.after,
         )
+
+    def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
+        """Card lines of the family's own about an export (after :meth:`to_tables`): what a row
+        is, how many were written. None by default."""
+        return []
+
+    def fix_files(
+        self,
+        data: LoadedDataset,
+        report: Report,
+        options: FamilyOptions,
+        folder: Path,
+        *,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        unsafe: bool = False,
+        progress: Progress | None = None,
+    ) -> FixResult:
+        """With :attr:`fix_writes_files`: write the fixed data into ``folder`` (a staging folder
+        of the output gate, or a temporary one), re-audit it, and return the changelog, the
+        re-audit, the summary and ``records`` (``tables`` empty). The core writes the card,
+        the changelog and both reports beside it."""
+        raise NotImplementedError(f"family {self.name} writes no files of its own")
 
     def fix_figures(self, run: Any, data: LoadedDataset) -> dict[str, Any]:
         """The summary figures of every fix: rows in and out, rows dropped as invalid and by

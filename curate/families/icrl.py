@@ -1,7 +1,7 @@
 """The in-context RL family (XLand-100B-style learning histories in HDF5): reader and registration.
 
 Layout and invariants: :mod:`curate.schemas.icrl`. Tables: :mod:`curate.schemas.icrl_tables`.
-The scan over the arrays: :mod:`curate.families.icrl_scan`. Rules: :mod:`curate.audits.icrl`.
+The scan over the arrays: :mod:`curate.scans.icrl`. Rules: :mod:`curate.audits.icrl`.
 
 Reading happens in two steps. :meth:`IcrlFamily.load` checks that each input really is an HDF5
 file (by its signature, before any HDF5 library call: a saved HTML or XML error page, an empty
@@ -13,7 +13,7 @@ and ``--tasks N`` / ``--fraction F`` scan a seeded sample of the task groups.
 
 Why a process pool: h5py serialises every call on one lock, so threads cannot decompress two
 chunks at once; processes can. The scan is split into contiguous ranges of task groups, each
-scanned by :func:`curate.families.icrl_scan.scan_tasks` in a worker started with ``spawn`` (no
+scanned by :func:`curate.scans.icrl.scan_tasks` in a worker started with ``spawn`` (no
 HDF5 or polars state is forked), and the results are concatenated in order. Small scans run in
 the calling process: starting workers costs more than it saves below a few million steps.
 """
@@ -37,18 +37,21 @@ import polars as pl
 import pyarrow as pa
 
 from curate.audits.icrl import RULES, SCAN
-from curate.dataset import LoadedDataset
+from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
+from curate.dataset import FixResult, LoadedDataset
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, Progress, no_records
-from curate.families.icrl_scan import merge, scan_tasks
-from curate.findings import InputInfo, Report, rule_output
+from curate.families.icrl_publish import export_stream, write_fixed
+from curate.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.io import HF_SCHEME, STDIN, sha256_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
+from curate.scans.icrl import merge, scan_tasks
 from curate.schemas.icrl import (
     ATTRS,
     DATASET_SPECS,
     DATASETS,
+    DROPPED_ATTR,
     IcrlOptions,
     parse_env_id,
 )
@@ -150,7 +153,15 @@ def _local_file(name: str) -> Path:
     if not path.exists():
         raise InputError("no such file", path=path)
     if path.is_dir():
-        raise InputError("a folder, not an HDF5 file (give the .hdf5 file itself)", path=path)
+        # a folder ``curate fix`` wrote (or any folder) holding exactly one HDF5 file
+        found = sorted(p for p in path.iterdir() if p.suffix in (".hdf5", ".h5") and p.is_file())
+        if len(found) == 1:
+            return found[0]
+        raise InputError(
+            "a folder, not an HDF5 file (give the .hdf5 file itself"
+            + (f"; it holds {len(found)} HDF5 files)" if found else ")"),
+            path=path,
+        )
     return path
 
 
@@ -208,6 +219,9 @@ def _group_row(file_index: int, path: str, name: str, obj: Any) -> dict[str, Any
     row["attrs_missing"], row["attrs_bad"] = missing, bad
     env = parse_env_id(values.get("env-id"))
     row["max_steps"] = env.max_steps if env else None
+    present, dropped = _attr_value(obj, DROPPED_ATTR)
+    if present:
+        row["histories_dropped"] = int(np.size(dropped)) if dropped is not None else 0
     members = list(obj.keys())
     row["datasets_missing"] = [d for d in DATASETS if d not in members]
     row["datasets_extra"] = sorted(m for m in members if m not in DATASETS)
@@ -393,6 +407,13 @@ class IcrlFamily(Family):
     license = "cc-by-sa-4.0"
     Options = IcrlOptions
     rules = RULES
+    invalid_rules = INVALID_RULES
+    fix_writes_files = True
+    #: 16 MB row groups (about 500k steps): parquet holds the repetition and definition levels
+    #: of ``states``' 25 uint8 cells per step beside them, so writing a 100 MB row group peaked
+    #: at 1.4 GB; at 16 MB an export peaks near 0.6 GB (measured on a 3.9M-step file), whatever
+    #: the file's size.
+    max_row_group_bytes = 16_000_000
 
     def load(
         self,
@@ -467,9 +488,36 @@ class IcrlFamily(Family):
         return super().audit(data, opts, select=select, ignore=ignore, progress=progress)
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
-        """The figures a user compares with the published table (per file and in total):
-        tasks, histories, transitions, episodes, mean/median final return, median episode
-        length — over the scanned groups (the sample, with --tasks/--fraction)."""
+        """The figures a user compares with the published table (XLand-100B's README, Table 1
+        of the paper): tasks, histories, transitions, episodes, mean/median final return, median
+        episode transitions — over the scanned groups (the sample, with --tasks/--fraction).
+
+        How the published figures were made, and what curate computes (its definitions match
+        the table's wherever the file holds what is needed):
+
+        * *Episodes*, *Transitions*: completed episodes (dones) and steps; the table's
+          transitions are exactly tasks × 32 × history length.
+        * *Median episode transitions*: the median, over **tasks**, of a task's mean episode
+          length (its transitions / its completed episodes). Not the median over episodes: a
+          median of integer lengths is a whole or half number, and the table's 22.45 and 57.75
+          are neither; a per-task mean is a ratio. Checked against the table: for
+          Trivial-20B the transitions-weighted mean, 19,496,960,000 / 868,805,556 = 22.44,
+          sits just below 22.45, as a median of per-task means over the harmonic-mean-like
+          pooled figure should; for XLand-100B the pooled 45.04 is well below 57.75 — a long
+          right tail of hard tasks, which a per-episode median could not exceed either way.
+          (``median_episode_length`` in the stats is the plain median over all episodes.)
+        * *Mean / median final return*: in the collection code
+          (``dunnolab/xland-minigrid-datasets``, ``collection/training/train.py``) a task's
+          ``final_return`` is the evaluation return of the final PPO policy (``eval/returns``
+          at the last update, averaged over the evaluation episodes), logged to wandb and used
+          by ``combine.py`` to keep tasks with ``final_return >= 0.3``; the table's mean and
+          median are over tasks. Those evaluation rollouts are not in the file. curate's
+          figure is the same statistic over the same unit from what the file holds: per task,
+          the mean over its histories of the mean return of each history's last tenth of
+          episodes (the episodes of the most-trained policy), then the mean and median over
+          tasks. It reads slightly below the published one (the last tenth still includes
+          some improvement).
+        """
         data = ctx.data
         assert isinstance(data, IcrlData)
         scan = ctx.built("scan")
@@ -482,15 +530,21 @@ class IcrlFamily(Family):
         }
         if isinstance(scan, ScanTables) and scan.histories.height:
             h = scan.histories
-            final = h["final_return"].drop_nans().drop_nulls()
-            lengths = scan.lengths
+            per_task = h.group_by("file", "group_index").agg(
+                pl.col("final_return").fill_nan(None).mean().alias("final"),
+                (pl.col("steps_read").sum() / pl.col("episodes").sum()).alias("mean_length"),
+            )
+            final = per_task["final"].drop_nulls()
+            lengths = per_task["mean_length"].drop_nulls().drop_nans()
+            lengths = lengths.filter(lengths.is_finite())
             stats.update(
                 histories_scanned=h.height,
                 transitions_scanned=int(h["steps_read"].sum()),
                 episodes=int(h["episodes"].sum()),
                 mean_final_return=_round(final.mean()),
                 median_final_return=_round(final.median()),
-                median_episode_length=_weighted_median(lengths),
+                median_episode_transitions=_round(lengths.median()),
+                median_episode_length=_weighted_median(scan.lengths),
                 scan_seconds=round(scan.seconds, 3),
                 scan_workers=scan.workers,
             )
@@ -499,16 +553,245 @@ class IcrlFamily(Family):
         report.stats.update(stats)
         report.stats["headline"] = [_headline(stats)]
 
-    # ----------------------------------------------------------------- export / fix (later)
-    def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream | pa.Table]:
-        """Not yet: episodes/segments as parquet and a cleaned HDF5 come with issue 10 item 5."""
-        raise UsageError(
-            "icrl: export is not implemented yet (learning histories are audited only)"
+    # ----------------------------------------------------------------- export and fix
+    def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
+        """Export and fix read one file, all of it checked: ``--metadata-only`` checks no array
+        (nothing may be published from it), and a fixed file must hold every task, so fix takes
+        no sample. Refused here, before the file is read."""
+        opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
+        if len(paths) != 1:
+            raise UsageError(
+                f"icrl {command} reads one HDF5 file at a time (got {len(paths)}); "
+                "audit several together to compare them (RL404)"
+            )
+        if opts.metadata_only:
+            raise UsageError(
+                f"--metadata-only checks no array data; icrl {command} writes only histories "
+                "the full audit found valid"
+            )
+        if command == "fix" and opts.sampled:
+            raise UsageError(
+                "--tasks/--fraction: icrl fix writes every task of the file, each one checked; "
+                "a sample is for audit and export"
+            )
+
+    def _invalid_findings(self, data: IcrlData) -> pl.DataFrame:
+        """Findings of :attr:`invalid_rules`, on one context (the scan is built once)."""
+        ctx = AuditContext(data, data.options or self.options(), self.rules.tables)
+        frames = []
+        for code in self.invalid_rules:
+            rule = self.rules[code]
+            out = rule.run(data, ctx.for_rule(rule))
+            if out.height:
+                frames.append(out.with_columns(pl.lit(code).alias("rule")))
+        if not frames:
+            return pl.DataFrame(schema={"rule": pl.String, **RULE_OUTPUT_SCHEMA})
+        return pl.concat(frames, how="diagonal_relaxed")
+
+    def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
+        """The histories that must not be published: one row per history, a task-level
+        finding (a group that cannot be read, identified or checked) standing for every history
+        of its group, so that counts are in histories, the family's records."""
+        assert isinstance(data, IcrlData)
+        found = self._invalid_findings(data)
+        schema = {
+            "rule": pl.String,
+            "row": pl.Int64,
+            "record": pl.String,
+            "field": pl.String,
+            "message": pl.String,
+            "file": pl.String,
+        }
+        if found.is_empty():
+            return pl.DataFrame(schema=schema)
+        found = found.with_row_index("__i").with_columns(
+            pl.col("details").str.json_path_match("$.file").alias("file"),
+            pl.col("details").str.json_path_match("$.history").is_null().alias("__task"),
+        )
+        groups = data.groups().select(
+            pl.col("path").alias("file"), pl.col("name").alias("record"), "histories"
+        )
+        tasks = (
+            found.filter("__task")
+            .join(groups, on=["file", "record"], how="left")
+            .with_columns(
+                pl.int_ranges(0, pl.col("histories").fill_null(0).clip(1, None)).alias("__h")
+            )
+            .explode("__h")
+            .with_columns(
+                pl.when(pl.col("histories").fill_null(0) > 0)
+                .then(pl.col("row") + pl.col("__h"))
+                .otherwise(pl.col("row"))
+                .alias("row"),
+                pl.when(pl.col("histories").fill_null(0) > 0)
+                .then(pl.format("{}/{}", "record", "__h"))
+                .otherwise(pl.col("record"))
+                .alias("record"),
+            )
+        )
+        out = pl.concat(
+            [found.filter(~pl.col("__task")).select("__i", *schema), tasks.select("__i", *schema)],
+            how="vertical_relaxed",
+        )
+        return (
+            out.select("__i", *[pl.col(c).cast(t) for c, t in schema.items()])
+            .sort(["row", "__i"], nulls_last=True)
+            .drop("__i")
         )
 
-    def fix(self, *args: Any, **kwargs: Any):  # type: ignore[override]
-        """Not yet: a cleaned HDF5 that drops or repairs flagged histories (issue 10 item 5)."""
-        raise UsageError("icrl: fix is not implemented yet (learning histories are audited only)")
+    def _published_histories(self, data: IcrlData) -> pl.DataFrame:
+        """The histories export writes: scanned, in a group every history of which was read,
+        and not invalid — in file, group and history order."""
+        invalid_rows = self.invalid_records(data)["row"].drop_nulls().unique()
+        groups = data.groups().select(
+            "file",
+            pl.col("position").alias("group_index"),
+            "env_id",
+            "benchmark_id",
+            "ruleset_id",
+        )
+        return (
+            data.scan()
+            .histories.filter(~pl.col("row").is_in(invalid_rows.implode()))
+            .join(groups, on=["file", "group_index"], how="left")
+            .sort("file", "group_index", "history")
+            .select(
+                "file",
+                pl.col("group").alias("task"),
+                "history",
+                "env_id",
+                "benchmark_id",
+                "ruleset_id",
+                "episodes",
+                "tail",
+                "steps",
+            )
+        )
+
+    def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream | pa.Table]:
+        """One split, ``train``: the valid histories' episodes or segments, streamed
+        (:func:`curate.families.icrl_publish.export_stream`; the columns are documented there).
+        """
+        assert isinstance(data, IcrlData)
+        opts = data.options if isinstance(data.options, IcrlOptions) else IcrlOptions()
+        keep = self._published_histories(data)
+        if opts.unit == "episode":
+            rows = int((keep["episodes"] + (keep["tail"] > 0).cast(pl.Int64)).sum() or 0)
+        else:
+            n = opts.segment_length
+            rows = int(((keep["steps"] + n - 1) // n).sum() or 0)
+        data.stats["export"] = {
+            "unit": opts.unit,
+            **({"segment_length": opts.segment_length} if opts.unit == "segment" else {}),
+            "histories": keep.height,
+            "rows": rows,
+        }
+        return {
+            "train": export_stream(data.files[0].path, keep, opts.unit, opts.segment_length, rows)
+        }
+
+    def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
+        """The export's own figures for the card: unit, histories written, rows."""
+        assert isinstance(data, IcrlData)
+        e = data.stats.get("export")
+        if not e:
+            return []
+        total = int(data.groups()["histories"].fill_null(0).sum())
+        what = (
+            "one row per episode (a history's unfinished last episode too, `done` false)"
+            if e["unit"] == "episode"
+            else f"one row per segment of {e['segment_length']:,} steps of a history (the last "
+            "one may be shorter)"
+        )
+        return [
+            "## Learning histories",
+            "",
+            f"{e['histories']:,} of the input's {total:,} histories, {e['rows']:,} rows: {what}. "
+            "Columns `task`, `history`, `step_start`, `step_end` (end exclusive) locate each "
+            "row in the input file; `states` is `(length, 5, 5)` uint8 packed `tile * 12 + "
+            "colour`, `rewards` float32 (the stored float16 values). Histories an invariant "
+            "rule reports (invalid) are left out; see below.",
+            "",
+        ]
+
+    def fix(self, *args: Any, **kwargs: Any) -> FixResult:  # type: ignore[override]
+        """The table engine does not apply: a fixed learning-history file is HDF5, written by
+        :meth:`fix_files` (``curate.fix`` and ``curate fix`` call it)."""
+        raise UsageError("icrl fixes write an HDF5 file: use curate.fix(...) or `curate fix icrl`")
+
+    def fix_files(
+        self,
+        data: LoadedDataset,
+        report: Report,
+        options: FamilyOptions,
+        folder: Path,
+        *,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        unsafe: bool = False,
+        progress: Progress | None = None,
+    ) -> FixResult:
+        """The cleaned HDF5 file (:mod:`curate.audits.icrl.fixes` decides what is left out and
+        renamed, :func:`curate.families.icrl_publish.write_fixed` copies the rest chunk by
+        chunk), written into ``folder`` under the input's file name and re-audited."""
+        from curate.fixes import FixChoice
+
+        assert isinstance(data, IcrlData)
+        choice = FixChoice(
+            (select,) if isinstance(select, str) else tuple(select),
+            (ignore,) if isinstance(ignore, str) else tuple(ignore),
+            unsafe,
+        )
+        applied_rules, _ = choice.rules(self.rules)
+        plan = plan_fix(
+            data,
+            self._invalid_findings(data),
+            report.findings,
+            {r.code for r in applied_rules},
+        )
+        source = data.files[0]
+        name = Path(source.path).name
+        target = folder / name
+        write_fixed(source.path, target, plan, progress)
+        opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
+        again = self.load([str(target)], IcrlOptions(workers=opts.workers))
+        after = self.audit(again, progress=progress)
+        _relative(after, str(target), name)
+        summary: dict[str, Any] = {
+            "rows_in": plan.histories_in,
+            "rows_out": plan.histories_out,
+            "invalid_dropped": plan.invalid_dropped,
+            "dropped": plan.dropped,
+            "groups_dropped": plan.groups_dropped,
+            "groups_renamed": plan.renamed,
+            "fixed": plan.applied,
+            "passes": 1,
+            "files": {name: plan.histories_out},
+        }
+        return FixResult(
+            tables={},
+            changelog=plan.changelog,
+            summary=summary,
+            after=after,
+            records=plan.histories_out,
+        )
+
+
+def _relative(report: Report, path: str, name: str) -> None:
+    """The re-audit as the published folder holds it: its input is ``name`` (the file beside
+    the report), not the staging path it was read from."""
+    from dataclasses import replace
+
+    import orjson
+
+    said = orjson.dumps(path).decode()[1:-1]
+    report.stats = orjson.loads(orjson.dumps(report.stats).decode().replace(said, name))
+    report.inputs = [replace(i, path=name) for i in report.inputs]
+    if report.findings.height:
+        report.findings = report.findings.with_columns(
+            pl.lit(name).alias("input"),
+            pl.col("details").str.replace_all(said, name, literal=True),
+        )
 
 
 def _round(x: Any) -> float | None:
@@ -536,10 +819,13 @@ def _headline(s: dict[str, Any]) -> str:
         parts.append(f"{s['episodes']:,} episodes")
         if s.get("mean_final_return") is not None:
             parts.append(
-                f"final return mean {s['mean_final_return']} / median {s['median_final_return']}"
+                f"final return mean {s['mean_final_return']} / median "
+                f"{s['median_final_return']} (per task)"
             )
-        if s.get("median_episode_length") is not None:
-            parts.append(f"median episode length {s['median_episode_length']:g}")
+        if s.get("median_episode_transitions") is not None:
+            parts.append(
+                f"median episode transitions {s['median_episode_transitions']:g} (per task)"
+            )
     elif s.get("metadata_only"):
         parts.append("metadata only (no array read)")
     return ", ".join(parts)

@@ -22,43 +22,36 @@ and an episode that reaches it ends with a done and reward 0.
 
 Why models parameterised by the environment: every numeric invariant the rules check (the
 reward an episode of a given length must carry, the longest episode) follows from ``max_steps``,
-and ``max_steps`` follows from the grid size in ``env-id``. The helpers here are the one place
-those formulas live: the scan (:mod:`curate.families.icrl_scan`) uses them to flag episodes and
-the rules' documentation describes them.
+and ``max_steps`` follows from the grid size in ``env-id``. The formulas live in one place,
+:mod:`curate.schemas.icrl_layout` (no dependencies, so the scan's worker processes import it
+without pydantic), and are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from curate.options import FamilyOptions, option
-
-#: The five datasets of a task group, in the order the scan reads them.
-DATASETS = ("states", "actions", "rewards", "dones", "expert_actions")
-#: The three attributes of a task group.
-ATTRS = ("env-id", "benchmark-id", "ruleset-id")
-#: Actions of XLand-MiniGrid: forward, turn left, turn right, pick up, put down, toggle.
-NUM_ACTIONS = 6
-#: The observation packs ``tile * NUM_COLORS + colour``; 13 tile kinds × 12 colours.
-NUM_TILES = 13
-NUM_COLORS = 12
-#: The largest valid packed cell value (tile 12, colour 11).
-MAX_STATE_VALUE = NUM_TILES * NUM_COLORS - 1
-VIEW = (5, 5)
-#: The published chunk length along the step axis.
-CHUNK_STEPS = 4096
-#: XLand-MiniGrid's published benchmarks (rulesets sampled for the datasets come from these).
-PUBLISHED_BENCHMARKS = ("trivial-1m", "small-1m", "medium-1m", "high-1m", "high-3m")
-#: The reward's slope: ``1 - REWARD_SLOPE * length / max_steps``.
-REWARD_SLOPE = 0.9
-#: Share of a history's steps one expert action may take before RL303 calls it near-constant.
-NEAR_CONSTANT_SHARE = 0.95
-
-_ENV_ID = re.compile(r"^XLand-MiniGrid-R(?P<rooms>\d+)-(?P<h>\d+)x(?P<w>\d+)$")
+from curate.schemas.icrl_layout import (
+    ATTRS,
+    CHUNK_STEPS,
+    DATASETS,
+    DROPPED_ATTR,
+    MAX_STATE_VALUE,
+    NEAR_CONSTANT_SHARE,
+    NUM_ACTIONS,
+    NUM_COLORS,
+    NUM_TILES,
+    PUBLISHED_BENCHMARKS,
+    REWARD_SLOPE,
+    VIEW,
+    grid_of,
+    implied_length,
+    max_steps_of,
+    reward_for_length,
+)
 
 
 class EnvSpec(BaseModel):
@@ -79,29 +72,10 @@ class EnvSpec(BaseModel):
 
 def parse_env_id(value: Any) -> EnvSpec | None:
     """``XLand-MiniGrid-R1-9x9`` → its spec; anything else (not a string, another env) → None."""
-    if not isinstance(value, str):
+    grid = grid_of(value)
+    if grid is None:
         return None
-    m = _ENV_ID.match(value.strip())
-    if m is None or int(m["h"]) < 3 or int(m["w"]) < 3:
-        return None
-    return EnvSpec(env_id=value, rooms=int(m["rooms"]), height=int(m["h"]), width=int(m["w"]))
-
-
-def reward_for_length(length: int, max_steps: int) -> float:
-    """The reward of an episode that reaches its goal on step ``length`` (1-based)."""
-    return 1.0 - REWARD_SLOPE * length / max_steps
-
-
-def implied_length(reward: float, max_steps: int) -> int:
-    """The episode length a positive reward stands for (the inverse of :func:`reward_for_length`).
-
-    Rewards are stored as float16 (about 3 significant digits); one step changes the reward by
-    ``0.9 / max_steps`` (0.0037 on 9×9, 0.0018 on 13×13), more than a float16 step below 1, so
-    rounding recovers the length exactly for every valid reward.
-    """
-    if not math.isfinite(reward):
-        return -1
-    return round((1.0 - reward) * max_steps / REWARD_SLOPE)
+    return EnvSpec(env_id=value, rooms=grid[0], height=grid[1], width=grid[2])
 
 
 class DatasetSpec(BaseModel):
@@ -145,30 +119,62 @@ class TaskSpec(BaseModel):
         return parse_env_id(self.env_id)
 
 
+#: Export units: one row per episode, or per fixed-length segment of a history.
+Unit = Literal["episode", "segment"]
+#: The default segment length: the published chunk length (one chunk of each dataset per row).
+SEGMENT_STEPS = CHUNK_STEPS
+_SAMPLE_COMMANDS = ("validate", "audit", "export")
+
+
 class IcrlOptions(FamilyOptions):
-    """Options of the in-context RL family: how much of the file is read, and how."""
+    """Options of the in-context RL family: how much of the file is read, how, and how it is
+    exported.
+
+    Which command takes which (and why): a sample (``--tasks``/``--fraction``) is an audit's or
+    an export's (a small published sample of a huge file), never a fix's — a fixed file must
+    hold every task, each one checked. ``--metadata-only`` checks nothing in the arrays, so
+    nothing may be written from it: audit and validate only. ``--unit`` and
+    ``--segment-length`` shape the exported rows.
+    """
 
     tasks: int | None = option(
         None,
         help="Scan only N task groups, chosen at random with --seed (metadata of every group is "
-        "still checked).",
+        "still checked; export writes only those groups).",
+        commands=_SAMPLE_COMMANDS,
     )
     fraction: float | None = option(
         None,
         help="Scan only this fraction (0 < F <= 1) of the task groups, chosen with --seed.",
+        commands=_SAMPLE_COMMANDS,
     )
-    seed: int = option(0, help="Seed of the --tasks / --fraction sample.")
+    seed: int = option(
+        0, help="Seed of the --tasks / --fraction sample.", commands=_SAMPLE_COMMANDS
+    )
     metadata_only: bool = option(
         False,
         help="Check names, attributes, shapes, dtypes and chunking only; read no array data.",
+        commands=("validate", "audit"),
     )
     workers: int | None = option(
         None,
         help="Processes scanning task groups in parallel (default: the available cores, at most "
         "8; small files are scanned in-process).",
     )
+    unit: Unit = option(
+        "episode",
+        help="Export one row per episode (the last, unfinished one of a history too, with "
+        "done false) or per fixed-length segment of a history (--segment-length).",
+        commands=("export",),
+    )
+    segment_length: int = option(
+        SEGMENT_STEPS,
+        help="Steps per exported segment with --unit segment (the last segment of a history "
+        "may be shorter).",
+        commands=("export",),
+    )
 
-    @field_validator("tasks", "workers")
+    @field_validator("tasks", "workers", "segment_length")
     @classmethod
     def _positive(cls, v: int | None) -> int | None:
         if v is not None and v < 1:
@@ -188,12 +194,33 @@ class IcrlOptions(FamilyOptions):
             raise ValueError("give --tasks or --fraction, not both")
         return self
 
+    @property
+    def sampled(self) -> bool:
+        return self.tasks is not None or self.fraction is not None
+
+    def public(self, command: str | None = None) -> dict[str, Any]:
+        """The options that shaped the run: a value left at its default changes nothing and is
+        not shown (``metadata_only=False``), ``seed`` only with a sample it chose, and the
+        segment length (default or not) with segments."""
+        shown = super().public(command)
+        for name, info in type(self).model_fields.items():
+            if name in shown and shown[name] == info.get_default() and name != "seed":
+                del shown[name]
+        if not self.sampled:
+            shown.pop("seed", None)
+        if self.unit == "segment" and "unit" in shown:
+            shown["segment_length"] = self.segment_length
+        else:
+            shown.pop("segment_length", None)
+        return shown
+
 
 __all__ = [
     "ATTRS",
     "CHUNK_STEPS",
     "DATASETS",
     "DATASET_SPECS",
+    "DROPPED_ATTR",
     "MAX_STATE_VALUE",
     "NEAR_CONSTANT_SHARE",
     "NUM_ACTIONS",
@@ -201,11 +228,14 @@ __all__ = [
     "NUM_TILES",
     "PUBLISHED_BENCHMARKS",
     "REWARD_SLOPE",
+    "SEGMENT_STEPS",
+    "VIEW",
     "DatasetSpec",
     "EnvSpec",
     "IcrlOptions",
     "TaskSpec",
     "implied_length",
+    "max_steps_of",
     "parse_env_id",
     "reward_for_length",
 ]

@@ -3,7 +3,7 @@
 ``tasks``       one row per member of each file's root (task groups, and anything else found
                 there): name, attributes, and for each of the five datasets its dtype, shape,
                 chunks and compression — metadata only, no array data
-``histories``   one row per scanned history (:mod:`curate.families.icrl_scan`): steps, episodes,
+``histories``   one row per scanned history (:mod:`curate.scans.icrl`): steps, episodes,
                 returns (first and last tenth, final), action and expert-action histograms,
                 out-of-range step counts with their first/last step, a content digest, a read
                 error if a block could not be read
@@ -71,6 +71,8 @@ TASK_SCHEMA: dict[str, Any] = {
     "max_steps": pl.Int64,
     #: histories and steps (H, L) from the ``actions`` dataset (or the first one present)
     "histories": pl.Int64,
+    #: histories ``curate fix`` dropped from this group (its ``curate-dropped-histories``)
+    "histories_dropped": pl.Int64,
     "steps": pl.Int64,
     #: the five datasets are there, of the right kinds, with one (H, L): the scan can read it
     "scannable": pl.Boolean,
@@ -172,18 +174,23 @@ class IcrlData(LoadedDataset):
 
     ``scanner`` is set by the reader (:mod:`curate.families.icrl`), which owns the HDF5 access;
     the rules reach the arrays' compact tables only through the shared table ``scan``
-    (:mod:`curate.audits.icrl.registry`), which calls it once per audit.
+    (:mod:`curate.audits.icrl.registry`). The scan runs once per loaded data and is kept: an
+    export or a fix audits, then asks which histories are invalid, then reads the arrays again
+    to write them — the compact tables must not cost a second pass over a 326 GB file.
     """
 
     files: list[IcrlFile] = field(default_factory=list)
     tasks: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=TASK_SCHEMA))
     scanner: Callable[[IcrlData], ScanTables] | None = field(default=None, repr=False)
     stats: dict[str, Any] = field(default_factory=dict)
+    _scanned: ScanTables | None = field(default=None, repr=False)
 
     def scan(self) -> ScanTables:
         if self.scanner is None:
             return ScanTables.empty()
-        return self.scanner(self)
+        if self._scanned is None:
+            self._scanned = self.scanner(self)
+        return self._scanned
 
     def groups(self) -> pl.DataFrame:
         """The task groups (root members that are groups)."""

@@ -93,8 +93,17 @@ def duplicate_ruleset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
+#: The edit of RL402/RL403: the later copy is left out of the fixed file.
+DROP = {"op": "drop"}
+
+
 @RULES.rule(
-    "RL402", "duplicate-task-content", category="duplicate", severity="error", needs=(SCAN,)
+    "RL402",
+    "duplicate-task-content",
+    category="duplicate",
+    severity="error",
+    needs=(SCAN,),
+    fix="always",
 )
 def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A task group holds exactly the same histories (every array, byte for byte) as an earlier
@@ -102,7 +111,8 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
 
     A task copied under a new id — the classic way an evaluation task leaks into training —
     whatever its attributes say. Compared by content digest, so it is found even when the
-    ids and attributes differ. Only groups scanned completely are compared.
+    ids and attributes differ. Only groups scanned completely are compared. Fix (safe): the
+    later copy is left out of the fixed file (the first one stays).
     """
     t = _task_digests(data, ctx)
     g = _groups(data).join(t, on=["file", "group_index"], how="inner")
@@ -114,16 +124,26 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         hits,
         pl.format("identical content to group {} (every history, byte for byte)", "first"),
         extra=(pl.col("first").alias("same_as"),),
+        fix=DROP,
     )
 
 
-@RULES.rule("RL403", "duplicate-history", category="duplicate", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL403",
+    "duplicate-history",
+    category="duplicate",
+    severity="error",
+    needs=(SCAN,),
+    fix="always",
+)
 def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A history is byte-for-byte identical to an earlier history of the file.
 
     Two learning runs never produce the same 60,000 steps; a repeated history was copied (a
     collection worker writing its buffer twice, a merge of overlapping shards) and is weighted
     twice in training. Histories of a group that RL402 reports as a whole copy are left to it.
+    Fix (safe): the later copy is left out of the fixed file; its group keeps its other
+    histories (and lists the dropped one in ``curate-dropped-histories``).
     """
     h = with_paths(scan_of(ctx).histories, data)
     if h.is_empty():
@@ -151,6 +171,7 @@ def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         start=pl.lit(0),
         end=pl.col("steps"),
         extra=(pl.col("first").alias("same_as"),),
+        fix=DROP,
     )
 
 

@@ -8,7 +8,7 @@ other step pays 0. A history whose rewards and dones disagree, was shifted by a 
 cut and re-joined breaks one of them at a step the finding names.
 
 The scan counts every broken episode of each history and keeps the first few
-(:data:`curate.families.icrl_scan.EXAMPLES`) with their step ranges: one finding per history
+(:data:`curate.scans.icrl.EXAMPLES`) with their step ranges: one finding per history
 and rule, naming the first broken episode's steps and how many there are.
 """
 

@@ -93,16 +93,18 @@ def unexpected_storage(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
-@RULES.rule("RL003", "root-member-not-group", category="schema", severity="error")
+@RULES.rule("RL003", "root-member-not-group", category="schema", severity="error", fix="always")
 def root_member_not_group(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """The file's root holds something other than a task group (a dataset, a dangling link).
 
     Loaders iterate the root's members as tasks (``for k in f: f[k]["states"]``); one member
     that is not a group breaks that loop, or is silently counted as a task. Move it into a
-    group's attributes or out of the file.
+    group's attributes or out of the file. Fix (safe): the fixed file holds task groups only;
+    the member is left out (the changelog names it; the input keeps it).
     """
     other = with_paths(data.tasks.filter(pl.col("kind") != "group"), data)
     return task_findings(
         other,
         pl.format("the root member {} is a {}, not a task group", pl.col("name"), pl.col("kind")),
+        fix={"op": "drop"},
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.findings import empty_rule_output, json_struct
+from curate.findings import dumps, empty_rule_output, json_struct
 from curate.rules import AuditContext, RuleSet
 from curate.schemas.icrl_tables import IcrlData, ScanTables
 
@@ -51,10 +51,12 @@ def task_findings(
     *,
     field: pl.Expr | str = "",
     extra: tuple[pl.Expr, ...] = (),
+    fix: dict | None = None,
 ) -> pl.DataFrame:
     """Findings on whole task groups: ``df`` has the ``tasks`` columns ``row``, ``name``,
     ``path``; ``record`` is the group's name and ``details`` carry ``task`` and ``file`` (plus
-    ``extra``); a task-level finding has no history or step range."""
+    ``extra``); a task-level finding has no history or step range. ``fix``: the edit every
+    finding proposes (see :mod:`curate.audits.icrl.fixes`)."""
     if df.is_empty():
         return empty_rule_output()
     f = pl.lit(field) if isinstance(field, str) else field
@@ -71,7 +73,12 @@ def task_findings(
             pl.col("path").alias("file"),
             *extra,
         ).alias("details"),
+        *_fix(fix),
     )
+
+
+def _fix(fix: dict | None) -> tuple[pl.Expr, ...]:
+    return () if fix is None else (pl.lit(dumps(fix)).alias("fix"),)
 
 
 def history_findings(
@@ -82,6 +89,7 @@ def history_findings(
     end: pl.Expr,
     field: str = "",
     extra: tuple[pl.Expr, ...] = (),
+    fix: dict | None = None,
 ) -> pl.DataFrame:
     """Findings on histories: ``df`` has the ``histories`` columns ``row``, ``record``,
     ``group``, ``history`` and ``path``; details carry ``task``, ``history``, ``step_start`` and
@@ -101,6 +109,7 @@ def history_findings(
             pl.col("path").alias("file"),
             *extra,
         ).alias("details"),
+        *_fix(fix),
     )
 
 

@@ -19,13 +19,20 @@ def _groups(data: IcrlData) -> pl.DataFrame:
     return with_paths(data.groups(), data)
 
 
-@RULES.rule("RL101", "group-name-not-integer", category="schema", severity="error")
+#: The edit of RL101/RL102: the fixed file's groups are named 0..N-1 in the input's order.
+RENUMBER = {"op": "renumber"}
+
+
+@RULES.rule("RL101", "group-name-not-integer", category="schema", severity="error", fix="always")
 def group_name_not_integer(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A task group's name is not a plain integer (``"task_3"``, ``"007"``, ``"-1"``).
 
     Tasks are named ``"0"`` … ``"N-1"`` and loaders open them as ``f[str(i)]``; a name that is
     not the decimal form of its index is never opened (``f["7"]`` is not ``f["007"]``), so that
-    task is silently missing from training or evaluation.
+    task is silently missing from training or evaluation. Fix (safe): the fixed file renumbers
+    its groups ``0`` … ``N-1`` in the input's order (integers first, by value, then other
+    names); every rename is in the changelog. A task is identified by its attributes
+    (``benchmark-id``, ``ruleset-id``), never by its group's name.
     """
     g = _groups(data).filter(
         pl.col("index").is_null() | (pl.col("index").cast(pl.String) != pl.col("name"))
@@ -42,17 +49,21 @@ def group_name_not_integer(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
                 pl.col("index").cast(pl.String),
             )
         ),
+        fix=RENUMBER,
     )
 
 
-@RULES.rule("RL102", "group-names-not-contiguous", category="schema", severity="error")
+@RULES.rule(
+    "RL102", "group-names-not-contiguous", category="schema", severity="error", fix="always"
+)
 def group_names_not_contiguous(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """The integer group names are not ``0`` … ``N-1``: some are missing.
 
     A loader that pairs ``range(len(f))`` with the names, or ``f.keys()`` (sorted as text:
     ``"0", "1", "10", "100", …``) with a numeric task list, reads the wrong tasks or fails on a
     name that does not exist. One finding per gap, on the group after it, with the first and
-    last missing name in ``details``.
+    last missing name in ``details``. Fix (safe): groups renumbered ``0`` … ``N-1`` (see RL101);
+    ``curate fix`` also renumbers after it drops a group, so its output never has a gap.
     """
     out = []
     groups = _groups(data).filter(
@@ -82,6 +93,7 @@ def group_names_not_contiguous(data: IcrlData, ctx: AuditContext) -> pl.DataFram
                             "missing_first": lo,
                             "missing_last": hi,
                         },
+                        "fix": RENUMBER,
                     }
                 )
             prev = i
@@ -228,14 +240,19 @@ def shape_differs(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     Every task of a published dataset has the same number of learning histories of the same
     length; in-context learners are trained on fixed-length windows and batch tasks together. A
     group with fewer steps is usually a collection run cut short; one with fewer histories a
-    failed worker. Compared with the most common ``(H, L)`` of the file.
+    failed worker. Compared with the most common ``(H, L)`` of the file, counting the histories
+    ``curate fix`` dropped from a group (its attribute ``curate-dropped-histories`` lists them):
+    a fixed file's groups that lost broken histories are not reported.
     """
     g = _groups(data).filter(pl.col("histories").is_not_null())
     if g.is_empty():
         return empty_rule_output()
-    mode = _mode(g, ["histories", "steps"])
+    g = g.with_columns(
+        (pl.col("histories") + pl.col("histories_dropped").fill_null(0)).alias("__h_in")
+    )
+    mode = _mode(g, ["__h_in", "steps"]).rename({"__mode___h_in": "__mode_histories"})
     bad = g.join(mode, on="file").filter(
-        (pl.col("histories") != pl.col("__mode_histories"))
+        (pl.col("__h_in") != pl.col("__mode_histories"))
         | (pl.col("steps") != pl.col("__mode_steps"))
     )
     return task_findings(

@@ -6,8 +6,10 @@ per history (lengths, episode counts, returns, action histograms, out-of-range c
 first and last step, a content digest), a few example rows per history for each kind of broken
 episode, and a histogram of episode lengths. Outputs of disjoint group ranges merge by
 concatenation (:func:`merge`), so the same function runs in a process pool here and, unchanged,
-as tasks on a cluster. It imports only numpy and h5py (a worker process starts fast) and keeps no
-state between calls.
+as tasks on a cluster. It imports only numpy, h5py and the dependency-free layout constants
+(:mod:`curate.schemas.icrl_layout`) — not :mod:`curate.families`, whose registry and data
+contract load polars, pyarrow and pydantic — so a worker process starts in about the time numpy
+and h5py take; it keeps no state between calls.
 
 Why per-history aggregates and *examples* of broken episodes rather than a row per episode:
 XLand-100B holds 2.5 billion episodes; a row each would be tens of GB, while a history's row is
@@ -30,12 +32,12 @@ from typing import Any
 import h5py
 import numpy as np
 
-from curate.schemas.icrl import (
+from curate.schemas.icrl_layout import (
     DATASETS,
     MAX_STATE_VALUE,
     NUM_ACTIONS,
     REWARD_SLOPE,
-    parse_env_id,
+    max_steps_of,
 )
 
 #: Broken episodes kept per history and kind (their total count is always kept).
@@ -312,7 +314,7 @@ class _Buffer:
         return self.array[: b - a]
 
 
-def _block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int]]:
+def block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int]]:
     """Read blocks: whole chunks, and whole fingerprint segments (:func:`fold_states`)."""
     unit = math.lcm(chunk, SEGMENT_STEPS)
     size = max(unit, block_steps - block_steps % unit)
@@ -343,16 +345,16 @@ def scan_tasks(
     with h5py.File(path, "r") as f:
         for name, gi in zip(groups, group_indices, strict=True):
             grp = f[name]
-            env = parse_env_id(_attr(grp, "env-id"))
+            max_steps = max_steps_of(_attr(grp, "env-id"))
             ds = [grp[d] for d in DATASETS]
             n_hist, steps = ds[1].shape[:2]
             chunk = ds[1].chunks[1] if ds[1].chunks else 4096
-            edges = _block_edges(steps, chunk, block_steps)
+            edges = block_edges(steps, chunk, block_steps)
             size = max((b - a for a, b in edges), default=0)
             bufs = [_Buffer(d, size) for d in ds]
             scratch = np.empty(size * 25 // 8 + _SEGMENT_WORDS, dtype=np.uint64)
             for h in range(n_hist):
-                state = HistoryScan(steps, env.max_steps if env else None, scratch)
+                state = HistoryScan(steps, max_steps, scratch)
                 for a, b in edges:
                     try:
                         arrays = [buf.read(d, h, a, b) for d, buf in zip(ds, bufs, strict=True)]
@@ -408,6 +410,7 @@ __all__ = [
     "EXAMPLES",
     "STEP_KINDS",
     "HistoryScan",
+    "block_edges",
     "merge",
     "scan_tasks",
 ]

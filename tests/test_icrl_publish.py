@@ -1,0 +1,251 @@
+"""Export and fix of learning histories: what is written is exactly the HDF5 slices, read back
+through ``datasets``; what is left out is exactly what the audit calls invalid; the fixed file
+keeps the input's layout, renumbers groups without a gap, re-audits clean, and the input is
+untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import datasets
+import h5py
+import numpy as np
+import pytest
+from icrl_data import write_file
+
+import curate
+from curate.cli.main import main
+from curate.errors import UsageError
+from curate.families import get_family
+
+datasets.disable_progress_bars()
+ARRAYS = ("states", "actions", "rewards", "dones", "expert_actions")
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory) -> Path:
+    # 6,000 steps: not a multiple of the chunk (4096) or of the segment lengths used below
+    return write_file(tmp_path_factory.mktemp("icrl_pub") / "valid.hdf5", tasks=4)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "in" / src.name
+    out.parent.mkdir()
+    shutil.copyfile(src, out)
+    return out
+
+
+def _rows(folder: Path) -> list[dict]:
+    ds = datasets.load_dataset(str(folder))["train"].with_format("numpy")
+    return [ds[i] for i in range(ds.num_rows)]
+
+
+def _check_rows(rows: list[dict], path: Path, unit: str) -> dict[tuple[str, int], int]:
+    """Every row equals its slice of the file; a history's rows tile its steps in order.
+    Returns the steps covered per history."""
+    covered: dict[tuple[str, int], int] = {}
+    with h5py.File(path) as f:
+        for r in rows:
+            g, h, a, b = str(r["task"]), int(r["history"]), int(r["step_start"]), int(r["step_end"])
+            assert covered.get((g, h), 0) == a, (g, h, a)
+            covered[(g, h)] = b
+            assert r["length"] == b - a and r["states"].shape == (b - a, 5, 5)
+            for name in ARRAYS:
+                want = f[g][name][h, a:b]
+                assert np.array_equal(np.asarray(r[name]).astype(want.dtype), want), name
+            assert bool(r["done"]) == bool(f[g]["dones"][h, b - 1])
+            assert r["env_id"] == f[g].attrs["env-id"]
+            assert r["ruleset_id"] == f[g].attrs["ruleset-id"]
+            if unit == "episode":
+                dones = f[g]["dones"][h, a:b]
+                assert not dones[:-1].any()  # one episode: a done only at its end
+                assert r["episode_return"] == pytest.approx(
+                    f[g]["rewards"][h, a:b].astype(np.float32).sum()
+                )
+    return covered
+
+
+def test_export_episodes_load_through_datasets_and_equal_the_file(valid, tmp_path) -> None:
+    out = tmp_path / "hf"
+    done = curate.export("icrl", str(valid), out)
+    rows = _rows(out)
+    assert len(rows) == done.rows
+    covered = _check_rows(rows, valid, "episode")
+    assert covered == {(str(g), h): 6000 for g in range(4) for h in range(3)}  # every step
+    feats = datasets.load_dataset(str(out))["train"].features
+    assert str(feats["states"]) == str(
+        datasets.List(datasets.List(datasets.List(datasets.Value("uint8"), length=5), length=5))
+    )
+    assert feats["rewards"].feature.dtype == "float32"
+    card = (out / "README.md").read_text()
+    assert "## Learning histories" in card and "12 of the input's 12 histories" in card
+    # the summary figures of the audit are in the card
+    assert "median episode transitions" in card
+
+
+def test_export_segments(valid, tmp_path) -> None:
+    out = tmp_path / "seg"
+    curate.export("icrl", str(valid), out, unit="segment", segment_length=1024)
+    rows = _rows(out)
+    assert len(rows) == 12 * 6  # 5 full segments and one of 880 steps per history
+    assert sorted({int(r["length"]) for r in rows}) == [880, 1024]
+    assert [int(r["segment"]) for r in rows[:6]] == list(range(6))
+    _check_rows(rows, valid, "segment")
+
+
+def test_export_leaves_out_invalid_histories_and_groups(valid, tmp_path, capsys) -> None:
+    bad = _copy(valid, tmp_path)
+    with h5py.File(bad, "r+") as f:
+        f["0"]["actions"][1, 100] = 9  # RL301: history 0/1
+        del f["2"].attrs["env-id"]  # RL104: the whole task 2 (3 histories)
+    before = _sha(bad)
+    capsys.readouterr()
+    assert main(["export", "icrl", str(bad), "--out", str(tmp_path / "hf")]) == 0
+    assert "(4 invalid records left out)" in capsys.readouterr().out
+    rows = _rows(tmp_path / "hf")
+    kept = {(str(r["task"]), int(r["history"])) for r in rows}
+    assert ("0", 1) not in kept and not any(g == "2" for g, _ in kept)
+    assert len(kept) == 12 - 4
+    _check_rows(rows, bad, "episode")
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "Invalid records left out" in card and "| RL104 | 3 |" in card
+    assert _sha(bad) == before
+
+
+def test_export_of_a_seeded_sample(valid, tmp_path) -> None:
+    """--tasks exports the seeded sample the audit scanned, nothing else."""
+    chosen = get_family("icrl").load([str(valid)], tasks=1, seed=2).tasks.filter("scanned")
+    curate.export("icrl", str(valid), tmp_path / "hf", tasks=1, seed=2)
+    rows = _rows(tmp_path / "hf")
+    assert {str(r["task"]) for r in rows} == set(chosen["name"].to_list())
+    _check_rows(rows, valid, "episode")
+
+
+@pytest.fixture(scope="module")
+def broken(valid, tmp_path_factory) -> dict:
+    """A copy with one corruption per kind of drop, and its fix."""
+    base = tmp_path_factory.mktemp("icrl_fix")
+    src = base / "in" / "broken.hdf5"
+    src.parent.mkdir()
+    shutil.copyfile(valid, src)
+    with h5py.File(src, "r+") as f:
+        f["0"]["rewards"][2, 50] = np.float16("nan")  # RL205: history 0/2 (invalid)
+        del f["1"]["dones"]  # RL103: task 1 (invalid, whole group)
+        for name in ARRAYS:  # RL403: history 2/1 copies 0/0
+            f["2"][name][1] = f["0"][name][0]
+    sha = _sha(src)
+    out = base / "fixed"
+    done = curate.fix("icrl", str(src), out)
+    return {"src": src, "sha": sha, "out": out, "done": done}
+
+
+def test_fix_drops_exactly_the_flagged_histories(broken) -> None:
+    out, src = broken["out"], broken["src"]
+    fixed = out / "broken.hdf5"
+    with h5py.File(src) as a, h5py.File(fixed) as b:
+        assert sorted(b) == ["0", "1", "2"]  # task 1 dropped, 2 and 3 renumbered
+        pairs = {"0": ("0", [0, 1]), "1": ("2", [0, 2]), "2": ("3", [0, 1, 2])}
+        for new, (old, kept) in pairs.items():
+            assert dict(b[new].attrs).keys() >= {"env-id", "benchmark-id", "ruleset-id"}
+            assert b[new].attrs["ruleset-id"] == a[old].attrs["ruleset-id"]
+            for name in ARRAYS:
+                x, y = a[old][name], b[new][name]
+                assert np.array_equal(y[:], x[kept]), (new, name)
+                assert (y.dtype, y.chunks, y.compression, y.compression_opts) == (
+                    x.dtype,
+                    x.chunks,
+                    x.compression,
+                    x.compression_opts,
+                )
+        assert list(b["0"].attrs["curate-dropped-histories"]) == [2]
+        assert list(b["1"].attrs["curate-dropped-histories"]) == [1]
+        assert "curate-dropped-histories" not in b["2"].attrs
+    assert _sha(src) == broken["sha"]  # the input is untouched
+
+
+def test_fix_changelog_names_each_drop_and_rename(broken) -> None:
+    lines = [json.loads(x) for x in (broken["out"] / "changelog.jsonl").read_text().splitlines()]
+    drops = {(c["record"], c["rule"]) for c in lines if c["field"] == "" and c["new"] is None}
+    assert drops == {("0/2", "RL205"), ("1", "RL103"), ("2/1", "RL403")}
+    for c in lines:
+        if c["field"] == "" and c["new"] is None:
+            assert c["finding"]["rule"] == c["rule"] and c["reason"].startswith("dropped: ")
+    renames = {(c["old"], c["new"]) for c in lines if c["field"] == "name"}
+    assert renames == {("2", "1"), ("3", "2")}
+    shifts = {(c["record"], c["old"], c["new"]) for c in lines if c["field"] == "history"}
+    assert shifts == {("2/2", 2, 1)}
+    history = next(c for c in lines if c["record"] == "0/2")
+    assert history["old"]["steps"] == 6000 and len(history["old"]["digest"]) == 40
+    s = broken["done"].fix.summary
+    assert (s["rows_in"], s["rows_out"], s["invalid_dropped"], s["dropped"]) == (12, 7, 4, 1)
+    assert s["fixed"] == {"RL403": 1}
+
+
+def test_fixed_file_reaudits_clean(broken) -> None:
+    after = broken["done"].fix.after
+    assert after is not None
+    assert "error" not in set(after.findings["severity"].to_list()), after.findings.to_dicts()
+    again = curate.audit("icrl", str(broken["out"]))  # the folder: its one HDF5 file
+    assert again.findings.filter(severity="error").height == 0
+    assert again.stats["histories"] == 7
+    saved = json.loads((broken["out"] / "audit.after.json").read_text())
+    assert saved["inputs"][0]["path"] == "broken.hdf5"
+    assert json.loads((broken["out"] / "audit.before.json").read_text())["inputs"][0][
+        "path"
+    ] == str(broken["src"])
+    card = (broken["out"] / "README.md").read_text()
+    assert "| broken.hdf5 | 7 |" in card and "## Fixes" in card
+
+
+def test_fix_without_renumbering_keeps_names(broken, tmp_path) -> None:
+    done = curate.fix("icrl", str(broken["src"]), tmp_path / "keep", ignore=["RL101", "RL102"])
+    with h5py.File(tmp_path / "keep" / "broken.hdf5") as f:
+        assert sorted(f) == ["0", "2", "3"]
+    assert "RL102" in set(done.fix.after.findings["rule"].to_list())  # the gap, reported
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["fix", "--tasks", "1"], "No such option"),
+        (["fix", "--metadata-only"], "No such option"),
+        (["export", "--metadata-only"], "No such option"),
+    ],
+)
+def test_unsupported_options_are_not_offered(valid, tmp_path, capsys, argv, says) -> None:
+    capsys.readouterr()
+    assert main([argv[0], "icrl", str(valid), "--out", str(tmp_path / "o"), *argv[1:]]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_unsupported_combinations_fail_before_loading(valid, tmp_path, monkeypatch) -> None:
+    fam = get_family("icrl")
+
+    def no_load(*a, **k):
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(type(fam), "load", no_load)
+    with pytest.raises(UsageError, match="no array data"):
+        curate.export("icrl", str(valid), tmp_path / "a", metadata_only=True)
+    with pytest.raises(UsageError, match="a sample is for audit and export"):
+        curate.fix("icrl", str(valid), tmp_path / "b", fraction=0.5)
+    other = _copy(valid, tmp_path)
+    with pytest.raises(UsageError, match="one HDF5 file at a time"):
+        curate.fix("icrl", [str(valid), str(other)], tmp_path / "c")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_options_line_shows_only_what_was_set(valid, capsys) -> None:
+    capsys.readouterr()
+    main(["audit", "icrl", str(valid)])
+    assert "options:" not in capsys.readouterr().out
+    main(["audit", "icrl", str(valid), "--tasks", "2"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("options:"))
+    assert "tasks=2" in line and "seed=0" in line and "metadata_only" not in line
