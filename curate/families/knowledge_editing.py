@@ -4,9 +4,14 @@ Schema: :mod:`curate.schemas.knowledge_editing`; tables:
 :mod:`curate.schemas.knowledge_editing_tables`; rules, edit sets and fixes:
 :mod:`curate.audits.knowledge_editing`.
 
-Records are validated one by one (so each defect names its record and field) and then laid out as
-the three columnar tables (``cases``, ``hops``, ``edits``) of
-:class:`~curate.schemas.knowledge_editing_tables.KEData` that the rules join and group over.
+The input is read a batch at a time and laid out as the three columnar tables (``cases``,
+``hops``, ``edits``) of :class:`~curate.schemas.knowledge_editing_tables.KEData` that the rules join
+and group over. A batch of original-layout records takes the columnar path
+(:mod:`curate.families.knowledge_editing_columns`: Arrow parses it, a check derived from the models
+vouches for records, polars lays out the tables); every record the check cannot vouch for, and
+every batch that path cannot hold (the Remastered layout, fields beyond the models, ...), is
+validated one by one with pydantic, so each defect names its record and field exactly as before.
+With ``keep_records`` (fix, export) every record is validated one by one.
 """
 
 from __future__ import annotations
