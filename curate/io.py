@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -94,15 +95,66 @@ _FILE_FORMATS = {
 }
 
 
-@dataclass
 class Batch:
-    """Consecutive records of one split of one file; ``offset`` is the index of the first."""
+    """Consecutive records of one split of one file; ``offset`` is the index of the first.
 
-    split: str | None
-    offset: int
-    rows: list[dict[str, Any]]
-    #: 1-based line numbers (JSON Lines only), for error messages.
-    lines: list[int] | None = None
+    ``rows`` are the records as Python objects, what every family validates. A parquet batch
+    makes them only when asked (:attr:`rows`): a reader that builds its columns from
+    :attr:`arrow` never pays for millions of Python objects.
+    """
+
+    __slots__ = ("_error", "_parse", "_rows", "arrow", "lines", "offset", "raw", "split")
+
+    def __init__(
+        self,
+        split: str | None,
+        offset: int,
+        rows: list[dict[str, Any]] | None = None,
+        lines: list[int] | None = None,
+        raw: list[bytes] | None = None,
+        arrow: Any = None,
+        error: Callable[[BaseException], InputError] | None = None,
+        parse: Callable[[], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        self.split = split
+        self.offset = offset
+        self._rows = rows
+        #: 1-based line numbers (JSON Lines only), for error messages.
+        self.lines = lines
+        #: Each record's line as read (UTF-8 JSON Lines only), so a reader that builds columns
+        #: in C++ (pyarrow's JSON reader) can use the bytes instead of the parsed objects.
+        self.raw = raw
+        #: The batch as an Arrow record batch (parquet inputs): columns straight from the file.
+        self.arrow = arrow
+        self._error = error
+        #: Makes ``rows`` from ``raw`` (JSON Lines), raising the reader's errors.
+        self._parse = parse
+
+    def moved(self, split: str | None, offset: int) -> Batch:
+        """The same records as part of a dataset folder: tagged with a split, offset moved."""
+        b = Batch(split, offset, self._rows, self.lines, self.raw, self.arrow, self._error)
+        b._parse = self._parse
+        return b
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        if self._rows is None and self._parse is not None:
+            self._rows = self._parse()
+        if self._rows is None:
+            try:
+                self._rows = self.arrow.to_pylist() if self.arrow is not None else []
+            except InputError:
+                raise
+            except Exception as e:
+                if self._error is None:
+                    raise
+                raise self._error(e) from None
+        return self._rows
+
+    def __len__(self) -> int:
+        if self._rows is not None:
+            return len(self._rows)
+        return len(self.raw) if self.raw is not None else self.arrow.num_rows
 
 
 class InputName(str):
@@ -1283,14 +1335,14 @@ def _folder_batches(tree: Any, plan: _FolderPlan, encoding: str | None) -> Itera
             fmt = _file_kind(rel.rsplit("/", 1)[-1], f)[0]
             if fmt == "parquet":
                 for b in _parquet_batches(f, split, offset):
-                    offset += len(b.rows)
+                    offset += len(b)
                     yield b
                 continue
             reader = {"json": _json_batches, "jsonl": _jsonl_batches, "csv": _csv_batches}[fmt]
             base = offset
             for b in reader(f, encoding):
-                offset += len(b.rows)
-                yield Batch(split, base + b.offset, b.rows, b.lines)
+                offset += len(b)
+                yield b.moved(split, base + b.offset)
 
 
 # --------------------------------------------------------------------------- JSON, JSON Lines
@@ -1441,8 +1493,17 @@ def _decoded_lines(path: Path | _Blob, fh: BinaryIO, codec: str, start: int) -> 
 
 
 def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
+    """The records of a JSON Lines file, :data:`BATCH_ROWS` non-blank lines at a time.
+
+    A UTF-8 file's lines are handed over as read (:attr:`Batch.raw`) and parsed only when a
+    reader asks for :attr:`Batch.rows`, with the same errors, naming the same line: a reader that
+    builds its columns from the bytes in C++ then never makes the Python objects. Other
+    encodings are decoded and parsed as they are read.
+    """
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
+    raws: list[bytes] = []
+    ats: list[int] = []
     index = 0
     offset = 0
     fh = _open(path)
@@ -1462,39 +1523,72 @@ def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[
             line_at, at = at, at + len(line)
             if not line.strip():
                 continue
-            try:
-                rec = _loads(line)
-            except orjson.JSONDecodeError as e:
-                if utf8:
-                    problem = _utf8_problem(path, line, line_at, lineno)
-                    if problem is not None:
-                        raise problem from None
-                elif "\x00" in line:
-                    head = _sample(path)
-                    raise _nul_error(path, codec, head.find(b"\x00"), head) from None
-                msg = str(e).split(":")[0]
-                pos = getattr(e, "pos", 0) or 0
-                hint = _markup_hint(line, "JSON Lines") if index == 0 else ""
-                raise InputError(
-                    f"invalid JSON ({msg}){hint}", path=path, position=f"{lineno}:{pos + 1}"
-                ) from None
-            if not isinstance(rec, dict):
-                raise InputError(
-                    f"line holds {type(rec).__name__}, expected a JSON object",
-                    path=path,
-                    position=str(lineno),
-                )
-            rows.append(rec)
+            if utf8:
+                raws.append(line)  # type: ignore[arg-type]
+                ats.append(line_at)
+            else:
+                rows.append(_jsonl_record(path, line, lineno, line_at, index == 0, codec))
             lines.append(lineno)
             index += 1
-            if len(rows) >= BATCH_ROWS:
-                yield Batch(None, offset, rows, lines)
+            if len(lines) >= BATCH_ROWS:
+                yield _jsonl_batch(path, offset, rows, lines, raws, ats, codec, utf8)
                 offset = index
-                rows, lines = [], []
-    if index == 0 and not rows:
+                rows, lines, raws, ats = [], [], [], []
+    if index == 0:
         raise InputError("empty file: expected JSON Lines records", path=path)
-    if rows:
-        yield Batch(None, offset, rows, lines)
+    if lines:
+        yield _jsonl_batch(path, offset, rows, lines, raws, ats, codec, utf8)
+
+
+def _jsonl_batch(
+    path: Path | _Blob,
+    offset: int,
+    rows: list[dict[str, Any]],
+    lines: list[int],
+    raws: list[bytes],
+    ats: list[int],
+    codec: str,
+    utf8: bool,
+) -> Batch:
+    if not utf8:
+        return Batch(None, offset, rows, lines)
+
+    def parse() -> list[dict[str, Any]]:
+        return [
+            _jsonl_record(path, line, n, at, offset + i == 0, codec)
+            for i, (line, n, at) in enumerate(zip(raws, lines, ats, strict=True))
+        ]
+
+    return Batch(None, offset, None, lines, raws, parse=parse)
+
+
+def _jsonl_record(
+    path: Path | _Blob, line: bytes | str, lineno: int, line_at: int, first: bool, codec: str
+) -> dict[str, Any]:
+    """One JSON Lines record, or the error naming its line (``line_at``: its byte offset)."""
+    try:
+        rec = _loads(line)
+    except orjson.JSONDecodeError as e:
+        if isinstance(line, bytes):
+            problem = _utf8_problem(path, line, line_at, lineno)
+            if problem is not None:
+                raise problem from None
+        elif "\x00" in line:
+            head = _sample(path)
+            raise _nul_error(path, codec, head.find(b"\x00"), head) from None
+        msg = str(e).split(":")[0]
+        pos = getattr(e, "pos", 0) or 0
+        hint = _markup_hint(line, "JSON Lines") if first else ""
+        raise InputError(
+            f"invalid JSON ({msg}){hint}", path=path, position=f"{lineno}:{pos + 1}"
+        ) from None
+    if not isinstance(rec, dict):
+        raise InputError(
+            f"line holds {type(rec).__name__}, expected a JSON object",
+            path=path,
+            position=str(lineno),
+        )
+    return rec
 
 
 # --------------------------------------------------------------------------- parquet, CSV, Arrow
@@ -1531,13 +1625,15 @@ def _parquet_batches(path: Path | _Blob, split: str | None, offset: int) -> Iter
                 batch = next(batches, None)
                 if batch is None:
                     break
-                rows = batch.to_pylist()
             except InputError:
                 raise
             except Exception as e:
                 raise _parquet_data_error(path, rg, n_groups, offset, e) from None
-            yield Batch(split, offset, rows)
-            offset += len(rows)
+            # The Python records are made when a reader asks for them (Batch.rows), with the
+            # same message should the data be corrupt.
+            error = functools.partial(_parquet_data_error, path, rg, n_groups, offset)
+            yield Batch(split, offset, arrow=batch, error=error)
+            offset += batch.num_rows
 
 
 def _parquet_data_error(

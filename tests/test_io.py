@@ -39,8 +39,12 @@ def sample_records() -> list[dict]:
 
 
 def read_all(path: Path) -> list[curate.io.Batch]:
-    """Open and drain a source (readers are lazy: most errors surface while iterating)."""
-    return list(open_source(path).batches)
+    """Open and drain a source, records included (readers are lazy: most errors surface while
+    iterating, a JSON Lines line's when its batch's records are asked for)."""
+    batches = list(open_source(path).batches)
+    for b in batches:
+        b.rows  # noqa: B018
+    return batches
 
 
 def rows_of(batches: list[curate.io.Batch]) -> list[dict]:

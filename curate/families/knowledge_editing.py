@@ -4,15 +4,22 @@ Schema: :mod:`curate.schemas.knowledge_editing`; tables:
 :mod:`curate.schemas.knowledge_editing_tables`; rules, edit sets and fixes:
 :mod:`curate.audits.knowledge_editing`.
 
-Records are validated one by one (so each defect names its record and field) and then laid out as
-the three columnar tables (``cases``, ``hops``, ``edits``) of
-:class:`~curate.schemas.knowledge_editing_tables.KEData` that the rules join and group over.
+The input is read a batch at a time and laid out as the three columnar tables (``cases``,
+``hops``, ``edits``) of :class:`~curate.schemas.knowledge_editing_tables.KEData` that the rules join
+and group over. A batch of original-layout records takes the columnar path
+(:mod:`curate.families.knowledge_editing_columns`: Arrow parses it, a check derived from the models
+vouches for records, polars lays out the tables); every record the check cannot vouch for, and
+every batch that path cannot hold (the Remastered layout, fields beyond the models, ...), is
+validated one by one with pydantic, so each defect names its record and field exactly as before.
+With ``keep_records`` (fix, export) every record is validated one by one.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -27,9 +34,16 @@ from curate.audits.knowledge_editing.contamination import edit_set_from_data, ed
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.knowledge_editing_columns import (
+    IRREGULAR_FIELDS,
+    Columns,
+    conform,
+    parse_json,
+    tables,
+)
 from curate.findings import InputInfo, Report, dumps
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import open_source
+from curate.io import Batch, open_source
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.knowledge_editing import (
@@ -228,6 +242,20 @@ class _TableBuilder:
                 self.chunks[name].append(_frame(columns, schema))
         self._reset()
 
+    def add_columns(self, cols: Columns, drop: list[int], id_kind: type) -> None:
+        """A batch the columnar path laid out (:mod:`.knowledge_editing_columns`), less the
+        rows of ``drop`` (records pydantic rejected)."""
+        self.flush()
+        frames = [cols.cases, cols.hops, cols.edits]
+        if drop:
+            frames = [f.filter(~pl.col("row").is_in(drop)) for f in frames]
+        for name, frame in zip(("cases", "hops", "edits"), frames, strict=True):
+            if frame.height:
+                self.chunks[name].append(frame)
+        if frames[0].height:
+            self.shape.present |= cols.present
+            self.shape.id_types.add(id_kind)
+
     def add(self, row: int, rec: str, split: str | None, layout: str, c: MQuAKECase) -> None:
         self.shape.note(c)
         o = c.orig
@@ -376,6 +404,90 @@ def _detached(value: Any) -> Any:
     return value
 
 
+def _schema_rows(
+    out: list[dict[str, Any]],
+    errs: list[dict[str, Any]],
+    path: Any,
+    batch: Batch,
+    i: int,
+    row: int,
+    rec: str,
+) -> None:
+    """A rejected record's errors as KE001 rows, each naming the file and line (or index)."""
+    where = f"line {batch.lines[i]}" if batch.lines else f"record index {batch.offset + i}"
+    for err in errs:
+        err["details"].update({"file": str(path), "position": where})
+        out.append({"row": row, "record": rec, **err})
+
+
+def _ahead(
+    batches: Iterator[Batch], pool: ThreadPoolExecutor | None, row: int
+) -> Iterator[tuple[Batch, Future | None, int]]:
+    """Each batch with its columnar job (None: read record by record) and its first row,
+    yielded once the *next* batch has been read, so the job overlaps the reading."""
+    pending: tuple[Batch, Future | None, int] | None = None
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception:
+            # an error reading the next batch comes after whatever the current one raises
+            if pending is not None:
+                yield pending
+            raise
+        if batch is None:
+            break
+        job = pool.submit(_columns, batch, row) if pool is not None else None
+        if pending is not None:
+            yield pending
+        pending = (batch, job, row)
+        row += len(batch)
+    if pending is not None:
+        yield pending
+
+
+@functools.cache
+def _parse_type(id_kind: type) -> pa.StructType | None:
+    """The Arrow type the columnar path parses a batch into: every field of the models with
+    every optional one (absent → null), case ids of one kind; without the fields that make a
+    case irregular (:data:`~.knowledge_editing_columns.IRREGULAR_FIELDS`), so a record holding
+    one fails to parse and is read record by record."""
+    shape = _Shape()
+    shape.id_types = {id_kind}
+    shape.present = set(_OPTIONAL_PATHS) - IRREGULAR_FIELDS
+    return _declared_type(shape)
+
+
+def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
+    """The batch laid out by the columnar path, or None (read it record by record): when the
+    bytes or Arrow columns are not at hand, the case ids are not all of one kind, or Arrow
+    cannot hold the batch in the declared type."""
+    if batch.raw is not None:
+        try:
+            head = orjson.loads(batch.raw[0]) if batch.raw else None
+        except orjson.JSONDecodeError:
+            return None  # the reader's own parse names the line
+        first = head.get("case_id") if isinstance(head, dict) else None
+    elif batch.arrow is not None and "case_id" in batch.arrow.schema.names:
+        t = batch.arrow.schema.field("case_id").type
+        first = 0 if pa.types.is_integer(t) else "" if pa.types.is_string(t) else None
+    else:
+        return None
+    id_kind = type(first)
+    if id_kind not in (int, str):
+        return None
+    struct = _parse_type(id_kind)
+    if struct is None:
+        return None
+    if batch.raw is not None:
+        table = parse_json(b"".join(batch.raw), len(batch.raw), pa.schema(list(struct)))
+    else:
+        table = conform(batch.arrow, struct)
+    if table is None:
+        return None
+    cols = tables(table, first_row, batch.split, id_kind)
+    return (cols, id_kind) if cols is not None else None
+
+
 def _loc(loc: tuple[Any, ...]) -> str:
     """pydantic error location → ``requested_rewrite[1].target_new.id``."""
     out = ""
@@ -485,45 +597,72 @@ class KnowledgeEditingFamily(Family):
         marks: list[tuple[int, bool | None, list[str]]] = []
         layouts: dict[str, int] = {}
         row = 0
-        for path in paths:
-            check_not_blank(path)
-            src = open_source(path, encoding=encoding)
-            n_file = 0
-            splits: dict[str, int] = {}
-            for batch in src.batches:
-                for i, raw in enumerate(batch.rows):
-                    rec = record_id(raw, row)
-                    all_ids.append(_detached(raw.get("case_id", rec)))
-                    layout, case, errs = validate_record(raw)
-                    if case is None:
-                        where = (
-                            f"line {batch.lines[i]}"
-                            if batch.lines
-                            else f"record index {batch.offset + i}"
-                        )
-                        for err in errs:
-                            err["details"].update({"file": str(src.path), "position": where})
-                            schema_rows.append({"row": row, "record": rec, **err})
-                        if keep_records:
-                            invalid[row] = raw
+        # The columnar path (see _columns) runs one batch ahead of the loop below, in a thread:
+        # Arrow and polars work without the GIL while the next batch is read.
+        pool = ThreadPoolExecutor(1) if not keep_records else None
+        try:
+            for path in paths:
+                check_not_blank(path)
+                src = open_source(path, encoding=encoding)
+                n_file = 0
+                splits: dict[str, int] = {}
+                for batch, job, first in _ahead(src.batches, pool, row):
+                    assert first == row, (first, row)
+                    cols = job.result() if job is not None else None
+                    if cols is not None:
+                        columns, id_kind = cols
+                        drop = []
+                        ids = columns.ids
+                        for i in columns.unsure:
+                            # the check could not vouch for it: pydantic decides, as before
+                            raw = batch.rows[i]
+                            rec = record_id(raw, row + i)
+                            ids[i] = _detached(raw.get("case_id", rec))
+                            _, case, errs = validate_record(raw)
+                            if case is None:
+                                _schema_rows(schema_rows, errs, src.path, batch, i, row + i, rec)
+                                drop.append(row + i)
+                        # A record that parsed in the declared type and validates is a case
+                        # in the original layout (a Remastered field would not have parsed).
+                        layouts["original"] = layouts.get("original", 0) + len(ids) - len(drop)
+                        all_ids.extend(ids)
+                        builder.add_columns(columns, drop, id_kind)
+                        n = len(ids)
+                        row += n
+                        n_file += n
+                        if batch.split is not None:
+                            splits[batch.split] = splits.get(batch.split, 0) + n
                     else:
-                        layouts[layout] = layouts.get(layout, 0) + 1
-                        builder.add(row, rec, batch.split, layout, case)
-                        if case.edited is not None or case.withheld_edits:
-                            marks.append(_marks(row, case))
-                        if keep_records:
-                            records[row] = case
-                    if batch.split is not None:
-                        splits[batch.split] = splits.get(batch.split, 0) + 1
-                    row += 1
-                    n_file += 1
-                builder.flush()
-                _release_freed()
-                if progress:
-                    progress(f"read {src.path.name}", row)
-            if n_file == 0:  # per file: one empty input among several is still a broken input
-                raise no_records(path)
-            inputs.append(InputInfo(str(path), src.sha256, n_file, src.format, splits))
+                        for i, raw in enumerate(batch.rows):
+                            rec = record_id(raw, row)
+                            all_ids.append(_detached(raw.get("case_id", rec)))
+                            layout, case, errs = validate_record(raw)
+                            if case is None:
+                                _schema_rows(schema_rows, errs, src.path, batch, i, row, rec)
+                                if keep_records:
+                                    invalid[row] = raw
+                            else:
+                                layouts[layout] = layouts.get(layout, 0) + 1
+                                builder.add(row, rec, batch.split, layout, case)
+                                if case.edited is not None or case.withheld_edits:
+                                    marks.append(_marks(row, case))
+                                if keep_records:
+                                    records[row] = case
+                            if batch.split is not None:
+                                splits[batch.split] = splits.get(batch.split, 0) + 1
+                            row += 1
+                            n_file += 1
+                    builder.flush()
+                    del batch, cols
+                    _release_freed()
+                    if progress:
+                        progress(f"read {src.path.name}", row)
+                if n_file == 0:  # per file: one empty input among several is still broken
+                    raise no_records(path)
+                inputs.append(InputInfo(str(path), src.sha256, n_file, src.format, splits))
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         cases, hops, edits = builder.frames()
         from curate.findings import rule_output
 

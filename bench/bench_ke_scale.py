@@ -1,0 +1,283 @@
+"""Knowledge editing at scale: load and memory of ``curate audit mquake`` on 100k-3M cases.
+
+Every figure comes from a child process of its own (wall time, and peak RSS from ``os.wait4``),
+so one measurement's memory never inflates another's. Measured in the same run:
+
+* ``curate audit mquake FILE`` end to end (the CLI, JSON report to a file) per size;
+* the same audit staged in one child (load, rules, render), with the peak RSS after the load:
+  the load and the rule time separately;
+* the peer for the load: ``TypeAdapter(list[MQuAKECase]).validate_json`` on the same bytes (the
+  JSON Lines joined into one array) and the same model. It keeps every object, so it fits in
+  memory only up to a few 100k cases; past ``--peer-max`` it is run batched (the same call per
+  8,192 records, objects dropped after each), what a user would write at that size;
+* parquet vs JSON Lines: the same raw cases written as parquet, loaded by ``curate`` (the
+  columnar path reads Arrow record batches; no JSON at all).
+
+Cases come from the bench generator (``bench_ke.rekey_record``: MQuAKE-hard re-keyed per
+replica), written to ``--workdir`` (default under /tmp), never into the repository.
+
+Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
+``--sizes 100000`` for a quick run; ``--big`` adds 3M cases (memory of the full audit; 15 GB of
+disk, ~15 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+HARD = HERE.parents[1] / "shared" / "data" / "mquake" / "MQuAKE-hard.json"
+_MARK = "@@R@@"
+
+
+# --------------------------------------------------------------------------- the generator
+
+
+def _template(rec: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
+    """A record serialised with a placeholder where the replica number goes (strings) and one
+    where the case id goes: a replica is then two joins, not a walk over the record."""
+
+    def walk(x: Any, key: str | None = None) -> Any:
+        if isinstance(x, dict):
+            return {k: walk(v, k) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v, key) for v in x]
+        if isinstance(x, int) and key == "case_id":
+            return "@@C@@"
+        if isinstance(x, str):
+            if key in ("prompt", "relation_id") or (x[:1] == "P" and x[1:].isdigit()):
+                return x
+            return f"{x}~{_MARK}"
+        return x
+
+    head, tail = orjson.dumps(walk(rec)).split(b'"@@C@@"')
+    return head.split(_MARK.encode()), tail.split(_MARK.encode())
+
+
+def write_cases(path: Path, n: int) -> None:
+    """``n`` cases as JSON Lines, line i = ``bench_ke.rekey_record(hard[i % 429], i // 429)``
+    (checked for the first 2,000 lines)."""
+    from bench_ke import rekey_record
+
+    real = json.loads(HARD.read_text(encoding="utf-8"))
+    templates = [_template(r) for r in real]
+    tmp = path.with_suffix(".part")
+    with open(tmp, "wb") as fh:
+        for i in range(n):
+            r, k = divmod(i, len(real))
+            if r == 0:
+                fh.write(orjson.dumps(real[k]) + b"\n")
+                continue
+            head, tail = templates[k]
+            rs = str(r).encode()
+            cid = str(real[k]["case_id"] + r * 10**6).encode()
+            fh.write(rs.join(head) + cid + rs.join(tail) + b"\n")
+    with open(tmp, "rb") as fh:
+        for i, line in zip(range(2000), fh, strict=False):
+            expected = rekey_record(real[i % len(real)], i // len(real))
+            assert orjson.loads(line) == expected, f"generator differs at line {i}"
+    tmp.rename(path)
+
+
+def write_parquet(jsonl: Path, path: Path) -> None:
+    """The same raw cases as parquet (nested columns as the records have them), streamed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curate.families.knowledge_editing import _parse_type
+    from curate.families.knowledge_editing_columns import parse_json
+
+    struct = _parse_type(int)
+    schema = pa.schema(list(struct))
+    tmp = path.with_suffix(".part")
+    with pq.ParquetWriter(tmp, schema) as w, open(jsonl, "rb") as fh:
+        while True:
+            lines = fh.readlines(64 << 20)
+            if not lines:
+                break
+            table = parse_json(b"".join(lines), len(lines), schema)
+            assert table is not None
+            w.write_table(table, row_group_size=65536)
+    tmp.rename(path)
+
+
+def inputs(workdir: Path, n: int, parquet: bool) -> tuple[Path, Path | None]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    jsonl = workdir / f"ke-{n}.jsonl"
+    if not jsonl.exists():
+        t = time.perf_counter()
+        write_cases(jsonl, n)
+        print(f"  (wrote {jsonl}: {n:,} cases in {time.perf_counter() - t:.0f} s)", flush=True)
+    pq_path = workdir / f"ke-{n}.parquet" if parquet else None
+    if pq_path is not None and not pq_path.exists():
+        write_parquet(jsonl, pq_path)
+    return jsonl, pq_path
+
+
+# --------------------------------------------------------------------------- children
+
+
+def child(what: str, path: str, out: str) -> None:
+    """One measurement, in this process (started by :func:`run`); prints one JSON line."""
+    import resource
+
+    def peak() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GiB
+
+    res: dict[str, Any] = {}
+    if what == "staged":
+        from curate.families import get_family
+        from curate.reports import render_json
+
+        fam = get_family("knowledge-editing")
+        t = time.perf_counter()
+        data = fam.load([path])
+        res["load"] = time.perf_counter() - t
+        res["peak_after_load"] = peak()
+        res["cases"] = data.cases.height
+        t = time.perf_counter()
+        report = fam.audit(data)
+        res["rules"] = time.perf_counter() - t
+        t = time.perf_counter()
+        Path(out).write_text(render_json(report), encoding="utf-8")
+        res["render"] = time.perf_counter() - t
+        res["findings"] = report.findings.height
+    elif what == "load":
+        from curate.families import get_family
+
+        t = time.perf_counter()
+        data = get_family("knowledge-editing").load([path])
+        res["load"] = time.perf_counter() - t
+        res["cases"] = data.cases.height
+    elif what in ("peer", "peer-batched"):
+        from pydantic import TypeAdapter
+
+        from curate.schemas.knowledge_editing import MQuAKECase
+
+        adapter = TypeAdapter(list[MQuAKECase])
+        t = time.perf_counter()
+        n = 0
+        with open(path, "rb") as fh:
+            if what == "peer":
+                n = len(adapter.validate_json(b"[" + b",".join(fh.read().splitlines()) + b"]"))
+            else:
+                while lines := [line for _, line in zip(range(8192), fh, strict=False)]:
+                    n += len(adapter.validate_json(b"[" + b",".join(lines) + b"]"))
+        res["load"] = time.perf_counter() - t
+        res["cases"] = n
+    print(json.dumps(res), flush=True)
+
+
+def run(args: list[str]) -> tuple[float, float, dict[str, Any]]:
+    """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # 1: findings over the threshold, a normal audit outcome
+        raise SystemExit(f"child failed ({code}): {' '.join(args)}\n{err[-2000:]}")
+    last = out.strip().splitlines()[-1] if out.strip() else "{}"
+    try:
+        printed = json.loads(last)
+    except json.JSONDecodeError:
+        printed = {}
+    return wall, usage.ru_maxrss / 2**20, printed
+
+
+def me(what: str, path: Path, out: Path) -> list[str]:
+    return [sys.executable, __file__, "--child", what, str(path), str(out)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--big", action="store_true", help="also 3M cases (memory of the audit)")
+    ap.add_argument("--peer-max", type=int, default=100_000, help="whole-file peer up to N")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/curate-bench-ke"))
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    if not HARD.exists():
+        sys.exit(f"real data missing: {HARD}")
+    sizes = [*args.sizes, *([3_000_000] if args.big else [])]
+    rows: list[str] = []
+
+    def row(*cells: Any) -> None:
+        line = "| " + " | ".join(str(c) for c in cells) + " |"
+        rows.append(line)
+        print(line, flush=True)
+
+    print("| what | cases | wall | peak RSS | note |\n|---|---:|---:|---:|---|", flush=True)
+    report = args.workdir / "report.json"
+    for n in sizes:
+        big = n > 1_000_000
+        jsonl, pq_path = inputs(args.workdir, n, parquet=not big)
+        mib = jsonl.stat().st_size / 2**20
+        cli = [sys.executable, "-m", "curate", "audit", "mquake", str(jsonl), "-f", "json"]
+        wall, rss, _ = run([*cli, "-o", str(report)])
+        row(
+            "`curate audit mquake` end to end (CLI)",
+            f"{n:,}",
+            f"{wall:.1f} s",
+            f"{rss:.2f} GiB",
+            f"JSON Lines, {mib:,.0f} MiB",
+        )
+        if big:
+            continue
+        wall, rss, st = run(me("staged", jsonl, report))
+        row(
+            "  staged: load / rules / render",
+            f"{n:,}",
+            f"{st['load']:.1f} / {st['rules']:.1f} / {st['render']:.1f} s",
+            f"{rss:.2f} GiB",
+            f"peak after load {st['peak_after_load']:.2f} GiB; {st['findings']:,} findings",
+        )
+        wall, rss, ld = run(me("load", jsonl, report))
+        row(
+            "load (read + validate + tables), JSON Lines",
+            f"{n:,}",
+            f"{ld['load']:.1f} s",
+            f"{rss:.2f} GiB",
+            f"{n / ld['load']:,.0f} cases/s",
+        )
+        peer = "peer" if n <= args.peer_max else "peer-batched"
+        _, prss, pr = run(me(peer, jsonl, report))
+        assert pr["cases"] == ld["cases"] == n, (pr, ld)
+        label = "whole file" if peer == "peer" else "per 8,192 records"
+        row(
+            f"**peer**: `TypeAdapter(list[MQuAKECase]).validate_json`, {label}",
+            f"{n:,}",
+            f"{pr['load']:.1f} s",
+            f"{prss:.2f} GiB",
+            f"curate load = {ld['load'] / pr['load']:.2f}x the peer's time",
+        )
+        assert pq_path is not None
+        _, qrss, qd = run(me("load", pq_path, report))
+        assert qd["cases"] == n
+        row(
+            "load, parquet of the same raw cases",
+            f"{n:,}",
+            f"{qd['load']:.1f} s",
+            f"{qrss:.2f} GiB",
+            f"{ld['load'] / qd['load']:.1f}x faster than JSON Lines",
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+"""The knowledge-editing reader's columnar path: a batch of records as Arrow, checked against the
+schema models by vectorised expressions, laid out as the ``cases``/``hops``/``edits`` tables.
+
+Why: validating 1 M MQuAKE cases one pydantic object at a time and copying every value into
+Python column lists took minutes and ~20 GB. Here a batch is parsed by Arrow's C++ JSON reader
+(or comes straight from a parquet file) into the type the models declare, a polars expression
+derived from the same models says which records certainly pass them, and the tables are built
+by list/struct expressions, with no Python object per value.
+
+Soundness comes first, speed second: the check is conservative. Only a record it accepts skips
+pydantic, and it accepts only what the models accept (strict types hold by construction: Arrow
+refuses a number where the declared type is a string, a float where it is an integer, an
+unexpected field, a key given twice). Every record it cannot vouch for (a null, an empty
+string, a triple of two, ...) goes through :func:`~curate.families.knowledge_editing.
+validate_record` as before, so an invalid record is named by case id and field path exactly as
+the per-record reader names it, and a record the check was merely unsure of is kept. Anything
+the models declare that :func:`model_check` does not understand (a validator, another union, an
+unknown constraint) turns the path off: the reader then validates every record with pydantic.
+"""
+
+from __future__ import annotations
+
+import functools
+import io as _io
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.json as pj
+from annotated_types import Len
+from pydantic import BaseModel
+from pydantic.types import StringConstraints
+from pydantic_core import PydanticUndefined
+
+from curate.schemas.knowledge_editing import MQuAKECase
+from curate.schemas.knowledge_editing_tables import CASE_SCHEMA, EDIT_SCHEMA, HOP_SCHEMA
+
+__all__ = ["Columns", "conform", "model_check", "parse_json", "tables"]
+
+
+class Undeclared(Exception):
+    """A part of the models the vectorised check cannot mirror exactly."""
+
+
+# --------------------------------------------------------------------------- the check
+
+
+@functools.cache
+def model_check(id_kind: type) -> pl.Expr | None:
+    """One boolean per record: True only where the record certainly validates as MQuAKECase.
+
+    Derived from the models, field by field (required → not null, ``NonEmpty`` → at least one
+    character, ``Len(3, 3)`` → three items, lists element by element, models field by field);
+    ``id_kind`` is the one type the batch's case ids have (the Arrow type was declared from it).
+    None when the models hold something it cannot mirror: the caller validates with pydantic.
+    """
+    try:
+        checks = _model_fields_ok(MQuAKECase, None, id_kind)
+    except Undeclared:
+        return None
+    return pl.all_horizontal(checks).fill_null(False).alias("ok")
+
+
+#: MQuAKECase fields the columnar path leaves to pydantic: a record that has one is read by the
+#: per-record reader (the Remastered split map, and what ``curate fix`` writes).
+IRREGULAR_FIELDS = frozenset({"split", "edited", "withheld_edits"})
+
+
+def _model_fields_ok(model: type[BaseModel], e: pl.Expr | None, id_kind: type) -> list[pl.Expr]:
+    cfg = model.model_config
+    dec = model.__pydantic_decorators__
+    if not cfg.get("strict") or any(
+        (
+            dec.validators,
+            dec.field_validators,
+            dec.root_validators,
+            dec.model_validators,
+        )
+    ):
+        raise Undeclared(model.__name__)
+    out = []
+    for name, info in model.model_fields.items():
+        key = info.alias or name
+        if e is None and name in IRREGULAR_FIELDS:
+            continue  # not in the parse type: a record holding it fails to parse
+        sub = pl.col(key) if e is None else e.struct.field(key)
+        if info.is_required():
+            nullable = False
+        elif info.default is None:
+            nullable = True
+        elif info.default_factory is not None and info.default is PydanticUndefined:
+            # Absent means the default, an explicit null is an error; Arrow shows both as null,
+            # so a null is left to pydantic.
+            nullable = False
+        else:
+            raise Undeclared(f"{model.__name__}.{name}")
+        out.append(_value_ok(info.annotation, list(info.metadata), sub, nullable, id_kind, name))
+    return out
+
+
+def _value_ok(
+    ann: Any, meta: list[Any], e: pl.Expr, nullable: bool, id_kind: type, name: str = ""
+) -> pl.Expr:
+    origin = get_origin(ann)
+    if origin is Annotated:
+        base, *extra = get_args(ann)
+        return _value_ok(base, meta + list(extra), e, nullable, id_kind, name)
+    if origin in (Union, UnionType):
+        args = [a for a in get_args(ann) if a is not type(None)]
+        nullable = nullable or len(args) < len(get_args(ann))
+        if len(args) > 1:
+            if name != "case_id":
+                raise Undeclared(name)
+            # int | NonEmpty: the batch's ids are all of one kind, declared as such
+            args = [a for a in args if (get_args(a) or (a,))[0] is id_kind]
+            if len(args) != 1:
+                raise Undeclared(name)
+        return _value_ok(args[0], meta, e, nullable, id_kind, name)
+    inner = _type_ok(ann, meta, e, id_kind)
+    return (e.is_null() | inner) if nullable else (e.is_not_null() & inner)
+
+
+def _type_ok(ann: Any, meta: list[Any], e: pl.Expr, id_kind: type) -> pl.Expr:
+    origin = get_origin(ann)
+    ok = pl.lit(True)
+    if ann is str:
+        for m in meta:
+            if not isinstance(m, StringConstraints) or any(
+                getattr(m, k) not in (None, False)
+                for k in (
+                    "strip_whitespace",
+                    "to_upper",
+                    "to_lower",
+                    "strict",
+                    "pattern",
+                )
+            ):
+                raise Undeclared(repr(m))
+            if m.min_length is not None:
+                ok = ok & (e.str.len_chars() >= m.min_length)
+            if m.max_length is not None:
+                ok = ok & (e.str.len_chars() <= m.max_length)
+        return ok
+    if ann is int:
+        if meta:
+            raise Undeclared(repr(meta))
+        return ok  # int64 in the parse type: Arrow refused anything else
+    if origin is list:
+        (item,) = get_args(ann)
+        for m in meta:
+            if not isinstance(m, Len):
+                raise Undeclared(repr(m))
+            ok = ok & (e.list.len() >= m.min_length)
+            if m.max_length is not None:
+                ok = ok & (e.list.len() <= m.max_length)
+        each = _value_ok(item, [], pl.element(), False, id_kind).fill_null(False)
+        return ok & e.list.eval(each).list.all()
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        if meta:
+            raise Undeclared(repr(meta))
+        return pl.all_horizontal(_model_fields_ok(ann, e, id_kind))
+    raise Undeclared(repr(ann))
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_json(data: bytes, n: int, schema: pa.Schema) -> pa.Table | None:
+    """``n`` JSON Lines records as one table of ``schema``; None when Arrow cannot hold them
+    in it (an extra field, a key given twice, another type, an integer beyond 64 bits, ...) or
+    might accept what :func:`curate.io._loads` refuses: the caller then reads the batch record
+    by record, and that names any broken line exactly as before.
+
+    What Arrow's parser accepts is valid JSON to orjson too, with two exceptions it checks
+    here: text that is not UTF-8 (Arrow does not look; a full validation does) and a byte order
+    mark starting a later line.
+    """
+    if _BOM in data:
+        return None
+    longest = 1 << 20
+    try:
+        table = pj.read_json(
+            _io.BytesIO(data),
+            read_options=pj.ReadOptions(use_threads=True, block_size=max(longest, len(data) // 4)),
+            parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="error"
+            ),
+            # glibc's allocator: what the batch frees goes back to the system (malloc_trim, see
+            # curate.families.knowledge_editing._release_freed); pyarrow's default pool keeps it
+            memory_pool=pa.system_memory_pool(),
+        )
+        if table.num_rows != n:  # two objects on a line
+            return None
+        table.validate(full=True)  # UTF-8
+    except (pa.ArrowException, OverflowError, ValueError):
+        return None
+    return table
+
+
+_BOM = "\ufeff".encode()
+
+
+def conform(batch: pa.RecordBatch, struct: pa.StructType) -> pa.Table | None:
+    """A parquet/Arrow batch as a table of exactly ``struct`` (fields by name, absent optional
+    ones as nulls, ``large_string``/dictionary strings as ``string``); None when a column is
+    beyond the type (an extra field, a float where an integer belongs, ...)."""
+    names = set(batch.schema.names)
+    if not names <= {f.name for f in struct}:
+        return None
+    cols = []
+    for f in struct:
+        if f.name in names:
+            arr = _conform_array(batch.column(f.name), f.type)
+            if arr is None:
+                return None
+        else:
+            arr = pa.nulls(batch.num_rows, f.type)
+        cols.append(arr)
+    return pa.Table.from_arrays(cols, schema=pa.schema(list(struct)))
+
+
+def _conform_array(arr: pa.Array, want: pa.DataType) -> pa.Array | None:
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.dictionary_decode()
+        t = arr.type
+    if pa.types.is_string(want):
+        if pa.types.is_string(t):
+            return arr
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return arr.cast(want)
+        return None if not pa.types.is_null(t) else arr.cast(want)
+    if pa.types.is_int64(want):
+        if pa.types.is_integer(t) and not (pa.types.is_uint64(t)):
+            return arr.cast(want)
+        return None if not pa.types.is_null(t) else arr.cast(want)
+    if pa.types.is_list(want):
+        if pa.types.is_null(t):
+            return arr.cast(want)
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)):
+            return None
+        if pa.types.is_list_view(t) or pa.types.is_large_list(t):
+            arr = arr.cast(pa.list_(t.value_type))
+        values = _conform_array(arr.values, want.value_type)
+        if values is None:
+            return None
+        return pa.ListArray.from_arrays(
+            arr.offsets, values, type=want, mask=arr.is_null() if arr.null_count else None
+        )
+    if pa.types.is_struct(want):
+        if pa.types.is_null(t):
+            return arr.cast(want)
+        if not pa.types.is_struct(t):
+            return None
+        have = {t.field(i).name: i for i in range(t.num_fields)}
+        if not set(have) <= {f.name for f in want}:
+            return None
+        children = []
+        for f in want:
+            if f.name in have:
+                child = _conform_array(arr.field(have[f.name]), f.type)
+                if child is None:
+                    return None
+            else:
+                child = pa.nulls(len(arr), f.type)
+            children.append(child)
+        return pa.StructArray.from_arrays(
+            children, fields=list(want), mask=arr.is_null() if arr.null_count else None
+        )
+    return None
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+class Columns:
+    """One batch laid out: the three tables (a row for every record, valid or not), the case
+    ids, the records the check cannot vouch for (indexes in the batch; pydantic decides them)
+    and the optional fields some record has (what the export's declared type depends on)."""
+
+    __slots__ = ("cases", "edits", "hops", "ids", "present", "unsure")
+
+    def __init__(
+        self,
+        cases: pl.DataFrame,
+        hops: pl.DataFrame,
+        edits: pl.DataFrame,
+        ids: list[Any],
+        unsure: list[int],
+        present: set[str],
+    ) -> None:
+        self.cases, self.hops, self.edits = cases, hops, edits
+        self.ids, self.unsure, self.present = ids, unsure, present
+
+
+def tables(table: pa.Table, first_row: int, split: str | None, id_kind: type) -> Columns | None:
+    """The batch's three tables, rows numbered from ``first_row`` (one per parsed record)."""
+    check = model_check(id_kind)
+    if check is None:
+        return None
+    df = pl.from_arrow(table)
+    assert isinstance(df, pl.DataFrame)
+    n = df.height
+    df = df.with_columns(
+        pl.int_range(first_row, first_row + n, dtype=pl.Int64).alias("row"),
+        pl.col("case_id").cast(pl.String).alias("record"),
+    )
+    ok = df.select(check).to_series()
+    unsure = (~ok).arg_true().to_list()
+    case_ids = df["case_id"].to_list()
+    o = pl.col("orig")
+    i32 = pl.Int32
+
+    def n_of(e: pl.Expr) -> pl.Expr:
+        return e.list.len().cast(i32)
+
+    cases = df.select(
+        "row",
+        "record",
+        pl.lit(split, pl.String).alias("split"),
+        pl.lit("original", pl.String).alias("layout"),
+        n_of(pl.col("requested_rewrite")).alias("n_rewrites"),
+        n_of(o.struct.field("triples")).alias("n_triples"),
+        n_of(o.struct.field("triples_labeled")).alias("n_triples_labeled"),
+        n_of(pl.col("single_hops")).alias("n_single_hops"),
+        n_of(o.struct.field("new_triples")).alias("n_new_triples"),
+        n_of(o.struct.field("new_triples_labeled")).alias("n_new_triples_labeled"),
+        n_of(pl.col("new_single_hops")).alias("n_new_single_hops"),
+        n_of(o.struct.field("edit_triples")).alias("n_edit_triples"),
+        n_of(o.struct.field("edit_triples_idx")).alias("n_edit_idx"),
+        "answer",
+        "new_answer",
+        "questions",
+        "answer_alias",
+        "new_answer_alias",
+        pl.lit(None, pl.String).alias("split_map"),
+    )
+    present: set[str] = set()
+    if "answer_extended" in df.columns and df["answer_extended"].null_count() < n:
+        present.add("answer_extended")
+    parts = []
+    for path, ids, labs, key in (
+        ("orig", "triples", "triples_labeled", "single_hops"),
+        ("new", "new_triples", "new_triples_labeled", "new_single_hops"),
+    ):
+        part = _aligned(
+            df, [o.struct.field(ids), o.struct.field(labs), pl.col(key)], ["t", "lab", "sh"]
+        )
+        sh = pl.col("sh")
+        if part.select(sh.struct.field("cloze").is_not_null().any()).item():
+            present.add(f"{key}.cloze")
+        parts.append(
+            part.select(
+                "row",
+                "record",
+                pl.lit(path, pl.String).alias("path"),
+                pl.col("hop").cast(i32),
+                *[pl.col("t").list.get(j, null_on_oob=True).alias(c) for j, c in enumerate("sro")],
+                *[
+                    pl.col("lab").list.get(j, null_on_oob=True).alias(c)
+                    for j, c in enumerate(("s_label", "r_label", "o_label"))
+                ],
+                sh.struct.field("answer").alias("sh_answer"),
+                # an absent alias list is the model's default, []; a missing hop has none
+                pl.when(sh.is_not_null())
+                .then(sh.struct.field("answer_alias").fill_null(pl.lit([], pl.List(pl.String))))
+                .alias("sh_aliases"),
+            )
+        )
+    hops = pl.concat(parts).sort("row", maintain_order=True)
+    e = _aligned(
+        df,
+        [
+            pl.col("requested_rewrite"),
+            o.struct.field("edit_triples"),
+            o.struct.field("edit_triples_idx"),
+        ],
+        ["rw", "t", "idx"],
+    )
+    rw = pl.col("rw")
+    flags = e.select(
+        rw.struct.field("question").is_not_null().any().alias("requested_rewrite.question"),
+        rw.struct.field("target_new")
+        .struct.field("id")
+        .is_not_null()
+        .any()
+        .alias("requested_rewrite.target_new.id"),
+        rw.struct.field("target_true")
+        .struct.field("id")
+        .is_not_null()
+        .any()
+        .alias("requested_rewrite.target_true.id"),
+    ).row(0, named=True)
+    present.update(k for k, v in flags.items() if v)
+    edits = e.select(
+        "row",
+        "record",
+        pl.col("hop").cast(i32).alias("k"),
+        rw.struct.field("prompt").alias("prompt"),
+        rw.struct.field("subject").alias("subject"),
+        rw.struct.field("relation_id").alias("relation_id"),
+        rw.struct.field("target_new").struct.field("id").alias("new_id"),
+        rw.struct.field("target_new").struct.field("str").alias("new_str"),
+        rw.struct.field("target_true").struct.field("id").alias("true_id"),
+        rw.struct.field("target_true").struct.field("str").alias("true_str"),
+        *[
+            pl.col("t").list.get(j, null_on_oob=True).alias(c)
+            for j, c in enumerate(("t_s", "t_r", "t_o"))
+        ],
+        pl.col("idx").alias("idx"),
+    )
+    return Columns(
+        _typed(cases, CASE_SCHEMA),
+        _typed(hops, HOP_SCHEMA),
+        _typed(edits, EDIT_SCHEMA),
+        case_ids,
+        unsure,
+        present,
+    )
+
+
+def _aligned(df: pl.DataFrame, lists: list[pl.Expr], names: list[str]) -> pl.DataFrame:
+    """One row per (record, index < the longest of ``lists``), each list's item at that index
+    (null past its end): the per-record loops' ``x[h] if h < len(x) else None``."""
+    # A null list (only in a record pydantic then rejects) makes no rows for that record.
+    longest = (
+        pl.when(pl.any_horizontal([x.is_null() for x in lists]))
+        .then(0)
+        .otherwise(pl.max_horizontal([x.list.len() for x in lists]))
+    )
+    idx = pl.int_ranges(0, longest, dtype=pl.Int64)
+    return df.select(
+        "row",
+        "record",
+        idx.alias("hop"),
+        *[x.list.gather(idx, null_on_oob=True).alias(n) for x, n in zip(lists, names, strict=True)],
+    ).explode(["hop", *names], keep_nulls=False)
+
+
+def _typed(df: pl.DataFrame, schema: dict[str, Any]) -> pl.DataFrame:
+    """The columns of ``schema``, in fresh buffers of their own.
+
+    Why the copy: polars reads Arrow strings without copying them, so a column taken from the
+    parsed batch (a label, an alias) keeps that batch's whole string buffers alive, the parts
+    no table needs too; measured at 1 M cases, that was ~1.5x the tables themselves.
+    """
+    df = df.select(pl.col(k).cast(v) for k, v in schema.items())
+    out = pl.from_arrow(df.to_arrow(compat_level=pl.CompatLevel.oldest()))
+    assert isinstance(out, pl.DataFrame)
+    return out
