@@ -118,6 +118,30 @@ def test_a_case_with_an_unstorable_integer_is_one_exit_2_line(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_a_chain_index_beyond_64_bits_is_a_schema_finding(hard_records, tmp_path, capsys, suffix):
+    """``edit_triples_idx`` is stored as int64: a larger index is KE001 on its case (exit 1),
+    not a crash while the tables are built."""
+    records = json.loads(json.dumps(hard_records[:20]))
+    records[3]["orig"]["edit_triples_idx"][0] = 2**70
+    path = tmp_path / f"big{suffix}"
+    text = json.dumps(records) if suffix == ".json" else "\n".join(map(json.dumps, records))
+    path.write_text(text, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["audit", "mquake", str(path), "-f", "json", "--select", "KE001"]) == 1
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["record"] == str(records[3]["case_id"])
+    assert finding["field"] == "orig.edit_triples_idx[0]"
+
+
+def test_the_columnar_reader_mirrors_every_model_constraint():
+    """A model constraint the vectorised check cannot mirror switches the fast reader off for
+    every file, silently (a validator on ``split`` once did): keep it on."""
+    from curate.families.knowledge_editing_columns import model_check
+
+    assert model_check(int) is not None and model_check(str) is not None
+
+
 def test_fix_keeps_a_huge_integer_exact_in_the_changelog(tmp_path):
     """The invalid record (an integer where a string belongs) is logged whole, digit for digit."""
     import json

@@ -24,12 +24,15 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from annotated_types import Len
+from annotated_types import Ge, Le, Len
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from curate.options import FamilyOptions, option
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+#: An index into a chain. Bounded to 64 bits because the tables (and any parquet export) store
+#: it as one: a larger number is a schema finding on its record, not a crash while loading.
+Index = Annotated[int, Ge(-(2**63)), Le(2**63 - 1)]
 Triple = Annotated[list[NonEmpty], Len(3, 3)]
 
 
@@ -72,7 +75,7 @@ class Orig(_Model):
     new_triples: list[Triple]
     new_triples_labeled: list[Triple]
     edit_triples: list[Triple]
-    edit_triples_idx: list[int]
+    edit_triples_idx: list[Index]
 
 
 class WithheldEdit(_Model):
@@ -80,7 +83,7 @@ class WithheldEdit(_Model):
     MQuAKE-Remastered's protocol for a contaminated case)."""
 
     case_id: int | NonEmpty
-    edit_index: int
+    edit_index: Index
     triple: Triple
 
 
@@ -157,7 +160,7 @@ class RemasteredCase(_Model):
     new_triples: list[Triple]
     new_triples_labeled: list[Triple]
     edit_triples: list[Triple] | None = None
-    edit_triples_idx: list[int] | None = None
+    edit_triples_idx: list[Index] | None = None
     split: dict[str, list[str]] | None = None
     answer_extended: list[str] | None = None
     edited: bool | None = None
