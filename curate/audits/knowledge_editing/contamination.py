@@ -193,11 +193,15 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     """
     empty = pl.DataFrame(schema=CONTAMINATION_SCHEMA)
     applied = applied_edits(data, edited).with_columns(_sr_key("t_s", "t_r").alias("key"))
-    applied = applied.collect()
+    # The streaming engine: measured 2x faster than the default for these million-row
+    # group-bys and joins (1 M cases, `all`).
+    applied = applied.collect(engine="streaming")
     if applied.is_empty():
         return empty
-    per_key = applied.group_by("key").agg(
-        pl.col("t_o").min().alias("o_min"), pl.col("t_o").max().alias("o_max")
+    per_key = (
+        applied.lazy()
+        .group_by("key")
+        .agg(pl.col("t_o").min().alias("o_min"), pl.col("t_o").max().alias("o_max"))
     )
     flag = _flag_by_row(data, edited)
     cand = (
@@ -210,14 +214,14 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
             & pl.col("r").is_not_null()
         )
         .select("__i", "row", "edited", "hop", "s", "r", "o", _sr_key("s", "r").alias("key"))
-        .join(per_key.lazy(), on="key", maintain_order="left")
+        .join(per_key, on="key", maintain_order="left")
         .filter(
             pl.col("o").is_null()
             | (pl.col("o") != pl.col("o_min"))
             | (pl.col("o") != pl.col("o_max"))
         )
         .drop("o_min", "o_max")
-        .collect()
+        .collect(engine="streaming")
     )
     if cand.is_empty():
         return empty
