@@ -213,6 +213,14 @@ def hits_from_findings(findings: pl.DataFrame) -> list[list[Any]]:
     return sorted(out)
 
 
+def child_build(folder: Path, n: int) -> dict[str, Any]:
+    """The N-case tables, replicated from MQuAKE-hard and written as Arrow IPC for the others."""
+    data, seconds = timed(replicate, FAM.load([HARD]), n)
+    for name in TABLES:
+        getattr(data, name).write_ipc(folder / f"{name}.arrow")
+    return {"seconds": seconds, "hops": data.hops.height, "edits": data.edits.height}
+
+
 def child_contamination(folder: Path, spec: str, repeat: int) -> dict[str, Any]:
     data = load_tables(folder)
     best = float("inf")
@@ -324,7 +332,9 @@ def main() -> None:
     ap.add_argument("--no-rules", action="store_true", help="skip the per-rule times")
     ap.add_argument("--before", help="another curate checkout for a before/after column")
     ap.add_argument("--load-n", type=int, default=0, help="also time validate on a JSONL file")
-    ap.add_argument("--child", choices=["contamination", "peer", "rules"], help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--child", choices=["build", "contamination", "peer", "rules"], help=argparse.SUPPRESS
+    )
     ap.add_argument("--tables", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -332,7 +342,9 @@ def main() -> None:
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
     if args.child:
-        if args.child == "contamination":
+        if args.child == "build":
+            res = child_build(Path(args.tables), args.n)
+        elif args.child == "contamination":
             res = child_contamination(Path(args.tables), args.spec, args.repeat)
         elif args.child == "peer":
             res = child_peer(args.n, args.spec, args.repeat)
@@ -359,19 +371,16 @@ def main() -> None:
             del data
 
     n = args.n
-    base = FAM.load([HARD])
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        data, t_build = timed(replicate, base, n)
-        for name in TABLES:
-            getattr(data, name).write_ipc(folder / f"{name}.arrow")
+        # Built in a child too: a child's ``ru_maxrss`` starts at its parent's RSS when forked,
+        # so the parent must stay small for the children's peaks to mean anything.
+        built, build_rss = run_child(["--child", "build", "--tables", str(folder), "--n", str(n)])
         print(
-            f"built {n:,}-case tables in {t_build:.1f} s: {data.hops.height:,} hops, "
-            f"{data.edits.height:,} edits (parent peak RSS {gib(peak_rss_mb())})",
+            f"built {n:,}-case tables in {built['seconds']:.1f} s: {built['hops']:,} hops, "
+            f"{built['edits']:,} edits (peak RSS {gib(build_rss)})",
             flush=True,
         )
-        del data
-        gc.collect()
         common = ["--tables", str(folder), "--n", str(n), "--repeat", str(args.repeat)]
 
         before_hdr = " before | before RSS |" if args.before else ""
