@@ -1,17 +1,31 @@
-"""Knowledge-editing benchmark: validate, full audit and contamination at 100k and 1M cases.
+"""Knowledge-editing benchmark: contamination against an indexed Python loop, per-rule times.
 
 The 429 real MQuAKE-hard cases are scaled up by replication with re-keyed ids: replica r maps
 entity ``Q123`` to ``Q123~r`` and suffixes every label, question and answer with ``~r`` (case ids
 get ``r * 10**6`` added), so replicas are disjoint and findings scale linearly with N.
 
-Measured in the same run:
-* validate (read + pydantic + columnar tables) from a JSON Lines file of ``--load-n`` cases;
-* full audit (every KE rule) and contamination (KE201+KE202) for ``all`` and ``random:K`` on N
-  cases, where the N-case tables are built by replicating the loaded tables in polars;
-* the peer: a straightforward per-case loop over all applied edits (MQuAKE-Remastered's
-  ``get_masked_edits`` logic) on ``--naive-n`` cases, against curate on the same cases.
+Measured, each in a child process of its own (so every figure has its own peak RSS, taken from
+the child's ``ru_maxrss`` through ``os.wait4``), on N cases (default 1 M) whose tables are built
+once by replicating the loaded tables in polars and handed to the children as Arrow IPC files:
 
-Run: ``python bench/bench_ke.py`` (defaults: sizes 100k and 1M; ~2-4 minutes on 2 cores).
+* **contamination** (KE201+KE202, ``FAM.audit(select=[KE201, KE202])``: the edit set, the
+  contamination join, the findings with their fixes, the report) for ``all`` and ``random:K``;
+* **the peer**, a plain Python loop a strong user would write: a dict keyed by (subject id,
+  relation) → set of (new object, case id) over the applied edits, then each case's correct path
+  (``new_triples`` if edited, else ``triples``) walked hop by hop, a hop hit when an edit of
+  *another* case sets its (subject, relation) to another object. Its cases are plain tuples
+  built from the same re-keyed records (not timed, like curate's tables). Before any time is
+  printed, the two must agree on every (case, hop) hit *and* on its source cases;
+* **per-rule times** of the full audit (``--edit-set all``): each shared table built once and
+  timed on its own, then each rule, as :meth:`Family.audit` runs them.
+
+``--before PATH`` runs the curate children a second time with ``PYTHONPATH=PATH`` (another
+checkout of ``curate``, e.g. ``git archive <commit> curate | tar -x -C PATH``) for a before/after
+column in the same run.
+
+Run: ``python bench/bench_ke.py`` (1 M cases, 4 edit sets, per-rule times: ~10 minutes on 2
+cores, peak ~6 GB per child); ``--n 100000`` for a quick run; ``--load-n 100000`` adds the
+validate (read + schema + tables) row from a JSON Lines file.
 """
 
 from __future__ import annotations
@@ -19,8 +33,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,12 +46,12 @@ from typing import Any
 import orjson
 import polars as pl
 
-from curate.audits.knowledge_editing.contamination import contamination
 from curate.families import get_family
 from curate.schemas.knowledge_editing_tables import KEData
 
 HARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mquake" / "MQuAKE-hard.json"
 FAM = get_family("knowledge-editing")
+TABLES = ("cases", "hops", "edits")
 
 
 def rekey_record(rec: Any, r: int) -> Any:
@@ -100,28 +116,193 @@ def replicate(data: KEData, n: int) -> KEData:
     )
 
 
-def naive(records: list[dict[str, Any]], edited: set[Any]) -> tuple[int, int]:
-    """The per-case loop over all applied edits (the reference definition)."""
-    applied = [
-        (c["case_id"], e)
-        for c in records
-        if c["case_id"] in edited
-        for e in c["orig"]["edit_triples"]
+# --------------------------------------------------------------------------- the peer
+
+Triple = tuple[str | None, str | None, str | None]
+Case = tuple[int, list[Triple], list[Triple], list[Triple]]
+
+
+def peer_cases(real: list[dict[str, Any]], n: int) -> list[Case]:
+    """The N re-keyed cases as a user would hold them after ``json.load``: (case_id, triples,
+    new_triples, edit_triples), with the same re-keying as :func:`replicate`."""
+    base = [
+        (c["case_id"], c["orig"]["triples"], c["orig"]["new_triples"], c["orig"]["edit_triples"])
+        for c in real
     ]
-    ce = cu = 0
-    for c in records:
-        is_edited = c["case_id"] in edited
-        path = c["orig"]["new_triples" if is_edited else "triples"]
-        for src, e in applied:
-            if src != c["case_id"] and any(
-                e[0] == p[0] and e[1] == p[1] and e[2] != p[2] for p in path
-            ):
-                if is_edited:
-                    ce += 1
-                else:
-                    cu += 1
-                break
-    return ce, cu
+
+    def key(t: list[Any], sfx: str) -> Triple:
+        s, r, o = t
+        return (s + sfx, r, o + sfx)
+
+    out: list[Case] = []
+    for i in range(n):
+        cid, tr, nt, et = base[i % len(base)]
+        rep = i // len(base)
+        sfx = f"~{rep}" if rep else ""
+        out.append(
+            (
+                cid + rep * 10**6,
+                [key(t, sfx) for t in tr],
+                [key(t, sfx) for t in nt],
+                [key(t, sfx) for t in et],
+            )
+        )
+    return out
+
+
+def peer(cases: list[Case], edited: set[int]) -> dict[tuple[bool, int, int], set[int]]:
+    """Contamination as a plain indexed loop: (edited?, victim case id, hop) → source case ids.
+
+    Mirrors KE201/KE202: the applied edits are the complete edit triples of edited cases; a hop
+    (with subject and relation) of the victim's correct path is hit by an applied edit of another
+    case with the same (subject, relation) and another object. The index is (subject, relation)
+    → {new object: source case ids}, so a hop whose only edit is its own fact costs one lookup
+    (a flat set of (object, case) pairs made the loop 4x slower on ``all``).
+    """
+    index: dict[tuple[str, str], dict[str, set[int]]] = {}
+    for cid, _, _, edits in cases:
+        if cid in edited:
+            for s, r, o in edits:
+                if s is not None and r is not None and o is not None:
+                    index.setdefault((s, r), {}).setdefault(o, set()).add(cid)
+    hits: dict[tuple[bool, int, int], set[int]] = {}
+    for cid, triples, new_triples, _ in cases:
+        is_edited = cid in edited
+        for h, (s, r, o) in enumerate(new_triples if is_edited else triples):
+            objects = index.get((s, r))
+            if objects and (len(objects) > 1 or o not in objects):
+                found = {c for o2, srcs in objects.items() if o2 != o for c in srcs}
+                found.discard(cid)
+                if found:
+                    hits[(is_edited, cid, h)] = found
+    return hits
+
+
+def edited_ids(ids: list[int], spec: str) -> set[int]:
+    """The edit set as :func:`resolve_edit_set` draws it (``random:K`` samples positions)."""
+    if spec == "all":
+        return set(ids)
+    k = int(spec.split(":")[1])
+    rng = random.Random()
+    rng.seed(100)
+    return set(rng.sample(ids, k))
+
+
+# --------------------------------------------------------------------------- children
+
+
+def load_tables(folder: Path) -> KEData:
+    frames = {name: pl.read_ipc(folder / f"{name}.arrow").rechunk() for name in TABLES}
+    base = FAM.load([HARD])
+    return KEData(
+        family=base.family,
+        inputs=base.inputs,
+        schema_findings=base.schema_findings,
+        all_ids=frames["cases"]["record"].to_list(),
+        **frames,
+    )
+
+
+def hits_from_findings(findings: pl.DataFrame) -> list[list[Any]]:
+    """(edited?, case id, hop, source case ids) per KE201/KE202 finding, from its fix."""
+    f = findings.filter(pl.col("rule").is_in(["KE201", "KE202"]))
+    out = []
+    for rule, record, details, fix in f.select("rule", "record", "details", "fix").iter_rows():
+        refs = sorted(int(x) for x in orjson.loads(fix)["refs"])
+        out.append([rule == "KE201", int(record), orjson.loads(details)["hop"], refs])
+    return sorted(out)
+
+
+def child_build(folder: Path, n: int) -> dict[str, Any]:
+    """The N-case tables, replicated from MQuAKE-hard and written as Arrow IPC for the others."""
+    data, seconds = timed(replicate, FAM.load([HARD]), n)
+    for name in TABLES:
+        getattr(data, name).write_ipc(folder / f"{name}.arrow")
+    return {"seconds": seconds, "hops": data.hops.height, "edits": data.edits.height}
+
+
+def child_contamination(folder: Path, spec: str, repeat: int) -> dict[str, Any]:
+    data = load_tables(folder)
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        rep = FAM.audit(data, select=["KE201", "KE202"], edit_set=spec)
+        best = min(best, time.perf_counter() - t)
+    c = rep.stats["contamination"]
+    return {
+        "seconds": best,
+        "findings": rep.findings.height,
+        "contaminated": [c["edited_contaminated"], c["unedited_contaminated"]],
+        "hits": hits_from_findings(rep.findings),
+    }
+
+
+def child_peer(n: int, spec: str, repeat: int) -> dict[str, Any]:
+    real = json.loads(HARD.read_text(encoding="utf-8"))
+    cases = peer_cases(real, n)
+    edited = edited_ids([c[0] for c in cases], spec)
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        hits = peer(cases, edited)
+        best = min(best, time.perf_counter() - t)
+    victims = {True: set(), False: set()}
+    for is_edited, cid, _ in hits:
+        victims[is_edited].add(cid)
+    return {
+        "seconds": best,
+        "contaminated": [len(victims[True]), len(victims[False])],
+        "hits": sorted([e, c, h, sorted(s)] for (e, c, h), s in hits.items()),
+    }
+
+
+def child_rules(folder: Path) -> dict[str, Any]:
+    """The full audit's rules one by one, each shared table first and on its own."""
+    from curate.rules import AuditContext
+
+    data = load_tables(folder)
+    opts = FAM.options(None, edit_set="all")
+    ctx = AuditContext(data, opts, FAM.rules.tables)
+    times: dict[str, float] = {}
+    rules = FAM.rules.select(None, None)
+    needed = [t for r in rules for t in r.needs]
+    for name in ["edited", *dict.fromkeys(needed)]:
+        if ctx.built(name) is None:
+            gc.collect()
+            t = time.perf_counter()
+            ctx.table(name)
+            times[f"table {name}"] = time.perf_counter() - t
+    findings = 0
+    for rule in rules:
+        gc.collect()
+        t = time.perf_counter()
+        out = rule.run(data, ctx.for_rule(rule))
+        times[rule.code] = time.perf_counter() - t
+        findings += out.height
+    return {"times": times, "findings": findings}
+
+
+def run_child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str, Any], float]:
+    """Run this script as a child; its result (JSON) and its peak RSS in MiB."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = Path(fh.name)
+    try:
+        proc = subprocess.Popen([sys.executable, __file__, *argv, "--out", str(out)], env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            sys.exit(f"child {argv} failed with exit code {proc.returncode}")
+        return json.loads(out.read_text()), usage.ru_maxrss / 1024
+    finally:
+        out.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- main
 
 
 def timed(fn, *args, **kw):
@@ -135,78 +316,127 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def gib(mib: float) -> str:
+    return f"{mib / 1024:.1f} GiB"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    ap.add_argument("--load-n", type=int, default=100_000)
-    ap.add_argument("--naive-n", type=int, nargs="+", default=[1000, 2000])
+    ap.add_argument("--n", type=int, default=1_000_000, help="cases (default 1 M)")
+    ap.add_argument(
+        "--edit-sets",
+        nargs="+",
+        default=["all", "random:100", "random:10000", "random:100000"],
+    )
+    ap.add_argument("--repeat", type=int, default=3, help="best of R runs, both sides")
+    ap.add_argument("--no-rules", action="store_true", help="skip the per-rule times")
+    ap.add_argument("--before", help="another curate checkout for a before/after column")
+    ap.add_argument("--load-n", type=int, default=0, help="also time validate on a JSONL file")
+    ap.add_argument(
+        "--child", choices=["build", "contamination", "peer", "rules"], help=argparse.SUPPRESS
+    )
+    ap.add_argument("--tables", help=argparse.SUPPRESS)
+    ap.add_argument("--spec", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
+    if args.child:
+        if args.child == "build":
+            res = child_build(Path(args.tables), args.n)
+        elif args.child == "contamination":
+            res = child_contamination(Path(args.tables), args.spec, args.repeat)
+        elif args.child == "peer":
+            res = child_peer(args.n, args.spec, args.repeat)
+        else:
+            res = child_rules(Path(args.tables))
+        Path(args.out).write_bytes(orjson.dumps(res))
+        return
+
     real = json.loads(HARD.read_text(encoding="utf-8"))
-    rows: list[tuple[str, str, str]] = []
+    if args.load_n:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "cases.jsonl"
+            with open(path, "wb") as fh:
+                for i in range(args.load_n):
+                    rec = rekey_record(real[i % len(real)], i // len(real))
+                    fh.write(orjson.dumps(rec) + b"\n")
+            size_mb = path.stat().st_size / 2**20
+            data, secs = timed(FAM.load, [path])
+            print(
+                f"validate (read+schema+tables) JSONL: {args.load_n:,} cases in {secs:.2f} s "
+                f"({args.load_n / secs:,.0f} cases/s, {size_mb:,.0f} MiB file)",
+                flush=True,
+            )
+            del data
 
-    def row(what: str, n: int, seconds: float, note: str = "") -> None:
-        rate = f"{n / seconds:,.0f} cases/s" if seconds > 0 else "-"
-        rows.append((what, f"{n:,}", f"{seconds:.2f} s", rate, note))
-        print(f"{what:<44} {n:>10,} {seconds:>9.2f} s  {rate:>18}  {note}", flush=True)
-
-    # -- validate from JSON Lines
+    n = args.n
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cases.jsonl"
-        with open(path, "wb") as fh:
-            for i in range(args.load_n):
-                fh.write(orjson.dumps(rekey_record(real[i % len(real)], i // len(real))) + b"\n")
-        size_mb = path.stat().st_size / 2**20
-        data, secs = timed(FAM.load, [path])
-        row("validate (read+schema+tables) JSONL", args.load_n, secs, f"{size_mb:,.0f} MiB file")
-        del data
-    base = FAM.load([HARD])
-
-    # -- same-run peer: per-case loop vs curate on the same cases
-    for n in args.naive_n:
-        recs = [rekey_record(real[i % len(real)], i // len(real)) for i in range(n)]
-        # replicas are disjoint; keep contamination non-trivial by editing half of them
-        rng = random.Random(100)
-        k = n // 2
-        edited_ids = set(rng.sample([c["case_id"] for c in recs], k))
-        (ref_e, ref_u), t_naive = timed(naive, recs, edited_ids)
-        data_n = replicate(base, n)
-        flags = data_n.cases["record"].is_in([str(x) for x in edited_ids])
-        j, t_curate = timed(contamination, data_n, flags)
-        got_e = j.filter(pl.col("edited"))["record"].n_unique() if j.height else 0
-        got_u = j.filter(~pl.col("edited"))["record"].n_unique() if j.height else 0
-        assert (got_e, got_u) == (ref_e, ref_u), ((got_e, got_u), (ref_e, ref_u))
-        row(f"peer: per-case loop, {k} edited", n, t_naive, f"{ref_e}+{ref_u} contaminated")
-        row(
-            f"curate contamination, {k} edited",
-            n,
-            t_curate,
-            f"{t_naive / t_curate:,.0f}x faster than the loop",
-        )
-
-    # -- scale
-    for n in args.sizes:
-        data, t_build = timed(replicate, base, n)
+        folder = Path(tmp)
+        # Built in a child too: a child's ``ru_maxrss`` starts at its parent's RSS when forked,
+        # so the parent must stay small for the children's peaks to mean anything.
+        built, build_rss = run_child(["--child", "build", "--tables", str(folder), "--n", str(n)])
         print(
-            f"  (built {n:,}-case tables in {t_build:.1f} s: {data.hops.height:,} hops, "
-            f"{data.edits.height:,} edits)",
+            f"built {n:,}-case tables in {built['seconds']:.1f} s: {built['hops']:,} hops, "
+            f"{built['edits']:,} edits (peak RSS {gib(build_rss)})",
             flush=True,
         )
-        for spec in ("all", f"random:{n // 10}"):
-            rep, secs = timed(FAM.audit, data, select=["KE2"], edit_set=spec)
-            c = rep.stats["contamination"]
-            row(
-                f"contamination KE201+KE202, {spec}",
-                n,
-                secs,
-                f"{c['edited_contaminated']}+{c['unedited_contaminated']} contaminated",
+        common = ["--tables", str(folder), "--n", str(n), "--repeat", str(args.repeat)]
+
+        before_hdr = " before | before RSS |" if args.before else ""
+        rows = [
+            f"| edit set | cases | contaminated (edited+unedited) | indexed loop | loop RSS |"
+            f"{before_hdr} curate | curate RSS | loop / curate |",
+            "|---|---:|---:|---:|---:|" + ("---:|---:|" if args.before else "") + "---:|---:|---:|",
+        ]
+        for spec in args.edit_sets:
+            if spec.startswith("random:") and int(spec.split(":")[1]) > n:
+                continue
+            ref, ref_rss = run_child(["--child", "peer", "--spec", spec, *common])
+            got, rss = run_child(["--child", "contamination", "--spec", spec, *common])
+            # identical contaminated cases, hops and sources before any time is shown
+            assert got["contaminated"] == ref["contaminated"], (got["contaminated"], ref)
+            assert got["hits"] == ref["hits"], f"{spec}: curate and the loop disagree"
+            before = ""
+            if args.before:
+                old, old_rss = run_child(
+                    ["--child", "contamination", "--spec", spec, *common], args.before
+                )
+                assert old["hits"] == ref["hits"], f"{spec}: before and the loop disagree"
+                before = f" {old['seconds']:.3f} s | {gib(old_rss)} |"
+            ce, cu = ref["contaminated"]
+            rows.append(
+                f"| `{spec}` | {n:,} | {ce:,}+{cu:,} ({len(ref['hits']):,} hops) | "
+                f"{ref['seconds']:.2f} s | {gib(ref_rss)} |{before} **{got['seconds']:.3f} s** | "
+                f"{gib(rss)} | **{ref['seconds'] / got['seconds']:.1f}×** |"
             )
-        rep, secs = timed(FAM.audit, data, edit_set="all")
-        row("full audit (all KE rules), all", n, secs, f"{rep.findings.height:,} findings")
-        del data, rep
-        gc.collect()
-    print(f"peak RSS {peak_rss_mb():,.0f} MiB")
+            print(rows[-1], flush=True)
+        print("\n" + "\n".join(rows) + "\n", flush=True)
+
+        if not args.no_rules:
+            now, rss = run_child(["--child", "rules", *common])
+            old = None
+            if args.before:
+                old, old_rss = run_child(["--child", "rules", *common], args.before)
+            names = list(dict.fromkeys([*(old["times"] if old else {}), *now["times"]]))
+            hdr = "| step | " + ("before | " if old else "") + "after |"
+            out = [hdr, "|---|" + ("---:|" if old else "") + "---:|"]
+            for name in sorted(names, key=lambda k: -now["times"].get(k, 0.0)):
+                b = f"{old['times'][name]:.2f} s | " if old and name in old["times"] else ""
+                b = b or ("- | " if old else "")
+                a = f"{now['times'][name]:.2f} s" if name in now["times"] else "-"
+                out.append(f"| {name} | {b}{a} |")
+            tot_b = f"**{sum(old['times'].values()):.1f} s** | " if old else ""
+            out.append(
+                f"| **all rules and tables** | {tot_b}**{sum(now['times'].values()):.1f} s** |"
+            )
+            peak_b = f"{gib(old_rss)} | " if old else ""
+            out.append(f"| peak RSS (tables + audit) | {peak_b}{gib(rss)} |")
+            print(
+                f"per-rule times, full audit `--edit-set all`, {n:,} cases "
+                f"({now['findings']:,} findings)\n"
+            )
+            print("\n".join(out), flush=True)
 
 
 if __name__ == "__main__":

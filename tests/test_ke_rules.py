@@ -454,3 +454,51 @@ def _rows(folder: Path) -> list[dict]:
     import pyarrow.parquet as pq
 
     return [r for f in sorted(folder.glob("data/*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+def test_contamination_general_path_writes_what_the_per_triple_path_writes(
+    tmp_path: Path, hard_records
+) -> None:
+    """A hop overridden by one edit triple takes that triple's ``details`` entry and fix, written
+    once per triple; a case that withholds edits goes through the per-hop grouping instead. A
+    withheld edit that cannot contaminate anything (the case's own, for unedited cases) must
+    therefore change nothing: same findings, messages, details and fixes, in the same order."""
+    plain = FAM.audit(
+        FAM.load([write_json(tmp_path / "a.json", hard_records)]), edit_set="random:200"
+    )
+    marked = [dict(c) for c in hard_records]
+    for c in marked:
+        c["withheld_edits"] = [
+            {"case_id": c["case_id"], "edit_index": 0, "triple": c["orig"]["edit_triples"][0]}
+        ]
+    other = FAM.audit(FAM.load([write_json(tmp_path / "b.json", marked)]), edit_set="random:200")
+    random.seed(100)
+    edited = set(random.sample([c["case_id"] for c in hard_records], 200))
+
+    def contaminated(report) -> list[tuple]:
+        f = report.findings.filter(report.findings["rule"].is_in(["KE201", "KE202"]))
+        f = f.filter(~f["record"].is_in([str(x) for x in edited]))  # own edit applied: differs
+        return f.select("rule", "record", "field", "message", "details", "fix").rows()
+
+    got = contaminated(other)
+    assert len(got) > 300 and got == contaminated(plain)
+
+
+def test_contamination_sources_in_file_order(hard_data) -> None:
+    """Every listed source and every withheld entry is in (case, edit) file order, whatever order
+    a join or group-by produced (it once varied from run to run)."""
+    report = FAM.audit(hard_data, select=["KE2"], edit_set="random:200:7")
+    pos = {str(r): i for i, r in enumerate(hard_data.all_ids)}
+    n = 0
+    for f in report.iter_findings():
+        for e in f.details["edits"]:
+            keys = [
+                (pos[c], k) for c, k in zip(e["source_cases"], e["source_edit_index"], strict=True)
+            ]
+            assert keys == sorted(keys)
+        values = [(pos[str(v["case_id"])], v["edit_index"]) for v in f.fix["values"]]
+        assert values == sorted(values) and f.fix["refs"] == [
+            str(v["case_id"]) for v in f.fix["values"]
+        ]
+        n += 1
+    assert n > 100

@@ -11,7 +11,6 @@ import polars as pl
 
 from curate.audits.knowledge_editing.registry import RELATIONS, RULES
 from curate.findings import (
-    dumps,
     empty_rule_output,
     finding_frame,
     json_struct,
@@ -516,45 +515,59 @@ def bad_aliases(data: KEData, ctx: AuditContext) -> pl.DataFrame:
             data.cases.select("row", "record", ans, lst)
             .explode(lst)
             .with_columns(pl.int_range(pl.len()).over("row").alias("i"))
-            .filter(pl.col(lst).is_not_null())
+        )
+        dropped = (
+            x.filter(pl.col(lst).is_not_null())
             .with_columns(pl.col(lst).str.strip_chars().str.to_uppercase().alias("key"))
-            .with_columns(
-                (pl.col("key") == "").alias("is_empty"),
-                (pl.col("key") == pl.col(ans).str.strip_chars().str.to_uppercase()).alias(
-                    "is_answer"
-                ),
-                pl.col("i").min().over("row", "key").alias("first_i"),
+            .filter(
+                (pl.col("key") == "")
+                | (pl.col("key") == pl.col(ans).str.strip_chars().str.to_uppercase())
+                | (pl.col("i") != pl.col("i").min().over("row", "key"))
             )
-            .filter(pl.col("is_empty") | pl.col("is_answer") | (pl.col("i") != pl.col("first_i")))
+            .select("row", "i", pl.lit(True).alias("drop"))
         )
-        if x.is_empty():
+        if dropped.is_empty():
             continue
-        clean = data.cases.filter(pl.col("row").is_in(x["row"].unique().implode())).select(
-            "row", lst, ans
-        )
-        bad = x.group_by("row").agg(
-            pl.col("i"), pl.col("record").first(), pl.col(lst).alias("removed")
-        )
-        clean = clean.join(bad, on="row").with_columns(
-            pl.int_ranges(pl.col(lst).list.len()).alias("pos")
-        )
-        rows = []
-        for r in clean.iter_rows(named=True):
-            drop = set(r["i"])
-            new = [a for j, a in enumerate(r[lst]) if j not in drop]
-            rows.append(
-                {
-                    "row": r["row"],
-                    "record": r["record"],
-                    "field": lst,
-                    "message": f"{len(drop)} empty, repeated or answer-equal alias(es): "
-                    + ", ".join(repr(a) for a in r["removed"]),
-                    "details": dumps({"removed": r["removed"], "positions": sorted(drop)}),
-                    "fix": dumps({"op": "set", "field": lst, "old": r[lst], "new": new}),
-                }
+        # The whole list of each case with a finding, each alias marked kept or dropped: the
+        # message, details and fix are then list aggregations, not a Python loop per case.
+        per_case = (
+            x.join(dropped.select("row").unique(), on="row", how="semi")
+            .join(dropped, on=["row", "i"], how="left")
+            .with_columns(pl.col("drop").fill_null(False))
+            .sort("row", "i")
+            .group_by("row", maintain_order=True)
+            .agg(
+                pl.col("record").first(),
+                pl.col(lst).filter(pl.col("drop")).alias("removed"),
+                pl.col("i").filter(pl.col("drop")).alias("positions"),
+                pl.col(lst).alias("old"),
+                pl.col(lst).filter(~pl.col("drop")).alias("new"),
             )
-        parts.append(pl.DataFrame(rows))
-    return pl.concat(parts, how="diagonal_relaxed") if parts else empty_rule_output()
+        )
+        parts.append(
+            finding_frame(
+                per_case,
+                field=pl.lit(lst),
+                message=pl.concat_str(
+                    pl.format(
+                        "{} empty, repeated or answer-equal alias(es): ",
+                        pl.col("positions").list.len(),
+                    ),
+                    pl.col("removed")
+                    .list.eval(repr_expr(pl.element(), limit=None))
+                    .list.join(", "),
+                ),
+                # keys in sorted order, as the canonical ``dumps`` writes them
+                details=json_struct(pl.col("positions"), pl.col("removed")),
+                fix=json_struct(
+                    pl.lit(lst).alias("field"),
+                    pl.col("new"),
+                    pl.col("old"),
+                    pl.lit("set").alias("op"),
+                ),
+            )
+        )
+    return pl.concat(parts) if parts else empty_rule_output()
 
 
 @RULES.rule("KE111", "answer-sets-overlap", category="label", severity="error")
