@@ -47,13 +47,24 @@ _GH = {"error": "error", "warning": "warning", "info": "notice"}
 # --------------------------------------------------------------------------- record → line
 
 
-@cache
 def record_lines(path: str, fmt: str) -> tuple[int, ...] | None:
     """The 1-based line each record of ``path`` starts on, or None when the format has no lines
-    (parquet, HDF5, folders) or the file is too large to scan again."""
+    (parquet, HDF5, folders) or the file is too large to scan again.
+
+    Kept per file version (absolute path, size, modification time): one report asks for many
+    findings of the same file, and a later run in the same process may see it edited."""
     p = Path(path)
-    if not p.is_file() or p.stat().st_size > MAX_LINE_SCAN_BYTES:
+    if not p.is_file():
         return None
+    st = p.stat()
+    if st.st_size > MAX_LINE_SCAN_BYTES:
+        return None
+    return _record_lines(str(p.resolve()), fmt, st.st_size, st.st_mtime_ns)
+
+
+@cache
+def _record_lines(path: str, fmt: str, _size: int, _mtime: int) -> tuple[int, ...] | None:
+    p = Path(path)
     if fmt == "csv" or p.suffix.lower() in (".csv", ".tsv"):
         from curate.io import read_frame
 

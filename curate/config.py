@@ -57,12 +57,14 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -122,7 +124,7 @@ def _threshold(value: Any) -> Threshold:
 
 Severity = Literal["error", "warning", "info"]
 FailOn = Literal["error", "warning", "info", "never"]
-ThresholdValue = Annotated[int | str, Field()]
+ThresholdValue = StrictInt | StrictStr
 
 
 class RuleKeys(_Model):
@@ -134,10 +136,10 @@ class RuleKeys(_Model):
     thresholds: dict[str, ThresholdValue] = Field(default_factory=dict)
     fail_on: FailOn | None = None
 
-    @field_validator("thresholds")
+    @field_validator("thresholds", mode="before")
     @classmethod
-    def _thresholds(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for key, value in v.items():
+    def _thresholds(cls, v: Any) -> Any:
+        for key, value in v.items() if isinstance(v, dict) else ():
             try:
                 _threshold(value)
             except ValueError as e:
@@ -348,14 +350,25 @@ def _key_path(loc: tuple[Any, ...]) -> str:
 
 def _first_error(e: ValidationError, where: Any) -> str:
     """One line for a validation error: the key path, then what is wrong with it."""
-    err = e.errors(include_url=False)[0]
+    import difflib
+
+    # a misspelt key is also a missing one: name the misspelling, the cause
+    errors = sorted(e.errors(include_url=False), key=lambda x: x["type"] != "extra_forbidden")
+    err = errors[0]
     loc = tuple(err["loc"])
     msg = str(err["msg"]).removeprefix("Value error, ")
     kind = err["type"]
     if kind == "extra_forbidden":
         parent = _model_at(CurateConfig, loc[:-1])
-        known = ", ".join(_dashed(f) for f in parent.model_fields) if parent else ""
-        msg = "unknown key" + (f" (known keys: {known})" if known else "")
+        keys = [_dashed(f) for f in parent.model_fields] if parent else []
+        close = difflib.get_close_matches(str(loc[-1]), keys, n=1)
+        msg = "unknown key" + (
+            f" (did you mean {close[0]}?)"
+            if close
+            else f" (known keys: {', '.join(keys)})"
+            if keys
+            else ""
+        )
     elif kind == "missing":
         msg = "required key missing"
     elif kind == "value_error" and not loc and ":" in msg:
