@@ -45,9 +45,20 @@ class Problem:
     where: str
     message: str
     severity: str = "error"
+    #: The file the defect is in (the card unless said otherwise); ``where`` is then the key
+    #: path in it (``dataset_info.splits[2].num_examples``), or ``""`` for the whole file.
+    file: str = "README.md"
 
     def to_json(self) -> dict[str, str]:
-        return {"severity": self.severity, "where": self.where, "message": self.message}
+        return {
+            "severity": self.severity,
+            "file": self.file,
+            "where": self.where,
+            "message": self.message,
+        }
+
+    def location(self) -> str:
+        return f"{self.file}: {self.where}" if self.where else self.file
 
 
 @cache
@@ -97,24 +108,24 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
         raise UsageError(f"{root}: not a folder")
     card = root / "README.md"
     if not card.is_file():
-        return [Problem("README.md", "no dataset card (README.md) in the folder")]
+        return [Problem("", "no dataset card (README.md) in the folder")]
     try:
         text = card.read_text("utf-8")
     except UnicodeDecodeError as e:
-        return [Problem("README.md", f"not UTF-8 text (byte {e.start})")]
+        return [Problem("", f"not UTF-8 text (byte {e.start})")]
     yml, _ = _front_matter(text)
     if yml is None:
-        return [Problem("README.md", "no YAML front matter (--- lines at the top of the card)")]
+        return [Problem("", "no YAML front matter (--- lines at the top of the card)")]
     try:
         meta = yaml.safe_load(yml)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f"README.md:{mark.line + 2}" if mark is not None else "README.md"
+        where = f"line {mark.line + 2}" if mark is not None else ""
         return [Problem(where, f"the YAML does not parse ({getattr(e, 'problem', e)})")]
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
-        return [Problem("README.md", "the YAML front matter is not a mapping of keys")]
+        return [Problem("", "the YAML front matter is not a mapping of keys")]
     problems: list[Problem] = []
     problems += _check_values(meta)
     files_by_config = _check_configs(root, meta, problems)
@@ -246,13 +257,15 @@ def _check_info(
                 try:
                     pf = pq.ParquetFile(f)
                 except Exception as e:
-                    problems.append(Problem(_rel(root, f), f"not a readable parquet file ({e})"))
+                    problems.append(
+                        Problem("", f"not a readable parquet file ({e})", file=_rel(root, f))
+                    )
                     continue
                 rows += pf.metadata.num_rows
                 if declared is not None:
                     problem = _schema_problem(declared, pf.schema_arrow)
                     if problem:
-                        problems.append(Problem(_rel(root, f), f"{problem} ({at}.features)"))
+                        problems.append(Problem(f"{at}.features", problem, file=_rel(root, f)))
             if not all(f.suffix == ".parquet" for f in splits[sname]):
                 continue  # row counts of other formats are the loader's business
             want = split.get("num_examples")
@@ -294,7 +307,7 @@ def _check_croissant(root: Path) -> list[Problem]:
     try:
         doc = json.loads(path.read_text("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
-        return [Problem("croissant.json", f"not valid JSON ({e})")]
+        return [Problem("", f"not valid JSON ({e})", file="croissant.json")]
     out: list[Problem] = []
     for i, d in enumerate(doc.get("distribution") or []):
         if not isinstance(d, dict) or d.get("@type") != "cr:FileObject" or "sha256" not in d:
@@ -303,9 +316,11 @@ def _check_croissant(root: Path) -> list[Problem]:
         if "://" in url:
             continue
         target = root / url
-        at = f"croissant.json distribution[{i}]"
+        at = f"distribution[{i}]"
         if not target.is_file():
-            out.append(Problem(at, f"contentUrl {url!r} is not a file in the folder"))
+            out.append(
+                Problem(at, f"contentUrl {url!r} is not a file in the folder", file=path.name)
+            )
             continue
         h = hashlib.sha256()
         with open(target, "rb") as fh:
@@ -313,7 +328,11 @@ def _check_croissant(root: Path) -> list[Problem]:
                 h.update(chunk)
         if h.hexdigest() != d["sha256"]:
             out.append(
-                Problem(at, f"sha256 of {url} is {h.hexdigest()}, the file says {d['sha256']}")
+                Problem(
+                    at,
+                    f"sha256 of {url} is {h.hexdigest()}, the file says {d['sha256']}",
+                    file=path.name,
+                )
             )
     try:
         import mlcroissant as mlc
@@ -333,14 +352,14 @@ def _check_croissant(root: Path) -> list[Problem]:
     except Exception as e:  # mlcroissant raises many kinds for a broken document
         errors = [f"{type(e).__name__}: {e}"]
     for err in errors:
-        out.append(Problem("croissant.json", " ".join(str(err).split())[:500]))
+        out.append(Problem("", " ".join(str(err).split())[:500], file=path.name))
     return out
 
 
 def render_text(folder: str | Path, problems: list[Problem]) -> str:
     if not problems:
         return f"{folder}: the card and files agree; nothing the Hub would reject\n"
-    lines = [f"{folder}/{p.where}: {p.severity}: {p.message}" for p in problems]
+    lines = [f"{folder}/{p.location()}: {p.severity}: {p.message}" for p in problems]
     n = len(problems)
     lines.append(f"{n} card defect{'s' if n != 1 else ''} in {folder}")
     return "\n".join(lines) + "\n"
