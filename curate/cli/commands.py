@@ -61,7 +61,16 @@ EncodingOpt = Annotated[
         "(default: UTF-8, or what a byte order mark says).",
     ),
 ]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Report format: text, json, markdown, html, or for CI junit (JUnit XML), github "
+        "(Actions annotations; also appends a job summary to $GITHUB_STEP_SUMMARY when set), "
+        "sarif (SARIF 2.1.0).",
+    ),
+]
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
 ]
@@ -165,6 +174,7 @@ def validate(
         fam, paths, options, encoding=encoding, select=["schema", "integrity"]
     )
     terminal.emit(terminal.render(report, fmt, output, durations=durations), output)
+    terminal.step_summary(report, fmt)
     raise typer.Exit(1 if report.fails("error") else 0)
 
 
@@ -184,7 +194,9 @@ def audit(
     if output is not None and str(output) != "-":
         guard_file(output, _protected(paths, options))
     _, report = load_and_audit(fam, paths, options, encoding=encoding, select=select, ignore=ignore)
-    terminal.emit(terminal.render(report, fmt, output, durations=durations), output)
+    text = terminal.render(report, fmt, output, durations=durations, fail_on=fail_on.value)
+    terminal.emit(text, output)
+    terminal.step_summary(report, fmt, fail_on.value)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
 
 

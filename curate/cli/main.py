@@ -22,7 +22,7 @@ import typer
 from curate import __version__
 from curate.api import StrictRefusal
 from curate.cli import commands
-from curate.cli.terminal import Format
+from curate.cli.terminal import RulesFormat as Format
 from curate.errors import InputError, RemoteError, UsageError
 from curate.families import all_families, broken_families, get_family
 from curate.outputs import Interrupted, install_signal_handlers
@@ -80,9 +80,13 @@ def _root(
 def cli():
     """The click command tree: ``rules`` and the root options from the typer app, plus one
     group per data command whose subcommands are the families."""
+    from curate.cli import ci
+
     root = typer.main.get_command(app)
     for verb in commands.VERBS:
         root.add_command(commands.verb_group(verb))  # type: ignore[attr-defined]
+    root.add_command(typer.main.get_command(ci.check_app), "check")  # type: ignore[attr-defined]
+    root.add_command(typer.main.get_command(ci.card_app), "card")  # type: ignore[attr-defined]
     return root
 
 

@@ -24,9 +24,28 @@ from curate.reports import RENDERERS, durations_json, render_durations
 
 
 class Format(StrEnum):
+    """Report formats of the data commands: the three views of a report, then the CI ones
+    (:mod:`curate.ci_reports`)."""
+
     text = "text"
     json = "json"
     markdown = "markdown"
+    html = "html"
+    junit = "junit"
+    github = "github"
+    sarif = "sarif"
+
+
+class RulesFormat(StrEnum):
+    """``curate rules`` formats (a rule list is no test result)."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+#: Formats rendered from a check result (:func:`curate.check.single` wraps an audit report).
+CI_FORMATS = frozenset({Format.html, Format.junit, Format.github, Format.sarif})
 
 
 def env_flag(name: str) -> bool:
@@ -115,23 +134,47 @@ def emit(text: str, output: Path | None) -> None:
         typer.echo(f"report written to {output}", err=True)
 
 
-def render(report, fmt: Format, output: Path | None = None, *, durations: bool = False) -> str:
+def render(
+    report,
+    fmt: Format,
+    output: Path | None = None,
+    *,
+    durations: bool = False,
+    fail_on: str = "error",
+) -> str:
     """The report for its destination: colour and wrapping only on a terminal's stdout.
 
     A file (``--output``) gets neither, whatever the environment says; a pipe gets colour only
     with ``FORCE_COLOR`` and is never wrapped (one finding per line, for ``grep``).
-    ``durations`` appends where the time went (``--durations``), rendering included.
+    ``durations`` appends where the time went (``--durations``), rendering included (not to
+    JUnit, SARIF or HTML, whose documents must stay valid; JUnit carries each rule's time).
+    ``fail_on`` is what the CI formats mark as failing.
     """
     t0 = time.perf_counter()
-    text = _render(report, fmt, output)
-    if not durations:
+    if fmt in CI_FORMATS:
+        from curate.check import single
+        from curate.ci_reports import render as render_ci
+
+        text = render_ci(single(report, fail_on), fmt.value)
+    else:
+        text = _render(report, fmt, output)
+    if not durations or fmt in (Format.junit, Format.sarif, Format.html):
         return text
     stages = {**report.durations, "render": time.perf_counter() - t0}
     if fmt is Format.json:  # a top-level "durations" object after the report's own keys
         extra = json_bytes({"durations": durations_json(stages)}, indent=True).decode()
         inner = extra.strip()[1:-1].strip("\n")
         return text.rstrip()[:-1].rstrip() + ",\n" + inner + "\n}\n"
-    return text + render_durations(stages, fmt.value)
+    return text + render_durations(stages, "markdown" if fmt is Format.markdown else "text")
+
+
+def step_summary(report, fmt: Format, fail_on: str = "error") -> None:
+    """``--format github`` in GitHub Actions: append the Markdown job summary too."""
+    if fmt is Format.github and os.environ.get("GITHUB_STEP_SUMMARY"):
+        from curate.check import single
+        from curate.ci_reports import append_step_summary
+
+        append_step_summary(single(report, fail_on))
 
 
 def _render(report, fmt: Format, output: Path | None) -> str:

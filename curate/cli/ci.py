@@ -1,0 +1,193 @@
+"""``curate check`` (the project configuration's datasets, for CI) and ``curate card check``.
+
+Exit codes as everywhere: 0 pass, 1 a failing finding (``check``) or a card defect
+(``card check``), 2 a configuration, input or usage error (one line naming the key or file).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from curate.cli import terminal
+from curate.config import FORMATS, shown_path
+from curate.errors import UsageError
+
+check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+card_app = typer.Typer(
+    name="card",
+    help="Dataset card tools. `curate card check DIR` verifies offline what the Hub verifies.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@card_app.callback()
+def _card() -> None:
+    """Dataset card tools (a group, so that more can follow ``check``)."""
+
+
+def _report_pairs(values: list[str] | None) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for v in values or []:
+        fmt, sep, path = v.partition("=")
+        if not sep or fmt not in FORMATS or not path:
+            raise UsageError(
+                f"--report {v!r}: expected FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}"
+            )
+        out[fmt] = Path(path)
+    return out
+
+
+@check_app.command("check")
+def check(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="The configuration file (default: the nearest curate.toml or pyproject.toml "
+            "with [tool.curate], from the current folder up).",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Accepted findings (default: the config's `baseline`); only findings not in "
+            "it fail.",
+        ),
+    ] = None,
+    no_baseline: Annotated[
+        bool, typer.Option("--no-baseline", help="Ignore the baseline: every finding is new.")
+    ] = False,
+    update_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--update-baseline",
+            help="Rewrite the baseline with the current findings (exit 0).",
+        ),
+    ] = False,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Report format: text, json, markdown, html, junit, github, sarif "
+            "(default: the config's output.format, else text).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
+    ] = None,
+    report: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--report",
+            help="Also write FORMAT=PATH (repeatable), e.g. junit=reports/curate.xml.",
+        ),
+    ] = None,
+    dataset: Annotated[
+        list[str] | None, typer.Option("--dataset", help="Only this dataset (repeatable).")
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option("--fail-on", help="Override the config's fail-on: error|warning|info|never."),
+    ] = None,
+    step_summary: Annotated[
+        bool | None,
+        typer.Option(
+            "--step-summary/--no-step-summary",
+            help="Append the Markdown summary to $GITHUB_STEP_SUMMARY when it is set "
+            "(default: the config's output.step-summary, on).",
+        ),
+    ] = None,
+) -> None:
+    """Check every dataset of the project configuration: exit 1 on a new finding that fails
+    (not in the baseline, not in curate-ignore, at or above fail-on or over its threshold)."""
+    from curate.check import protected_inputs, run_check, write_baseline
+    from curate.ci_reports import append_step_summary, render
+    from curate.config import load_config
+    from curate.outputs import guard_file, write_bytes_atomic
+
+    loaded = load_config(config)
+    out_cfg = loaded.config.output
+    fmt = fmt or out_cfg.format
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fail_on is not None and fail_on not in ("error", "warning", "info", "never"):
+        raise UsageError(f"--fail-on {fail_on!r}: use error, warning, info or never")
+    if no_baseline and (update_baseline or baseline is not None):
+        raise UsageError("--no-baseline cannot be combined with --baseline or --update-baseline")
+    files = {k: loaded.resolve(v) for k, v in out_cfg.reports.items()}
+    files.update(_report_pairs(report))
+    protected = protected_inputs(loaded)
+    for target in [*files.values(), *([output] if output and str(output) != "-" else [])]:
+        guard_file(target, protected)
+    base = baseline
+    if base is None and loaded.config.baseline:
+        base = loaded.resolve(loaded.config.baseline)
+    if update_baseline and base is None:
+        raise UsageError(
+            "--update-baseline: no baseline file; pass --baseline FILE or set `baseline` in "
+            f"{loaded.path}"
+        )
+    cb = terminal.progress()
+    try:
+        result = run_check(
+            loaded,
+            baseline=base,
+            use_baseline=not no_baseline,
+            only=dataset or (),
+            fail_on=fail_on,
+            progress=cb,
+        )
+    finally:
+        terminal.clear_progress(cb)
+    terminal.emit(render(result, fmt), output)
+    for name, target in files.items():
+        write_bytes_atomic(target, render(result, name).encode("utf-8"))
+        typer.echo(f"{name} report written to {shown_path(target)}", err=True)
+    if step_summary if step_summary is not None else out_cfg.step_summary:
+        append_step_summary(result)
+    if fmt in ("json", "junit", "sarif", "html") and (output is None or str(output) == "-"):
+        from curate.ci_reports import footer_lines
+
+        for line in footer_lines(result):
+            typer.echo(line, err=True)
+    if update_baseline:
+        assert base is not None
+        n = write_baseline(base, result, protected)
+        typer.echo(
+            f"baseline {shown_path(base)}: {n} accepted finding fingerprint(s) written; later "
+            "runs fail only on findings not in it",
+            err=True,
+        )
+        raise typer.Exit(0)
+    raise typer.Exit(1 if result.failed else 0)
+
+
+@card_app.command("check")
+def card_check(
+    folder: Annotated[Path, typer.Argument(help="A dataset folder with a README.md card.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
+    no_croissant: Annotated[
+        bool,
+        typer.Option("--no-croissant", help="Skip validating croissant.json with mlcroissant."),
+    ] = False,
+) -> None:
+    """Verify a dataset folder offline as the Hub does on upload: the card's YAML, configs and
+    data_files, features against the parquet schemas, license, size_categories, num_examples,
+    croissant.json and its checksums (exit 1 on a defect)."""
+    from curate.cardcheck import check_card, render_json, render_text
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format {fmt!r}: use text or json")
+    problems = check_card(folder, croissant=not no_croissant)
+    sys.stdout.write(
+        render_json(folder, problems) if fmt == "json" else render_text(folder, problems)
+    )
+    raise typer.Exit(1 if any(p.severity == "error" for p in problems) else 0)

@@ -1,0 +1,154 @@
+"""``curate card check``: a real ``curate export`` of the example repository's glycan table is
+clean; each defect the Hub (or its Dataset Viewer) would find after an upload is caught when the
+folder is broken that one way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from curate.cli.main import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataset-repo"
+
+
+def run(capsys, *argv: Any) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("card") / "hf"
+    src = EXAMPLE / "data" / "glycan" / "plant_taxonomy.csv"
+    assert main(["export", "glycan", str(src), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def folder(exported, tmp_path) -> Path:
+    dst = tmp_path / "hf"
+    shutil.copytree(exported, dst)
+    return dst
+
+
+def edit_card(folder: Path, old: str, new: str) -> None:
+    card = folder / "README.md"
+    text = card.read_text("utf-8")
+    assert old in text, old
+    card.write_text(text.replace(old, new, 1), "utf-8")
+
+
+def edit_croissant(folder: Path, change: Callable[[dict], None]) -> None:
+    path = folder / "croissant.json"
+    doc = json.loads(path.read_text("utf-8"))
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2), "utf-8")
+
+
+def test_a_real_export_is_clean(exported, capsys):
+    rc, out, err = run(capsys, "card", "check", exported)
+    assert rc == 0, out + err
+    assert "nothing the Hub would reject" in out
+
+
+def _bad_yaml(f: Path) -> None:
+    edit_card(f, "license: mit", "license: [mit")
+
+
+def _no_files(f: Path) -> None:
+    edit_card(f, "path: data/test-*", "path: data/tests-*")
+
+
+def _features(f: Path) -> None:
+    edit_card(
+        f, "- name: glycowork_row\n    dtype: int64", "- name: glycowork_row\n    dtype: string"
+    )
+
+
+def _missing_column(f: Path) -> None:
+    edit_card(f, "  - name: taxon_id\n    dtype: int64\n", "")
+
+
+def _license(f: Path) -> None:
+    edit_card(f, "license: mit", "license: mit-license")
+
+
+def _size(f: Path) -> None:
+    edit_card(f, "- n<1K", "- n<2K")
+
+
+def _num_examples(f: Path) -> None:
+    card = (f / "README.md").read_text("utf-8")
+    n = re.search(r"name: test\n    num_bytes: \d+\n    num_examples: (\d+)", card)
+    assert n is not None
+    edit_card(f, n.group(0), n.group(0)[: -len(n.group(1))] + str(int(n.group(1)) + 1))
+
+
+def _sha(f: Path) -> None:
+    def change(doc: dict) -> None:
+        obj = next(d for d in doc["distribution"] if d["@type"] == "cr:FileObject")
+        obj["sha256"] = "0" * 64
+
+    edit_croissant(f, change)
+
+
+def _croissant_invalid(f: Path) -> None:
+    def change(doc: dict) -> None:
+        doc["recordSet"][-1]["field"][0]["dataType"] = "sc:NoSuchType"
+
+    edit_croissant(f, change)
+
+
+def _shard_gone(f: Path) -> None:
+    next((f / "data").glob("validation-*.parquet")).unlink()
+
+
+@pytest.mark.parametrize(
+    ("damage", "where", "words"),
+    [
+        (_bad_yaml, "README.md: line 3", "the YAML does not parse"),
+        (_no_files, "README.md: configs[0].data_files[2]", "'data/tests-*' matches no file"),
+        (_features, "data/", "column 'glycowork_row' is int64 in the file but string"),
+        (_missing_column, "data/", "column 'taxon_id' of the file is not in the card's features"),
+        (_license, "README.md: license", "'mit-license' is not a Hub licence identifier"),
+        (_size, "README.md: size_categories[0]", "'n<2K' is not a Hub size category"),
+        (_num_examples, "README.md: dataset_info.splits[2].num_examples", "the card says"),
+        (_sha, "croissant.json: distribution[", "the file says 000000"),
+        (_croissant_invalid, "croissant.json", "does not specify a valid"),
+        (_shard_gone, "README.md: configs[0].data_files[1]", "'data/validation-*' matches no"),
+    ],
+)
+def test_each_defect_is_caught(folder, capsys, damage, where, words):
+    damage(folder)
+    rc, out, err = run(capsys, "card", "check", folder)
+    assert rc == 1, out + err
+    lines = [x for x in out.splitlines() if words in x]
+    assert lines, out
+    assert f"{folder}/{where}" in lines[0]
+    rc, out, _ = run(capsys, "card", "check", folder, "--format", "json")
+    assert rc == 1 and any(words in p["message"] for p in json.loads(out)["problems"])
+
+
+def test_without_mlcroissant_croissant_is_a_usage_error(folder, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlcroissant", None)  # import fails as if not installed
+    rc, _, err = run(capsys, "card", "check", folder)
+    assert rc == 2
+    assert "mlcroissant is not installed" in err and err.count("\n") == 1
+    rc, out, _ = run(capsys, "card", "check", folder, "--no-croissant")
+    assert rc == 0, out
+
+
+def test_not_a_card_folder(tmp_path, capsys):
+    rc, out, _ = run(capsys, "card", "check", tmp_path)
+    assert rc == 1 and "no dataset card (README.md)" in out

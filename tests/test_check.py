@@ -1,0 +1,299 @@
+"""``curate check`` on the worked example repository (examples/dataset-repo): it passes as
+shipped; an injected problem fails it (exit 1) with the rule and the record named in every
+output format; the baselined problem passes again; a broken configuration is exit 2 naming the
+key. Every run works on a copy of the example in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from curate.check import fingerprint, normalise_message
+from curate.cli.main import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataset-repo"
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+FORMATS = ("text", "json", "markdown", "html", "junit", "github", "sarif")
+
+
+def run(capsys, *argv: Any) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch) -> Path:
+    """A fresh copy of the example repository, as the current folder."""
+    dst = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, dst, ignore=shutil.ignore_patterns("reports"))
+    monkeypatch.chdir(dst)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return dst
+
+
+def inject_duplicate(repo: Path, new_id: int = 99999) -> None:
+    """Append a copy of the first case under a new id: a duplicated case (KE401, an error in
+    the example's config) that the baseline has never seen."""
+    path = repo / "data" / "mquake" / "cases.json"
+    cases = json.loads(path.read_text("utf-8"))
+    copy = json.loads(json.dumps(cases[0]))
+    copy["case_id"] = new_id
+    cases.append(copy)
+    path.write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n", "utf-8")
+
+
+def validate_junit(text: str) -> None:
+    import xmlschema
+
+    xmlschema.XMLSchema(str(SCHEMAS / "JUnit.xsd")).validate(text)
+
+
+def validate_sarif(text: str) -> dict[str, Any]:
+    import jsonschema
+
+    schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text("utf-8"))
+    doc = json.loads(text)
+    jsonschema.Draft4Validator(schema).validate(doc)
+    return doc
+
+
+def test_every_family_is_in_the_example():
+    import tomllib
+
+    from curate.families import all_families
+
+    cfg = tomllib.loads((EXAMPLE / "pyproject.toml").read_text("utf-8"))["tool"]["curate"]
+    from curate.families import get_family
+
+    used = {get_family(d["family"]).name for d in cfg["datasets"]}
+    assert used == set(all_families())
+
+
+def test_the_example_passes_as_shipped(repo, capsys):
+    rc, out, err = run(capsys, "check")
+    assert rc == 0, out + err
+    assert "curate check passed: 3 dataset(s)" in out
+    # the accepted findings are there, counted as baselined and ignored, not hidden
+    assert "KE401" in out and "GL402" in out
+    # the configured report files were written, and they validate
+    validate_junit((repo / "reports" / "curate-junit.xml").read_text("utf-8"))
+    doc = validate_sarif((repo / "reports" / "curate.sarif").read_text("utf-8"))
+    states = {r["baselineState"] for r in doc["runs"][0]["results"]}
+    assert states == {"unchanged", "new"}  # baselined ones, and the ignored KE401 9203
+    ignored = [r for r in doc["runs"][0]["results"] if "suppressions" in r]
+    assert [r["properties"]["record"] for r in ignored] == ["9203"]
+    assert "upstream MQuAKE-hard release" in ignored[0]["suppressions"][0]["justification"]
+
+
+def test_the_config_is_found_from_a_subfolder(repo, capsys, monkeypatch):
+    monkeypatch.chdir(repo / "data" / "glycan")
+    rc, out, err = run(capsys, "check", "--dataset", "plant-glycans", "--no-step-summary")
+    assert rc == 0, out + err
+    assert "plant-glycans" in out and "mquake-sample" not in out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_injected_duplicate_fails_naming_rule_and_record(repo, capsys, fmt):
+    inject_duplicate(repo)
+    rc, out, err = run(capsys, "check", "--format", fmt)
+    assert rc == 1, err
+    assert "KE401" in out
+    assert "99999" in out
+    if fmt == "junit":
+        validate_junit(out)
+        assert '<failure message="KE401: 1 new error finding" type="KE401">' in out
+    elif fmt == "sarif":
+        doc = validate_sarif(out)
+        failing = [r for r in doc["runs"][0]["results"] if r["properties"]["fails"]]
+        assert [(r["ruleId"], r["properties"]["record"]) for r in failing] == [("KE401", "99999")]
+        assert failing[0]["level"] == "error"
+        # the new case starts on a line of the JSON array: the region names it
+        line = failing[0]["locations"][0]["physicalLocation"]["region"]["startLine"]
+        text = (repo / "data" / "mquake" / "cases.json").read_text("utf-8").splitlines()
+        assert text[line - 1].strip() == "{"
+        assert '"case_id": 99999' in text[line]
+    elif fmt == "github":
+        errors = [x for x in out.splitlines() if x.startswith("::error ")]
+        assert len(errors) == 1
+        assert "file=data/mquake/cases.json" in errors[0]
+        assert "title=KE401 duplicate-case (mquake-sample)" in errors[0]
+        assert "record 99999" in errors[0]
+    elif fmt == "json":
+        doc = json.loads(out)
+        assert doc["failed"] is True
+        bad = [f for d in doc["datasets"] for f in d["findings"] if f["fails"]]
+        assert [(f["rule"], f["record"], f["status"]) for f in bad] == [("KE401", "99999", "new")]
+    elif fmt == "html":
+        assert out.startswith("<!DOCTYPE html>") and "FAIL" in out
+
+
+def test_a_baselined_problem_passes_again(repo, capsys):
+    inject_duplicate(repo)
+    assert run(capsys, "check")[0] == 1
+    rc, _, err = run(capsys, "check", "--update-baseline")
+    assert rc == 0, err
+    assert "curate-baseline.json" in err
+    doc = json.loads((repo / "curate-baseline.json").read_text("utf-8"))
+    assert any(e["record"] == "99999" and e["rule"] == "KE401" for e in doc["findings"])
+    # sorted and written by curate: the first key says so
+    assert next(iter(doc)) == "curate-baseline"
+    rc, out, err = run(capsys, "check")
+    assert rc == 0, out + err
+    # a second, different duplicate is new again
+    inject_duplicate(repo, 88888)
+    rc, out, _ = run(capsys, "check")
+    assert rc == 1 and "88888" in out and "99999" not in out.split("failed:")[-1]
+
+
+def test_findings_keep_their_fingerprint_when_rows_move(repo, capsys):
+    """A new row at the top of the CSV moves every other row one line down (and changes the
+    counts quoted in messages): nothing that was accepted becomes new."""
+    path = repo / "data" / "glycan" / "plant_taxonomy.csv"
+    head, *rows = path.read_text("utf-8").splitlines(keepends=True)
+    # the first row's taxon again, a new id and a glycan of its own
+    cells = rows[0].split(",")
+    cells[0], cells[1] = "999999", "Glc(b1-4)Glc(b1-4)Glc(b1-4)Glc"
+    path.write_text(head + ",".join(cells) + "".join(rows), "utf-8")
+    rc, out, err = run(capsys, "check", "--dataset", "plant-glycans", "--format", "json")
+    assert rc == 0, out + err
+    findings = json.loads(out)["datasets"][0]["findings"]
+    assert [f for f in findings if f["status"] == "new"] == []
+    moved = next(f for f in findings if f["rule"] == "GL301" and f["record"] == "980")
+    assert moved["line"] == 28 and moved["status"] == "baselined"  # line 27 before
+
+
+def test_a_new_leak_is_annotated_on_its_csv_line(repo, capsys, monkeypatch, tmp_path):
+    """Moving a training row into the test split leaks its glycan: the annotation points at
+    the row's physical line, and the job summary is appended to $GITHUB_STEP_SUMMARY."""
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n", "utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    path = repo / "data" / "glycan" / "plant_taxonomy.csv"
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    # record 554 is a training row whose glycan other splits also hold (see GL402 messages)
+    k = next(i for i, line in enumerate(lines) if line.startswith("554,"))
+    assert lines[k].rstrip("\n").endswith(",train")
+    lines[k] = lines[k].rstrip("\n")[: -len("train")] + "test\n"
+    path.write_text("".join(lines), "utf-8")
+    rc, out, _ = run(capsys, "check", "--dataset", "plant-glycans", "--format", "github")
+    assert rc == 1
+    errors = [x for x in out.splitlines() if x.startswith("::error ") and "record 554," in x]
+    assert errors, out
+    assert f"file=data/glycan/plant_taxonomy.csv,line={k + 1}," in errors[0]
+    text = summary.read_text("utf-8")
+    assert text.startswith("earlier step\n")
+    assert "## curate check failed" in text and "554" in text
+
+
+def test_without_the_baseline_the_accepted_errors_fail(repo, capsys):
+    rc, out, _ = run(capsys, "check", "--no-baseline", "--no-step-summary")
+    assert rc == 1
+    assert "GL402 split-leakage-different-label failed" in out
+    # GL501 is under its 40% threshold; KE401 9203 stays ignored by curate-ignore
+    assert "GL501 singleton-class failed" not in out
+    assert "KE401 duplicate-case failed" not in out
+
+
+def test_a_threshold_fails_when_exceeded(repo, capsys):
+    cfg = repo / "pyproject.toml"
+    cfg.write_text(cfg.read_text("utf-8").replace('GL501 = "40%"', 'GL501 = "10%"'), "utf-8")
+    rc, out, _ = run(capsys, "check", "--no-baseline", "--dataset", "plant-glycans")
+    assert rc == 1
+    assert "GL501 singleton-class failed: 118 new findings in 54 records, over threshold 10%" in out
+
+
+def test_update_baseline_refuses_a_file_curate_did_not_write(repo, capsys):
+    foreign = repo / "curate-baseline.json"
+    foreign.write_text('{"someone": "else"}\n', "utf-8")
+    rc, _, err = run(capsys, "check", "--update-baseline")
+    assert rc == 2
+    assert err.count("\n") == 1 and "not a curate baseline" in err
+    assert foreign.read_text("utf-8") == '{"someone": "else"}\n'
+
+
+def _break(repo: Path, old: str, new: str) -> None:
+    cfg = repo / "pyproject.toml"
+    text = cfg.read_text("utf-8")
+    assert old in text
+    cfg.write_text(text.replace(old, new, 1), "utf-8")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ('family = "glycan"', 'famly = "glycan"', "[tool.curate] datasets[1].famly: unknown key"),
+        ('fail-on = "error"', 'fail-on = "errors"', "[tool.curate] fail-on:"),
+        ('format = "text"', 'formatt = "text"', "[tool.curate] output.formatt: unknown key"),
+        ('family = "glycan"', 'family = "glycon"', "datasets[1].family: unknown family"),
+        ('task = "taxonomy"', 'tasks = "taxonomy"', "datasets[1].options.tasks: glycan has no"),
+        ('"random:8"', '"random:eight"', "datasets[0].options: --edit-set: bad edit set"),
+        ('select = ["KE"]', 'select = ["GL"]', "datasets[0].select[0]: 'GL' matches no"),
+        ('GL501 = "40%"', "GL501 = true", "datasets[1].thresholds: GL501:"),
+        ("reason = ", "why = ", "curate-ignore[0].why: unknown key"),
+        ('rule = "KE401"', 'rule = "KE999"', "curate-ignore[0].rule: 'KE999' is not a rule"),
+        ('paths = ["data/glycan/*.csv"]', 'paths = ["data/glycan/*.tsv"]', "paths[0]"),
+    ],
+)
+def test_a_broken_config_is_one_exit_2_line_naming_the_key(repo, capsys, old, new, named):
+    _break(repo, old, new)
+    rc, out, err = run(capsys, "check")
+    assert rc == 2, out + err
+    assert err.count("\n") == 1, err
+    assert err.startswith("curate: error: pyproject.toml: ")
+    assert named in err
+
+
+@pytest.mark.parametrize(
+    ("reason", "named"),
+    [
+        ('reason = "  "', "curate-ignore[0].reason: a reason is required"),
+        ("", "curate-ignore[0].reason: required key missing"),
+    ],
+)
+def test_a_reason_is_required_for_an_ignore(repo, capsys, reason, named):
+    cfg = repo / "pyproject.toml"
+    lines = cfg.read_text("utf-8").splitlines()
+    k = next(i for i, line in enumerate(lines) if line.startswith("reason = "))
+    lines[k] = reason
+    cfg.write_text("\n".join(lines) + "\n", "utf-8")
+    rc, _, err = run(capsys, "check")
+    assert rc == 2
+    assert named in err
+
+
+def test_a_curate_toml_and_an_unused_ignore(repo, capsys, tmp_path, monkeypatch):
+    """A curate.toml has the keys at its top level; an ignore that matches nothing is said."""
+    folder = tmp_path / "other"
+    folder.mkdir()
+    shutil.copy(repo / "data" / "glycan" / "plant_taxonomy.csv", folder / "t.csv")
+    (folder / "curate.toml").write_text(
+        'fail-on = "never"\n[[datasets]]\nname = "g"\nfamily = "glycan"\npaths = ["t.csv"]\n'
+        '[[curate-ignore]]\nrule = "GL304"\nrecord = "1"\nreason = "test"\n',
+        "utf-8",
+    )
+    monkeypatch.chdir(folder)
+    rc, out, _ = run(capsys, "check")
+    assert rc == 0
+    assert "curate-ignore[0] (GL304 record 1) matched no finding" in out
+
+
+def test_no_config_is_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, "check")
+    assert rc == 2 and "no curate configuration found" in err
+
+
+def test_fingerprint_ignores_numbers_and_positions():
+    a = fingerprint("d", "GL301", "t.csv", "980", "Class", "under 'X' in 24 rows")
+    b = fingerprint("d", "GL301", "t.csv", "980", "Class", "under 'X' in 25 rows")
+    c = fingerprint("d", "GL301", "t.csv", "980", "Class", "under 'Y' in 24 rows")
+    d = fingerprint("d", "GL301", "t.csv", "981", "Class", "under 'X' in 24 rows")
+    assert a == b and a != c and a != d
+    assert normalise_message("mean 0.3796 over 27 episodes") == "mean # over # episodes"
