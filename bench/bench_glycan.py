@@ -8,8 +8,8 @@ Default mode: load + full audit of each real table (best of 3, parser cache clea
 FILE``), reaped with ``os.wait4`` for its peak RSS and CPU time. Printed per size: rows, wall time
 of load + audit, rows/s, µs per row, the child's CPU seconds (user + system, all threads: on a
 loaded machine wall time waits for a core, CPU time does not), peak RSS, and the time of every
-rule (``Report.timings``; a table shared by several rules, such as the long label table, is
-charged to the first rule that builds it). Target (issue 9): 1.3 M rows in ≤ 15 s and ≤ 3 GB,
+stage (``Report.durations``, as ``--durations`` prints them: a table shared by several rules,
+such as the long label table, is its own ``table:NAME`` row, not charged to a rule). Target (issue 9): 1.3 M rows in ≤ 15 s and ≤ 3 GB,
 time per row flat from 13k to 1.3 M.
 
 How replicas are made (``--replicate``):
@@ -116,7 +116,7 @@ def child(path: str) -> None:
                 "rows": data.tables[0].raw.height,
                 "load": loaded,
                 "wall": wall,
-                "timings": report.timings,
+                "timings": report.durations,
                 "findings": report.findings.height,
                 "counts": counts,
             }
@@ -157,13 +157,13 @@ def scaling(sizes: list[int], how: str, workdir: Path | None) -> None:
         )
     codes = sorted({c for r in results for c in r["timings"]})
     print("\nper rule: seconds (µs/row); findings")
-    print(f"{'rule':<6} " + " ".join(f"{'×' + str(r['times']):>22}" for r in results))
+    print(f"{'stage':<16} " + " ".join(f"{'×' + str(r['times']):>22}" for r in results))
     for c in codes:
         cells = []
         for r in results:
             s = r["timings"].get(c, 0.0)
             cells.append(f"{s:>7.2f}s ({s / r['rows'] * 1e6:>5.2f}) {r['counts'].get(c, 0):>7,}")
-        print(f"{c:<6} " + " ".join(f"{x:>22}" for x in cells))
+        print(f"{c:<16} " + " ".join(f"{x:>22}" for x in cells))
     if tmp:
         tmp.cleanup()
 
