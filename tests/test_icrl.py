@@ -526,3 +526,46 @@ def test_json_report_carries_locations(valid: Path, tmp_path: Path, capsys) -> N
     want = {"task": "0", "history": 1, "step_start": 42, "step_end": 43}
     assert f["details"].items() >= want.items()
     assert out["summary"]["stats"]["episodes"] > 0
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def _break_links(f: h5py.File) -> None:
+    del f["1"]["expert_actions"]
+    f["1"]["expert_actions"] = h5py.ExternalLink("other.h5", "/x")
+    del f["2"]["dones"]
+    f["2"]["dones"] = h5py.SoftLink("/0/missing")
+    f["gone"] = h5py.SoftLink("/nowhere")
+    f["far"] = h5py.ExternalLink("other.h5", "/y")
+
+
+def test_broken_links_are_findings_never_a_crash(valid: Path, tmp_path: Path, capsys) -> None:
+    """A link inside a task group that cannot be followed is RL103 on that group (which is not
+    scanned); one at the root is RL003 said as a link. No command reaches an internal error."""
+    bad = _edit(_copy(valid, tmp_path), _break_links)
+    found = {(f["rule"], f["record"]): f for f in _findings(bad)}
+    ext = found[("RL103", "1")]
+    assert ext["field"] == "expert_actions" and "external link to other.h5:/x" in ext["message"]
+    soft = found[("RL103", "2")]
+    assert soft["field"] == "dones" and "dangling soft link (to /0/missing)" in soft["message"]
+    assert "a dangling soft link (to /nowhere)" in found[("RL003", "gone")]["message"]
+    assert "an external link to other.h5:/y" in found[("RL003", "far")]["message"]
+    assert curate.audit("icrl", str(bad)).stats["histories_scanned"] == 3  # group 0 only
+    capsys.readouterr()
+    assert main(["audit", "icrl", str(bad)]) == 1
+    assert main(["audit", "icrl", str(bad), "--metadata-only"]) == 1
+    assert main(["validate", "icrl", str(bad)]) in (0, 1)
+    assert main(["fix", "icrl", str(bad), "--out", str(tmp_path / "fixed")]) in (0, 1)
+    with h5py.File(tmp_path / "fixed" / bad.name) as f:
+        assert sorted(f) == ["0"]
+    assert main(["export", "icrl", str(bad), "--out", str(tmp_path / "export")]) in (0, 1)
+    assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_nonfinite_reward_at_a_done_is_reported_once(valid: Path, tmp_path: Path, value) -> None:
+    """RL205 reports it; RL201 would add "implies an episode of -1 steps" for +inf."""
+    start, end = episode_of(valid, "1", 1, 3)
+    bad = _edit(_copy(valid, tmp_path), _set("1", "rewards", 1, end - 1, value))
+    assert {x["rule"] for x in _findings(bad) if x["severity"] == "error"} == {"RL205"}

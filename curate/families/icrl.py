@@ -188,9 +188,36 @@ def _int_name(name: str) -> int | None:
     return int(name) if re.fullmatch(r"[0-9]+", name) else None
 
 
-def _group_row(file_index: int, path: str, name: str, obj: Any) -> dict[str, Any]:
+def _open_member(parent: h5py.Group, name: str) -> tuple[Any, str | None]:
+    """``parent[name]``, or ``(None, what it is)`` when it is a link that cannot be followed.
+
+    A dangling soft link or an external link to a file that is not there (or lacks the target)
+    raises ``KeyError`` deep in HDF5 ("can't open file"): said here as what the member is, so
+    a rule reports it and nothing later opens it.
+    """
+    try:
+        link = parent.get(name, getlink=True)
+    except (OSError, KeyError, RuntimeError):
+        link = None
+    try:
+        return parent[name], None
+    except (OSError, KeyError, RuntimeError, ValueError):
+        pass
+    if isinstance(link, h5py.SoftLink):
+        return None, f"a dangling soft link (to {link.path})"
+    if isinstance(link, h5py.ExternalLink):
+        return None, (f"an external link to {link.filename}:{link.path} that cannot be opened")
+    return None, "a member that cannot be opened"
+
+
+def _group_row(
+    file_index: int, path: str, name: str, obj: Any, broken: str | None = None
+) -> dict[str, Any]:
     row: dict[str, Any] = {c: None for c in TASK_SCHEMA}
     row.update(file=file_index, path=path, name=name, index=_int_name(name), scanned=False)
+    if broken is not None:
+        row.update(kind="link", scannable=False, links_broken=[broken])
+        return row
     if isinstance(obj, h5py.Dataset):
         row.update(kind="dataset", scannable=False)
         return row
@@ -227,10 +254,16 @@ def _group_row(file_index: int, path: str, name: str, obj: Any) -> dict[str, Any
     row["datasets_extra"] = sorted(m for m in members if m not in DATASETS)
     shapes = {}
     scannable = not row["datasets_missing"]
+    broken_links = []
     for d in DATASETS:
         if d not in members:
             continue
-        ds = obj[d]
+        ds, broken = _open_member(obj, d)
+        if broken is not None:
+            broken_links.append(f"{d} is {broken}")
+            row[f"{d}_dtype"] = "link"
+            scannable = False
+            continue
         if not isinstance(ds, h5py.Dataset):
             row[f"{d}_dtype"] = "group"
             scannable = False
@@ -247,6 +280,7 @@ def _group_row(file_index: int, path: str, name: str, obj: Any) -> dict[str, Any
             or tuple(ds.shape[2:]) != spec.trailing
         ):
             scannable = False
+    row["links_broken"] = broken_links
     hl = {s[:2] for s in shapes.values() if len(s) >= 2}
     first = shapes.get("actions") or next(iter(shapes.values()), None)
     if first is not None and len(first) >= 2:
@@ -266,11 +300,8 @@ def read_metadata(path: Path, file_index: int, progress: Progress | None = None)
     with h5py.File(path, "r") as f:
         names = sorted(f.keys(), key=_sort_key)
         for i, name in enumerate(names):
-            try:
-                obj = f.get(name, getlink=False)
-            except (OSError, KeyError):  # a dangling link
-                obj = None
-            row = _group_row(file_index, str(path), name, obj)
+            obj, broken = _open_member(f, name)
+            row = _group_row(file_index, str(path), name, obj, broken)
             row["position"] = i
             rows.append(row)
             if progress and i % 1000 == 999:

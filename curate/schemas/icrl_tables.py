@@ -52,7 +52,8 @@ TASK_SCHEMA: dict[str, Any] = {
     "file": pl.Int32,
     "path": pl.String,
     "name": pl.String,
-    #: "group", "dataset" or "other" (a root member that is not a group)
+    #: "group", "dataset", "link" (a dangling soft link or an external link that cannot be
+    #: opened) or "other" (a root member that is not a group)
     "kind": pl.String,
     #: the name as an integer when it is one (``"007"`` too), else null
     "index": pl.Int64,
@@ -66,6 +67,9 @@ TASK_SCHEMA: dict[str, Any] = {
     "attrs_bad": pl.List(pl.String),
     "datasets_missing": pl.List(pl.String),
     "datasets_extra": pl.List(pl.String),
+    #: the root member itself ("link"), or the group's datasets that are links which cannot be
+    #: followed, said in words ("dones is a dangling soft link (to /0/missing)")
+    "links_broken": pl.List(pl.String),
     **_DATASET_COLUMNS,
     #: ``max_steps`` of the environment ``env_id`` names (null: not an XLand-MiniGrid id)
     "max_steps": pl.Int64,

@@ -105,6 +105,14 @@ def root_member_not_group(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     other = with_paths(data.tasks.filter(pl.col("kind") != "group"), data)
     return task_findings(
         other,
-        pl.format("the root member {} is a {}, not a task group", pl.col("name"), pl.col("kind")),
+        pl.format(
+            "the root member {} is {}, not a task group",
+            pl.col("name"),
+            pl.when(pl.col("kind") == "link")
+            .then(pl.col("links_broken").list.first())
+            .when(pl.col("kind") == "dataset")
+            .then(pl.lit("a dataset"))
+            .otherwise(pl.lit("neither a group nor a dataset")),
+        ),
         fix={"op": "drop"},
     )

@@ -103,7 +103,8 @@ def group_names_not_contiguous(data: IcrlData, ctx: AuditContext) -> pl.DataFram
 @RULES.rule("RL103", "missing-dataset", category="schema", severity="error")
 def missing_dataset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A task group lacks one of the five datasets (states, actions, rewards, dones,
-    expert_actions), or one of them is not a dataset.
+    expert_actions), or one of them is not a dataset, or is a link that cannot be followed (a
+    dangling soft link, an external link to a file that is not beside it).
 
     Every loader reads all five; a group without one fails at training time, far from where the
     file was made. The group's arrays are not scanned.
@@ -112,14 +113,29 @@ def missing_dataset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     not_ds = pl.concat_list(
         [pl.when(pl.col(f"{d}_dtype") == "group").then(pl.lit(d)) for d in DATASETS]
     ).list.drop_nulls()
-    g = g.with_columns(pl.col("datasets_missing").list.concat(not_ds).alias("__bad")).filter(
-        pl.col("__bad").list.len() > 0
+    linked = pl.concat_list(
+        [pl.when(pl.col(f"{d}_dtype") == "link").then(pl.lit(d)) for d in DATASETS]
+    ).list.drop_nulls()
+    g = g.with_columns(
+        pl.col("datasets_missing").list.concat(not_ds).alias("__bad"),
+        linked.alias("__linked"),
+    ).filter((pl.col("__bad").list.len() > 0) | (pl.col("__linked").list.len() > 0))
+    msg = pl.concat_str(
+        pl.when(pl.col("__bad").list.len() > 0).then(
+            pl.format("missing dataset(s): {}", pl.col("__bad").list.join(", "))
+        ),
+        pl.when(pl.col("__linked").list.len() > 0).then(pl.col("links_broken").list.join("; ")),
+        separator="; ",
+        ignore_nulls=True,
     )
     return task_findings(
         g,
-        pl.format("missing dataset(s): {}", pl.col("__bad").list.join(", ")),
-        field=pl.col("__bad").list.first(),
-        extra=(pl.col("__bad").alias("missing"),),
+        msg,
+        field=pl.coalesce(pl.col("__bad").list.first(), pl.col("__linked").list.first()),
+        extra=(
+            pl.col("__bad").list.concat("__linked").alias("missing"),
+            pl.col("links_broken").alias("links"),
+        ),
     )
 
 
