@@ -245,7 +245,9 @@ class HistoryScan:
             implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
             kinds = {"too-long": lengths > m}
             if done:
-                kinds["reward-length"] = (rewards > 0) & (implied != lengths)
+                # a non-finite reward is RL205's; it implies no length (NaN > 0 is already
+                # false, +inf is not)
+                kinds["reward-length"] = (rewards > 0) & np.isfinite(rewards) & (implied != lengths)
                 kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
         for kind, mask in kinds.items():
             if not mask.any():
