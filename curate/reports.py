@@ -160,10 +160,20 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     s = report.summary()
     sev = s["by_severity"]
     con.print(
-        f"{s['findings']} findings in {s['records_with_findings']} of {s['records']} records: "
+        f"{s['findings']} findings{_in_records(s)}: "
         f"{sev['error']} errors, {sev['warning']} warnings, {sev['info']} info."
     )
     return buf.getvalue()
+
+
+def _in_records(s: dict) -> str:
+    """`` in 3 of 9 records`` — left out when the findings sit on more records than the input
+    counts (a family whose records are histories reports on root members and on task groups
+    without histories too): "3 of 0 records" is not a figure anyone can use."""
+    have, of = s["records_with_findings"], s["records"]
+    if have > of:
+        return ""
+    return f" in {have} of {of} records"
 
 
 def _md_escape(text: str) -> str:
@@ -186,7 +196,7 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     out += [f"- {_md_escape(line)}" for line in _headlines(report)]
     sev = s["by_severity"]
     out += [
-        f"- {s['findings']} findings in {s['records_with_findings']} of {s['records']} records "
+        f"- {s['findings']} findings{_in_records(s)} "
         f"({sev['error']} errors, {sev['warning']} warnings, {sev['info']} info)",
         "",
     ]

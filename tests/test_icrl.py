@@ -569,3 +569,37 @@ def test_nonfinite_reward_at_a_done_is_reported_once(valid: Path, tmp_path: Path
     start, end = episode_of(valid, "1", 1, 3)
     bad = _edit(_copy(valid, tmp_path), _set("1", "rewards", 1, end - 1, value))
     assert {x["rule"] for x in _findings(bad) if x["severity"] == "error"} == {"RL205"}
+
+
+def test_minari_layout_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    """Minari's episode groups share dataset names with XLand; they are another layout."""
+    path = tmp_path / "minari.hdf5"
+    with h5py.File(path, "w") as f:
+        for e in range(3):
+            g = f.create_group(f"episode_{e}")
+            for name in ("actions", "rewards", "terminations", "truncations"):
+                g.create_dataset(name, data=np.zeros(10))
+            g.create_dataset("observations", data=np.zeros((11, 4)))
+    capsys.readouterr()
+    assert main(["audit", "icrl", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "HDF5 file of another layout" in err[0]
+    assert "'episode_0', 'episode_1', 'episode_2'" in err[0] and "terminations" in err[0]
+
+
+def test_summary_never_says_of_zero_records(valid: Path, tmp_path: Path, capsys) -> None:
+    """Findings on members that hold no history (a root dataset, a group whose datasets are
+    links) are not counted "in 3 of 0 records"."""
+
+    def change(f: h5py.File) -> None:
+        for name in ("0", "1", "2"):
+            for d in ("actions", "rewards", "states", "dones", "expert_actions"):
+                del f[name][d]
+                f[name][d] = h5py.SoftLink(f"/nowhere/{d}")
+        f["meta"] = np.arange(3)
+
+    bad = _edit(_copy(valid, tmp_path), change)
+    capsys.readouterr()
+    assert main(["audit", "icrl", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "of 0 records" not in out and "findings" in out

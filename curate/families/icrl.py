@@ -310,18 +310,37 @@ def read_metadata(path: Path, file_index: int, progress: Progress | None = None)
 
 
 def _check_layout(path: Path, meta: pl.DataFrame) -> None:
-    """An HDF5 file that holds no task group at all is not this family's: exit 2, one line."""
+    """An HDF5 file none of whose root groups looks like a task group is not this family's:
+    exit 2, one line naming what the root holds.
+
+    A task group looks like one when it holds all five datasets, or when its name is an integer
+    and it holds at least three of them: a D4RL file (root datasets) or a Minari file (groups
+    ``episode_0`` … with ``actions``, ``rewards``, ``observations``) share dataset names with
+    XLand but are neither, and auditing them would report every member as broken.
+    """
     if meta.height == 0:
         raise no_records(path, "the HDF5 file's root is empty")
+    n_present = len(DATASETS) - pl.col("datasets_missing").list.len()
     present = meta.filter(
-        (pl.col("kind") == "group") & (pl.col("datasets_missing").list.len() < len(DATASETS))
+        (pl.col("kind") == "group")
+        & ((n_present == len(DATASETS)) | (pl.col("index").is_not_null() & (n_present >= 3)))
     )
     if present.height == 0:
         shown = ", ".join(repr(n) for n in meta["name"].head(5).to_list())
         more = f" and {meta.height - 5} more" if meta.height > 5 else ""
+        groups = meta.filter(pl.col("kind") == "group")
+        inside = ""
+        if groups.height:
+            g = groups.row(0, named=True)
+            members = sorted(
+                [d for d in DATASETS if d not in (g["datasets_missing"] or [])]
+                + list(g["datasets_extra"] or [])
+            )
+            inside = f"; group {g['name']!r} holds {', '.join(members) or 'nothing'}"
         raise InputError(
-            "an HDF5 file of another layout: no root group holds any of "
-            f"{', '.join(DATASETS)} (the root holds {shown}{more})",
+            "an HDF5 file of another layout: no root group looks like a task group (a group "
+            f"named by an integer holding {', '.join(DATASETS)}); the root holds "
+            f"{shown}{more}{inside}",
             path=path,
         )
 
