@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -566,7 +567,7 @@ def test_broken_links_are_findings_never_a_crash(valid: Path, tmp_path: Path, ca
 @pytest.mark.parametrize("value", [np.inf, np.nan])
 def test_nonfinite_reward_at_a_done_is_reported_once(valid: Path, tmp_path: Path, value) -> None:
     """RL205 reports it; RL201 would add "implies an episode of -1 steps" for +inf."""
-    start, end = episode_of(valid, "1", 1, 3)
+    _, end = episode_of(valid, "1", 1, 3)
     bad = _edit(_copy(valid, tmp_path), _set("1", "rewards", 1, end - 1, value))
     assert {x["rule"] for x in _findings(bad) if x["severity"] == "error"} == {"RL205"}
 
@@ -603,3 +604,27 @@ def test_summary_never_says_of_zero_records(valid: Path, tmp_path: Path, capsys)
     assert main(["audit", "icrl", str(bad)]) == 1
     out = capsys.readouterr().out
     assert "of 0 records" not in out and "findings" in out
+
+
+def test_fix_summary_counts_are_the_changelog_lines(valid: Path, tmp_path: Path, capsys):
+    """RL101 on a group RL402 drops writes no line; the summary must not count it."""
+
+    def change(f: h5py.File) -> None:
+        f.move("0", "5")
+        f.move("1", "task_7")
+        del f["2"]
+        f.copy(f["task_7"], "007")  # the same task again: RL402 drops the later copy
+        f["meta"] = np.arange(3)
+        f["gone"] = h5py.SoftLink("/nowhere")
+
+    bad = _edit(_copy(valid, tmp_path, "names.hdf5"), change)
+    capsys.readouterr()
+    out = tmp_path / "fixed"
+    assert main(["fix", "icrl", str(bad), "--out", str(out)]) in (0, 1)
+    said = capsys.readouterr()
+    lines = [json.loads(x) for x in (out / "changelog.jsonl").read_text().splitlines()]
+    line = next(x for x in (said.out + said.err).splitlines() if " changes (fixed " in x)
+    fixed = line.split(" changes (fixed ")[1].split(")")[0]
+    counts = {k: int(v) for k, v in (p.split(": ") for p in fixed.split(", "))}
+    assert counts == dict(Counter(c["rule"] for c in lines))
+    assert f" {len(lines)} changes" in line and "RL402" in counts

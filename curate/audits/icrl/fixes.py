@@ -30,6 +30,7 @@ histories of the task), RL404 (overlap with another file: fix reads one file), a
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,8 @@ class GroupPlan:
 class FixPlan:
     groups: list[GroupPlan]
     changelog: list[ChangeEntry]
-    #: findings whose edit was applied, per rule
+    #: changelog lines per rule (what the fix summary's "fixed" says: its counts add up to the
+    #: changelog's length, whatever the rule — an invalid history left out is a change too)
     applied: dict[str, int]
     histories_in: int = 0
     histories_out: int = 0
@@ -150,12 +152,8 @@ def plan_fix(
     renumber = bool(chosen & RENUMBER_RULES)
     plans: list[GroupPlan] = []
     changes: list[ChangeEntry] = []
-    applied: dict[str, int] = {}
     figures = {"invalid": 0, "dropped": 0, "groups": 0, "in": 0}
     next_index = 0
-
-    def count(rule: str) -> None:
-        applied[rule] = applied.get(rule, 0) + 1
 
     for t in tasks.iter_rows(named=True):
         name, kind = t["name"], t["kind"]
@@ -180,9 +178,6 @@ def plan_fix(
                     0 if is_invalid else 1,
                 )
             )
-            for c in whole:
-                if not c["__invalid"]:
-                    count(c["rule"])
             if kind == "group":
                 figures["groups"] += 1
                 figures["invalid" if is_invalid else "dropped"] += h_in
@@ -197,9 +192,6 @@ def plan_fix(
             plan.dropped.append(h)
             is_invalid = any(c["__invalid"] for c in cs)
             figures["invalid" if is_invalid else "dropped"] += 1
-            for c in cs:
-                if not c["__invalid"]:
-                    count(c["rule"])
             changes.append(
                 ChangeEntry(
                     f"{name}/{h}",
@@ -273,11 +265,10 @@ def plan_fix(
                     1,
                 )
             )
-        # every RL101/RL102 finding is resolved by the renumbering (a gap's finding sits on the
-        # group after the gap, which may keep its name)
-        for r in fixes.filter(pl.col("rule").is_in(sorted(RENUMBER_RULES))).iter_rows(named=True):
-            count(r["rule"])
     kept = sum(len(p.kept) for p in plans if p.kind == "group" and p.new_name is not None)
+    # counted from the lines written, not from the findings: a finding whose edit another one
+    # made moot (RL101 on a group RL402 drops) wrote no line and is not "fixed"
+    applied = dict(Counter(c.rule for c in changes))
     return FixPlan(
         plans,
         changes,
