@@ -265,6 +265,7 @@ def test_action_out_of_range(valid: Path, tmp_path: Path, rule, dataset, value) 
     bad = _edit(_copy(valid, tmp_path), _set("2", dataset, 2, 4097, value))
     f = _only(bad, rule)
     assert (f["record"], f["step_start"], f["step_end"]) == ("2/2", 4097, 4098)
+    assert f"action {value} outside 0..5 at step 4097" in f["message"] and f["value"] == value
 
 
 def test_state_value_that_decodes_to_no_tile(valid: Path, tmp_path: Path) -> None:
@@ -395,6 +396,7 @@ def test_unreadable_chunk(valid: Path, tmp_path: Path) -> None:
     bad.write_bytes(bytes(raw))
     f = _only(bad, "RL001")
     assert (f["record"], f["step_start"], f["step_end"]) == ("2/1", 0, 6000)
+    assert f["field"] == "rewards" and "rewards steps [0, 6000) cannot be read" in f["message"]
     report = curate.audit("icrl", str(bad))
     assert report.stats["histories_scanned"] == 9
     assert main(["audit", "icrl", str(bad)]) == 1
@@ -628,3 +630,18 @@ def test_fix_summary_counts_are_the_changelog_lines(valid: Path, tmp_path: Path,
     counts = {k: int(v) for k, v in (p.split(": ") for p in fixed.split(", "))}
     assert counts == dict(Counter(c["rule"] for c in lines))
     assert f" {len(lines)} changes" in line and "RL402" in counts
+
+
+def test_messages_count_in_the_singular(tmp_path: Path) -> None:
+    """One task is "1 task", and a range in the text reads as the details' (end exclusive)."""
+    one = write_file(tmp_path / "one.hdf5", tasks=1, histories=1, steps=3000)
+    assert (
+        curate.audit("icrl", str(one))
+        .stats["headline"][0]
+        .startswith("1 task, 1 history, 3,000 transitions")
+    )
+    start, end = episode_of(one, "0", 0, 2)
+    assert end - start > 1
+    _edit(one, _set("0", "dones", 0, end - 1, False))
+    f = next(x for x in _findings(one) if x["rule"] in ("RL201", "RL202"))
+    assert f"steps [{f['step_start']}, {f['step_end']})" in f["message"]

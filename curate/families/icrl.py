@@ -756,7 +756,8 @@ class IcrlFamily(Family):
         return [
             "## Learning histories",
             "",
-            f"{e['histories']:,} of the input's {total:,} histories, {e['rows']:,} rows: {what}. "
+            f"{e['histories']:,} of the input's {_n(total, 'history', 'histories')}, "
+            f"{_n(e['rows'], 'row')}: {what}. "
             "Columns `task`, `history`, `step_start`, `step_end` (end exclusive) locate each "
             "row in the input file; `states` is `(length, 5, 5)` uint8 packed `tile * 12 + "
             "colour`, `rewards` float32 (the stored float16 values). Histories an invariant "
@@ -860,13 +861,18 @@ def _weighted_median(lengths: pl.DataFrame) -> float | None:
     return (lo + hi) / 2
 
 
+def _n(k: int, word: str, words: str | None = None) -> str:
+    """``1 task``, ``2 tasks``, ``1,000 histories``."""
+    return f"{k:,} {word if k == 1 else (words or word + 's')}"
+
+
 def _headline(s: dict[str, Any]) -> str:
-    parts = [f"{s['tasks']:,} tasks", f"{s['histories']:,} histories"]
-    parts.append(f"{s['transitions']:,} transitions")
+    parts = [_n(s["tasks"], "task"), _n(s["histories"], "history", "histories")]
+    parts.append(_n(s["transitions"], "transition"))
     if "episodes" in s:
         if s["tasks_scanned"] < s["tasks"]:
-            parts.append(f"{s['tasks_scanned']:,} tasks scanned")
-        parts.append(f"{s['episodes']:,} episodes")
+            parts.append(f"{_n(s['tasks_scanned'], 'task')} scanned")
+        parts.append(_n(s["episodes"], "episode"))
         if s.get("mean_final_return") is not None:
             parts.append(
                 f"final return mean {s['mean_final_return']} / median "

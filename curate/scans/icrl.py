@@ -76,11 +76,13 @@ _INT_COLUMNS = (
     *[f"{k}_{p}" for k in EPISODE_KINDS for p in ("n",)],
     *[f"{k}_{p}" for k in STEP_KINDS for p in ("n", "first", "last")],
     "state_value",
+    "action_value",
+    "expert_value",
     *[f"action_{a}" for a in range(NUM_ACTIONS)],
     *[f"expert_{a}" for a in range(NUM_ACTIONS)],
 )
 _FLOAT_COLUMNS = ("return_sum", "first_tenth", "last_tenth", "final_return")
-_STR_COLUMNS = ("group", "digest", "error")
+_STR_COLUMNS = ("group", "digest", "error", "error_field")
 _EPISODE_INT = ("group_index", "history", "start", "end", "length", "implied", "done")
 _EPISODE_FLOAT = ("reward",)
 
@@ -147,11 +149,16 @@ class HistoryScan:
         self.examples: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
         self.counts = {k: [0, -1, -1] for k in STEP_KINDS}
         self.state_value = -1
+        #: the first out-of-range action and expert action (-1: none), for the findings' text
+        self.action_value = -1
+        self.expert_value = -1
         self.actions = np.zeros(256, dtype=np.int64)
         self.experts = np.zeros(256, dtype=np.int64)
         self.digest = hashlib.sha1(usedforsecurity=False)
         self.scratch = scratch
         self.error = ""
+        #: the dataset whose block could not be read
+        self.error_field = ""
         self.error_span = (-1, -1)
 
     def steps_where(self, kind: str, mask: np.ndarray, offset: int) -> np.ndarray | None:
@@ -184,9 +191,13 @@ class HistoryScan:
         self.actions += np.bincount(actions, minlength=256)
         self.experts += np.bincount(experts, minlength=256)
         if self.actions[NUM_ACTIONS:].any():
-            self.steps_where("action_range", actions >= NUM_ACTIONS, a)
+            hits = self.steps_where("action_range", actions >= NUM_ACTIONS, a)
+            if hits is not None and self.action_value < 0:
+                self.action_value = int(actions[hits[0]])
         if self.experts[NUM_ACTIONS:].any():
-            self.steps_where("expert_range", experts >= NUM_ACTIONS, a)
+            hits = self.steps_where("expert_range", experts >= NUM_ACTIONS, a)
+            if hits is not None and self.expert_value < 0:
+                self.expert_value = int(experts[hits[0]])
         # observations: every cell must decode to a tile < 13 (colour is always < 12)
         if n and int(states.max()) > MAX_STATE_VALUE:
             bad = (states > MAX_STATE_VALUE).reshape(n, -1)
@@ -288,9 +299,12 @@ class HistoryScan:
             "final_return": float(returns[-max(k, 1) :].mean()) if n else float("nan"),
             "digest": self.digest.hexdigest(),
             "error": self.error,
+            "error_field": self.error_field,
             "error_start": self.error_span[0],
             "error_end": self.error_span[1],
             "state_value": self.state_value,
+            "action_value": self.action_value,
+            "expert_value": self.expert_value,
         }
         for kind in EPISODE_KINDS:
             row[f"{kind}_n"] = self.flagged[kind]
@@ -358,11 +372,16 @@ def scan_tasks(
             for h in range(n_hist):
                 state = HistoryScan(steps, max_steps, scratch)
                 for a, b in edges:
-                    try:
-                        arrays = [buf.read(d, h, a, b) for d, buf in zip(ds, bufs, strict=True)]
-                    except (OSError, ValueError, RuntimeError) as e:
-                        state.error = " ".join(str(e).split()) or type(e).__name__
-                        state.error_span = (a, b)
+                    arrays = []
+                    for dname, d, buf in zip(DATASETS, ds, bufs, strict=True):
+                        try:
+                            arrays.append(buf.read(d, h, a, b))
+                        except (OSError, ValueError, RuntimeError) as e:
+                            state.error = " ".join(str(e).split()) or type(e).__name__
+                            state.error_field = dname
+                            state.error_span = (a, b)
+                            break
+                    if state.error:
                         break
                     state.block(a, *arrays)
                 state.finish()

@@ -104,6 +104,7 @@ HISTORY_SCHEMA: dict[str, Any] = {
     "final_return": pl.Float64,
     "digest": pl.String,
     "error": pl.String,
+    "error_field": pl.String,
     "error_start": pl.Int64,
     "error_end": pl.Int64,
     **{f"{k}_n": pl.Int64 for k in ("reward-length", "too-long", "zero-reward-early")},
@@ -120,6 +121,8 @@ HISTORY_SCHEMA: dict[str, Any] = {
         for p in ("n", "first", "last")
     },
     "state_value": pl.Int64,
+    "action_value": pl.Int64,
+    "expert_value": pl.Int64,
     **{f"action_{a}": pl.Int64 for a in range(NUM_ACTIONS)},
     **{f"expert_{a}": pl.Int64 for a in range(NUM_ACTIONS)},
 }

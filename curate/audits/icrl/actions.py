@@ -27,7 +27,14 @@ def action_out_of_range(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     on it (or, worse, wraps it silently); it comes from a wrong dtype cast or a padding value.
     The step range spans the first to the last such step.
     """
-    return step_findings(data, ctx, "action_range", "action outside 0..5 at", "actions")
+    return step_findings(
+        data,
+        ctx,
+        "action_range",
+        pl.format("action {} outside 0..5 at", "action_value"),
+        "actions",
+        (pl.col("action_value").alias("value"),),
+    )
 
 
 @RULES.rule(
@@ -41,7 +48,12 @@ def expert_action_out_of_range(data: IcrlData, ctx: AuditContext) -> pl.DataFram
     such step.
     """
     return step_findings(
-        data, ctx, "expert_range", "expert action outside 0..5 at", "expert_actions"
+        data,
+        ctx,
+        "expert_range",
+        pl.format("expert action {} outside 0..5 at", "expert_value"),
+        "expert_actions",
+        (pl.col("expert_value").alias("value"),),
     )
 
 

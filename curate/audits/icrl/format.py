@@ -37,13 +37,15 @@ def unreadable_block(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     return history_findings(
         with_paths(h, data),
         pl.format(
-            "steps {}-{} cannot be read ({}); the rest of this history is not checked",
+            "{} steps [{}, {}) cannot be read ({}); the rest of this history is not checked",
+            "error_field",
             "error_start",
-            pl.col("error_end") - 1,
+            "error_end",
             "error",
         ),
         start=pl.col("error_start"),
         end=pl.col("error_end"),
+        field=pl.col("error_field"),
         extra=(pl.col("error"),),
     )
 

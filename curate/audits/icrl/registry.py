@@ -87,7 +87,7 @@ def history_findings(
     *,
     start: pl.Expr,
     end: pl.Expr,
-    field: str = "",
+    field: str | pl.Expr = "",
     extra: tuple[pl.Expr, ...] = (),
     fix: dict | None = None,
 ) -> pl.DataFrame:
@@ -99,7 +99,7 @@ def history_findings(
     return df.select(
         pl.col("row"),
         pl.col("record"),
-        pl.lit(field).alias("field"),
+        (pl.lit(field) if isinstance(field, str) else field).alias("field"),
         message.alias("message"),
         json_struct(
             pl.col("group").alias("task"),
@@ -114,31 +114,41 @@ def history_findings(
 
 
 def steps_text(start: pl.Expr, end: pl.Expr) -> pl.Expr:
-    """``steps 10-12`` (inclusive, as a person counts) or ``step 10`` for one step."""
+    """``steps [10, 13)`` or ``step 10`` for one step: end exclusive, as ``step_start`` and
+    ``step_end`` in the details and every Python slice (a text range read one way and a
+    details range the other made users look one step off)."""
     return (
         pl.when(end - start <= 1)
         .then(pl.format("step {}", start))
-        .otherwise(pl.format("steps {}-{}", start, end - 1))
+        .otherwise(pl.format("steps [{}, {})", start, end))
     )
 
 
 def step_findings(
-    data: IcrlData, ctx: AuditContext, kind: str, what: str, field: str
+    data: IcrlData,
+    ctx: AuditContext,
+    kind: str,
+    what: str | pl.Expr,
+    field: str,
+    extra: tuple[pl.Expr, ...] = (),
 ) -> pl.DataFrame:
     """One finding per history with out-of-range steps of ``kind`` (a :data:`STEP_KINDS` name
-    of the scan): the first such step, how many, and the range from the first to the last."""
+    of the scan): the first such step, how many, and the range from the first to the last.
+    ``what`` (text or an expression over the scan's columns, e.g. the value) leads the
+    message."""
     h = with_paths(scan_of(ctx).histories.filter(pl.col(f"{kind}_n") > 0), data)
     first, last, n = pl.col(f"{kind}_first"), pl.col(f"{kind}_last"), pl.col(f"{kind}_n")
+    lead = pl.lit(what) if isinstance(what, str) else what
     return history_findings(
         h,
-        pl.format("{} step {}", pl.lit(what), first)
+        pl.format("{} step {}", lead, first)
         + pl.when(n > 1)
         .then(pl.format(" ({} such steps, the last at step {})", n, last))
         .otherwise(pl.lit("")),
         start=first,
         end=last + 1,
         field=field,
-        extra=(n.alias("steps"),),
+        extra=(n.alias("steps"), *extra),
     )
 
 

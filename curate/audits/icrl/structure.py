@@ -236,6 +236,15 @@ def dataset_shape_dtype(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     return concat_outputs(out)
 
 
+def _others() -> pl.Expr:
+    """``3 other groups of the file have`` / ``1 other group of the file has``."""
+    return (
+        pl.when(pl.col("__n") == 1)
+        .then(pl.lit("1 other group of the file has"))
+        .otherwise(pl.format("{} other groups of the file have", "__n"))
+    )
+
+
 def _mode(df: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
     """Per file, the most common value of ``cols`` (ties: the one of the first group)."""
     return (
@@ -274,10 +283,10 @@ def shape_differs(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     return task_findings(
         bad,
         pl.format(
-            "(H, L) = ({}, {}) where {} other groups of the file have ({}, {})",
+            "(H, L) = ({}, {}) where {} ({}, {})",
             "histories",
             "steps",
-            "__n",
+            _others(),
             "__mode_histories",
             "__mode_steps",
         ),
@@ -328,10 +337,10 @@ def inconsistent_env_benchmark(data: IcrlData, ctx: AuditContext) -> pl.DataFram
             task_findings(
                 bad,
                 pl.format(
-                    "{} is {} where {} other groups of the file have {}",
+                    "{} is {} where {} {}",
                     pl.lit(attr),
                     pl.col(col),
-                    "__n",
+                    _others(),
                     pl.col(f"__mode_{col}"),
                 ),
                 field=attr,
