@@ -89,3 +89,19 @@ def test_blocks_give_the_loop_s_episodes(steps, block) -> None:
             for s, length in zip(starts, lengths, strict=True)
         ]
         assert sorted(examples) == ranges[:EXAMPLES]
+
+
+def test_segment_length_without_segments_is_a_usage_error(tmp_path, capsys) -> None:
+    """``--segment-length`` alone would be ignored (episodes are exported): one line, exit 2."""
+    from icrl_data import write_file
+
+    from curate.cli.main import main
+
+    path = write_file(tmp_path / "v.hdf5", tasks=1, histories=1, steps=500)
+    capsys.readouterr()
+    assert (
+        main(["export", "icrl", str(path), "--segment-length", "100", "--out", str(tmp_path / "o")])
+        == 2
+    )
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "--segment-length needs --unit segment" in err[0]

@@ -192,6 +192,12 @@ class IcrlOptions(FamilyOptions):
     def _one_sample(self) -> IcrlOptions:
         if self.tasks is not None and self.fraction is not None:
             raise ValueError("give --tasks or --fraction, not both")
+        # a length given for episodes would be silently ignored: the user meant segments (the
+        # CLI passes every option, so a length is "given" when it is not the default)
+        if self.segment_length != SEGMENT_STEPS and self.unit != "segment":
+            raise ValueError(
+                "--segment-length needs --unit segment (episodes have their own length)"
+            )
         return self
 
     @property
