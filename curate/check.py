@@ -108,10 +108,15 @@ class DatasetOutcome:
     findings: pl.DataFrame
     rules: list[RuleOutcome]
     fail_on: str
+    #: Why the dataset could not be audited at all (unreadable, truncated, not of its family):
+    #: the one-line error, reported for this dataset in every format while the others are still
+    #: checked. ``error_path`` is the file it names, for an annotation.
+    error: str | None = None
+    error_path: str | None = None
 
     @property
     def failed(self) -> bool:
-        return any(r.failed for r in self.rules)
+        return self.error is not None or any(r.failed for r in self.rules)
 
     @property
     def records(self) -> int:
@@ -137,10 +142,17 @@ class CheckResult:
     unused_ignores: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     #: True when the baseline file was (re)written this run.
     baseline_written: bool = False
+    #: Findings that were new when ``--update-baseline`` accepted them.
+    newly_accepted: int = 0
 
     @property
     def failed(self) -> bool:
         return any(d.failed for d in self.datasets)
+
+    @property
+    def unusable(self) -> list[DatasetOutcome]:
+        """Datasets that could not be audited (the run exits 2 once every report is out)."""
+        return [d for d in self.datasets if d.error is not None]
 
 
 _EXTRA = {
@@ -264,6 +276,18 @@ def judge(
     return DatasetOutcome(name, fam.name, report, f, outcomes, fail_on)
 
 
+def unusable(name: str, family: str, error: Exception, fail_on: str = "error") -> DatasetOutcome:
+    """The outcome of a dataset whose input could not be used: no findings, the error."""
+    from curate.errors import InputError
+    from curate.findings import FINDING_SCHEMA
+
+    line = error.one_line() if isinstance(error, InputError) else str(error)
+    path = error.path if isinstance(error, InputError) else None
+    empty = pl.DataFrame(schema={**FINDING_SCHEMA, **_EXTRA})
+    report = Report(family, [], empty.select(list(FINDING_SCHEMA)), [])
+    return DatasetOutcome(name, family, report, empty, [], fail_on, line, path)
+
+
 def single(report: Report, fail_on: str = "error", name: str | None = None) -> CheckResult:
     """An ``audit``/``validate`` report as a one-dataset check (no baseline), so that every
     CI format renders it the same way."""
@@ -376,6 +400,27 @@ def write_baseline(path: Path, result: CheckResult, protected: Sequence[Path] = 
     }
     write_bytes_atomic(path, json_bytes(doc, indent=True) + b"\n")
     return len(entries)
+
+
+def accept_all(result: CheckResult) -> None:
+    """After ``--update-baseline``: every new finding is now baselined, so the reports of this
+    run show what the next run will see (nothing failing) instead of a verdict just undone."""
+    result.newly_accepted = sum(d.count("new") for d in result.datasets)
+    result.baseline_written = True
+    result.stale = []  # the rewrite dropped them
+    for d in result.datasets:
+        if d.findings.height:
+            d.findings = d.findings.with_columns(
+                pl.when(pl.col("status") == "new")
+                .then(pl.lit("baselined"))
+                .otherwise(pl.col("status"))
+                .alias("status"),
+                pl.lit(False).alias("fails"),
+            )
+        for r in d.rules:
+            r.baselined += r.new
+            r.new = r.new_records = 0
+            r.failed = False
 
 
 def stale_entries(path: Path | None, result: CheckResult) -> list[dict[str, Any]]:
@@ -591,17 +636,24 @@ def run_check(
         except ValueError:
             return Path(p).as_posix()
 
+    from curate.errors import InputError, RemoteError
+
     outcomes = []
     for p in plans:
-        report = api.audit(
-            p.family,
-            p.paths,
-            select=p.select,
-            ignore=p.ignore,
-            encoding=p.encoding,
-            progress=progress,
-            **p.options.model_dump(exclude_unset=True),
-        )
+        try:
+            report = api.audit(
+                p.family,
+                p.paths,
+                select=p.select,
+                ignore=p.ignore,
+                encoding=p.encoding,
+                progress=progress,
+                **p.options.model_dump(exclude_unset=True),
+            )
+        except (InputError, UsageError, RemoteError) as e:
+            # one broken dataset must not hide the others' findings, nor the reports CI uploads
+            outcomes.append(unusable(p.name, p.family.name, e, fail_on or p.fail_on))
+            continue
         outcomes.append(
             judge(
                 p.name,
