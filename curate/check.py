@@ -429,7 +429,7 @@ def stale_entries(path: Path | None, result: CheckResult) -> list[dict[str, Any]
         return []
     doc = _baseline_doc(path) or {}
     seen = {fp for d in result.datasets if d.findings.height for fp in d.findings["fingerprint"]}
-    checked = {d.name for d in result.datasets}
+    checked = {d.name for d in result.datasets if d.error is None}
     return [
         e
         for e in doc.get("findings") or []
@@ -668,7 +668,9 @@ def run_check(
             )
         )
     result = CheckResult(outcomes, loaded.path, baseline)
-    checked = {p.name for p in plans}
+    # a dataset that could not be read found nothing: its baseline entries and ignores are not
+    # stale, only unseen this run
+    checked = {d.name for d in outcomes if d.error is None}
     result.unused_ignores = [
         (i, ig.model_dump(by_alias=True, exclude_none=True))
         for i, ig in ignores

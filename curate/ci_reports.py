@@ -223,12 +223,12 @@ def footer_lines(result: CheckResult) -> list[str]:
     new = sum(int(d.findings["fails"].sum()) if d.findings.height else 0 for d in result.datasets)
     if result.baseline_written and not broken:
         pass  # no verdict: the findings were accepted (the CLI says what was recorded)
-    elif failed or broken:
+    elif failed:
         lines.append(
             f"curate check failed: {new} failing finding{'s' if new != 1 else ''} in "
-            + (", ".join(failed) or "no audited dataset")
+            + ", ".join(failed)
         )
-    else:
+    elif not broken:
         lines.append(f"curate check passed: {len(result.datasets)} dataset(s)")
     return lines
 

@@ -329,7 +329,7 @@ def load_config(path: str | Path | None = None) -> LoadedConfig:
     except UnicodeDecodeError as e:
         raise UsageError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{p}: not valid TOML ({' '.join(str(e).split())})") from None
+        raise UsageError(f"{shown_path(p)}: not valid TOML ({' '.join(str(e).split())})") from None
     if p.name == "pyproject.toml" or ("tool" in data and "curate" in data.get("tool", {})):
         section = "[tool.curate]"
         raw = (data.get("tool") or {}).get("curate")

@@ -369,6 +369,8 @@ def test_an_unusable_dataset_is_named_and_the_others_still_checked(repo, capsys,
     else:
         assert "mquake-sample" in out
     assert "plant-glycans" in out and "xland-random" in out  # the others were checked
+    # what the broken dataset could not find is not stale: its baseline and ignore stay
+    assert "no longer found" not in out and "matched no finding" not in out
     junit = (repo / "reports" / "curate-junit.xml").read_text("utf-8")
     validate_junit(junit)
     assert '<error message="data/mquake/cases.json' in junit and 'errors="1"' in junit
