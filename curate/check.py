@@ -82,17 +82,31 @@ class RuleOutcome:
     threshold: Threshold | None = None
     failed: bool = False
     seconds: float | None = None
+    #: Records of the dataset (a percentage threshold's denominator).
+    records: int = 0
+    #: False for an audit without a baseline (``audit --format junit``): every finding is
+    #: "new" there, so the word says nothing and is left out.
+    compared: bool = True
+
+    def share(self) -> str:
+        """The figure a threshold is compared with: ``7`` findings or ``4.4%`` of the records."""
+        if self.threshold is not None and self.threshold.percent is not None:
+            pct = 100.0 * self.new_records / self.records if self.records else 0.0
+            return f"{pct:.3g}% of records"
+        return f"{self.new}"
 
     @property
     def why(self) -> str:
         """Why it failed, in words: ``3 new error findings`` or ``7 new > threshold 5``."""
         if not self.failed:
             return ""
+        new = "new " if self.compared else ""
         if self.threshold is not None:
-            return f"{self.new} new findings in {self.new_records} records, over threshold " + (
-                f"{self.threshold}"
+            return (
+                f"{self.new} {new}findings in {self.new_records} records ({self.share()}), "
+                f"over threshold {self.threshold}"
             )
-        return f"{self.new} new {self.severity} finding{'s' if self.new != 1 else ''}"
+        return f"{self.new} {new}{self.severity} finding{'s' if self.new != 1 else ''}"
 
 
 @dataclass
@@ -261,6 +275,8 @@ def judge(
             else 0,
             threshold=thresholds.get(code),
             seconds=report.durations.get(code),
+            records=report.records,
+            compared=baseline is not None,
         )
         if fail_on != "never" and out.new:
             if out.threshold is not None:

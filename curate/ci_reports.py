@@ -163,7 +163,7 @@ def render_text(result: CheckResult) -> str:
         for r in d.rules:
             result_text = "FAIL" if r.failed else ("ok" if r.new == 0 else "ok (below fail-on)")
             if r.threshold is not None and not r.failed and r.new:
-                result_text = f"ok (threshold {r.threshold})"
+                result_text = f"ok ({r.share()} <= threshold {r.threshold})"
             rows.append(
                 (
                     r.rule,

@@ -210,7 +210,10 @@ def test_a_threshold_fails_when_exceeded(repo, capsys):
     cfg.write_text(cfg.read_text("utf-8").replace('GL501 = "40%"', 'GL501 = "10%"'), "utf-8")
     rc, out, _ = run(capsys, "check", "--no-baseline", "--dataset", "plant-glycans")
     assert rc == 1
-    assert "GL501 singleton-class failed: 118 new findings in 54 records, over threshold 10%" in out
+    assert (
+        "GL501 singleton-class failed: 118 new findings in 54 records (33.8% of records), "
+        "over threshold 10%" in out
+    )
 
 
 def test_update_baseline_refuses_a_file_curate_did_not_write(repo, capsys):
@@ -425,3 +428,11 @@ def test_sarif_suppresses_accepted_findings(repo, capsys):
     for r in res:
         if "suppressions" not in r:
             assert r["baselineState"] == "new"
+
+
+def test_a_threshold_not_exceeded_states_the_figure(repo, capsys):
+    """A bare "ok (threshold 40%)" hides how close the data is: the share is printed too."""
+    rc, out, _ = run(capsys, "check", "--no-baseline", "--dataset", "plant-glycans")
+    assert rc == 1  # without the baseline, GL301/GL40x errors fail; GL501 does not
+    line = next(x for x in out.splitlines() if x.strip().startswith("GL501"))
+    assert "ok (33.8% of records <= threshold 40%)" in line, line
