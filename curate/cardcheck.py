@@ -105,7 +105,7 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
 
     root = Path(folder)
     if not root.is_dir():
-        raise UsageError(f"{root}: not a folder")
+        raise UsageError(f"{root}: {'not a folder' if root.exists() else 'no such folder'}")
     card = root / "README.md"
     if not card.is_file():
         return [Problem("", "no dataset card (README.md) in the folder")]

@@ -82,17 +82,31 @@ class RuleOutcome:
     threshold: Threshold | None = None
     failed: bool = False
     seconds: float | None = None
+    #: Records of the dataset (a percentage threshold's denominator).
+    records: int = 0
+    #: False for an audit without a baseline (``audit --format junit``): every finding is
+    #: "new" there, so the word says nothing and is left out.
+    compared: bool = True
+
+    def share(self) -> str:
+        """The figure a threshold is compared with: ``7`` findings or ``4.4%`` of the records."""
+        if self.threshold is not None and self.threshold.percent is not None:
+            pct = 100.0 * self.new_records / self.records if self.records else 0.0
+            return f"{pct:.3g}% of records"
+        return f"{self.new}"
 
     @property
     def why(self) -> str:
         """Why it failed, in words: ``3 new error findings`` or ``7 new > threshold 5``."""
         if not self.failed:
             return ""
+        new = "new " if self.compared else ""
         if self.threshold is not None:
-            return f"{self.new} new findings in {self.new_records} records, over threshold " + (
-                f"{self.threshold}"
+            return (
+                f"{self.new} {new}findings in {self.new_records} records ({self.share()}), "
+                f"over threshold {self.threshold}"
             )
-        return f"{self.new} new {self.severity} finding{'s' if self.new != 1 else ''}"
+        return f"{self.new} {new}{self.severity} finding{'s' if self.new != 1 else ''}"
 
 
 @dataclass
@@ -108,10 +122,15 @@ class DatasetOutcome:
     findings: pl.DataFrame
     rules: list[RuleOutcome]
     fail_on: str
+    #: Why the dataset could not be audited at all (unreadable, truncated, not of its family):
+    #: the one-line error, reported for this dataset in every format while the others are still
+    #: checked. ``error_path`` is the file it names, for an annotation.
+    error: str | None = None
+    error_path: str | None = None
 
     @property
     def failed(self) -> bool:
-        return any(r.failed for r in self.rules)
+        return self.error is not None or any(r.failed for r in self.rules)
 
     @property
     def records(self) -> int:
@@ -137,10 +156,17 @@ class CheckResult:
     unused_ignores: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     #: True when the baseline file was (re)written this run.
     baseline_written: bool = False
+    #: Findings that were new when ``--update-baseline`` accepted them.
+    newly_accepted: int = 0
 
     @property
     def failed(self) -> bool:
         return any(d.failed for d in self.datasets)
+
+    @property
+    def unusable(self) -> list[DatasetOutcome]:
+        """Datasets that could not be audited (the run exits 2 once every report is out)."""
+        return [d for d in self.datasets if d.error is not None]
 
 
 _EXTRA = {
@@ -249,6 +275,8 @@ def judge(
             else 0,
             threshold=thresholds.get(code),
             seconds=report.durations.get(code),
+            records=report.records,
+            compared=baseline is not None,
         )
         if fail_on != "never" and out.new:
             if out.threshold is not None:
@@ -262,6 +290,18 @@ def judge(
         (pl.col("rule").is_in(sorted(failing)) & (pl.col("status") == "new")).alias("fails")
     ).select([*report.findings.columns, *_EXTRA])
     return DatasetOutcome(name, fam.name, report, f, outcomes, fail_on)
+
+
+def unusable(name: str, family: str, error: Exception, fail_on: str = "error") -> DatasetOutcome:
+    """The outcome of a dataset whose input could not be used: no findings, the error."""
+    from curate.errors import InputError
+    from curate.findings import FINDING_SCHEMA
+
+    line = error.one_line() if isinstance(error, InputError) else str(error)
+    path = error.path if isinstance(error, InputError) else None
+    empty = pl.DataFrame(schema={**FINDING_SCHEMA, **_EXTRA})
+    report = Report(family, [], empty.select(list(FINDING_SCHEMA)), [])
+    return DatasetOutcome(name, family, report, empty, [], fail_on, line, path)
 
 
 def single(report: Report, fail_on: str = "error", name: str | None = None) -> CheckResult:
@@ -378,13 +418,34 @@ def write_baseline(path: Path, result: CheckResult, protected: Sequence[Path] = 
     return len(entries)
 
 
+def accept_all(result: CheckResult) -> None:
+    """After ``--update-baseline``: every new finding is now baselined, so the reports of this
+    run show what the next run will see (nothing failing) instead of a verdict just undone."""
+    result.newly_accepted = sum(d.count("new") for d in result.datasets)
+    result.baseline_written = True
+    result.stale = []  # the rewrite dropped them
+    for d in result.datasets:
+        if d.findings.height:
+            d.findings = d.findings.with_columns(
+                pl.when(pl.col("status") == "new")
+                .then(pl.lit("baselined"))
+                .otherwise(pl.col("status"))
+                .alias("status"),
+                pl.lit(False).alias("fails"),
+            )
+        for r in d.rules:
+            r.baselined += r.new
+            r.new = r.new_records = 0
+            r.failed = False
+
+
 def stale_entries(path: Path | None, result: CheckResult) -> list[dict[str, Any]]:
     """Baseline entries that no current finding matches (fixed since): worth dropping."""
     if path is None or not path.exists():
         return []
     doc = _baseline_doc(path) or {}
     seen = {fp for d in result.datasets if d.findings.height for fp in d.findings["fingerprint"]}
-    checked = {d.name for d in result.datasets}
+    checked = {d.name for d in result.datasets if d.error is None}
     return [
         e
         for e in doc.get("findings") or []
@@ -591,17 +652,24 @@ def run_check(
         except ValueError:
             return Path(p).as_posix()
 
+    from curate.errors import InputError, RemoteError
+
     outcomes = []
     for p in plans:
-        report = api.audit(
-            p.family,
-            p.paths,
-            select=p.select,
-            ignore=p.ignore,
-            encoding=p.encoding,
-            progress=progress,
-            **p.options.model_dump(exclude_unset=True),
-        )
+        try:
+            report = api.audit(
+                p.family,
+                p.paths,
+                select=p.select,
+                ignore=p.ignore,
+                encoding=p.encoding,
+                progress=progress,
+                **p.options.model_dump(exclude_unset=True),
+            )
+        except (InputError, UsageError, RemoteError) as e:
+            # one broken dataset must not hide the others' findings, nor the reports CI uploads
+            outcomes.append(unusable(p.name, p.family.name, e, fail_on or p.fail_on))
+            continue
         outcomes.append(
             judge(
                 p.name,
@@ -616,7 +684,9 @@ def run_check(
             )
         )
     result = CheckResult(outcomes, loaded.path, baseline)
-    checked = {p.name for p in plans}
+    # a dataset that could not be read found nothing: its baseline entries and ignores are not
+    # stale, only unseen this run
+    checked = {d.name for d in outcomes if d.error is None}
     result.unused_ignores = [
         (i, ig.model_dump(by_alias=True, exclude_none=True))
         for i, ig in ignores

@@ -31,8 +31,11 @@ import polars as pl
 
 from curate import __version__
 from curate.check import CheckResult, DatasetOutcome
+from curate.config import shown_path
 from curate.findings import json_bytes
 
+#: The SARIF rule of a dataset that could not be audited (its input unusable).
+UNUSABLE_RULE = "unusable-input"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 #: Files larger than this get no line numbers (finding them means reading the file again).
 MAX_LINE_SCAN_BYTES = 256 << 20
@@ -149,6 +152,9 @@ def render_text(result: CheckResult) -> str:
     finding: what a person reads in a CI log."""
     out: list[str] = []
     for d in result.datasets:
+        if d.error is not None:
+            out += [f"{d.name} ({d.family}): UNUSABLE: {d.error}", ""]
+            continue
         verdict = "FAILED" if d.failed else "passed"
         inputs = ", ".join(i.path for i in d.report.inputs)
         out.append(f"{d.name} ({d.family}; {d.records} records; {inputs}): {verdict}")
@@ -157,7 +163,7 @@ def render_text(result: CheckResult) -> str:
         for r in d.rules:
             result_text = "FAIL" if r.failed else ("ok" if r.new == 0 else "ok (below fail-on)")
             if r.threshold is not None and not r.failed and r.new:
-                result_text = f"ok (threshold {r.threshold})"
+                result_text = f"ok ({r.share()} <= threshold {r.threshold})"
             rows.append(
                 (
                     r.rule,
@@ -207,16 +213,35 @@ def footer_lines(result: CheckResult) -> list[str]:
             f"curate-ignore[{i}] ({ig.get('rule')} record {ig.get('record')}) matched no "
             "finding: remove it"
         )
-    failed = [d.name for d in result.datasets if d.failed]
+    broken = [d.name for d in result.unusable]
+    if broken:
+        lines.append(
+            f"curate check could not audit {len(broken)} dataset{'s' if len(broken) != 1 else ''}"
+            f" (unusable input): {', '.join(broken)}"
+        )
+    failed = [d.name for d in result.datasets if d.failed and d.error is None]
     new = sum(int(d.findings["fails"].sum()) if d.findings.height else 0 for d in result.datasets)
-    if failed:
+    if result.baseline_written and not broken:
+        pass  # no verdict: the findings were accepted (the CLI says what was recorded)
+    elif failed:
         lines.append(
             f"curate check failed: {new} failing finding{'s' if new != 1 else ''} in "
             + ", ".join(failed)
         )
-    else:
+    elif not broken:
         lines.append(f"curate check passed: {len(result.datasets)} dataset(s)")
     return lines
+
+
+def baseline_line(result: CheckResult) -> str:
+    """What ``--update-baseline`` wrote: ``baseline FILE: 163 findings recorded (3 new)`` (the
+    run accepts its failing findings, so "check failed" would be the wrong verdict to print)."""
+    recorded = sum(d.findings.height - d.count("ignored") for d in result.datasets)
+    new = result.newly_accepted
+    where = shown_path(result.baseline) if result.baseline else "(none)"
+    return (
+        f"baseline {where}: {recorded} finding{'s' if recorded != 1 else ''} recorded ({new} new)"
+    )
 
 
 # --------------------------------------------------------------------------- JSON
@@ -252,6 +277,7 @@ def to_json_obj(result: CheckResult) -> dict[str, Any]:
                 "options": d.report.options,
                 "fail_on": d.fail_on,
                 "failed": d.failed,
+                **({"error": d.error} if d.error is not None else {}),
                 "rules": [
                     {
                         "rule": r.rule,
@@ -302,7 +328,9 @@ def render_markdown(result: CheckResult) -> str:
     ]
     for d in result.datasets:
         shown = [r for r in d.rules if r.findings]
-        if not shown:
+        if d.error is not None:
+            out.append(f"| {_md(d.name)} | — | error | | | | | ❌ **unusable**: {_md(d.error)} |")
+        elif not shown:
             out.append(f"| {_md(d.name)} | — | | 0 | 0 | 0 | 0 | ✅ pass |")
         for r in shown:
             res = "❌ **fail**" if r.failed else "✅ pass"
@@ -342,6 +370,10 @@ def render_github(result: CheckResult) -> str:
     new findings that do not fail, on the record's file and line; then the text summary."""
     out: list[str] = []
     for d in result.datasets:
+        if d.error is not None:
+            props = [f"file={_gh_prop(d.error_path)}"] if d.error_path else []
+            props.append(f"title={_gh_prop(f'unusable input ({d.name})')}")
+            out.append(f"::error {','.join(props)}::{_gh_data(d.error)}")
         for r in d.rules:
             if not r.new:
                 continue
@@ -399,6 +431,9 @@ def render_junit(result: CheckResult) -> str:
     host = socket.gethostname() or "localhost"
     out = ['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>"]
     for k, d in enumerate(result.datasets):
+        if d.error is not None:
+            out += _junit_unusable(k, d, stamp, host)
+            continue
         failures = sum(r.failed for r in d.rules)
         total = sum(r.seconds or 0.0 for r in d.rules)
         out.append(
@@ -451,6 +486,29 @@ def render_junit(result: CheckResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _junit_unusable(k: int, d: DatasetOutcome, stamp: str, host: str) -> list[str]:
+    """A dataset that could not be read: one testcase with an ``error`` (not a ``failure``: the
+    data was not judged), so the test tab names it instead of dropping it."""
+    name = quoteattr(_token(d.name))
+    msg = quoteattr(_xml_text(d.error or ""))
+    return [
+        f'  <testsuite name={name} package={quoteattr("curate")} id="{k}" '
+        f'timestamp="{stamp}" hostname={quoteattr(_token(host))} tests="1" failures="0" '
+        'errors="1" skipped="0" time="0.000">',
+        "    <properties>",
+        f'      <property name="family" value={quoteattr(d.family)}/>',
+        "    </properties>",
+        f'    <testcase name="load" classname={quoteattr(_token(f"curate.{d.name}"))} '
+        'time="0.000">',
+        f'      <error message={msg} type="unusable-input">{xml_escape(_xml_text(d.error or ""))}'
+        "</error>",
+        "    </testcase>",
+        "    <system-out></system-out>",
+        "    <system-err></system-err>",
+        "  </testsuite>",
+    ]
+
+
 def _token(text: str) -> str:
     """An ``xs:token`` value: no line breaks or tabs, single spaces, not empty."""
     return " ".join(text.split()) or "-"
@@ -477,8 +535,44 @@ def render_sarif(result: CheckResult) -> str:
     rules: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     results: list[dict[str, Any]] = []
+    notifications: list[dict[str, Any]] = []
+    config = shown_path(result.config) if result.config else "the configuration"
+    baseline = shown_path(result.baseline) if result.baseline else "the baseline"
     for d in result.datasets:
         fam = get_family(d.family)
+        if d.error is not None:
+            # a notification (the run's record of what failed) and a result (what code scanning
+            # shows): an unusable dataset must not look like a clean one
+            where = d.error_path or (shown_path(result.config) if result.config else None)
+            locs = (
+                [{"physicalLocation": {"artifactLocation": {"uri": _uri(where)}}}] if where else []
+            )
+            notifications.append(
+                {"level": "error", "message": {"text": f"{d.name}: {d.error}"}, "locations": locs}
+            )
+            if UNUSABLE_RULE not in rules:
+                rules[UNUSABLE_RULE] = {
+                    "id": UNUSABLE_RULE,
+                    "name": "UnusableInput",
+                    "shortDescription": {"text": "a dataset's input could not be read"},
+                    "fullDescription": {
+                        "text": "curate could not audit the dataset: its input is missing, "
+                        "truncated or not of its family; nothing in it was checked."
+                    },
+                    "defaultConfiguration": {"level": "error"},
+                }
+                order.append(UNUSABLE_RULE)
+            results.append(
+                {
+                    "ruleId": UNUSABLE_RULE,
+                    "ruleIndex": order.index(UNUSABLE_RULE),
+                    "level": "error",
+                    "message": {"text": f"{d.name}: {d.error}"},
+                    "locations": locs,
+                    "properties": {"dataset": d.name, "fails": True},
+                }
+            )
+            continue
         for r in d.rules:
             if r.rule in rules:
                 continue
@@ -521,8 +615,25 @@ def render_sarif(result: CheckResult) -> str:
                     "fails": bool(row["fails"]),
                 },
             }
+            # code scanning opens an alert for every unsuppressed result, whatever its
+            # baselineState: an accepted finding is suppressed, saying where it was accepted
+            # ("external": in a file beside the data, not a comment in the data itself)
             if row["status"] == "ignored":
-                res["suppressions"] = [{"kind": "external", "justification": row["reason"]}]
+                res["suppressions"] = [
+                    {
+                        "kind": "external",
+                        "status": "accepted",
+                        "justification": f"curate-ignore in {config}: {row['reason']}",
+                    }
+                ]
+            elif row["status"] == "baselined":
+                res["suppressions"] = [
+                    {
+                        "kind": "external",
+                        "status": "accepted",
+                        "justification": f"in baseline {baseline}",
+                    }
+                ]
             results.append(res)
     doc = {
         "$schema": SARIF_SCHEMA,
@@ -536,6 +647,12 @@ def render_sarif(result: CheckResult) -> str:
                         "rules": [rules[c] for c in order],
                     }
                 },
+                "invocations": [
+                    {
+                        "executionSuccessful": not notifications,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
                 "results": results,
                 "columnKind": "unicodeCodePoints",
             }
@@ -575,6 +692,12 @@ def render_html(result: CheckResult) -> str:
         f"{verdict}</span></h1>",
     ]
     for d in result.datasets:
+        if d.error is not None:
+            parts.append(
+                f"<h2>{e(d.name)} <small>({e(d.family)})</small></h2>"
+                f'<p class="fail">unusable input: {e(d.error)}</p>'
+            )
+            continue
         parts.append(
             f"<h2>{e(d.name)} <small>({e(d.family)}, {d.records} records)</small></h2><ul>"
             + "".join(f"<li><code>{e(i.path)}</code></li>" for i in d.report.inputs)

@@ -79,6 +79,8 @@ SEVERITIES = ("error", "warning", "info")
 #: Report formats a configuration may name (``curate check --format`` takes the same).
 FORMATS = ("text", "json", "markdown", "html", "junit", "github", "sarif")
 
+#: A ``[tool.curate...]`` table header (or ``[[tool.curate.datasets]]``), even a broken one.
+_MENTIONS_CURATE = re.compile(r"^\s*\[+\s*tool\s*\.\s*curate\b", re.MULTILINE)
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 
@@ -294,8 +296,15 @@ def find_config(start: Path | None = None) -> Path | None:
             if name == "curate.toml":
                 return p
             try:
-                data = tomllib.loads(p.read_text("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+                text = p.read_text("utf-8")
+                data = tomllib.loads(text)
+            except (UnicodeDecodeError, OSError):
+                continue  # someone else's unreadable pyproject is not ours to judge
+            except tomllib.TOMLDecodeError:
+                # ours if it names a curate table: load_config then says where it breaks,
+                # instead of "no configuration found" for a file the user just wrote
+                if _MENTIONS_CURATE.search(text):
+                    return p
                 continue  # someone else's broken pyproject is not ours to judge
             if isinstance(data.get("tool"), dict) and "curate" in data["tool"]:
                 return p
@@ -320,7 +329,7 @@ def load_config(path: str | Path | None = None) -> LoadedConfig:
     except UnicodeDecodeError as e:
         raise UsageError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{p}: not valid TOML ({' '.join(str(e).split())})") from None
+        raise UsageError(f"{shown_path(p)}: not valid TOML ({' '.join(str(e).split())})") from None
     if p.name == "pyproject.toml" or ("tool" in data and "curate" in data.get("tool", {})):
         section = "[tool.curate]"
         raw = (data.get("tool") or {}).get("curate")

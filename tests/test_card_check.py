@@ -152,3 +152,11 @@ def test_without_mlcroissant_croissant_is_a_usage_error(folder, capsys, monkeypa
 def test_not_a_card_folder(tmp_path, capsys):
     rc, out, _ = run(capsys, "card", "check", tmp_path)
     assert rc == 1 and "no dataset card (README.md)" in out
+
+
+def test_a_missing_folder_is_no_such_folder(tmp_path, capsys):
+    rc, _, err = run(capsys, "card", "check", tmp_path / "nope")
+    assert rc == 2 and err.strip().endswith("nope: no such folder"), err
+    (tmp_path / "file").write_text("x", "utf-8")
+    rc, _, err = run(capsys, "card", "check", tmp_path / "file")
+    assert rc == 2 and err.strip().endswith("file: not a folder"), err

@@ -87,7 +87,11 @@ def test_the_example_passes_as_shipped(repo, capsys):
     doc = validate_sarif((repo / "reports" / "curate.sarif").read_text("utf-8"))
     states = {r["baselineState"] for r in doc["runs"][0]["results"]}
     assert states == {"unchanged", "new"}  # baselined ones, and the ignored KE401 9203
-    ignored = [r for r in doc["runs"][0]["results"] if "suppressions" in r]
+    ignored = [
+        r
+        for r in doc["runs"][0]["results"]
+        if r.get("suppressions", [{}])[0].get("justification", "").startswith("curate-ignore")
+    ]
     assert [r["properties"]["record"] for r in ignored] == ["9203"]
     assert "upstream MQuAKE-hard release" in ignored[0]["suppressions"][0]["justification"]
 
@@ -206,7 +210,10 @@ def test_a_threshold_fails_when_exceeded(repo, capsys):
     cfg.write_text(cfg.read_text("utf-8").replace('GL501 = "40%"', 'GL501 = "10%"'), "utf-8")
     rc, out, _ = run(capsys, "check", "--no-baseline", "--dataset", "plant-glycans")
     assert rc == 1
-    assert "GL501 singleton-class failed: 118 new findings in 54 records, over threshold 10%" in out
+    assert (
+        "GL501 singleton-class failed: 118 new findings in 54 records (33.8% of records), "
+        "over threshold 10%" in out
+    )
 
 
 def test_update_baseline_refuses_a_file_curate_did_not_write(repo, capsys):
@@ -297,3 +304,135 @@ def test_fingerprint_ignores_numbers_and_positions():
     d = fingerprint("d", "GL301", "t.csv", "981", "Class", "under 'X' in 24 rows")
     assert a == b and a != c and a != d
     assert normalise_message("mean 0.3796 over 27 episodes") == "mean # over # episodes"
+
+
+def test_a_toml_syntax_error_in_pyproject_is_named_with_its_line(repo, capsys):
+    """A broken ``[tool.curate]`` is the user's own mistake, not a missing configuration: the
+    same "not valid TOML" as a curate.toml, with tomllib's line and column."""
+    (repo / "pyproject.toml").write_text("[tool.curate\nx=1\n", "utf-8")
+    rc, _, err = run(capsys, "check")
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "pyproject.toml: not valid TOML" in err and "line 1" in err, err
+
+
+def test_someone_elses_broken_pyproject_is_not_ours(tmp_path, monkeypatch, capsys):
+    """A broken pyproject.toml that never mentions curate is still "no configuration"."""
+    (tmp_path / "pyproject.toml").write_text("[project\nname='x'\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, "check")
+    assert rc == 2 and "no curate configuration found" in err
+
+
+def test_the_ci_examples_install_curate_from_its_source():
+    """`pip install curate` fetches an unrelated 2011 package from PyPI: the example workflow
+    installs from the source repository, and the pre-commit hooks are `language: python`
+    (pre-commit installs the hook's own repository, this one, not a PyPI name)."""
+    import re
+
+    import yaml
+
+    root = EXAMPLE.parents[1]
+    flow = yaml.safe_load((root / "examples" / "github-workflow.yml").read_text("utf-8"))
+    runs = [s["run"] for job in flow["jobs"].values() for s in job["steps"] if "run" in s]
+    installs = [r for r in runs if "pip install" in r]
+    assert installs, runs
+    for cmd in installs:
+        assert not re.search(
+            r"pip install\s+['\"]?curate(\[[^\]]*\])?['\"]?(?=\s|$)(?!\s+@)", cmd
+        ), cmd
+        assert re.search(r"curate(\[[^\]]*\])? @ git\+https://|pip install\s+\.", cmd), cmd
+    hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text("utf-8"))
+    for hook in hooks:
+        assert hook["language"] == "python" and hook["entry"].startswith("curate "), hook
+        assert "curate" not in hook.get("additional_dependencies", []), hook
+
+
+def _truncate_mquake(repo: Path) -> None:
+    path = repo / "data" / "mquake" / "cases.json"
+    path.write_bytes(path.read_bytes()[:200])
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "json"])
+def test_an_unusable_dataset_is_named_and_the_others_still_checked(repo, capsys, fmt):
+    """A truncated input: every other dataset is still audited, the broken one is an error
+    for that dataset in stdout and in both report files (JUnit error, SARIF result and
+    notification), and the run exits 2 with one stderr line naming it."""
+    _truncate_mquake(repo)
+    rc, out, err = run(capsys, "check", "--format", fmt)
+    assert rc == 2, out + err
+    assert err.count("\n") == 1 and err.startswith("curate: error: dataset 'mquake-sample'"), err
+    assert "cases.json" in err
+    if fmt == "github":
+        line = next(x for x in out.splitlines() if x.startswith("::error "))
+        assert "file=data/mquake/cases.json" in line and "mquake-sample" in line, line
+    if fmt == "json":
+        doc = json.loads(out)
+        broken = next(d for d in doc["datasets"] if d["name"] == "mquake-sample")
+        assert broken["failed"] and "cases.json" in broken["error"]
+    else:
+        assert "mquake-sample" in out
+    assert "plant-glycans" in out and "xland-random" in out  # the others were checked
+    # what the broken dataset could not find is not stale: its baseline and ignore stay
+    assert "no longer found" not in out and "matched no finding" not in out
+    junit = (repo / "reports" / "curate-junit.xml").read_text("utf-8")
+    validate_junit(junit)
+    assert '<error message="data/mquake/cases.json' in junit and 'errors="1"' in junit
+    assert junit.count("<testsuite ") == 3
+    doc = validate_sarif((repo / "reports" / "curate.sarif").read_text("utf-8"))
+    run0 = doc["runs"][0]
+    hit = next(r for r in run0["results"] if r["ruleId"] == "unusable-input")
+    assert hit["level"] == "error" and "mquake-sample" in hit["message"]["text"]
+    inv = run0["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    assert "cases.json" in inv["toolExecutionNotifications"][0]["message"]["text"]
+
+
+def test_a_missing_baseline_is_said_not_silent(repo, capsys):
+    (repo / "curate-baseline.json").unlink()
+    rc, _, err = run(capsys, "check", "--format", "junit")
+    assert rc == 1  # the accepted errors are new now
+    assert (
+        "baseline curate-baseline.json not found: every finding counts as new; create it "
+        "with --update-baseline" in err
+    )
+
+
+def test_update_baseline_says_what_it_recorded(repo, capsys):
+    inject_duplicate(repo)
+    rc, out, err = run(capsys, "check", "--update-baseline")
+    assert rc == 0, err
+    assert "failed" not in out + err
+    doc = json.loads((repo / "curate-baseline.json").read_text("utf-8"))
+    total = sum(e["count"] for e in doc["findings"])
+    assert f"baseline curate-baseline.json: {total} findings recorded (1 new)" in err
+    rc, _, _ = run(capsys, "check")
+    assert rc == 0
+
+
+def test_sarif_suppresses_accepted_findings(repo, capsys):
+    """Code scanning opens an alert for every result without a suppression: baselined and
+    curate-ignore'd findings carry one saying where they were accepted."""
+    inject_duplicate(repo)
+    rc, out, _ = run(capsys, "check", "--format", "sarif")
+    assert rc == 1
+    res = validate_sarif(out)["runs"][0]["results"]
+    by = {s: [r for r in res if r["properties"]["fails"] == (s == "new")] for s in ("new", "old")}
+    assert by["new"] and all("suppressions" not in r for r in by["new"])
+    base = [r for r in res if r.get("baselineState") == "unchanged"]
+    assert base and all(
+        r["suppressions"][0]["justification"] == "in baseline curate-baseline.json" for r in base
+    )
+    ignored = next(r for r in res if r["properties"]["record"] == "9203" and r["ruleId"] == "KE401")
+    assert ignored["suppressions"][0]["kind"] == "external"
+    assert "upstream MQuAKE-hard release" in ignored["suppressions"][0]["justification"]
+    for r in res:
+        if "suppressions" not in r:
+            assert r["baselineState"] == "new"
+
+
+def test_a_threshold_not_exceeded_states_the_figure(repo, capsys):
+    """A bare "ok (threshold 40%)" hides how close the data is: the share is printed too."""
+    rc, out, _ = run(capsys, "check", "--no-baseline", "--dataset", "plant-glycans")
+    assert rc == 1  # without the baseline, GL301/GL40x errors fail; GL501 does not
+    line = next(x for x in out.splitlines() if x.strip().startswith("GL501"))
+    assert "ok (33.8% of records <= threshold 40%)" in line, line

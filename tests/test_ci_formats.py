@@ -98,3 +98,10 @@ def test_icrl_sarif_has_no_line_but_the_record(capsys):
     assert r["properties"]["recordIndex"] is not None
     assert json.loads(out)["runs"][0]["tool"]["driver"]["name"] == "curate"
     assert Path(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name == path.name
+
+
+def test_audit_junit_does_not_say_new_without_a_baseline(capsys):
+    """An audit has no baseline: "1 new error finding" would claim a comparison never made."""
+    rc, out, _ = run(capsys, "audit", "glycan", GLYCAN, "--format", "junit")
+    assert rc == 1
+    assert 'message="GL401: 1 error finding"' in out and " new " not in out

@@ -108,7 +108,7 @@ def check(
 ) -> None:
     """Check every dataset of the project configuration: exit 1 on a new finding that fails
     (not in the baseline, not in curate-ignore, at or above fail-on or over its threshold)."""
-    from curate.check import protected_inputs, run_check, write_baseline
+    from curate.check import accept_all, protected_inputs, run_check, write_baseline
     from curate.ci_reports import append_step_summary, render
     from curate.config import load_config
     from curate.outputs import guard_file, write_bytes_atomic
@@ -135,6 +135,13 @@ def check(
             "--update-baseline: no baseline file; pass --baseline FILE or set `baseline` in "
             f"{loaded.path}"
         )
+    if base is not None and not no_baseline and not update_baseline and not base.exists():
+        # not an error (a first run has none yet), but never silent: every finding is new
+        typer.echo(
+            f"baseline {shown_path(base)} not found: every finding counts as new; create it "
+            "with --update-baseline",
+            err=True,
+        )
     cb = terminal.progress()
     try:
         result = run_check(
@@ -147,26 +154,34 @@ def check(
         )
     finally:
         terminal.clear_progress(cb)
+    broken = result.unusable
+    if update_baseline and not broken:
+        # accepting findings is what was asked: say what was recorded, not "check failed"
+        assert base is not None
+        write_baseline(base, result, protected)
+        accept_all(result)
     terminal.emit(render(result, fmt), output)
     for name, target in files.items():
         write_bytes_atomic(target, render(result, name).encode("utf-8"))
-        typer.echo(f"{name} report written to {shown_path(target)}", err=True)
+        if not broken:  # exit 2 is one line on stderr: the error below
+            typer.echo(f"{name} report written to {shown_path(target)}", err=True)
     if step_summary if step_summary is not None else out_cfg.step_summary:
         append_step_summary(result)
+    if broken:
+        # every dataset was checked and every report written; now the one line of an exit 2
+        first = broken[0]
+        more = f" (and {len(broken) - 1} more unusable dataset(s))" if len(broken) > 1 else ""
+        raise UsageError(f"dataset {first.name!r}: {first.error}{more}")
+    if update_baseline:
+        from curate.ci_reports import baseline_line
+
+        typer.echo(f"{baseline_line(result)}; later runs fail only on findings not in it", err=True)
+        raise typer.Exit(0)
     if fmt in ("json", "junit", "sarif", "html") and (output is None or str(output) == "-"):
         from curate.ci_reports import footer_lines
 
         for line in footer_lines(result):
             typer.echo(line, err=True)
-    if update_baseline:
-        assert base is not None
-        n = write_baseline(base, result, protected)
-        typer.echo(
-            f"baseline {shown_path(base)}: {n} accepted finding fingerprint(s) written; later "
-            "runs fail only on findings not in it",
-            err=True,
-        )
-        raise typer.Exit(0)
     raise typer.Exit(1 if result.failed else 0)
 
 
