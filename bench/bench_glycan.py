@@ -9,8 +9,8 @@ FILE``), reaped with ``os.wait4`` for its peak RSS and CPU time. Printed per siz
 of load + audit, rows/s, µs per row, the child's CPU seconds (user + system, all threads: on a
 loaded machine wall time waits for a core, CPU time does not), peak RSS, and the time of every
 stage (``Report.durations``, as ``--durations`` prints them: a table shared by several rules,
-such as the long label table, is its own ``table:NAME`` row, not charged to a rule). Target (issue 9): 1.3 M rows in ≤ 15 s and ≤ 3 GB,
-time per row flat from 13k to 1.3 M.
+such as the long label table, is its own ``table:NAME`` row, not charged to a rule).
+Target (issue 9): 1.3 M rows in ≤ 15 s and ≤ 3 GB, time per row flat from 13k to 1.3 M.
 
 How replicas are made (``--replicate``):
 
