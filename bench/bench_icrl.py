@@ -16,7 +16,7 @@ The file is generated once (``tests/icrl_data.py``: learning histories obeying e
 gzip, chunks (1, 4096[, 5, 5]); ~3 bytes per step compressed, like the real data) and kept in
 ``--dir``. Default: 8 tasks × 8 histories × 60,928 steps (~170 MB uncompressed, ~13 MB on
 disk). ``--gb N`` sizes it to about N GB *on disk* (64 tasks × 32 histories × 60,928 steps is
-~11 GB), ``--tasks/--histories/--steps`` set it exactly.
+0.26 GB on disk, 3.6 GB decompressed), ``--tasks/--histories/--steps`` set it exactly.
 
 Run: ``python bench/bench_icrl.py [--gb N] [--dir DIR] [--repeat K]``; prints one table row per
 measurement (best of ``--repeat``) and the extrapolation to XLand-100B (112.6e9 steps).
