@@ -37,6 +37,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cmp_to_key, lru_cache
+from operator import itemgetter
 from importlib.resources import files
 from typing import Any, NamedTuple
 
@@ -380,6 +381,7 @@ class _Unit(NamedTuple):
     link: _Link | None
     subs: tuple[tuple[str, str], ...]
     lead: int
+    piece: str  # the residue as the key writes it in a chain: norm, then its canonical linkage
 
 
 def _lead_substituents(text: str) -> tuple[str, tuple[tuple[str, str], ...], int] | None:
@@ -431,9 +433,11 @@ def _decode_unit(text: str) -> _Unit | None:
     if norm is None:
         return None
     if not paren:
-        return _Unit(brackets, name, norm, None, subs, lead)
+        return _Unit(brackets, name, norm, None, subs, lead, norm)
     link = _decode_link(written)
-    return None if link is None else _Unit(brackets, name, norm, link, subs, lead)
+    if link is None:
+        return None
+    return _Unit(brackets, name, norm, link, subs, lead, norm + link.canonical)
 
 
 # --------------------------------------------------------------------------- builder
@@ -562,39 +566,130 @@ class _Built(NamedTuple):
     """What one pass over a well-formed glycan yields.
 
     ``units[i]`` spells residue ``i`` (string order); ``kids[i]`` are the indices of its
-    children; ``floating`` the entries of the ``{...}`` roots; ``substituents`` the floating
-    substituent blocks (``{6P}``) as (written, normalized); ``key`` the canonical key.
+    children (``None`` when only the key was asked for); ``floating`` the indices of the roots
+    of the ``{...}`` fragments; ``substituents`` the floating substituent blocks (``{6P}``) as
+    (written, normalized); ``key`` the canonical key.
     """
 
     key: str
     units: list[_Unit]
-    kids: list[list[int]]
-    floating: list[_Entry]
+    kids: list[list[int]] | None
+    floating: list[int]
     substituents: list[tuple[str, str]]
 
 
-def _build(s: str) -> _Built | None:
-    """Tree and canonical key of a well-formed glycan in one pass; ``None`` if it is not one.
+#: Glycans up to this many characters are keyed by :func:`_short`, which writes every
+#: subtree's text; longer ones by :func:`_long`, linear in time and memory for any shape.
+#: A chain is keyed by neither: its key is its pieces joined, at any length.
+_SHORT = 4096
+_PIECE = itemgetter(6)
+
+
+def _build(s: str, tree: bool = True) -> _Built | None:
+    """Canonical key (and with ``tree``, the tree) of a well-formed glycan; ``None`` if it is
+    not one.
 
     Splitting on ``)`` (one C-level call, where ``re`` would pay per character) cuts a
     well-formed glycan into units ``[brackets] residue "(" linkage``, the last one without its
     linkage: a linkage is always written right after its residue and a bracket never inside
-    one. All units are decoded by a cached C-level ``map`` before the loop. Each nesting level
-    keeps the residues that carry a linkage but have no parent yet; the next residue at that
-    level adopts them all (its main-chain child plus any closed branches).
+    one. All units are decoded by a cached C-level ``map`` before the loop.
 
-    Children are always written before their parent, so when a residue is read its subtree is
-    complete and its children are put in canonical order right away (by linkage, then by
-    canonical subtree text). The key is written once, at the end, from these nodes: time and
-    memory linear in the length of the string (writing each subtree's text as it completed
-    copied a chain's prefix once per residue, quadratic time).
-
-    Anything irregular returns ``None`` and :func:`_diagnose` explains it; the two implement one
-    grammar, which the tests check on real and random strings. This is the hot path of audits.
+    Then one of three builders, which write the same key (the tests check it): a string
+    without brackets is a chain, valid when every unit but the last has its linkage, and its
+    key is the units' pieces joined (a third of real glycans, at C speed); a short glycan goes
+    to :func:`_short`, a long one to :func:`_long`. Anything irregular returns ``None`` and
+    :func:`_diagnose` explains it; the builders and the diagnoser implement one grammar, which
+    the tests check on real and random strings. This is the hot path of audits.
     """
     units = list(map(_decode_unit, s.split(")")))
-    if None in units or (("{" in s or "}" in s) and not _FLOATING_PREFIX.fullmatch(s)):
+    if None in units:
         return None
+    if "[" not in s and "]" not in s and "{" not in s and "}" not in s:
+        # each unit holds at most one "(" (a second would fail the linkage grammar)
+        if s.count("(") != len(units) - 1 or units[-1].link is not None:
+            return None
+        kids = [[i - 1] if i else [] for i in range(len(units))] if tree else None
+        return _Built("".join(map(_PIECE, units)), units, kids, [], [])
+    if ("{" in s or "}" in s) and not _FLOATING_PREFIX.fullmatch(s):
+        return None
+    if len(s) > _SHORT:
+        return _long(units, tree)
+    return _short(units, [] if tree else None)
+
+
+def _short(units: list[_Unit], kids: list[list[int]] | None) -> _Built | None:
+    """:func:`_build` for a short glycan: each subtree's canonical text written as it completes.
+
+    Children are always written before their parent, so when a residue is read its subtree is
+    complete. Each nesting level keeps the children that wait for their parent as entries
+    (sort key of the linkage, canonical text of subtree and linkage, residue index); the next
+    residue at that level adopts them all, sorts them as plain tuples (by linkage, then text)
+    and writes its own text. Texts are copied once per level of depth, which is why only short
+    glycans come here (the longest real one is under 700 characters); ``kids`` is filled
+    unless ``None``.
+    """
+    stack: list[tuple[list[tuple[Any, str, int]], str]] = []  # (outer waiting list, bracket)
+    waiting: list[tuple[Any, str, int]] = []
+    floating: list[tuple[Any, str, int]] = []
+    substituents: list[tuple[str, str]] = []
+    last = len(units) - 1
+    text = ""
+    for index, (brackets, _, norm, link, subs, _, piece) in enumerate(units):
+        if subs:  # braces lead the string (checked before), so these are floating substituents
+            substituents += subs
+        if brackets:
+            # a bracket closes only right after a linkage: first in its unit, not the first unit
+            closer = brackets[0]
+            if closer == "]" or closer == "}":
+                if not index or not stack or stack[-1][1] != ("[" if closer == "]" else "{"):
+                    return None
+                outer = stack.pop()[0]
+                if closer == "]":
+                    outer.extend(waiting)
+                else:
+                    floating.append(waiting[0])
+                waiting = outer
+                brackets = brackets[1:]
+            for bracket in brackets:
+                if bracket == "[" or (bracket == "{" and not stack):
+                    stack.append((waiting, bracket))
+                    waiting = []
+                else:
+                    return None
+        if not waiting:
+            body = ""
+        elif len(waiting) == 1:
+            body = waiting[0][1]
+        else:
+            waiting.sort()
+            body = waiting[0][1] + "".join(["[" + e[1] + "]" for e in waiting[1:]])
+        if kids is not None:
+            kids.append([e[2] for e in waiting])
+        if link is None:  # only the last unit may lack its linkage
+            if index != last:
+                return None
+            text = body + norm
+        else:
+            waiting = [(link.order, body + piece, index)]
+    if stack or units[last].link is not None:
+        return None
+    if floating or substituents:  # the root's text after the floating blocks, sorted
+        blocks = ["{" + e[1] + "}" for e in floating]
+        blocks += ["{" + norm + "}" for _, norm in substituents]
+        blocks.sort()
+        text = "".join(blocks) + text
+    return _Built(text, units, kids, [e[2] for e in floating], substituents)
+
+
+def _long(units: list[_Unit], tree: bool) -> _Built | None:
+    """:func:`_build` for a long glycan, in time and memory linear in its length.
+
+    As :func:`_short`, but a subtree is a node that keeps at most the first ``_HEAD``
+    characters of its text: children are ordered by linkage, then by these heads (whole texts
+    are written out only for siblings on one linkage whose texts agree on a head), and the key
+    is written once, at the end, from the nodes. Writing each subtree's text as it completed
+    copied a chain's prefix once per residue: quadratic time, 6 GB at 270 KB.
+    """
     kids: list[list[int]] = []
     floating: list[_Entry] = []
     substituents: list[tuple[str, str]] = []
@@ -602,10 +697,10 @@ def _build(s: str) -> _Built | None:
     waiting: list[_Entry] = []
     state = _EXPECT_RESIDUE
     node: _Node = ("", (), "", True)
-    for index, (brackets, _, norm, link, subs, _) in enumerate(units):
+    for index, (brackets, _, norm, link, subs, _, _) in enumerate(units):
         if state == _AFTER_RESIDUE:  # only the last unit may lack its linkage
             return None
-        if subs:  # braces lead the string (checked above), so these are floating substituents
+        if subs:  # braces lead the string (checked before), so these are floating substituents
             substituents += subs
         if brackets:
             for bracket in brackets:
@@ -638,7 +733,8 @@ def _build(s: str) -> _Built | None:
                 node = _node(norm, (child,))
         else:
             node = _node(norm, tuple(waiting))
-        kids.append([e[3] for e in waiting])
+        if tree:
+            kids.append([e[3] for e in waiting])
         if link is None:
             waiting = []
             state = _AFTER_RESIDUE
@@ -653,7 +749,9 @@ def _build(s: str) -> _Built | None:
         blocks += [f"{{{norm}}}" for _, norm in substituents]
         out.extend(sorted(blocks))
     _write(node, out)
-    return _Built("".join(out), units, kids, floating, substituents)
+    return _Built(
+        "".join(out), units, kids if tree else None, [e[3] for e in floating], substituents
+    )
 
 
 # --------------------------------------------------------------------------- diagnosis
@@ -760,8 +858,9 @@ def _diagnose(s: str) -> IUPACError | None:
 MAX_GLYCAN_CHARS = 1 << 20
 
 
-def _checked(s: str) -> _Built:
-    """:func:`_build` ``s``, or raise the exact error :func:`_diagnose` finds."""
+def _checked(s: str, tree: bool = True) -> _Built:
+    """:func:`_build` ``s`` (the tree only if ``tree``), or raise the exact error
+    :func:`_diagnose` finds."""
     if not isinstance(s, str):
         raise IUPACError(f"expected a string, got {type(s).__name__}", 0, "a string")
     if not s:
@@ -772,7 +871,7 @@ def _checked(s: str) -> _Built:
             MAX_GLYCAN_CHARS,
             "the end of the glycan",
         )
-    built = _build(s)
+    built = _build(s, tree)
     if built is None:
         # _build and _diagnose implement one grammar; a missing diagnosis would be a bug in one
         raise _diagnose(s) or IUPACError("malformed glycan at 0", 0)
@@ -787,7 +886,7 @@ def canonical_key(s: str) -> str:
     configuration, order of uncertain positions) and different for different trees. Memoized
     (bounded LRU) because dataset columns repeat the same glycan across many rows.
     """
-    return _checked(s).key
+    return _checked(s, False).key
 
 
 def parse(s: str) -> Glycan:
@@ -796,7 +895,7 @@ def parse(s: str) -> Glycan:
     residues = []
     linkages: list[Linkage] = []  # every residue but the root (the last) has one: index = child
     pos = 0
-    for index, (_, name, norm, link, _, lead) in enumerate(units):
+    for index, (_, name, norm, link, _, lead, _) in enumerate(units):
         start = pos + lead
         residues.append(Residue(index, name, norm, start))
         pos = start + len(name)
@@ -813,6 +912,7 @@ def parse(s: str) -> Glycan:
                 )
             )
             pos += len(link.written) + 2
+    assert kids is not None  # asked for with the tree
     for parent, children in enumerate(kids):
         for child in children:
             linkages[child].parent = parent
@@ -821,7 +921,7 @@ def parse(s: str) -> Glycan:
         tuple(residues),
         tuple(linkages),
         len(units) - 1,
-        tuple(e[3] for e in floating),
+        tuple(floating),
         key,
         tuple(written for written, _ in substituents),
     )
