@@ -681,6 +681,99 @@ def _short(units: list[_Unit], kids: list[list[int]] | None) -> _Built | None:
     return _Built(text, units, kids, [e[2] for e in floating], substituents)
 
 
+# A bracket-free run of residues between brackets: the segments of a branched glycan.
+_SEGMENTS = re.compile(r"([\[\]])")
+
+
+@lru_cache(maxsize=1 << 14)
+def _decode_segment(text: str) -> tuple[str, tuple[Any, ...] | None] | None:
+    """Decode a run of residues between brackets; ``None`` unless it is one (cached per run).
+
+    ``Neu5Ac(a2-3)Gal(b1-4)GlcNAc(b1-2)Man(a1-3)`` and ``Man(b1-4)GlcNAc(b1-4)GlcNAc`` are
+    runs: in each, every residue but the first has exactly one child, the one before it, so
+    the run adds its residues' pieces to the key in written order, whatever its first residue
+    adopts. Returns that text and the sort key of the run's last linkage, or ``None`` for it
+    when the run ends with the root (a residue without linkage). Branched glycans of a column
+    share most of their runs (the 41,016 branched real strings of the benchmark: 227,861 runs,
+    12,344 distinct), so the cache spares decoding them, and key building
+    (:func:`_key`) works per run, not per residue.
+    """
+    pieces = text.split(")")
+    tail = pieces.pop()  # "" when the run ends with a linkage
+    units = list(map(_decode_unit, pieces))
+    # a unit holds at most one "(": every unit before the tail has its linkage, the tail none
+    if None in units or text.count("(") != len(units):
+        return None
+    joined = "".join(map(_PIECE, units))
+    if tail:
+        root = _decode_unit(tail)
+        if root is None or root.link is not None:
+            return None
+        return joined + root.norm, None
+    return (joined, units[-1].link.order) if units else None
+
+
+def _key(s: str) -> str | None:
+    """``_build(s, False).key`` (``None`` when that is ``None``), by runs of residues.
+
+    Braces and strings over ``_SHORT`` go to :func:`_build`, chains are joined as there. A
+    branched glycan is split at its brackets into runs (:func:`_decode_segment`): each run's
+    first residue adopts the children waiting at its level, exactly as in :func:`_short`, and
+    the rest of the run is one cached piece of text. A bracket must follow a linkage or
+    another bracket, ``]`` only a linkage, and the last run must end with the root: the
+    grammar of :func:`_short` in terms of runs (the tests check both agree on every string).
+    """
+    if "{" in s or "}" in s or len(s) > _SHORT:
+        built = _build(s, False)
+        return None if built is None else built.key
+    if "[" not in s and "]" not in s:  # a chain, as in _build
+        units = list(map(_decode_unit, s.split(")")))
+        if None in units or s.count("(") != len(units) - 1 or units[-1].link is not None:
+            return None
+        return "".join(map(_PIECE, units))
+    parts = _SEGMENTS.split(s)
+    stack: list[list[tuple[Any, str]]] = []  # the outer waiting lists
+    waiting: list[tuple[Any, str]] = []  # (linkage sort key, text): children without parent
+    for run, bracket in zip(parts[:-1:2], parts[1::2]):
+        if run:
+            decoded = _decode_segment(run)
+            if decoded is None or decoded[1] is None:  # the root must come last
+                return None
+            if not waiting:
+                entry = (decoded[1], decoded[0])
+            elif len(waiting) == 1:
+                entry = (decoded[1], waiting[0][1] + decoded[0])
+            else:
+                waiting.sort()
+                body = "".join(["[" + e[1] + "]" for e in waiting[1:]])
+                entry = (decoded[1], waiting[0][1] + body + decoded[0])
+            if bracket == "[":
+                stack.append([entry])
+                waiting = []
+            elif stack:
+                waiting = stack.pop()
+                waiting.append(entry)
+            else:
+                return None
+        elif bracket == "[":
+            stack.append(waiting)
+            waiting = []
+        else:  # "]" right after a bracket
+            return None
+    run = parts[-1]
+    if stack or not run:
+        return None
+    decoded = _decode_segment(run)
+    if decoded is None or decoded[1] is not None:
+        return None
+    if not waiting:
+        return decoded[0]
+    if len(waiting) == 1:
+        return waiting[0][1] + decoded[0]
+    waiting.sort()
+    return waiting[0][1] + "".join(["[" + e[1] + "]" for e in waiting[1:]]) + decoded[0]
+
+
 def _long(units: list[_Unit], tree: bool) -> _Built | None:
     """:func:`_build` for a long glycan, in time and memory linear in its length.
 
@@ -886,7 +979,11 @@ def canonical_key(s: str) -> str:
     configuration, order of uncertain positions) and different for different trees. Memoized
     (bounded LRU) because dataset columns repeat the same glycan across many rows.
     """
-    return _checked(s, False).key
+    if type(s) is str and len(s) <= MAX_GLYCAN_CHARS:
+        key = _key(s)
+        if key is not None:
+            return key
+    return _checked(s, False).key  # the error
 
 
 def parse(s: str) -> Glycan:
