@@ -681,22 +681,18 @@ def _short(units: list[_Unit], kids: list[list[int]] | None) -> _Built | None:
     return _Built(text, units, kids, [e[2] for e in floating], substituents)
 
 
-# A bracket-free run of residues between brackets: the segments of a branched glycan.
-_SEGMENTS = re.compile(r"([\[\]])")
-
-
 @lru_cache(maxsize=1 << 14)
-def _decode_segment(text: str) -> tuple[str, tuple[Any, ...] | None] | None:
+def _decode_segment(text: str) -> tuple[tuple[Any, ...] | None, str] | None:
     """Decode a run of residues between brackets; ``None`` unless it is one (cached per run).
 
     ``Neu5Ac(a2-3)Gal(b1-4)GlcNAc(b1-2)Man(a1-3)`` and ``Man(b1-4)GlcNAc(b1-4)GlcNAc`` are
     runs: in each, every residue but the first has exactly one child, the one before it, so
     the run adds its residues' pieces to the key in written order, whatever its first residue
-    adopts. Returns that text and the sort key of the run's last linkage, or ``None`` for it
-    when the run ends with the root (a residue without linkage). Branched glycans of a column
-    share most of their runs (the 41,016 branched real strings of the benchmark: 227,861 runs,
-    12,344 distinct), so the cache spares decoding them, and key building
-    (:func:`_key`) works per run, not per residue.
+    adopts. Returns the sort key of the run's last linkage (``None`` when the run ends with the
+    root, a residue without linkage) and that text: the entry the run's last residue waits
+    with when its first adopts nothing. Branched glycans of a column share most of their runs
+    (the 41,016 branched real strings of the benchmark: 227,861 runs, 12,344 distinct), so the
+    cache spares decoding them, and :func:`_key` works per run, not per residue.
     """
     pieces = text.split(")")
     tail = pieces.pop()  # "" when the run ends with a linkage
@@ -707,10 +703,8 @@ def _decode_segment(text: str) -> tuple[str, tuple[Any, ...] | None] | None:
     joined = "".join(map(_PIECE, units))
     if tail:
         root = _decode_unit(tail)
-        if root is None or root.link is not None:
-            return None
-        return joined + root.norm, None
-    return (joined, units[-1].link.order) if units else None
+        return None if root is None else (None, joined + root.norm)
+    return (units[-1].link.order, joined) if units else None
 
 
 def _key(s: str) -> str | None:
@@ -731,47 +725,45 @@ def _key(s: str) -> str | None:
         if None in units or s.count("(") != len(units) - 1 or units[-1].link is not None:
             return None
         return "".join(map(_PIECE, units))
-    parts = _SEGMENTS.split(s)
+    pieces = s.split("[")  # then each at "]": two C-level splits beat one regex split
+    final = len(pieces) - 1
     stack: list[list[tuple[Any, str]]] = []  # the outer waiting lists
     waiting: list[tuple[Any, str]] = []  # (linkage sort key, text): children without parent
-    for run, bracket in zip(parts[:-1:2], parts[1::2]):
-        if run:
-            decoded = _decode_segment(run)
-            if decoded is None or decoded[1] is None:  # the root must come last
-                return None
-            if not waiting:
-                entry = (decoded[1], decoded[0])
-            elif len(waiting) == 1:
-                entry = (decoded[1], waiting[0][1] + decoded[0])
-            else:
-                waiting.sort()
-                body = "".join(["[" + e[1] + "]" for e in waiting[1:]])
-                entry = (decoded[1], waiting[0][1] + body + decoded[0])
-            if bracket == "[":
-                stack.append([entry])
+    for k, piece in enumerate(pieces):
+        runs = piece.split("]")
+        closed = len(runs) - 1  # runs before it end with "]", it with "[" (or the string)
+        for j, run in enumerate(runs):
+            if not run:  # at the start, or right after a bracket
+                if j < closed or k == final:
+                    return None
+                stack.append(waiting)
                 waiting = []
-            elif stack:
-                waiting = stack.pop()
-                waiting.append(entry)
-            else:
+                continue
+            entry = _decode_segment(run)
+            if entry is None:
                 return None
-        elif bracket == "[":
-            stack.append(waiting)
-            waiting = []
-        else:  # "]" right after a bracket
-            return None
-    run = parts[-1]
-    if stack or not run:
-        return None
-    decoded = _decode_segment(run)
-    if decoded is None or decoded[1] is not None:
-        return None
-    if not waiting:
-        return decoded[0]
-    if len(waiting) == 1:
-        return waiting[0][1] + decoded[0]
-    waiting.sort()
-    return waiting[0][1] + "".join(["[" + e[1] + "]" for e in waiting[1:]]) + decoded[0]
+            if waiting:  # the run's first residue adopts them
+                if len(waiting) == 1:
+                    text = waiting[0][1] + entry[1]
+                else:
+                    waiting.sort()
+                    body = "".join(["[" + e[1] + "]" for e in waiting[1:]])
+                    text = waiting[0][1] + body + entry[1]
+            else:
+                text = entry[1]
+            if entry[0] is None:  # the root: the last run
+                return text if j == closed and k == final and not stack else None
+            if j < closed:
+                if not stack:
+                    return None
+                waiting = stack.pop()
+                waiting.append((entry[0], text))
+            elif k < final:
+                stack.append([(entry[0], text)])
+                waiting = []
+            else:  # a trailing linkage
+                return None
+    return None  # unreachable: the last run returned
 
 
 def _long(units: list[_Unit], tree: bool) -> _Built | None:
