@@ -725,45 +725,60 @@ def _key(s: str) -> str | None:
         if None in units or s.count("(") != len(units) - 1 or units[-1].link is not None:
             return None
         return "".join(map(_PIECE, units))
-    pieces = s.split("[")  # then each at "]": two C-level splits beat one regex split
+    # Split at "[" and then at "]": two C-level splits beat one regex split. Every piece but
+    # the last is followed by "[", so its last run starts a level with nothing waiting; every
+    # run but a piece's last is followed by "]", so it joins the level below (the stack).
+    pieces = s.split("[")
     final = len(pieces) - 1
-    stack: list[list[tuple[Any, str]]] = []  # the outer waiting lists
-    waiting: list[tuple[Any, str]] = []  # (linkage sort key, text): children without parent
+    stack: list[list[tuple[Any, str]]] = []  # per open level, its children without parent
     for k, piece in enumerate(pieces):
+        if "]" not in piece:  # one run after "[" (or at the start): it adopts nothing
+            if k == final:  # a "[" that is never closed
+                return None
+            if piece:
+                entry = _decode_segment(piece)
+                if entry is None or entry[0] is None:  # the root must come last
+                    return None
+                stack.append([entry])
+            else:  # "[[", or a leading "["
+                stack.append([])
+            continue
         runs = piece.split("]")
-        closed = len(runs) - 1  # runs before it end with "]", it with "[" (or the string)
-        for j, run in enumerate(runs):
-            if not run:  # at the start, or right after a bracket
-                if j < closed or k == final:
-                    return None
-                stack.append(waiting)
-                waiting = []
-                continue
+        tail = runs.pop()  # after the last "]": "" before a "[", else a run
+        waiting: list[tuple[Any, str]] = []
+        for run in runs:  # each followed by "]"
             entry = _decode_segment(run)
-            if entry is None:
+            if entry is None or entry[0] is None or not stack:
                 return None
-            if waiting:  # the run's first residue adopts them
-                if len(waiting) == 1:
-                    text = waiting[0][1] + entry[1]
-                else:
-                    waiting.sort()
-                    body = "".join(["[" + e[1] + "]" for e in waiting[1:]])
-                    text = waiting[0][1] + body + entry[1]
+            if not waiting:
+                pass  # the first run adopts nothing
+            elif len(waiting) == 1:
+                entry = (entry[0], waiting[0][1] + entry[1])
             else:
-                text = entry[1]
-            if entry[0] is None:  # the root: the last run
-                return text if j == closed and k == final and not stack else None
-            if j < closed:
-                if not stack:
-                    return None
-                waiting = stack.pop()
-                waiting.append((entry[0], text))
-            elif k < final:
-                stack.append([(entry[0], text)])
-                waiting = []
-            else:  # a trailing linkage
+                waiting.sort()
+                body = "".join(["[" + e[1] + "]" for e in waiting[1:]])
+                entry = (entry[0], waiting[0][1] + body + entry[1])
+            waiting = stack.pop()
+            waiting.append(entry)
+        if not tail:  # "][", or a "]" that ends the string
+            if k == final:
                 return None
-    return None  # unreachable: the last run returned
+            stack.append(waiting)
+            continue
+        entry = _decode_segment(tail)
+        if entry is None:
+            return None
+        if len(waiting) == 1:
+            text = waiting[0][1] + entry[1]
+        else:
+            waiting.sort()
+            text = waiting[0][1] + "".join(["[" + e[1] + "]" for e in waiting[1:]]) + entry[1]
+        if entry[0] is None:  # the root: the last run
+            return text if k == final and not stack else None
+        if k == final:  # a trailing linkage
+            return None
+        stack.append([(entry[0], text)])
+    return None  # unreachable: the last piece returned
 
 
 def _long(units: list[_Unit], tree: bool) -> _Built | None:
