@@ -15,8 +15,8 @@ either library rejects are left out and counted. Reported, glycans per second:
   are warm: filled by a pass over the same strings, as after the first rows of any real column,
   which for runs that occur in one string only is generous. ``cold caches`` clears them all
   first, so every cache fills during the timed pass over the distinct strings in shuffled
-  order: the honest figure. ``run cache bypassed`` swaps ``_decode_segment`` for its
-  ``__wrapped__`` (every run decoded from its units at every call; per-token caches warm);
+  order: the honest figure. ``run cache bypassed`` empties the run cache and sets its size to
+  0 for the pass (every run decoded from its units at every call; per-token caches warm);
 * ``parse``: the full dataclass tree, canonical key included;
 * glycowork's ``glycan_to_nxGraph`` with its LRU bypassed: ``glycan_to_nxGraph_int`` (where the
   ``lru_cache(50_000)`` sits) replaced by its ``__wrapped__`` for the pass, so no graph is looked
@@ -146,13 +146,14 @@ def clear_curate() -> None:
 @contextlib.contextmanager
 def run_cache_bypassed():
     """curate's run cache out of the way, as glycowork's LRU is in ``glycowork_lru_bypassed``:
-    ``_key`` looks ``_decode_segment`` up at every call."""
-    cached = iupac._decode_segment
-    iupac._decode_segment = cached.__wrapped__
+    emptied, and with size 0 it stores nothing, so every run is decoded at every call."""
+    memo = iupac._decode_segment
+    memo.cache_clear()
+    size, memo.size = memo.size, 0
     try:
         yield
     finally:
-        iupac._decode_segment = cached
+        memo.size = size
 
 
 def warm_curate(strings: Sequence[str]) -> Callable[[], None]:
