@@ -568,9 +568,7 @@ TIE_NAMES = ("Gal", "Glc", "GlcNAc", "Gal6S", "Neu5Ac")
 TIE_LINKS = ("?1-?", "a1-?", "b1-4", "1-4")
 
 
-@pytest.mark.parametrize(
-    ("head", "short"), [(1, 0), (4, 0), (16, 0), (iupac._HEAD, iupac._SHORT)]
-)
+@pytest.mark.parametrize(("head", "short"), [(1, 0), (4, 0), (16, 0), (iupac._HEAD, iupac._SHORT)])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     glycan=st.deferred(lambda: glycans(TIE_NAMES, TIE_LINKS)),

@@ -37,8 +37,8 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cmp_to_key, lru_cache
-from operator import itemgetter
 from importlib.resources import files
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -750,6 +750,7 @@ def _decode_segment(text: str) -> tuple[tuple[Any, ...] | None, str] | None:
 
 
 _RUN_HIT = _decode_segment.get
+
 
 def _key(s: str) -> str | None:
     """``_build(s, False).key`` (``None`` when that is ``None``), by runs of residues.
