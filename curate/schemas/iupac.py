@@ -804,6 +804,9 @@ def _key(s: str) -> str | None:
                 pass  # the first run adopts nothing
             elif len(waiting) == 1:
                 entry = (entry[0], waiting[0][1] + entry[1])
+            elif len(waiting) == 2:  # one branch: the common case, sorted by one comparison
+                first, second = waiting if waiting[0] <= waiting[1] else waiting[::-1]
+                entry = (entry[0], first[1] + "[" + second[1] + "]" + entry[1])
             else:
                 waiting.sort()
                 body = "".join(["[" + e[1] + "]" for e in waiting[1:]])
@@ -820,6 +823,9 @@ def _key(s: str) -> str | None:
             return None
         if len(waiting) == 1:
             text = waiting[0][1] + entry[1]
+        elif len(waiting) == 2:
+            first, second = waiting if waiting[0] <= waiting[1] else waiting[::-1]
+            text = first[1] + "[" + second[1] + "]" + entry[1]
         else:
             waiting.sort()
             text = waiting[0][1] + "".join(["[" + e[1] + "]" for e in waiting[1:]]) + entry[1]
