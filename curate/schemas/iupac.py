@@ -14,8 +14,9 @@ Why a parser of our own: glycowork's ``glycan_to_nxGraph`` accepts almost any st
 brackets, never validates, and rescues failures by rewriting the input), so a dataset linter
 cannot use it to *find* malformed records, and building a networkx graph per string is slow for
 100k-row audits. This module rejects anything that is not a well-formed glycan, with the 0-based
-position of the problem. Well-formed strings take one ``str.split`` and one cached lookup per
-residue; only rejected strings pay for a second, regex-driven pass that pinpoints the error.
+position of the problem. Well-formed strings take a few ``str.split`` calls and one memo lookup
+per residue (:func:`parse`) or per bracket-free run of residues (:func:`canonical_key`); only
+rejected strings pay for a second, regex-driven pass that pinpoints the error.
 
 Why canonical keys: one glycan has many spellings. Branch order is free (``Man(a1-3)[Man(a1-6)]Man``
 and ``Man(a1-6)[Man(a1-3)]Man``), and which branch is written as the main chain is a convention
