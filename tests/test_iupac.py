@@ -568,25 +568,49 @@ TIE_NAMES = ("Gal", "Glc", "GlcNAc", "Gal6S", "Neu5Ac")
 TIE_LINKS = ("?1-?", "a1-?", "b1-4", "1-4")
 
 
-@pytest.mark.parametrize("head", [1, 4, 16])
+@pytest.mark.parametrize(("head", "short"), [(1, 0), (4, 0), (16, 0), (iupac._HEAD, iupac._SHORT)])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     glycan=st.deferred(lambda: glycans(TIE_NAMES, TIE_LINKS)),
     rnd=st.randoms(use_true_random=False),
 )
 def test_key_matches_the_quadratic_reference(
-    head: int, glycan: tuple[Any, ...], rnd: random.Random
+    head: int, short: int, glycan: tuple[Any, ...], rnd: random.Random
 ) -> None:
     """Siblings on one linkage are ordered by comparing bounded heads of their texts first;
     with heads of 1-16 characters almost every comparison goes past the head, so the linear
-    builder must agree with the reference on every tree, tie or not."""
+    builder (every string is long with ``_SHORT`` 0) must agree with the reference on every
+    tree, tie or not; so must the short builder and the run-based key at their defaults."""
     text = write_glycan(glycan, rnd)
-    saved = iupac._HEAD
-    iupac._HEAD = head
+    saved = iupac._HEAD, iupac._SHORT
+    iupac._HEAD, iupac._SHORT = head, short
     try:
-        assert iupac._checked(text).key == _quadratic_key(text)
+        key = _quadratic_key(text)
+        assert iupac._checked(text).key == key
+        assert iupac._key(text) == key
     finally:
-        iupac._HEAD = saved
+        iupac._HEAD, iupac._SHORT = saved
+
+
+def test_builders_agree_on_every_real_string(accepted_strings: list[str]) -> None:
+    """The run-based key (canonical_key), the short builder (parse) and the linear builder
+    write the same key for every real glycan; the run cache changes nothing."""
+    for s in accepted_strings:
+        key = iupac._key(s)
+        assert key is not None and iupac._build(s, tree=True).key == key
+        assert iupac._build(s, tree=False).key == key
+    saved = iupac._SHORT, iupac._decode_segment.size
+    iupac._SHORT = 0
+    iupac._decode_segment.cache_clear()
+    iupac._decode_segment.size = 0  # stores nothing: every run decoded at every call
+    try:
+        for s in accepted_strings:
+            assert iupac._build(s, tree=False).key == canonical_key(s)
+        iupac._SHORT = saved[0]
+        for s in accepted_strings:
+            assert iupac._key(s) == canonical_key(s)
+    finally:
+        iupac._SHORT, iupac._decode_segment.size = saved
 
 
 def test_canonical_key_is_memoized() -> None:
@@ -738,7 +762,10 @@ def check_agreement(text: str) -> None:
     """The builder accepts exactly what the diagnoser passes, and every error is specific."""
     result = try_parse(text)
     if text:
-        assert (iupac._build(text) is None) == (iupac._diagnose(text) is not None), text
+        built = iupac._build(text)
+        assert (built is None) == (iupac._diagnose(text) is not None), text
+        # the run-based key of canonical_key accepts exactly the same strings, with one key
+        assert iupac._key(text) == (None if built is None else built.key), text
     if isinstance(result, IUPACError):
         assert 0 <= result.position <= len(text)
         assert not str(result).startswith("malformed glycan"), text  # a specific diagnosis
