@@ -69,6 +69,29 @@ def _episode_details(kind: str) -> tuple[pl.Expr, ...]:
     )
 
 
+def _episode_findings(
+    data: IcrlData,
+    ctx: AuditContext,
+    kind: str,
+    message: pl.Expr,
+    field: str,
+    extra: tuple[pl.Expr, ...] = (),
+) -> pl.DataFrame:
+    """One finding per history with episodes of ``kind``, on its first such episode's steps;
+    ``message`` reads the columns of :func:`_first_episodes` (and ends with :func:`_more`)."""
+    h = _first_episodes(data, ctx, kind)
+    if h.is_empty():
+        return empty_rule_output()
+    return history_findings(
+        h,
+        message,
+        start=pl.col("start"),
+        end=pl.col("end"),
+        field=field,
+        extra=(*_episode_details(kind), *extra),
+    )
+
+
 @RULES.rule(
     "RL201", "reward-length-mismatch", category="integrity", severity="error", needs=(SCAN,)
 )
@@ -84,11 +107,10 @@ def reward_length_mismatch(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     length its reward implies.
     """
     k = "reward-length"
-    h = _first_episodes(data, ctx, k)
-    if h.is_empty():
-        return empty_rule_output()
-    return history_findings(
-        h,
+    return _episode_findings(
+        data,
+        ctx,
+        k,
         pl.format(
             "reward {} at step {} implies an episode of {} steps, but the episode ({}) has {}{}",
             pl.col("reward").round(4),
@@ -98,10 +120,8 @@ def reward_length_mismatch(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             "length",
             _more(k),
         ),
-        start=pl.col("start"),
-        end=pl.col("end"),
-        field="rewards",
-        extra=(*_episode_details(k), pl.col("implied").alias("implied_length")),
+        "rewards",
+        (pl.col("implied").alias("implied_length"),),
     )
 
 
@@ -115,11 +135,10 @@ def episode_too_long(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     gone. The episode still open at the end of a history is checked too.
     """
     k = "too-long"
-    h = _first_episodes(data, ctx, k)
-    if h.is_empty():
-        return empty_rule_output()
-    return history_findings(
-        h,
+    return _episode_findings(
+        data,
+        ctx,
+        k,
         pl.format(
             "an episode of {} steps ({}) is longer than max_steps {}{}",
             "length",
@@ -127,10 +146,7 @@ def episode_too_long(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             "max_steps",
             _more(k),
         ),
-        start=pl.col("start"),
-        end=pl.col("end"),
-        field="dones",
-        extra=_episode_details(k),
+        "dones",
     )
 
 
@@ -145,11 +161,10 @@ def zero_reward_done_early(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     done, and it makes a failure out of what may have been a success.
     """
     k = "zero-reward-early"
-    h = _first_episodes(data, ctx, k)
-    if h.is_empty():
-        return empty_rule_output()
-    return history_findings(
-        h,
+    return _episode_findings(
+        data,
+        ctx,
+        k,
         pl.format(
             "an episode ends with reward 0 after {} steps ({}), before max_steps {}{}",
             "length",
@@ -157,10 +172,7 @@ def zero_reward_done_early(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             "max_steps",
             _more(k),
         ),
-        start=pl.col("start"),
-        end=pl.col("end"),
-        field="rewards",
-        extra=_episode_details(k),
+        "rewards",
     )
 
 
