@@ -28,6 +28,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=8)
     ap.add_argument("--histories", type=int, default=8)
     ap.add_argument("--steps", type=int, default=60_928)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/curate-bench-icrl"))
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "curate-bench-icrl")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()

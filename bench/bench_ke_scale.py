@@ -14,7 +14,7 @@ so one measurement's memory never inflates another's. Measured in the same run:
   columnar path reads Arrow record batches; no JSON at all).
 
 Cases come from the bench generator (``bench_ke.rekey_record``: MQuAKE-hard re-keyed per
-replica), written to ``--workdir`` (default under /tmp), never into the repository.
+replica), written to ``--workdir`` (default: the system temporary folder), never into the repository.
 
 Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
 ``--sizes 100000`` for a quick run; ``--big`` adds 3M cases (memory of the full audit; 15 GB of
@@ -28,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -207,7 +208,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--big", action="store_true", help="also 3M cases (memory of the audit)")
     ap.add_argument("--peer-max", type=int, default=100_000, help="whole-file peer up to N")
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/curate-bench-ke"))
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "curate-bench-ke")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
