@@ -58,7 +58,10 @@ def _paths(paths: Paths) -> list[str]:
     """
     from curate.io import check_inputs
 
-    out = [str(paths)] if isinstance(paths, str | Path) else [str(p) for p in paths]
+    def keep(p: str | Path) -> str:  # a SplitInput is a str and keeps its split
+        return p if isinstance(p, str) else str(p)
+
+    out = [keep(paths)] if isinstance(paths, str | Path) else [keep(p) for p in paths]
     if not out:
         raise UsageError("no input given")
     check_inputs(out)

@@ -31,6 +31,12 @@ The form (every key is optional except ``datasets`` and, in each, ``name``, ``fa
     options = { edit-set = "random:100" }  # the family's options, spelt like its flags
     select = ["KE"]
 
+    [[tool.curate.datasets]]
+    name = "glycan-species"
+    family = "glycan"
+    splits = { train = "data/train-*.csv", test = ["data/test.csv"] }   # instead of paths
+    options = { task = "taxonomy" }
+
     [[tool.curate.curate-ignore]]
     dataset = "mquake-hard"                # optional: every dataset when omitted
     rule = "KE401"
@@ -43,6 +49,11 @@ that match its family's rules (``KE`` is nothing to a glycan table; a category s
 ``leakage`` matches in every family); a selector that matches no configured dataset's rules is
 an error. A dataset's own keys are added after the top-level ones (its ``select`` replaces the
 top-level one).
+
+``splits`` (instead of ``paths``) is the split mapping, as a Hub card's ``data_files``: split
+name → files or globs. Why: many dataset repositories keep ``train.csv`` and ``test.csv`` with no
+split column, and leakage rules need to know which record is in which split. Every record of a
+mapped file is in that split, as if the files were a dataset folder's ``data/<split>-*`` files.
 
 Errors are :class:`~curate.errors.UsageError`, one line naming the file and the key path
 (``pyproject.toml: [tool.curate] datasets[0].famly: unknown key``). TOML parsers give no
@@ -71,6 +82,7 @@ from pydantic import (
 )
 
 from curate.errors import UsageError
+from curate.io import SplitInput
 
 #: The file names looked for in each folder, in order (a ``curate.toml`` wins over a
 #: ``pyproject.toml`` beside it, as ``ruff.toml`` wins over ``pyproject.toml``).
@@ -157,9 +169,32 @@ class DatasetConfig(RuleKeys):
 
     name: str = Field(min_length=1)
     family: str = Field(min_length=1)
-    paths: list[str] = Field(min_length=1)
+    paths: list[str] = Field(default_factory=list)
+    #: Split mapping: split name → files or globs (a string or a list), instead of ``paths``.
+    splits: dict[str, list[str]] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
     encoding: str | None = None
+
+    @field_validator("splits", mode="before")
+    @classmethod
+    def _splits(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: [x] if isinstance(x, str) else x for k, x in v.items()}
+        return v
+
+    @model_validator(mode="after")
+    def _inputs(self) -> DatasetConfig:
+        if bool(self.paths) == bool(self.splits):
+            raise ValueError(
+                "give the inputs as `paths` (a list of files, folders or globs) or as `splits` "
+                "(split name → files), exactly one of the two"
+            )
+        for split, files in self.splits.items():
+            if not split.strip() or split != split.strip():
+                raise ValueError(f"splits: {split!r} is not a split name")
+            if not files:
+                raise ValueError(f"splits.{split}: no files")
+        return self
 
     @field_validator("name")
     @classmethod
@@ -252,8 +287,17 @@ class LoadedConfig:
         """A dataset's inputs: each relative path taken from the config's folder, globs
         expanded (sorted); a glob that matches nothing is an error naming it."""
         ds = self.config.datasets[index]
+        if not ds.splits:
+            return self._expand(ds.paths, f"datasets[{index}].paths")
         out: list[str] = []
-        for j, raw in enumerate(ds.paths):
+        for split, files in ds.splits.items():
+            found = self._expand(files, f"datasets[{index}].splits.{split}")
+            out.extend(SplitInput(p, split) for p in found)
+        return out
+
+    def _expand(self, raws: list[str], key: str) -> list[str]:
+        out: list[str] = []
+        for j, raw in enumerate(raws):
             if raw.startswith("hf://") or raw == "-":
                 out.append(raw)
                 continue
@@ -261,9 +305,7 @@ class LoadedConfig:
             if glob.has_magic(raw):
                 found = sorted(glob.glob(str(full), recursive=True))
                 if not found:
-                    raise UsageError(
-                        f"{self.where(f'datasets[{index}].paths[{j}]')}: {raw!r} matches no file"
-                    )
+                    raise UsageError(f"{self.where(f'{key}[{j}]')}: {raw!r} matches no file")
                 out.extend(shown_path(Path(f)) for f in found)
             else:
                 out.append(shown_path(full))

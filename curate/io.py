@@ -60,6 +60,7 @@ __all__ = [
     "Batch",
     "InputName",
     "Source",
+    "SplitInput",
     "atomic_path",
     "check_inputs",
     "current_umask",
@@ -70,6 +71,7 @@ __all__ = [
     "read_frame",
     "read_text",
     "sha256_of",
+    "split_of",
     "write_bytes_atomic",
 ]
 
@@ -171,6 +173,37 @@ class InputName(str):
         return self.rstrip("/").rsplit("/", 1)[-1]
 
 
+class SplitInput(str):
+    """An input path that belongs to one split, as a project configuration's ``splits`` mapping
+    says (``splits = {train = "train.csv", test = "test.csv"}``).
+
+    Why a ``str`` with an attribute and not a new parameter: the path travels unchanged through
+    every family's ``load`` to :func:`open_source` and :func:`read_frame`, which tag its records
+    with the split exactly as a dataset folder's layout does (:meth:`Batch.moved`, the
+    ``__split__`` column), so no family needs to know where the split came from.
+    """
+
+    __slots__ = ("split",)
+
+    def __new__(cls, path: str, split: str) -> SplitInput:
+        s = super().__new__(cls, path)
+        s.split = split
+        return s
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SplitInput, (str(self), self.split))
+
+
+def split_of(path: Any) -> str | None:
+    """The split a :class:`SplitInput` assigns, else None."""
+    return getattr(path, "split", None) if isinstance(path, SplitInput) else None
+
+
+def _tagged(batches: Iterator[Batch], split: str) -> Iterator[Batch]:
+    for b in batches:
+        yield b.moved(split, b.offset)
+
+
 @dataclass
 class Source:
     """An opened input: what it is and an iterator over its batches."""
@@ -250,6 +283,8 @@ def open_source(
         check_encoding(encoding)  # fail before reading anything; messages keep the user's name
     inp = _resolve(path, encoding)
     batches = inp.batches(encoding)
+    if (split := split_of(path)) is not None:
+        batches = _tagged(batches, split)
     try:
         digest = inp.digest() if hash_input else ""
     except OSError as e:
@@ -1922,6 +1957,8 @@ def read_frame(path: str | Path, *, encoding: str | None = None) -> tuple[Any, S
             raise InputError("empty table", path=src.path)
         if df.height == 0:  # like an empty JSON array: a header alone is not a dataset
             raise InputError("no records found (a header line only)", path=src.path)
+        if (split := split_of(path)) is not None:
+            df = df.with_columns(pl.lit(split).alias(SPLIT_FROM_LAYOUT))
         return df, src
     columns: dict[str, list[Any]] = {}
     splits: list[str | None] = []

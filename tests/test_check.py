@@ -436,3 +436,105 @@ def test_a_threshold_not_exceeded_states_the_figure(repo, capsys):
     assert rc == 1  # without the baseline, GL301/GL40x errors fail; GL501 does not
     line = next(x for x in out.splitlines() if x.strip().startswith("GL501"))
     assert "ok (33.8% of records <= threshold 40%)" in line, line
+
+
+def _split_repo(tmp_path: Path, shared: Any) -> Path:
+    """A repository with train.csv / test.csv and no split column (real glycowork rows) and the
+    MQuAKE-hard cases in two JSON Lines files, checked through the config's split mapping."""
+    import polars as pl
+
+    folder = tmp_path / "splitrepo"
+    (folder / "data").mkdir(parents=True)
+    rows = pl.read_csv(shared("data/glycan/glycowork_sample.csv"), infer_schema_length=0)
+    rows = rows.drop("split")
+    rows.head(3000).write_csv(folder / "data" / "train.csv")
+    rows.tail(1900).write_csv(folder / "data" / "test.csv")
+    cases = json.loads(shared("data/mquake/MQuAKE-hard.json").read_text("utf-8"))
+    for name, part in (("ke-train", cases[:300]), ("ke-test", cases[300:])):
+        text = "".join(json.dumps(c) + "\n" for c in part)
+        (folder / "data" / f"{name}.jsonl").write_text(text, "utf-8")
+    return folder
+
+
+def test_a_split_mapping_makes_files_one_table_with_splits(tmp_path, shared, capsys, monkeypatch):
+    """``splits = {train = ..., test = ...}``: a glycan in both files is split leakage (GL402,
+    an error naming the test file's line), not cross-task leakage between two tables."""
+    folder = _split_repo(tmp_path, shared)
+    train = {_key(g) for g in pl_col(folder / "data" / "train.csv")} - {None}
+    leaked_rows = sum(_key(g) in train for g in pl_col(folder / "data" / "test.csv"))
+    assert leaked_rows > 0
+    (folder / "curate.toml").write_text(
+        '[[datasets]]\nname = "g"\nfamily = "glycan"\nselect = ["leakage"]\n'
+        'splits = { train = "data/train.csv", test = ["data/t*t.csv"] }\n',
+        "utf-8",
+    )
+    monkeypatch.chdir(folder)
+    rc, out, _ = run(capsys, "check", "--format", "json")
+    report = json.loads(out)
+    (ds,) = report["datasets"]
+    assert [i["path"] for i in ds["inputs"]] == ["data/train.csv", "data/test.csv"]
+    assert [i["records"] for i in ds["inputs"]] == [3000, 1900]
+    counts = {r["rule"]: r["findings"] for r in ds["rules"]}
+    assert counts.get("GL403", 0) == 0
+    # every leaked test row is reported once, as same-label or different-label leakage
+    assert counts["GL401"] + counts["GL402"] == leaked_rows
+    assert rc == 1
+    rc, out, _ = run(capsys, "check")
+    assert "data/test.csv:" in out and "data/train.csv:" not in out.split("GL40", 1)[1]
+
+
+def _key(glycan: str) -> str | None:
+    """Leakage is by canonical key (branch order does not make another glycan)."""
+    from curate.schemas.iupac import IUPACError, canonical_key
+
+    try:
+        return canonical_key(glycan)
+    except IUPACError:
+        return None
+
+
+def pl_col(path: Path) -> list[str]:
+    import polars as pl
+
+    return pl.read_csv(path, infer_schema_length=0)["glycan"].to_list()
+
+
+def test_a_split_mapping_tags_records_of_a_record_family(tmp_path, shared):
+    """Records of JSON Lines files carry the split their file is mapped to."""
+    from curate.api import load
+    from curate.config import load_config
+
+    folder = _split_repo(tmp_path, shared)
+    (folder / "curate.toml").write_text(
+        '[[datasets]]\nname = "ke"\nfamily = "mquake"\n'
+        'splits = { train = "data/ke-train.jsonl", test = "data/ke-test.jsonl" }\n',
+        "utf-8",
+    )
+    loaded = load_config(folder / "curate.toml")
+    paths = loaded.dataset_paths(0)
+    assert [p.split for p in paths] == ["train", "test"]
+    data = load("mquake", paths)
+    assert {i.path: i.splits for i in data.inputs} == {
+        str(paths[0]): {"train": 300},
+        str(paths[1]): {"test": 129},
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ('paths = ["a.csv"]\nsplits = { train = "a.csv" }', "exactly one of the two"),
+        ("", "exactly one of the two"),
+        ("splits = { train = [] }", "splits.train: no files"),
+        ('splits = { train = "data/nothing-*.csv" }', "datasets[0].splits.train[0]"),
+    ],
+)
+def test_a_bad_split_mapping_is_one_exit_2_line(tmp_path, capsys, monkeypatch, body, named):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "curate.toml").write_text(
+        f'[[datasets]]\nname = "g"\nfamily = "glycan"\n{body}\n', "utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, "check")
+    assert rc == 2, err
+    assert err.count("\n") == 1 and named in err, err

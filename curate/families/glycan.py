@@ -36,7 +36,7 @@ from curate.errors import InputError, UsageError
 from curate.families.base import Family, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report, dumps, rule_output
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame
+from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame, split_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.glycan import (
@@ -192,6 +192,64 @@ def _read_table(
     return raw, src, flagged, originals
 
 
+def _tables_of(paths: Sequence[str | Path]) -> list[list[str | Path]]:
+    """The tables the inputs make: each input is its own table (a task of its own), except the
+    files of a split mapping (:class:`~curate.io.SplitInput`, from a project configuration's
+    ``splits``), which are together one table whose split each file gives — as the files of a
+    dataset folder are. Why: ``train.csv`` and ``test.csv`` mapped to their splits are one
+    task's two halves; read as two tables they would be two tasks, and a glycan in both would
+    be cross-task leakage (GL403, a warning) instead of split leakage (GL401/GL402)."""
+    units: list[list[str | Path]] = []
+    group: list[str | Path] = []
+    for p in paths:
+        if split_of(p) is not None:
+            group.append(p)
+        else:
+            units.append([p])
+    if group:
+        units.append(group)
+    return units
+
+
+#: One file of a split mapping: its name, what reading it gave, its row count.
+_File = tuple[str, Source, int]
+
+
+def _read_split_files(
+    paths: list[str | Path], encoding: str | None
+) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict], list[str], list[_File]]:
+    """The files of a split mapping read as one table: rows in file order, each row's record
+    naming its file (``train.csv line 12``, ``test.jsonl #3``), mixed-type cells and originals
+    moved to the row's place in the whole table."""
+    frames: list[pl.DataFrame] = []
+    flagged: Flagged = {}
+    originals: dict[int, dict] = {}
+    records: list[str] = []
+    files: list[_File] = []
+    text: set[str] | None = None
+    base = 0
+    first: Source | None = None
+    for path in paths:
+        raw, src, fl, orig = _read_table(path, encoding)
+        first = first or src
+        name = Path(str(path)).name
+        if src.format == "csv" and src.row_lines is not None:
+            records.extend(f"{name} line {n}" for n in src.row_lines)
+        else:
+            records.extend(f"{name} #{n}" for n in range(raw.height))
+        for col, cells in fl.items():
+            flagged.setdefault(col, {}).update({base + r: k for r, k in cells.items()})
+        originals.update({base + r: rec for r, rec in orig.items()})
+        text = set(src.text_columns) if text is None else text & src.text_columns
+        frames.append(raw)
+        files.append((str(path), src, raw.height))
+        base += raw.height
+    assert first is not None
+    raw = pl.concat(frames, how="diagonal")
+    merged = Source(first.path, first.format, iter(()), first.sha256, text_columns=text or set())
+    return raw, merged, flagged, originals, records, files
+
+
 def _schema_roles(cols: Columns) -> dict[str, str]:
     """Column → what it holds, for every column the task's schema reads."""
     roles: dict[str, str] = {}
@@ -293,8 +351,14 @@ class GlycanFamily(Family):
         inputs: list[InputInfo] = []
         schema_rows: list[dict[str, Any]] = []
         offset = 0
-        for i, path in enumerate(paths):
-            raw, src, flagged, originals = _read_table(path, encoding)
+        for i, unit in enumerate(_tables_of(paths)):
+            if len(unit) == 1:
+                path = unit[0]
+                raw, src, flagged, originals = _read_table(path, encoding)
+                records, files = None, [(str(path), src, raw.height)]
+            else:
+                path = ", ".join(str(p) for p in unit)
+                raw, src, flagged, originals, records, files = _read_split_files(unit, encoding)
             given = columns
             if SPLIT_FROM_LAYOUT in raw.columns and (columns or {}).get("split") not in (
                 None,
@@ -309,18 +373,22 @@ class GlycanFamily(Family):
             if SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
                 cols.split = SPLIT_FROM_LAYOUT
             table, errs = self._normalise(
-                i, str(path), cols, raw, offset, src.format, flagged, src.row_lines
+                i, str(path), cols, raw, offset, src.format, flagged, src.row_lines, records
             )
             table.originals = originals
             table.text_columns = frozenset(src.text_columns - set(cols.glycan_columns))
             schema_rows.extend(errs)
             tables.append(table)
-            splits = (
-                dict(table.rows.group_by("split").len().drop_nulls("split").iter_rows())
-                if table.rows.height
-                else {}
-            )
-            inputs.append(InputInfo(str(path), src.sha256, raw.height, src.format, splits))
+            start = 0
+            for name, file_src, height in files:
+                part = table.rows.slice(start, height) if len(files) > 1 else table.rows
+                splits = (
+                    dict(part.group_by("split").len().drop_nulls("split").iter_rows())
+                    if part.height
+                    else {}
+                )
+                inputs.append(InputInfo(name, file_src.sha256, height, file_src.format, splits))
+                start += height
             offset += raw.height
             if progress:
                 progress(f"read {Path(path).name}", offset)
@@ -357,6 +425,7 @@ class GlycanFamily(Family):
         fmt: str,
         flagged: Flagged | None = None,
         lines: list[int] | None = None,
+        records: list[str] | None = None,
     ) -> tuple[GlycanTable, list[dict[str, Any]]]:
         n = raw.height
         work, bad_cells = malformed_cells(raw, cols, flagged or {})
@@ -367,6 +436,8 @@ class GlycanFamily(Family):
             id_col = None
         if id_col is not None:
             record = work[id_col].cast(pl.String)
+        elif records is not None:  # several files as one table: each row names its file
+            record = pl.Series(records, dtype=pl.String)
         elif fmt == "csv" and lines is not None:
             # the line a reader can jump to: where the row starts (a quoted value may span lines)
             record = pl.Series(lines, dtype=pl.Int64).cast(pl.String).str.replace(r"^", "line ")
