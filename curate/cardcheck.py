@@ -129,6 +129,8 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
     problems: list[Problem] = []
     problems += _check_values(meta)
     files_by_config = _check_configs(root, meta, problems)
+    if meta.get("configs") is None:
+        problems += _check_inferred(root)
     _check_info(root, meta, files_by_config, problems)
     if (root / "croissant.json").is_file() and croissant:
         problems += _check_croissant(root)
@@ -164,6 +166,57 @@ def _check_values(meta: dict[str, Any]) -> list[Problem]:
         except UsageError:
             out.append(Problem(f"language[{i}]", f"{code!r} is not a language code the Hub knows"))
     return out
+
+
+#: Files curate writes beside the data; read as data they would be the dataset.
+SIDE_FILES = frozenset(
+    {"audit.json", "audit.before.json", "audit.after.json", "changelog.jsonl", "croissant.json"}
+)
+
+
+def _check_inferred(root: Path) -> list[Problem]:
+    """A card without ``configs``: what ``datasets.load_dataset(folder)`` would infer as the data.
+
+    Why: the Hub and ``load_dataset`` then pick the folder's commonest data format and read every
+    file of it — a folder holding one HDF5 file and three JSON reports loads the reports. That
+    is found only after the upload, in the Dataset Viewer. Asked of ``datasets`` itself (its
+    pattern inference and builder choice), offline.
+    """
+    from datasets.data_files import DataFilesDict, get_data_patterns
+    from datasets.exceptions import DataFilesNotFoundError
+    from datasets.load import infer_module_for_data_files
+    from datasets.packaged_modules import _MODULE_TO_EXTENSIONS
+
+    try:
+        patterns = get_data_patterns(str(root))
+        files = DataFilesDict.from_patterns(patterns, base_path=str(root))
+        module, _ = infer_module_for_data_files(files)
+    except (FileNotFoundError, DataFilesNotFoundError):
+        return [Problem("configs", "no configs and no data file datasets would find")]
+    except Exception as e:  # datasets' own refusal (mixed formats across splits, ...)
+        return [Problem("configs", f"no configs, and datasets cannot infer the data: {e}")]
+    if module is None:
+        return [Problem("configs", "no configs, and datasets finds no data format it reads")]
+    exts = tuple(_MODULE_TO_EXTENSIONS.get(module, ()))
+    read = [Path(f) for fs in files.values() for f in fs if str(f).lower().endswith(exts)]
+    side = sorted(_rel(root, f) for f in read if f.name in SIDE_FILES)
+    if not side:
+        return []
+    data_exts = {e for es in _MODULE_TO_EXTENSIONS.values() for e in es}
+    other = sorted(
+        _rel(root, Path(f))
+        for fs in files.values()
+        for f in fs
+        if not str(f).lower().endswith(exts) and Path(f).suffix.lower() in data_exts
+    )
+    skipped = f"; it would not read {', '.join(other)}" if other else ""
+    return [
+        Problem(
+            "configs",
+            f"no configs: datasets.load_dataset would read {', '.join(side)} as the data "
+            f"(its {module} builder){skipped}; declare configs with the data files",
+        )
+    ]
 
 
 def _check_configs(

@@ -311,10 +311,16 @@ def write_files_card(
     format (an HDF5 file, not parquet shards): ``files`` maps each data file's name to the
     records it holds.
 
-    The card's YAML has the Hub's licence, name, tags and size but no ``configs`` (the files
-    are not in a layout ``datasets.load_dataset`` reads); no Croissant file, which describes
-    parquet record sets. ``folder`` is a staging folder of :func:`curate.outputs.staged_folder`.
+    The card's YAML has the Hub's licence, name, tags and size, and ``configs`` naming the data
+    files, one config per file (the first the default), so ``datasets.load_dataset(folder)``
+    reads them with the builder their extension selects (``hdf5`` for HDF5) and never the JSON
+    reports beside them: without ``configs`` it infers the data from the folder's commonest
+    format, and that is the reports. One config per file because files of such formats need not
+    share a structure (XLand files differ in task groups and history length). No Croissant
+    file, which describes parquet record sets. ``folder`` is a staging folder of
+    :func:`curate.outputs.staged_folder`.
     """
+    from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
 
     license = check_license(card.license)
@@ -328,6 +334,15 @@ def write_files_card(
         tags=list(dict.fromkeys(card.tags)) or None,
         pretty_name=card.pretty_name,
     )
+    names = sorted(files)
+    if names:
+        configs: dict[str, dict[str, Any]] = {}
+        for i, name in enumerate(names):
+            entry: dict[str, Any] = {"data_files": [{"split": "train", "path": name}]}
+            if len(names) > 1 and i == 0:
+                entry["default"] = True
+            configs["default" if len(names) == 1 else _config_name(name, configs)] = entry
+        MetadataConfigs(configs).to_dataset_card_data(card_data)
     body = _card_body(
         card, dict(files), report, changelog, after, contents=("Files", "file", "records")
     )
@@ -335,6 +350,15 @@ def write_files_card(
     write_side_files(
         folder, report=report, after=after, changelog=changelog, extra_files=extra_files
     )
+
+
+def _config_name(file: str, taken: Mapping[str, Any]) -> str:
+    """A config name for one data file: its stem, made unique."""
+    stem = Path(file).name.split(".", 1)[0] or "data"
+    name, n = stem, 2
+    while name in taken:
+        name, n = f"{stem}-{n}", n + 1
+    return name
 
 
 def _as_stream(data: SplitData) -> SplitStream:

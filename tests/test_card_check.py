@@ -160,3 +160,21 @@ def test_a_missing_folder_is_no_such_folder(tmp_path, capsys):
     (tmp_path / "file").write_text("x", "utf-8")
     rc, _, err = run(capsys, "card", "check", tmp_path / "file")
     assert rc == 2 and err.strip().endswith("file: not a folder"), err
+
+
+def test_a_card_without_configs_that_would_load_the_reports(tmp_path, capsys):
+    """No ``configs`` and a folder of one HDF5 file plus curate's JSON reports: ``datasets``
+    would infer the reports as the data. The check asks ``datasets`` and names the files."""
+    (tmp_path / "README.md").write_text("---\nlicense: mit\n---\n\n# x\n", "utf-8")
+    (tmp_path / "audit.after.json").write_text('{"tool": "curate"}', "utf-8")
+    (tmp_path / "changelog.jsonl").write_text('{"rule": "RL205"}\n', "utf-8")
+    (tmp_path / "histories.hdf5").write_bytes(b"\\x89HDF\\r\\n\\x1a\\n")
+    rc, out, _ = run(capsys, "card", "check", tmp_path)
+    assert rc == 1, out
+    assert "datasets.load_dataset would read audit.after.json, changelog.jsonl" in out
+    assert "it would not read histories.hdf5" in out
+    (tmp_path / "audit.after.json").unlink()
+    (tmp_path / "changelog.jsonl").unlink()
+    (tmp_path / "data.csv").write_text("a\n1\n", "utf-8")
+    rc, out, _ = run(capsys, "card", "check", tmp_path)
+    assert "no configs" not in out, out

@@ -252,3 +252,24 @@ def test_options_line_shows_only_what_was_set(valid, capsys) -> None:
     main(["audit", "icrl", str(valid), "--tasks", "2"])
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("options:"))
     assert "tasks=2" in line and "seed=0" in line and "metadata_only" not in line
+
+
+def test_the_fixed_folder_loads_its_hdf5_not_its_reports(valid, tmp_path, capsys) -> None:
+    """The card's ``configs`` name the HDF5 file: ``load_dataset(folder)`` reads it with the
+    ``hdf5`` builder of ``datasets`` (task groups as columns, histories as rows) and never the
+    JSON reports beside it; ``curate card check`` passes the folder as written."""
+    import datasets
+
+    from curate.cli.main import main
+
+    out = tmp_path / "fixed"
+    curate.fix("icrl", str(valid), out)
+    ds = datasets.load_dataset(str(out))
+    assert list(ds) == ["train"]
+    with h5py.File(out / valid.name) as f:
+        assert sorted(ds["train"].column_names) == sorted(f)
+        assert ds["train"].num_rows == f["0"]["actions"].shape[0]
+        row = ds["train"][1]["0"]
+        assert np.array_equal(np.asarray(row["actions"]), f["0"]["actions"][1])
+    capsys.readouterr()
+    assert main(["card", "check", str(out)]) == 0, capsys.readouterr().out
