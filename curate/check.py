@@ -392,8 +392,10 @@ def write_baseline(path: Path, result: CheckResult, protected: Sequence[Path] = 
             "header); curate overwrites only files it wrote: move it or name another file"
         )
     entries = baseline_entries(result)
-    if path.exists():  # a run over some datasets (--dataset) keeps the others' entries
-        checked = {d.name for d in result.datasets}
+    if path.exists():
+        # a run over some datasets (--dataset) keeps the others' entries, and so does a dataset
+        # that could not be read this time: its accepted findings are not gone, only unseen
+        checked = {d.name for d in result.datasets if d.error is None}
         old = (_baseline_doc(path) or {}).get("findings") or []
         kept = [e for e in old if isinstance(e, dict) and e.get("dataset") not in checked]
         entries = sorted(

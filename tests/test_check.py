@@ -538,3 +538,25 @@ def test_a_bad_split_mapping_is_one_exit_2_line(tmp_path, capsys, monkeypatch, b
     rc, _, err = run(capsys, "check")
     assert rc == 2, err
     assert err.count("\n") == 1 and named in err, err
+
+
+def test_update_baseline_with_an_unusable_dataset_keeps_its_entries(repo, capsys):
+    """One unreadable input does not block accepting the others' findings, and does not erase
+    its own accepted findings: once it is readable again the check passes as before."""
+    base = repo / "curate-baseline.json"
+    entries = json.loads(base.read_text("utf-8"))["findings"]
+    xland_before = [e for e in entries if e["dataset"] == "xland-random"]
+    assert xland_before
+    hdf5 = next((repo / "data" / "xland").glob("*.hdf5"))
+    good = hdf5.read_bytes()
+    hdf5.write_bytes(good[: len(good) // 2])  # truncated: unusable
+    inject_duplicate(repo)  # a new KE401 finding to accept meanwhile
+    rc, _, err = run(capsys, "check", "--update-baseline")
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "xland-random" in err and "baseline was updated for the other datasets" in err
+    after = json.loads(base.read_text("utf-8"))["findings"]
+    assert [e for e in after if e["dataset"] == "xland-random"] == xland_before
+    assert any(e["rule"] == "KE401" and e["record"] == "99999" for e in after)
+    hdf5.write_bytes(good)
+    rc, out, _ = run(capsys, "check")
+    assert rc == 0, out

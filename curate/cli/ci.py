@@ -155,8 +155,9 @@ def check(
     finally:
         terminal.clear_progress(cb)
     broken = result.unusable
-    if update_baseline and not broken:
-        # accepting findings is what was asked: say what was recorded, not "check failed"
+    if update_baseline:
+        # accepting findings is what was asked: say what was recorded, not "check failed"; an
+        # unusable dataset keeps its entries (write_baseline) and is still the exit-2 line below
         assert base is not None
         write_baseline(base, result, protected)
         accept_all(result)
@@ -171,6 +172,8 @@ def check(
         # every dataset was checked and every report written; now the one line of an exit 2
         first = broken[0]
         more = f" (and {len(broken) - 1} more unusable dataset(s))" if len(broken) > 1 else ""
+        if update_baseline:
+            more += "; the baseline was updated for the other datasets, this one's entries kept"
         raise UsageError(f"dataset {first.name!r}: {first.error}{more}")
     if update_baseline:
         from curate.ci_reports import baseline_line
