@@ -392,7 +392,7 @@ def _check_croissant(root: Path) -> list[Problem]:
     except ImportError:
         raise UsageError(
             f"{path}: cannot be validated: mlcroissant is not installed "
-            "(pip install mlcroissant, or --no-croissant to skip it)"
+            "(pip install 'curate[croissant]', or --no-croissant to skip it)"
         ) from None
     import logging
 

@@ -345,6 +345,14 @@ def test_the_ci_examples_install_curate_from_its_source():
     for hook in hooks:
         assert hook["language"] == "python" and hook["entry"].startswith("curate "), hook
         assert "curate" not in hook.get("additional_dependencies", []), hook
+    # the card check validates croissant.json: its hook installs the `croissant` extra's package
+    card = next(h for h in hooks if h["id"] == "curate-card-check")
+    import tomllib
+
+    extra = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ]["croissant"]
+    assert card["additional_dependencies"] == extra
 
 
 def _truncate_mquake(repo: Path) -> None:
