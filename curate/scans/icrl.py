@@ -265,7 +265,8 @@ class HistoryScan:
                 continue
             idx = np.flatnonzero(mask)
             self.flagged[kind] += int(idx.size)
-            have = sum(1 for e in self.examples if e[0] == kind)
+            # episodes kept so far (each entry holds a block's worth of them)
+            have = sum(int(e[1].size) for e in self.examples if e[0] == kind)
             take = idx[: max(0, EXAMPLES - have)]
             if take.size:
                 self.examples.append(
