@@ -645,3 +645,17 @@ def test_messages_count_in_the_singular(tmp_path: Path) -> None:
     _edit(one, _set("0", "dones", 0, end - 1, False))
     f = next(x for x in _findings(one) if x["rule"] in ("RL201", "RL202"))
     assert f"steps [{f['step_start']}, {f['step_end']})" in f["message"]
+
+
+def test_help_offers_only_what_icrl_reads(capsys) -> None:
+    """No --encoding (HDF5 is binary) and no hf:// or standard input in PATHS' help: the
+    family refuses those, so its --help must not offer them."""
+    from curate.cli.main import main
+
+    for verb in ("validate", "audit", "fix", "export"):
+        capsys.readouterr()
+        assert main([verb, "icrl", "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "--encoding" not in out and "hf://" not in out and "HDF5" in out, verb
+        assert main([verb, "mquake", "--help"]) == 0
+        assert "--encoding" in capsys.readouterr().out  # a text family keeps it

@@ -7,6 +7,8 @@ written as a loop over steps.
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,7 +93,8 @@ def test_blocks_give_the_loop_s_episodes(steps, block) -> None:
         assert sorted(examples) == ranges[:EXAMPLES]
 
 
-def test_segment_length_without_segments_is_a_usage_error(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("length", ["100", "4096"])  # 4096 is the default length, given
+def test_segment_length_without_segments_is_a_usage_error(tmp_path, capsys, length) -> None:
     """``--segment-length`` alone would be ignored (episodes are exported): one line, exit 2."""
     from icrl_data import write_file
 
@@ -99,9 +102,8 @@ def test_segment_length_without_segments_is_a_usage_error(tmp_path, capsys) -> N
 
     path = write_file(tmp_path / "v.hdf5", tasks=1, histories=1, steps=500)
     capsys.readouterr()
-    assert (
-        main(["export", "icrl", str(path), "--segment-length", "100", "--out", str(tmp_path / "o")])
-        == 2
-    )
+    argv = ["export", "icrl", str(path), "--segment-length", length, "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "--segment-length needs --unit segment" in err[0]
+    assert not (tmp_path / "o").exists()

@@ -437,14 +437,25 @@ def option_parameters(model: type[FamilyOptions], verb: str) -> list[inspect.Par
     return params
 
 
+KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
+
+
+def _family_hint(fam: Family, name: str, hint: Any) -> Any:
+    """A verb's parameter as the family's command shows it: PATHS says what the family reads."""
+    if name == "paths" and fam.inputs_help:
+        return Annotated[list[str], typer.Argument(help=fam.inputs_help, metavar="PATHS")]
+    return hint
+
+
 def family_command(verb: str, fam: Family) -> Any:
     """The click command ``curate VERB FAMILY``: the verb's parameters, then its options."""
     impl = VERBS[verb]
     hints = typing.get_type_hints(impl, include_extras=True)
+    skip = {"fam", "options"} | (set() if fam.text_inputs else {"encoding"})
     base = [
-        p.replace(annotation=hints[p.name], kind=inspect.Parameter.KEYWORD_ONLY)
+        p.replace(annotation=_family_hint(fam, p.name, hints[p.name]), kind=KEYWORD_ONLY)
         for p in inspect.signature(impl).parameters.values()
-        if p.name not in ("fam", "options")
+        if p.name not in skip
     ]
     extra = option_parameters(fam.Options, verb)
 

@@ -130,6 +130,12 @@ class Family(ABC):
     #: sets less: parquet writes a nested column's levels beside its values, several times the
     #: row group's Arrow size in memory.
     max_row_group_bytes: int | None = None
+    #: What the PATHS argument of the family's commands says they read; None: the core's
+    #: record inputs (files, dataset folders, ``FOLDER:CONFIG``, ``hf://``, ``-``). A family
+    #: with its own format says what it takes, so ``--help`` never offers what it refuses.
+    inputs_help: str | None = None
+    #: The family reads text formats (JSON, CSV): its commands offer ``--encoding``.
+    text_inputs: bool = True
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
     #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
     fix_writes_files: bool = False

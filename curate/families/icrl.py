@@ -459,6 +459,11 @@ class IcrlFamily(Family):
     rules = RULES
     invalid_rules = INVALID_RULES
     fix_writes_files = True
+    inputs_help = (
+        "Local HDF5 files of learning histories (XLand-100B layout), or a folder holding one "
+        "(what curate fix wrote)."
+    )
+    text_inputs = False
     #: 16 MB row groups (about 500k steps): parquet holds the repetition and definition levels
     #: of ``states``' 25 uint8 cells per step beside them, so writing a 100 MB row group peaked
     #: at 1.4 GB; at 16 MB an export peaks near 0.6 GB (measured on a 3.9M-step file), whatever
@@ -728,16 +733,16 @@ class IcrlFamily(Family):
         if opts.unit == "episode":
             rows = int((keep["episodes"] + (keep["tail"] > 0).cast(pl.Int64)).sum() or 0)
         else:
-            n = opts.segment_length
+            n = opts.segment_steps
             rows = int(((keep["steps"] + n - 1) // n).sum() or 0)
         data.stats["export"] = {
             "unit": opts.unit,
-            **({"segment_length": opts.segment_length} if opts.unit == "segment" else {}),
+            **({"segment_length": opts.segment_steps} if opts.unit == "segment" else {}),
             "histories": keep.height,
             "rows": rows,
         }
         return {
-            "train": export_stream(data.files[0].path, keep, opts.unit, opts.segment_length, rows)
+            "train": export_stream(data.files[0].path, keep, opts.unit, opts.segment_steps, rows)
         }
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:

@@ -167,10 +167,10 @@ class IcrlOptions(FamilyOptions):
         "done false) or per fixed-length segment of a history (--segment-length).",
         commands=("export",),
     )
-    segment_length: int = option(
-        SEGMENT_STEPS,
-        help="Steps per exported segment with --unit segment (the last segment of a history "
-        "may be shorter).",
+    segment_length: int | None = option(
+        None,
+        help="Steps per exported segment with --unit segment (default 4096, the published "
+        "chunk length; the last segment of a history may be shorter).",
         commands=("export",),
     )
 
@@ -192,13 +192,18 @@ class IcrlOptions(FamilyOptions):
     def _one_sample(self) -> IcrlOptions:
         if self.tasks is not None and self.fraction is not None:
             raise ValueError("give --tasks or --fraction, not both")
-        # a length given for episodes would be silently ignored: the user meant segments (the
-        # CLI passes every option, so a length is "given" when it is not the default)
-        if self.segment_length != SEGMENT_STEPS and self.unit != "segment":
+        # a length given for episodes would be silently ignored: the user meant segments (no
+        # default value, so that even the default length, given, is seen as given)
+        if self.segment_length is not None and self.unit != "segment":
             raise ValueError(
                 "--segment-length needs --unit segment (episodes have their own length)"
             )
         return self
+
+    @property
+    def segment_steps(self) -> int:
+        """Steps per exported segment: the length given, else the published chunk length."""
+        return self.segment_length or SEGMENT_STEPS
 
     @property
     def sampled(self) -> bool:
@@ -215,7 +220,7 @@ class IcrlOptions(FamilyOptions):
         if not self.sampled:
             shown.pop("seed", None)
         if self.unit == "segment" and "unit" in shown:
-            shown["segment_length"] = self.segment_length
+            shown["segment_length"] = self.segment_steps
         else:
             shown.pop("segment_length", None)
         return shown
