@@ -7,9 +7,8 @@ written as a loop over steps.
 
 from __future__ import annotations
 
-import pytest
-
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
