@@ -183,7 +183,7 @@ def test_fix_changelog_names_each_drop_and_rename(broken) -> None:
     shifts = {(c["record"], c["old"], c["new"]) for c in lines if c["field"] == "history"}
     assert shifts == {("2/2", 2, 1)}
     history = next(c for c in lines if c["record"] == "0/2")
-    assert history["old"]["steps"] == 6000 and len(history["old"]["digest"]) == 40
+    assert history["old"]["steps"] == 6000 and len(history["old"]["digest"]) == 32
     s = broken["done"].fix.summary
     assert (s["rows_in"], s["rows_out"], s["invalid_dropped"], s["dropped"]) == (12, 7, 4, 1)
     # the summary's per-rule counts are the changelog's lines, each rule as often as it wrote one

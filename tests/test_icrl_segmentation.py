@@ -106,3 +106,22 @@ def test_segment_length_without_segments_is_a_usage_error(tmp_path, capsys, leng
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "--segment-length needs --unit segment" in err[0]
     assert not (tmp_path / "o").exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    bits=st.lists(st.integers(min_value=0, max_value=0xFFFF), min_size=0, max_size=200),
+    dones=st.lists(st.booleans(), min_size=200, max_size=200),
+)
+def test_float16_bit_checks_agree_with_float_arithmetic(bits, dones) -> None:
+    """The scan checks float16 rewards on their bits (NaN, inf, negative, > 1, paid off a done);
+    on any bit pattern it counts exactly what float arithmetic counts, and returns the same
+    paid steps and rewards."""
+    rewards = np.array(bits, dtype=np.uint16).view(np.float16)
+    done = np.array(dones[: rewards.size], dtype=bool)
+    fast, slow = HistoryScan(rewards.size, MAX_STEPS), HistoryScan(rewards.size, MAX_STEPS)
+    r1, p1 = fast._rewards(7, rewards, done)
+    r2, p2 = slow._rewards_any(7, rewards, done)
+    assert p1.tolist() == p2.tolist()
+    assert np.array_equal(r1, r2)
+    assert fast.counts == slow.counts

@@ -6,7 +6,7 @@ per history (lengths, episode counts, returns, action histograms, out-of-range c
 first and last step, a content digest), a few example rows per history for each kind of broken
 episode, and a histogram of episode lengths. Outputs of disjoint group ranges merge by
 concatenation (:func:`merge`), so the same function runs in a process pool here and, unchanged,
-as tasks on a cluster. It imports only numpy, h5py and the dependency-free layout constants
+as tasks on a cluster. It imports only numpy, h5py, xxhash and the dependency-free layout constants
 (:mod:`curate.schemas.icrl_layout`) — not :mod:`curate.families`, whose registry and data
 contract load polars, pyarrow and pydantic — so a worker process starts in about the time numpy
 and h5py take; it keeps no state between calls.
@@ -24,13 +24,13 @@ Python loop is over blocks and histories.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import h5py
 import numpy as np
+import xxhash
 
 from curate.schemas.icrl_layout import (
     DATASETS,
@@ -56,12 +56,9 @@ STEP_KINDS = (
     "state_range",
 )
 
-#: States are fingerprinted in segments of this many steps (block edges fall on them, so the
-#: digest of a history does not depend on how it was read).
+#: Blocks are whole multiples of this many steps as well as of the chunk (the published chunk
+#: length, and the default export segment).
 SEGMENT_STEPS = 4096
-_SEGMENT_WORDS = SEGMENT_STEPS * 25 // 8
-#: Odd 64-bit multipliers, one per 8-byte word of a segment (fixed: digests compare across runs).
-_COEF = np.random.default_rng(0x1C71).integers(0, 1 << 63, _SEGMENT_WORDS, dtype=np.uint64) * 2 + 1
 
 _INT_COLUMNS = (
     "group_index",
@@ -101,42 +98,22 @@ def _attr(group: h5py.Group, name: str) -> Any:
     return value
 
 
-def fold_states(states: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """A 64-bit fingerprint per :data:`SEGMENT_STEPS` steps of observations.
+def _hashers() -> list[Any]:
+    """One streaming XXH3-128 per dataset of a history (see :meth:`HistoryScan.block`)."""
+    return [xxhash.xxh3_128() for _ in DATASETS]
 
-    Why not SHA-1 over the observations too: they are 25 of a step's 29 bytes, and a hash
-    at ~0.5 GB/s would cost as much as decompressing them. A random-coefficient linear fold
-    (each 8-byte word times its own odd multiplier, summed mod 2^64) runs at memory speed; two
-    different segments collide with probability about 2^-56 — ample for finding copies, which
-    is all the digest is for. The per-segment folds go into the history's SHA-1 in order.
-    ``out``: a reusable ``uint64`` scratch buffer of at least the block's words (fresh pages
-    cost more than the arithmetic).
-    """
-    flat = np.ascontiguousarray(states).reshape(-1)
-    seg_bytes = SEGMENT_STEPS * 25
-    full = flat.size // seg_bytes
-    folds = np.empty(full + (flat.size % seg_bytes > 0), dtype=np.uint64)
-    if full:
-        words = flat[: full * seg_bytes].view(np.uint64).reshape(full, _SEGMENT_WORDS)
-        if out is None or out.size < words.size:
-            out = np.empty(words.size, dtype=np.uint64)
-        prod = out[: words.size].reshape(full, _SEGMENT_WORDS)
-        np.multiply(words, _COEF, out=prod)
-        prod.sum(axis=1, dtype=np.uint64, out=folds[:full])
-    if folds.size > full:
-        tail = np.zeros(seg_bytes, dtype=np.uint8)
-        rest = flat[full * seg_bytes :]
-        tail[: rest.size] = rest
-        folds[full] = (tail.view(np.uint64) * _COEF).sum(dtype=np.uint64)
-    return folds
+
+def _at(n: int, steps: np.ndarray) -> np.ndarray:
+    """A block's boolean mask that is true at ``steps``."""
+    mask = np.zeros(n, dtype=bool)
+    mask[steps] = True
+    return mask
 
 
 class HistoryScan:
     """Running state of one history's scan across its blocks."""
 
-    def __init__(
-        self, steps: int, max_steps: int | None, scratch: np.ndarray | None = None
-    ) -> None:
+    def __init__(self, steps: int, max_steps: int | None) -> None:
         self.steps = steps
         self.max_steps = max_steps
         self.read = 0
@@ -154,8 +131,8 @@ class HistoryScan:
         self.expert_value = -1
         self.actions = np.zeros(256, dtype=np.int64)
         self.experts = np.zeros(256, dtype=np.int64)
-        self.digest = hashlib.sha1(usedforsecurity=False)
-        self.scratch = scratch
+        #: one streaming hash per dataset, each fed its dataset's bytes in step order
+        self.hashers = _hashers()
         self.error = ""
         #: the dataset whose block could not be read
         self.error_field = ""
@@ -183,10 +160,14 @@ class HistoryScan:
         experts: np.ndarray,
     ) -> None:
         n = actions.shape[0]
-        for arr in (actions, experts, rewards, dones):
-            self.digest.update(np.ascontiguousarray(arr).data)
-        if n:
-            self.digest.update(fold_states(states, self.scratch).data)
+        # the content digest: XXH3-128 streams at several GB/s (SHA-1 managed ~0.6 GB/s, as
+        # much time as decompressing the observations); one hasher per dataset, so the digest
+        # depends on the bytes only, never on where blocks or chunks begin. It finds copies of
+        # histories (RL40x), which needs no cryptographic strength.
+        for hasher, arr in zip(
+            self.hashers, (states, actions, rewards, dones, experts), strict=True
+        ):
+            hasher.update(np.ascontiguousarray(arr).data)
         # actions and expert actions: histograms (out-of-range values counted past 5)
         self.actions += np.bincount(actions, minlength=256)
         self.experts += np.bincount(experts, minlength=256)
@@ -205,25 +186,16 @@ class HistoryScan:
             if hits is not None and self.state_value < 0:
                 row = states.reshape(n, -1)[hits[0]]
                 self.state_value = int(row[row > MAX_STATE_VALUE][0])
-        # rewards: every check has a fast path (one reduction) and computes masks only when
-        # it finds something; float16 is widened once (numpy emulates float16 arithmetic)
-        r = rewards.astype(np.float32)
-        if n and not np.isfinite(r.sum()):  # a NaN or inf anywhere makes the sum non-finite
-            finite = np.isfinite(r)
-            if not finite.all():
-                self.steps_where("reward_nonfinite", ~finite, a)
-                r = np.where(finite, r, np.float32(0))
-        if n and (r.min() < 0 or r.max() > 1):
-            self.steps_where("reward_range", (r < 0) | (r > 1), a)
-        paid = np.flatnonzero(r)  # few: rewards are paid on goal-reaching steps only
-        if paid.size and not dones[paid].all():
-            self.steps_where("reward_off_done", (r > 0) & ~dones, a)
+        # rewards: checked on float16's bits, widened only where paid. numpy emulates float16
+        # arithmetic (widening a block cost as much as every other check together), while the
+        # bit tests are integer ops: magnitude 0 is ±0, >= 0x7C00 is inf/NaN, > 0x3C00 is > 1.
+        r, paid = self._rewards(a, rewards, dones)
         # episodes: a done at step t ends the episode that started after the previous done;
         # an episode's return is the sum of the paid rewards up to its done (bincount by the
         # episode each paid step falls in; the last bin is the still-open episode)
         ends = np.flatnonzero(dones)
         episode_of = np.searchsorted(ends, paid)
-        sums = np.bincount(episode_of, weights=r[paid], minlength=ends.size + 1).astype(
+        sums = np.bincount(episode_of, weights=r, minlength=ends.size + 1).astype(
             np.float64, copy=False
         )  # (an empty bincount is integer, whatever its weights)
         if ends.size:
@@ -233,8 +205,8 @@ class HistoryScan:
             returns = sums[: ends.size].copy()
             returns[0] += self.carry
             lengths = ends - starts + 1
-            end_rewards = r[ends]
             end_raw = rewards[ends].astype(np.float64)  # NaN stays NaN in the examples
+            end_rewards = np.where(np.isfinite(end_raw), end_raw, 0.0)
             self.returns.append(returns)
             self.lengths = np.concatenate((self.lengths, lengths))
             self.successes += int((end_rewards > 0).sum())
@@ -244,6 +216,50 @@ class HistoryScan:
         else:
             self.carry += float(sums[0])
         self.read = a + n
+
+    def _rewards(
+        self, a: int, rewards: np.ndarray, dones: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Count non-finite, out-of-range and off-done rewards; the paid steps' rewards (as
+        float64, a non-finite one as 0) and the paid steps."""
+        if rewards.dtype != np.float16:  # not the published dtype (RL104 says so): any float
+            return self._rewards_any(a, rewards, dones)
+        bits = np.ascontiguousarray(rewards).view(np.uint16)
+        mag = bits & np.uint16(0x7FFF)
+        paid = np.flatnonzero(mag)  # few: rewards are paid on goal-reaching steps only
+        if not paid.size:
+            return np.zeros(0), paid
+        pm = mag[paid]
+        nonfinite = pm >= 0x7C00
+        if nonfinite.any():
+            self.steps_where("reward_nonfinite", _at(bits.size, paid[nonfinite]), a)
+            paid, pm = paid[~nonfinite], pm[~nonfinite]  # counted as 0 from here on
+        negative = (bits[paid] & np.uint16(0x8000)) != 0
+        out_of_range = negative | (pm > 0x3C00)
+        if out_of_range.any():
+            self.steps_where("reward_range", _at(bits.size, paid[out_of_range]), a)
+        r = rewards[paid].astype(np.float64)
+        off = ~negative & (dones[paid] == 0)
+        if off.any():
+            self.steps_where("reward_off_done", _at(bits.size, paid[off]), a)
+        return r, paid
+
+    def _rewards_any(
+        self, a: int, rewards: np.ndarray, dones: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_rewards` for rewards of another dtype, with float arithmetic."""
+        rf = np.asarray(rewards, dtype=np.float64)
+        finite = np.isfinite(rf)
+        if not finite.all():
+            self.steps_where("reward_nonfinite", ~finite, a)
+            rf = np.where(finite, rf, 0.0)
+        self.steps_where("reward_range", (rf < 0) | (rf > 1), a)
+        paid = np.flatnonzero(rf)
+        r = rf[paid]
+        off = (r > 0) & (dones[paid] == 0)
+        if off.any():
+            self.steps_where("reward_off_done", _at(rf.size, paid[off]), a)
+        return r, paid
 
     def _flag(
         self, starts: np.ndarray, lengths: np.ndarray, rewards: np.ndarray, *, done: bool
@@ -274,7 +290,6 @@ class HistoryScan:
                 )
 
     def finish(self) -> None:
-        self.digest.update(np.int64(self.read).tobytes())  # padding of the last segment
         tail = self.read - self.ep_start
         if tail > 0 and not self.error:
             self._flag(
@@ -283,6 +298,15 @@ class HistoryScan:
                 np.array([np.nan]),
                 done=False,
             )
+
+    def hexdigest(self) -> str:
+        """The history's content digest: XXH3-128 over the datasets' digests and the steps
+        read (a history cut short by an unreadable block is not its full self)."""
+        whole = xxhash.xxh3_128()
+        for hasher in self.hashers:
+            whole.update(hasher.digest())
+        whole.update(np.int64(self.read).tobytes())
+        return whole.hexdigest()
 
     def summary(self) -> dict[str, Any]:
         returns = np.concatenate(self.returns) if self.returns else np.zeros(0)
@@ -298,7 +322,7 @@ class HistoryScan:
             "first_tenth": float(returns[:k].mean()) if k else float("nan"),
             "last_tenth": float(returns[-k:].mean()) if k else float("nan"),
             "final_return": float(returns[-max(k, 1) :].mean()) if n else float("nan"),
-            "digest": self.digest.hexdigest(),
+            "digest": self.hexdigest(),
             "error": self.error,
             "error_field": self.error_field,
             "error_start": self.error_span[0],
@@ -332,7 +356,8 @@ class _Buffer:
 
 
 def block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int]]:
-    """Read blocks: whole chunks, and whole fingerprint segments (:func:`fold_states`)."""
+    """Read blocks: whole chunks (a chunk is decompressed once), and whole segments of
+    :data:`SEGMENT_STEPS`."""
     unit = math.lcm(chunk, SEGMENT_STEPS)
     size = max(unit, block_steps - block_steps % unit)
     return [(a, min(a + size, steps)) for a in range(0, steps, size)]
@@ -369,9 +394,8 @@ def scan_tasks(
             edges = block_edges(steps, chunk, block_steps)
             size = max((b - a for a, b in edges), default=0)
             bufs = [_Buffer(d, size) for d in ds]
-            scratch = np.empty(size * 25 // 8 + _SEGMENT_WORDS, dtype=np.uint64)
             for h in range(n_hist):
-                state = HistoryScan(steps, max_steps, scratch)
+                state = HistoryScan(steps, max_steps)
                 for a, b in edges:
                     arrays = []
                     for dname, d, buf in zip(DATASETS, ds, bufs, strict=True):
