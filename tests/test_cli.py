@@ -321,11 +321,16 @@ def test_rules_code_prints_full_doc(capsys):
     assert "KE202" not in out
     rc, out_lower, _ = run(capsys, "rules", "--code", "ke201")
     assert out_lower == out
+    # `curate rules KE201`, as `ruff rule E501`: the code in place of a family
+    rc, bare, _ = run(capsys, "rules", "KE201")
+    assert rc == 0 and bare == out
 
 
 def test_rules_unknown_code_exit_2(capsys):
     rc, _out, err = run(capsys, "rules", "--code", "KE999")
     assert rc == 2 and err.count("\n") == 1 and "KE999" in err
+    rc, _out, err = run(capsys, "rules", "KE999")
+    assert rc == 2 and err.count("\n") == 1 and "no rule 'KE999'" in err
 
 
 def test_version(capsys):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import signal
 import sys
 from typing import Annotated
@@ -40,13 +41,18 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format
 
 @app.command()
 def rules(
-    family: Annotated[str | None, typer.Argument(help="Only this family's rules.")] = None,
+    family: Annotated[
+        str | None,
+        typer.Argument(help="Only this family's rules, or one rule's code (as --code)."),
+    ] = None,
     code: Annotated[
         str | None, typer.Option("--code", help="Full documentation of one rule.")
     ] = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """List rules with their code, category, severity and documentation."""
+    if family and code is None and family.upper() not in _family_names() and _is_code(family):
+        family, code = None, family  # `curate rules GL401`, as `ruff rule E501`
     fams = [get_family(family)] if family else list(all_families().values())
     if not family:  # one broken plug-in is one line, and the others are still listed
         for why in broken_families().values():
@@ -66,6 +72,15 @@ def rules(
             typer.echo("\n" + r.doc + "\n")
         else:
             typer.echo(f"    {r.summary}")
+
+
+def _family_names() -> set[str]:
+    return {n.upper() for f in all_families().values() for n in (f.name, *f.aliases)}
+
+
+def _is_code(text: str) -> bool:
+    """A rule code's shape: letters then digits (KE401, GL101, RL205)."""
+    return re.fullmatch(r"[A-Za-z]+[0-9]+", text) is not None
 
 
 @app.callback(invoke_without_command=True)
