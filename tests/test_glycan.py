@@ -1167,3 +1167,24 @@ def test_malformed_matrix_header_says_its_position_once(binding):
     assert msgs, "v12 has malformed glycan headers"
     for m in msgs:
         assert m.startswith("glycan column header: ") and len(re.findall(r"\bat \d+", m)) == 1, m
+
+
+def test_immunogenicity_spelt_as_floats_is_the_same_audit(sugarbase, tmp_path):
+    """``1.0``/``0.0`` (how a float column writes the labels) are the classes ``1``/``0``: the
+    real immunogenicity table with every other label respelt gives the same findings (no new
+    label conflicts or singleton classes) and the same label ceiling."""
+    im = sugarbase.filter(pl.col("immunogenicity").is_not_null())
+    respelt = im.with_columns(
+        pl.when(pl.int_range(pl.len()) % 2 == 0)
+        .then(pl.col("immunogenicity") + ".0")
+        .otherwise(pl.col("immunogenicity"))
+        .alias("immunogenicity")
+    )
+    assert set(respelt["immunogenicity"].unique()) == {"0", "1", "0.0", "1.0"}
+    im.write_csv(tmp_path / "a.csv")
+    respelt.write_csv(tmp_path / "b.csv")
+    (_, a), (_, b) = (audit([tmp_path / n], task="immunogenicity") for n in ("a.csv", "b.csv"))
+    cols = ["rule", "record", "field"]
+    assert a.findings.select(cols).sort(cols).equals(b.findings.select(cols).sort(cols))
+    assert a.findings.filter(pl.col("rule") == "GL302").height > 0  # real conflicts stay
+    assert a.stats["tables"][0]["label_ceiling"] == b.stats["tables"][0]["label_ceiling"]

@@ -192,6 +192,19 @@ def _read_table(
     return raw, src, flagged, originals
 
 
+def _binary_labels(labels: pl.Expr) -> pl.Expr:
+    """Immunogenicity labels as the classes they are: ``1``, ``1.0`` and `` 1`` are one class
+    (``"1"``), as the schema's 0/1 validation already takes them. Why: a table exported through
+    a float column spells them ``1.0``; compared as text, one glycan labelled ``1`` and ``1.0``
+    would be a label conflict (GL302) and each spelling a class of its own (GL501)."""
+    number = pl.element().str.strip_chars().cast(pl.Float64, strict=False)
+    return labels.list.eval(
+        pl.when(number.is_in([0.0, 1.0]))
+        .then(number.cast(pl.Int64).cast(pl.String))
+        .otherwise(pl.element())
+    )
+
+
 def _tables_of(paths: Sequence[str | Path]) -> list[list[str | Path]]:
     """The tables the inputs make: each input is its own table (a task of its own), except the
     files of a split mapping (:class:`~curate.io.SplitInput`, from a project configuration's
@@ -500,6 +513,8 @@ class GlycanFamily(Family):
             [_label_list(work[col]).alias(f"lab_{name}") for name, col in cols.labels.items()]
         )
         rows = pl.concat([rows, labels], how="horizontal")
+        if cols.task == "immunogenicity" and "immunogenicity" in cols.labels:
+            rows = rows.with_columns(_binary_labels(pl.col("lab_immunogenicity")))
         # A row is part of the task when it has at least one real label (not a placeholder):
         # a multi-purpose table such as v3_sugarbase labels only some rows for each task.
         real = [
