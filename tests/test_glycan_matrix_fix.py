@@ -166,3 +166,24 @@ def test_list_cells_round_trip(values: list[str]) -> None:
 def test_list_cells_reject_what_is_not_a_list_of_strings() -> None:
     for cell in ("Homo_sapiens", "['a' 'b']", "[1, 2]", "['a', 2]", "['unterminated]"):
         assert parse_list_cell(cell) is None
+
+
+def test_protein_column_named_by_hand_keeps_the_sequence_out_of_the_glycans(matrix_slice) -> None:
+    """``--column protein=protein`` (the name column as the row key): the sequence column
+    ``target`` is the other protein column, not a glycan column whose every cell is a GL101."""
+    path, part = matrix_slice
+    auto = curate.audit("glycan", path, task="interaction")
+    named = curate.audit("glycan", path, task="interaction", columns={"protein": "protein"})
+    for report in (auto, named):
+        assert not report.findings.filter(
+            (pl.col("rule") == "GL101") & (pl.col("field") == "target")
+        ).height
+    from curate.families import get_family
+
+    loaded = get_family("glycan").load(
+        [str(path)], task="interaction", columns={"protein": "protein"}
+    )
+    (table,) = loaded.tables
+    assert table.columns.protein == "protein" and table.columns.protein_name == "target"
+    assert "target" not in table.columns.glycan_columns
+    assert len(table.columns.glycan_columns) == len(part.columns) - 4  # target, protein, __*

@@ -174,7 +174,11 @@ def detect_columns(
             cols.split_flags = {}
     if task == "interaction":
         cols.protein = overrides.get("protein") or _find(header, PROTEIN_COLUMNS)
-        cols.protein_name = _find(header, PROTEIN_NAME_COLUMNS, {cols.protein or ""})
+        # the other protein column (a name beside the sequence; or, when --column protein=
+        # chose the name column as the key, the sequence column): never a glycan column
+        cols.protein_name = _find(header, PROTEIN_NAME_COLUMNS, {cols.protein or ""}) or _find(
+            header, PROTEIN_COLUMNS, {cols.protein or ""}
+        )
         used = {cols.protein, cols.protein_name, cols.split, *cols.split_flags.values()}
         # every other column of a matrix is a glycan (headers that do not parse are reported),
         # except the row index pandas writes by default
