@@ -51,9 +51,7 @@ MAX_FINDINGS = 50_000
 PAGE_SIZE = 100
 #: The ``generator`` meta tag that marks a page curate wrote (``guard_file`` replaces only those).
 GENERATOR = b'<meta name="generator" content="curate'
-_CSP = (
-    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
-)
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 _COLUMNS = ("rule", "severity", "split", "where", "record", "field", "message", "result")
 
 _CSS = """
@@ -105,7 +103,10 @@ _JS = """
     var hay = null, matched = [], page = 0, timer = null;
     function distinct(c) {
       var seen = {}, out = [];
-      rows.forEach(function (r) { var v = r[at[c]]; if (v && !seen[v]) { seen[v] = 1; out.push(v); } });
+      rows.forEach(function (r) {
+        var v = r[at[c]];
+        if (v && !seen[v]) { seen[v] = 1; out.push(v); }
+      });
       return out.sort();
     }
     distinct("rule").forEach(function (v) { opt(fRule, v, v); });
@@ -158,7 +159,9 @@ _JS = """
     function later() { clearTimeout(timer); timer = setTimeout(apply, 120); }
     fRule.addEventListener("change", apply); fSev.addEventListener("change", apply);
     fSplit.addEventListener("change", apply); fText.addEventListener("input", later);
-    fText.addEventListener("keydown", function (e) { if (e.key === "Enter") { clearTimeout(timer); apply(); } });
+    fText.addEventListener("keydown", function (e) {
+      if (e.key === "Enter") { clearTimeout(timer); apply(); }
+    });
     prev.addEventListener("click", function () { page--; draw(); });
     next.addEventListener("click", function () { page++; draw(); });
     sec.setAttribute("data-ready", "1");
@@ -303,9 +306,7 @@ def _summary(d: DatasetOutcome) -> list[str]:
 
 def _rules_table(d: DatasetOutcome, k: int, docs: Mapping[str, Any]) -> list[str]:
     compared = any(r.compared for r in d.rules)
-    records = {
-        r["rule"]: r["records"] for r in d.report.counts_by_rule().iter_rows(named=True)
-    }
+    records = {r["rule"]: r["records"] for r in d.report.counts_by_rule().iter_rows(named=True)}
     head = ["rule", "name", "category", "severity", "findings", "records"]
     if compared:
         head += ["new", "baselined", "ignored"]
@@ -317,9 +318,7 @@ def _rules_table(d: DatasetOutcome, k: int, docs: Mapping[str, Any]) -> list[str
     ]
     for r in d.rules:
         rule = docs.get(r.rule)
-        code = (
-            f'<a class="doc" href="#d{k}-{_e(r.rule)}">{_e(r.rule)}</a>' if rule else _e(r.rule)
-        )
+        code = f'<a class="doc" href="#d{k}-{_e(r.rule)}">{_e(r.rule)}</a>' if rule else _e(r.rule)
         if r.failed:
             result = f'<span class="fail" title="{_e(r.why)}">FAIL</span>'
         elif r.findings:
@@ -364,8 +363,7 @@ def _findings_section(d: DatasetOutcome, k: int, splits: pl.DataFrame | None) ->
         f'<section class="findings" data-source="findings-{k}">',
         '<div class="filters">',
         '<label>rule <select class="f-rule"><option value="">all</option></select></label>',
-        '<label>severity <select class="f-severity"><option value="">all</option></select>'
-        "</label>",
+        '<label>severity <select class="f-severity"><option value="">all</option></select></label>',
         '<label>split <select class="f-split"><option value="">all</option></select></label>',
         '<label>text <input type="search" class="f-text" placeholder="record, field, '
         'message, rule…"></label>',

@@ -157,7 +157,9 @@ def grouped_bars(
     n = max(len(series), 1)
     width = 0.8 / n
     horizontal = len(categories) > 12 or max((len(c) for c in categories), default=0) > 10
-    height = max(2.6, 0.08 * n * len(categories) + 0.18 * len(categories) + 1.2) if horizontal else 3.2
+    height = (
+        max(2.6, 0.08 * n * len(categories) + 0.18 * len(categories) + 1.2) if horizontal else 3.2
+    )
     fig = new_figure(7.0, height)
     ax = fig.axes[0]
     with mpl.rc_context(STYLE):
@@ -235,7 +237,9 @@ def findings_per_rule(counts: Sequence[Mapping[str, Any]]) -> Plot | None:
     )
 
 
-def boxes(groups: Sequence[tuple[str, Sequence[float]]], *, xlabel: str = "", ylabel: str = "") -> Any:
+def boxes(
+    groups: Sequence[tuple[str, Sequence[float]]], *, xlabel: str = "", ylabel: str = ""
+) -> Any:
     """One box plot per group (quartiles, whiskers at 1.5 IQR, outliers as points); for a few
     dozen groups of bounded size, such as the histories of each task."""
     import matplotlib as mpl

@@ -592,7 +592,9 @@ class GlycanFamily(Family):
 
     def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
         assert isinstance(data, GlycanData)
-        return pl.concat([t.rows.select("row", "split") for t in data.tables]) if data.tables else None
+        return (
+            pl.concat([t.rows.select("row", "split") for t in data.tables]) if data.tables else None
+        )
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan

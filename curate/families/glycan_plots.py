@@ -70,7 +70,11 @@ def _table_plots(t: GlycanTable, where: str) -> list[Plot]:
     else:
         level = t.task if t.task in per_level else names[0]
     counts = per_level[level]
-    totals = counts.group_by("label").agg(pl.col("len").sum()).sort(["len", "label"], descending=[True, False])
+    totals = (
+        counts.group_by("label")
+        .agg(pl.col("len").sum())
+        .sort(["len", "label"], descending=[True, False])
+    )
     top = totals["label"].head(TOP_LABELS).to_list()
     rest = totals.height - len(top)
     series = {}

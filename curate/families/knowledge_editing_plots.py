@@ -45,8 +45,9 @@ def ke_plots(data: KEData, report: Report, ctx: AuditContext) -> list[Plot]:
     edits = (
         cases.select(
             pl.col("n_rewrites").alias("edits"),
-            pl.Series("in", edited)
-            .replace_strict({True: "in the edit set", False: "not edited"}, return_dtype=pl.String)
+            pl.Series("in", edited).replace_strict(
+                {True: "in the edit set", False: "not edited"}, return_dtype=pl.String
+            )
             if edited.len() == cases.height
             else pl.lit("all cases"),
         )
@@ -59,7 +60,9 @@ def ke_plots(data: KEData, report: Report, ctx: AuditContext) -> list[Plot]:
             "Edits per case",
             f"Cases by their number of requested rewrites, split by membership in the edit set "
             f"({spec}).",
-            _by(edits, "edits", "in", xlabel="requested rewrites", ylabel="cases", draw=grouped_bars),
+            _by(
+                edits, "edits", "in", xlabel="requested rewrites", ylabel="cases", draw=grouped_bars
+            ),
         )
     )
     return out
@@ -69,9 +72,7 @@ def _by(counts: pl.DataFrame, x: str, series: str, *, xlabel: str, ylabel: str, 
     """Grouped bars of a long ``(x, series, len)`` count frame, x in numeric order."""
     xs = sorted(counts[x].unique().to_list())
     table = {
-        s: [
-            int(counts.filter((pl.col(series) == s) & (pl.col(x) == v))["len"].sum()) for v in xs
-        ]
+        s: [int(counts.filter((pl.col(series) == s) & (pl.col(x) == v))["len"].sum()) for v in xs]
         for s in sorted(counts[series].unique().to_list())
     }
     return draw([str(v) for v in xs], table, xlabel=xlabel, ylabel=ylabel)
