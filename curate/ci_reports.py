@@ -113,7 +113,7 @@ def _json_array_lines(data: bytes) -> tuple[int, ...] | None:
     return tuple(lines)
 
 
-def _line_of(d: DatasetOutcome, row: dict[str, Any]) -> int | None:
+def line_of(d: DatasetOutcome, row: dict[str, Any]) -> int | None:
     if row.get("input") is None or row.get("input_row") is None:
         return None
     fmt = next((i.format for i in d.report.inputs if i.path == row["input"]), "")
@@ -190,7 +190,7 @@ def render_text(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             out.append(f"  {r.rule} {r.name} failed: {r.why}")
             for row in listed:
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 loc = (row["input"] or "") + (f":{line}" if line else "")
                 out.append(f"    {loc}: {_where(row)}: {row['message']}")
             if more:
@@ -258,7 +258,7 @@ def to_json_obj(result: CheckResult) -> dict[str, Any]:
                     "severity": row["severity"],
                     "input": row["input"],
                     "row": row["input_row"],
-                    "line": _line_of(d, row),
+                    "line": line_of(d, row),
                     "record": row["record"],
                     "field": row["field"],
                     "message": row["message"],
@@ -344,7 +344,7 @@ def render_markdown(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             out += ["", f"### {_md(d.name)}: {r.rule} {_md(r.name)} ({_md(r.why)})", ""]
             for row in listed:
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 loc = f"`{row['input']}{':' + str(line) if line else ''}`"
                 out.append(f"- {loc} {_md(_where(row))}: {_md(row['message'])}")
             if more:
@@ -382,7 +382,7 @@ def render_github(result: CheckResult) -> str:
                 props = []
                 if row["input"]:
                     props.append(f"file={_gh_prop(row['input'])}")
-                    line = _line_of(d, row)
+                    line = line_of(d, row)
                     if line:
                         props.append(f"line={line}")
                 props.append(f"title={_gh_prop(f'{r.rule} {r.name} ({d.name})')}")
@@ -460,7 +460,7 @@ def render_junit(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             lines = []
             for row in listed:
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 loc = (row["input"] or "") + (f":{line}" if line else "")
                 lines.append(f"{loc}: {_where(row)}: {row['message']} [{row['fingerprint']}]")
             if more:
@@ -589,7 +589,7 @@ def render_sarif(result: CheckResult) -> str:
             loc: dict[str, Any] = {}
             if row["input"]:
                 phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(row["input"])}}
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 if line:
                     phys["region"] = {"startLine": line}
                 loc["physicalLocation"] = phys

@@ -225,7 +225,7 @@ def embedded_findings(d: DatasetOutcome, limit: int = MAX_FINDINGS) -> pl.DataFr
 def _finding_rows(
     d: DatasetOutcome, shown: pl.DataFrame, splits: pl.DataFrame | None
 ) -> list[list[Any]]:
-    from curate.ci_reports import _line_of
+    from curate.ci_reports import line_of
 
     if splits is not None and shown.height:
         s = splits.select(pl.col("row").cast(pl.Int64), pl.col("split").cast(pl.String))
@@ -239,7 +239,7 @@ def _finding_rows(
     for row in shown.iter_rows(named=True):
         where = ""
         if row["input"] is not None and (several or compared):
-            line = _line_of(d, row)
+            line = line_of(d, row)
             where = row["input"] + (f":{line}" if line else "")
         if compared:
             result = "FAIL" if row["fails"] else row["status"]
@@ -273,7 +273,7 @@ def _rule_docs(family: str) -> dict[str, Any]:
 
 
 def _summary(d: DatasetOutcome) -> list[str]:
-    from curate.reports import _contamination_line, _headlines, _options_line
+    from curate.reports import contamination_line, headlines, options_line
 
     report = d.report
     s = report.summary()
@@ -287,10 +287,10 @@ def _summary(d: DatasetOutcome) -> list[str]:
             f"<dt>input</dt><dd><code>{_e(i.path)}</code> {i.records:,} records{digest}</dd>"
         )
     if report.options:
-        parts.append(f"<dt>options</dt><dd>{_e(_options_line(report))}</dd>")
-    if line := _contamination_line(report, "{}"):
+        parts.append(f"<dt>options</dt><dd>{_e(options_line(report))}</dd>")
+    if line := contamination_line(report, "{}"):
         parts.append(f"<dt>edit set</dt><dd>{_e(line)}</dd>")
-    for line in _headlines(report):
+    for line in headlines(report):
         parts.append(f"<dt>figures</dt><dd>{_e(line)}</dd>")
     parts.append(f"<dt>fail on</dt><dd>{_e(d.fail_on)}</dd>")
     parts.append(
