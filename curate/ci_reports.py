@@ -15,7 +15,6 @@ annotation is on the file, and SARIF carries the record index in the result's pr
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import socket
@@ -114,7 +113,7 @@ def _json_array_lines(data: bytes) -> tuple[int, ...] | None:
     return tuple(lines)
 
 
-def _line_of(d: DatasetOutcome, row: dict[str, Any]) -> int | None:
+def line_of(d: DatasetOutcome, row: dict[str, Any]) -> int | None:
     if row.get("input") is None or row.get("input_row") is None:
         return None
     fmt = next((i.format for i in d.report.inputs if i.path == row["input"]), "")
@@ -191,7 +190,7 @@ def render_text(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             out.append(f"  {r.rule} {r.name} failed: {r.why}")
             for row in listed:
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 loc = (row["input"] or "") + (f":{line}" if line else "")
                 out.append(f"    {loc}: {_where(row)}: {row['message']}")
             if more:
@@ -259,7 +258,7 @@ def to_json_obj(result: CheckResult) -> dict[str, Any]:
                     "severity": row["severity"],
                     "input": row["input"],
                     "row": row["input_row"],
-                    "line": _line_of(d, row),
+                    "line": line_of(d, row),
                     "record": row["record"],
                     "field": row["field"],
                     "message": row["message"],
@@ -345,7 +344,7 @@ def render_markdown(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             out += ["", f"### {_md(d.name)}: {r.rule} {_md(r.name)} ({_md(r.why)})", ""]
             for row in listed:
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 loc = f"`{row['input']}{':' + str(line) if line else ''}`"
                 out.append(f"- {loc} {_md(_where(row))}: {_md(row['message'])}")
             if more:
@@ -383,7 +382,7 @@ def render_github(result: CheckResult) -> str:
                 props = []
                 if row["input"]:
                     props.append(f"file={_gh_prop(row['input'])}")
-                    line = _line_of(d, row)
+                    line = line_of(d, row)
                     if line:
                         props.append(f"line={line}")
                 props.append(f"title={_gh_prop(f'{r.rule} {r.name} ({d.name})')}")
@@ -461,7 +460,7 @@ def render_junit(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             lines = []
             for row in listed:
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 loc = (row["input"] or "") + (f":{line}" if line else "")
                 lines.append(f"{loc}: {_where(row)}: {row['message']} [{row['fingerprint']}]")
             if more:
@@ -590,7 +589,7 @@ def render_sarif(result: CheckResult) -> str:
             loc: dict[str, Any] = {}
             if row["input"]:
                 phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(row["input"])}}
-                line = _line_of(d, row)
+                line = line_of(d, row)
                 if line:
                     phys["region"] = {"startLine": line}
                 loc["physicalLocation"] = phys
@@ -676,69 +675,11 @@ def _uri(path: str) -> str:
 
 
 def render_html(result: CheckResult) -> str:
-    """One self-contained page (no script, no external file): a table per dataset × rule and
-    every listed finding, to archive as a CI artifact."""
-    e = html.escape
-    verdict = "failed" if result.failed else "passed"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>curate: {verdict}</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:2em;}table{border-collapse:"
-        "collapse;margin:1em 0;}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;}"
-        "td.n{text-align:right}.fail{color:#b00020;font-weight:bold}.pass{color:#1b5e20}"
-        "code{background:#f4f4f4;padding:0 .2em}</style></head><body>",
-        f'<h1>curate {__version__}: <span class="{"fail" if result.failed else "pass"}">'
-        f"{verdict}</span></h1>",
-    ]
-    for d in result.datasets:
-        if d.error is not None:
-            parts.append(
-                f"<h2>{e(d.name)} <small>({e(d.family)})</small></h2>"
-                f'<p class="fail">unusable input: {e(d.error)}</p>'
-            )
-            continue
-        parts.append(
-            f"<h2>{e(d.name)} <small>({e(d.family)}, {d.records} records)</small></h2><ul>"
-            + "".join(f"<li><code>{e(i.path)}</code></li>" for i in d.report.inputs)
-            + "</ul>"
-        )
-        parts.append(
-            "<table><tr><th>rule</th><th>name</th><th>severity</th><th>findings</th>"
-            "<th>new</th><th>baselined</th><th>ignored</th><th>result</th></tr>"
-        )
-        for r in d.rules:
-            cls, word = ("fail", "FAIL") if r.failed else ("pass", "ok")
-            parts.append(
-                f"<tr><td>{e(r.rule)}</td><td>{e(r.name)}</td><td>{e(r.severity)}</td>"
-                f'<td class="n">{r.findings}</td><td class="n">{r.new}</td>'
-                f'<td class="n">{r.baselined}</td><td class="n">{r.ignored}</td>'
-                f'<td class="{cls}">{word}</td></tr>'
-            )
-        parts.append("</table>")
-        for r in d.rules:
-            if not r.findings:
-                continue
-            listed, more = _listed(d, r.rule, "all")
-            parts.append(f"<h3>{e(r.rule)} {e(r.name)}</h3><table>")
-            parts.append(
-                "<tr><th>status</th><th>where</th><th>record</th><th>field</th>"
-                "<th>message</th></tr>"
-            )
-            for row in listed:
-                line = _line_of(d, row)
-                status = "FAIL" if row["fails"] else row["status"]
-                parts.append(
-                    f"<tr><td>{e(status)}</td><td><code>{e(row['input'] or '')}"
-                    f"{':' + str(line) if line else ''}</code></td>"
-                    f"<td>{e(str(row['record']))}</td><td>{e(row['field'] or '')}</td>"
-                    f"<td>{e(row['message'])}</td></tr>"
-                )
-            parts.append("</table>")
-            if more:
-                parts.append(f"<p>… and {more} more (--format json lists every finding)</p>")
-    parts.append("<p>" + "<br>".join(e(x) for x in footer_lines(result)) + "</p></body></html>")
-    return "\n".join(parts) + "\n"
+    """One self-contained page (:mod:`curate.html_report`): per dataset the summary, each
+    rule's verdict, every finding with its status in a filterable table, findings per rule."""
+    from curate.html_report import render_check
+
+    return render_check(result)
 
 
 RENDERERS: dict[str, Callable[[CheckResult], str]] = {

@@ -131,17 +131,33 @@ def _inputs(inputs: Sequence[str | Path]) -> list[Path]:
 
 
 def guard_file(
-    target: str | Path, inputs: Sequence[str | Path], *, option: str = "--output"
+    target: str | Path,
+    inputs: Sequence[str | Path],
+    *,
+    option: str = "--output",
+    marker: bytes | None = None,
 ) -> Path:
     """Check a report/file destination before any work; raises :class:`UsageError` (exit 2).
 
     An existing regular file that is not an input is replaced (reports are rewritten on every run,
     as ``pytest --junitxml`` does); a device such as ``/dev/null`` is written in place.
+
+    With ``marker``, an existing non-empty file is replaced only when its first 4 KB hold the
+    marker (the file is one curate wrote): an HTML report's name is often that of a page a
+    person wrote (``index.html``), and a report must never cost one.
     """
     p = Path(target)
     real = _real(p)
     if p.is_dir():
         raise UsageError(f"{option} {p}: is a folder; give a file name for the report")
+    if marker is not None and p.is_file() and p.stat().st_size:
+        with p.open("rb") as fh:
+            head = fh.read(4096)
+        if marker not in head:
+            raise UsageError(
+                f"{option} {p}: exists and is not a report curate wrote; curate never "
+                "overwrites it (remove it or choose another name)"
+            )
     if not p.exists() or p.is_file():
         check_writable(p)
     for inp in _inputs(inputs):

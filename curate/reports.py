@@ -65,13 +65,13 @@ def _in_file(report: Report, row: dict[str, Any]) -> str:
     return f"{row['input']}: "
 
 
-def _options_line(report: Report) -> str:
+def options_line(report: Report) -> str:
     opts = report.options
     bits = [f"{k}={v}" for k, v in opts.items() if v not in (None, "", [], ())]
     return ", ".join(bits)
 
 
-def _contamination_line(report: Report, quote: str) -> str | None:
+def contamination_line(report: Report, quote: str) -> str | None:
     """The edit-set sentence a knowledge-editing reader checks first (None for other families)."""
     c = report.stats.get("contamination")
     if not c:
@@ -83,7 +83,7 @@ def _contamination_line(report: Report, quote: str) -> str | None:
     )
 
 
-def _headlines(report: Report) -> list[str]:
+def headlines(report: Report) -> list[str]:
     """A family's summary figures as sentences (``stats["headline"]``), shown under the inputs:
     the numbers a reader compares with the dataset's published table (icrl: tasks, episodes,
     final return)."""
@@ -113,10 +113,10 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     for i in report.inputs:
         con.print(f"[bold]{escape(i.path)}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
     if report.options:
-        con.print(f"options: {escape(_options_line(report))}")
-    if line := _contamination_line(report, "{}"):
+        con.print(f"options: {escape(options_line(report))}")
+    if line := contamination_line(report, "{}"):
         con.print(escape(line))
-    for line in _headlines(report):
+    for line in headlines(report):
         con.print(escape(line))
     counts = report.counts_by_rule()
     if counts.is_empty():
@@ -190,10 +190,10 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
         digest = f", sha256 `{i.sha256[:16]}`" if i.sha256 else ""
         out.append(f"- `{i.path}`: {i.records} records{digest}")
     if report.options:
-        out.append(f"- options: {_md_escape(_options_line(report))}")
-    if line := _contamination_line(report, "`{}`"):
+        out.append(f"- options: {_md_escape(options_line(report))}")
+    if line := contamination_line(report, "`{}`"):
         out.append(f"- {line}")
-    out += [f"- {_md_escape(line)}" for line in _headlines(report)]
+    out += [f"- {_md_escape(line)}" for line in headlines(report)]
     sev = s["by_severity"]
     out += [
         f"- {s['findings']} findings{_in_records(s)} "

@@ -20,6 +20,10 @@ step curate validate mquake "$SAMPLE"
 step curate audit mquake "$SAMPLE" --edit-set all
 "$BIN/curate" audit mquake "$SAMPLE" --edit-set all
 
+step curate audit mquake "$SAMPLE" --edit-set all --format html --out "$OUT/audit.html"
+mkdir -p "$OUT"
+"$BIN/curate" audit mquake "$SAMPLE" --edit-set all --format html --out "$OUT/audit.html"
+
 step curate audit mquake "$SAMPLE" --edit-set random:20 --select KE2
 # Exit 1 is expected here: contaminated cases are errors. The demo goes on.
 "$BIN/curate" audit mquake "$SAMPLE" --edit-set random:20 --select KE2 || echo "(exit $? — findings at or above --fail-on error)"

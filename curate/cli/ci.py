@@ -125,8 +125,13 @@ def check(
     files = {k: loaded.resolve(v) for k, v in out_cfg.reports.items()}
     files.update(_report_pairs(report))
     protected = protected_inputs(loaded)
-    for target in [*files.values(), *([output] if output and str(output) != "-" else [])]:
-        guard_file(target, protected)
+    from curate.html_report import GENERATOR
+
+    targets = [(name, t) for name, t in files.items()]
+    if output and str(output) != "-":
+        targets.append((fmt, output))
+    for name, target in targets:
+        guard_file(target, protected, marker=GENERATOR if name == "html" else None)
     base = baseline
     if base is None and loaded.config.baseline:
         base = loaded.resolve(loaded.config.baseline)

@@ -72,7 +72,13 @@ FormatOpt = Annotated[
     ),
 ]
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
+    Path | None,
+    typer.Option(
+        "--output",
+        "--out",
+        "-o",
+        help="Write the report here (atomically; an existing HTML file only if curate wrote it).",
+    ),
 ]
 OverwriteOpt = Annotated[
     bool,
@@ -147,6 +153,16 @@ def load_and_audit(
     return data, report
 
 
+def _guard_output(output: Path | None, fmt: Format, paths: list[str], options: FamilyOptions):
+    """Refuse a report destination before any work (an input, a folder, a foreign HTML file)."""
+    if output is None or str(output) == "-":
+        return
+    from curate.html_report import GENERATOR
+
+    marker = GENERATOR if fmt is Format.html else None
+    guard_file(output, _protected(paths, options), marker=marker)
+
+
 def _protected(paths: list[str], options: FamilyOptions) -> list[Path]:
     from curate.api import protected_inputs
 
@@ -168,12 +184,12 @@ def validate(
     durations: DurationsOpt = False,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
-    if output is not None and str(output) != "-":
-        guard_file(output, _protected(paths, options))
-    _, report = load_and_audit(
+    _guard_output(output, fmt, paths, options)
+    data, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=["schema", "integrity"]
     )
-    terminal.emit(terminal.render(report, fmt, output, durations=durations), output)
+    text = terminal.render(report, fmt, output, durations=durations, data=data)
+    terminal.emit(text, output)
     terminal.step_summary(report, fmt)
     raise typer.Exit(1 if report.fails("error") else 0)
 
@@ -191,10 +207,13 @@ def audit(
     durations: DurationsOpt = False,
 ) -> None:
     """Run the family's rules and report findings."""
-    if output is not None and str(output) != "-":
-        guard_file(output, _protected(paths, options))
-    _, report = load_and_audit(fam, paths, options, encoding=encoding, select=select, ignore=ignore)
-    text = terminal.render(report, fmt, output, durations=durations, fail_on=fail_on.value)
+    _guard_output(output, fmt, paths, options)
+    data, report = load_and_audit(
+        fam, paths, options, encoding=encoding, select=select, ignore=ignore
+    )
+    text = terminal.render(
+        report, fmt, output, durations=durations, fail_on=fail_on.value, data=data
+    )
     terminal.emit(text, output)
     terminal.step_summary(report, fmt, fail_on.value)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)

@@ -141,6 +141,7 @@ def render(
     *,
     durations: bool = False,
     fail_on: str = "error",
+    data=None,
 ) -> str:
     """The report for its destination: colour and wrapping only on a terminal's stdout.
 
@@ -148,10 +149,15 @@ def render(
     with ``FORCE_COLOR`` and is never wrapped (one finding per line, for ``grep``).
     ``durations`` appends where the time went (``--durations``), rendering included (not to
     JUnit, SARIF or HTML, whose documents must stay valid; JUnit carries each rule's time).
-    ``fail_on`` is what the CI formats mark as failing.
+    ``fail_on`` is what the CI formats mark as failing. ``data`` (what the audit read) adds
+    the family's plots and the findings' splits to an HTML report.
     """
     t0 = time.perf_counter()
-    if fmt in CI_FORMATS:
+    if fmt is Format.html:
+        from curate.html_report import render_audit
+
+        text = render_audit(report, data=data, fail_on=fail_on)
+    elif fmt in CI_FORMATS:
         from curate.check import single
         from curate.ci_reports import render as render_ci
 

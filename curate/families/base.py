@@ -10,7 +10,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
@@ -21,6 +21,9 @@ from curate.findings import Report
 from curate.options import FamilyOptions, parse_options
 from curate.rules import AuditContext, Rule, RuleSet
 from curate.streams import SplitStream
+
+if TYPE_CHECKING:
+    from curate.plots import Plot
 
 Progress = Callable[[str, int], None]
 
@@ -409,4 +412,23 @@ class Family(ABC):
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """Add the family's headline figures to ``report.stats`` (after the rules ran)."""
+        return None
+
+    def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
+        """The family's plots for the HTML report (``--format html``), after the findings-per-
+        rule plot every report has; none by default.
+
+        Draw them from what the audit already holds — ``data``'s tables and the shared tables
+        (``ctx.table(name)`` builds one only if no rule did) — never by reading the input again,
+        and aggregate in polars before drawing (a chart gets counts, not rows), so that a
+        million-row dataset costs a group-by. Each :class:`~curate.plots.Plot` is a title, a
+        caption and a matplotlib figure (or SVG/PNG bytes); :mod:`curate.plots` has the chart
+        shapes (bars, grouped bars, histogram) in curate's fixed style, so the same data gives
+        the same bytes.
+        """
+        return []
+
+    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
+        """Each record's split as a frame of ``row`` (the findings' ``row``) and ``split``, for
+        the HTML report's split filter; None (no split column) by default."""
         return None

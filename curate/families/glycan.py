@@ -669,6 +669,19 @@ class GlycanFamily(Family):
         load_mapping(ctx.options.mapping)
 
     # ----------------------------------------------------------------- export / fix
+    def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
+        """Label distribution per split and, for taxonomy, classes per level per split."""
+        from curate.families.glycan_plots import glycan_plots
+
+        assert isinstance(data, GlycanData)
+        return glycan_plots(data, report, ctx)
+
+    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
+        assert isinstance(data, GlycanData)
+        return (
+            pl.concat([t.rows.select("row", "split") for t in data.tables]) if data.tables else None
+        )
+
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan
         columns whose header does not parse): see :attr:`invalid_rules`.

@@ -608,6 +608,13 @@ class IcrlFamily(Family):
         report.stats.update(stats)
         report.stats["headline"] = [_headline(stats)]
 
+    def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
+        """Mean episode return per history by task, episode lengths (from the audit's scan)."""
+        from curate.families.icrl_plots import icrl_plots
+
+        assert isinstance(data, IcrlData)
+        return icrl_plots(data, report, ctx)
+
     # ----------------------------------------------------------------- export and fix
     def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
         """Export and fix read one file, all of it checked: ``--metadata-only`` checks no array

@@ -726,6 +726,17 @@ class KnowledgeEditingFamily(Family):
             }
 
     # ----------------------------------------------------------------- export / fix
+    def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
+        """Hops per case per split, edits per case in and out of the edit set."""
+        from curate.families.knowledge_editing_plots import ke_plots
+
+        assert isinstance(data, KEData)
+        return ke_plots(data, report, ctx)
+
+    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
+        assert isinstance(data, KEData)
+        return data.cases.select("row", "split")
+
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid cases per split, as streams of record batches in the output layout
         (:func:`output_layout`: ``--layout``, else the input's own).
