@@ -31,6 +31,9 @@ SETS = {
 }
 
 
+SUFFIX = {"video": "mp4", "image": "png", "audio": "wav"}
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -72,7 +75,7 @@ def clean_manifest(seed: int = 0) -> Manifest:
             sample = f"{set_}-{sid}-{n}"
             row = {
                 "sample_id": sample,
-                "path": f"{set_}/{split}/{sample}.{ {'video': 'mp4', 'image': 'png', 'audio': 'wav'}[modality] }",
+                "path": f"{set_}/{split}/{sample}.{SUFFIX[modality]}",
                 "sha256": _sha(sample),
                 "set": set_,
                 "split": split,
