@@ -459,7 +459,7 @@ CORPUS: list[Case] = [
         _deepfake_manifest(_DEEPFAKE_BAD_ROWS),
         BAD,
         families=("deepfake",),
-    ),  # fmt: skip
+    ),
     Case(
         "deepfake --column naming no column",
         _deepfake_manifest(_DEEPFAKE_ROWS),
