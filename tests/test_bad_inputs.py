@@ -38,7 +38,7 @@ import curate
 from curate.cli.main import main
 
 GLYCANS = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
-FAMILIES = ("mquake", "glycan", "icrl")
+FAMILIES = ("mquake", "glycan", "icrl", "deepfake")
 COMMANDS = ("validate", "audit", "fix", "export")
 BAD = frozenset({1, 2})
 UNUSABLE = frozenset({2})
@@ -363,6 +363,23 @@ def _other_layout_hdf5(d: Path) -> Path:
     return p
 
 
+def _deepfake_manifest(rows: list[dict]) -> Callable[[Path], Path]:
+    return _write("manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+
+
+#: Deepfake manifest rows whose values are all malformed: no id, unknown modality/label/split,
+#: a list and an object where text belongs, a malformed sha256, negative and textual numbers.
+_DEEPFAKE_BAD_ROWS = [
+    {"sample_id": None, "modality": "hologram", "label": "maybe", "split": "holdout"},
+    {"sample_id": ["a", "b"], "modality": "video", "label": {"x": 1}, "sha256": "zz"},
+    {"sample_id": "c", "modality": "audio", "label": "real", "width": -1, "fps": "fast"},
+]
+_DEEPFAKE_ROWS = [
+    {"sample_id": "v1", "path": "v1.mp4", "modality": "video", "label": "real", "split": "train"},
+    {"sample_id": "v2", "path": "v2.mp4", "modality": "video", "label": "fake", "split": "test"},
+]
+
+
 _XML_ERROR = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code>'
     "<Message>The specified key does not exist.</Message></Error>\n"
@@ -436,6 +453,34 @@ CORPUS: list[Case] = [
     Case("truncated gzip on stdin", _truncated_gz, UNUSABLE, stdin=True),
     Case("binary on stdin", _binary(".bin"), UNUSABLE, stdin=True),
     Case("- twice", _sample_copy, UNUSABLE, stdin=True, args=("-",)),
+    # Deepfake manifests: malformed values, bad column and value options.
+    Case(
+        "deepfake rows all malformed",
+        _deepfake_manifest(_DEEPFAKE_BAD_ROWS),
+        BAD,
+        families=("deepfake",),
+    ),
+    Case(
+        "deepfake --column naming no column",
+        _deepfake_manifest(_DEEPFAKE_ROWS),
+        UNUSABLE,
+        families=("deepfake",),
+        args=("--column", "sample_id=ytid"),
+    ),
+    Case(
+        "deepfake --value of an unknown field",
+        _deepfake_manifest(_DEEPFAKE_ROWS),
+        UNUSABLE,
+        families=("deepfake",),
+        args=("--value", "lable=real"),
+    ),
+    Case(
+        "deepfake --value that is not a label",
+        _deepfake_manifest(_DEEPFAKE_ROWS),
+        BAD,
+        families=("deepfake",),
+        args=("--value", "label=maybe"),
+    ),
     # In-context RL (HDF5): downloads that saved an error page, cut or foreign files.
     Case("HTML saved as .hdf5", _write("page.hdf5", _HTML), UNUSABLE),
     Case("XML error saved as .hdf5", _write("error.hdf5", _XML_ERROR), UNUSABLE),

@@ -1,0 +1,202 @@
+"""Exact duplicates and cross-split leakage on content hashes: curate's joins against pandas.
+
+What is timed is exactly what the deepfake rules DF302 and DF303 run:
+:func:`curate.schemas.deepfake_tables.later_copies` (``by=["key", "split"]``: later copies of a
+hash within its split) and :func:`~curate.schemas.deepfake_tables.cross_split_copies` (rows
+whose hash is already in an earlier split), on a frame of ``row``, ``split`` (an Enum) and
+``sha256`` (the hex digest, as a manifest gives it). The timed work includes turning the hex
+digest into the keys the joins group by (:func:`~curate.schemas.deepfake_tables.hash_keys`,
+as :func:`content_table` does).
+
+The peer is what a user would write in pandas: ``df.duplicated(["key", "split"])`` for the
+copies and ``Series.isin`` of the earlier splits' keys for the leaks, on the hex digests. Two
+pandas string types are measured and the faster one is the peer: Python ``str`` objects
+(``object`` dtype) and ``string[pyarrow]``; the split is a pandas ``category`` for both.
+
+The keys are random (``--rows``, 10 M by default): 80 / 10 / 10 % train / validation / test,
+``--dup-rate`` of the rows copying an earlier key of their own split and ``--leak-rate`` of the
+validation and test rows copying a training key. The data is written once to a parquet file;
+each side runs in its own child process that reads it (untimed), runs its operation
+``--repeat`` times (best time kept) and writes the row ids it found; the parent asserts that
+both sides found the same rows (and exactly the planted ones) before it prints any time, and
+reports each child's peak RSS (``os.wait4``).
+
+    python bench/bench_deepfake.py                 # 10 M keys
+    python bench/bench_deepfake.py --rows 1000000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SPLITS = ("train", "validation", "test")
+
+
+def make(rows: int, dup_rate: float, leak_rate: float, seed: int, out: Path) -> dict[str, int]:
+    """Random 32-byte keys with planted copies; returns the planted counts."""
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    split = rng.choice(3, size=rows, p=[0.8, 0.1, 0.1]).astype(np.int8)
+    keys = rng.integers(0, 256, size=(rows, 32), dtype=np.uint8)
+    idx = np.arange(rows)
+    # within-split duplicates: a row takes the key of an earlier row of its own split
+    dup = rng.random(rows) < dup_rate
+    planted_dups = 0
+    is_source = np.zeros(rows, dtype=bool)
+    for s in range(3):
+        members = idx[split == s]
+        chosen = members[dup[members]]
+        # the source: an earlier member of the same split that is not itself a copy
+        sources = members[~dup[members]]
+        pos = np.searchsorted(sources, chosen)
+        chosen, pos = chosen[pos > 0], pos[pos > 0]
+        src = sources[rng.integers(0, pos)]
+        keys[chosen] = keys[src]
+        is_source[src] = True
+        planted_dups += len(chosen)
+    # leaks: validation/test rows take a training key
+    train = idx[split == 0]
+    later = idx[(split > 0) & ~dup & ~is_source]  # leaving the planted copies as they are
+    leak = later[rng.random(len(later)) < leak_rate]
+    keys[leak] = keys[rng.choice(train, size=len(leak), replace=False)]
+    frame = pl.DataFrame(
+        {
+            "row": pl.Series(idx, dtype=pl.Int64),
+            "sha256": pl.Series([k.tobytes() for k in keys], dtype=pl.Binary).bin.encode("hex"),
+            "split": pl.Series(split).replace_strict(
+                {0: "train", 1: "validation", 2: "test"}, return_dtype=pl.Enum(list(SPLITS))
+            ),
+        }
+    )
+    frame.write_parquet(out)
+    return {"rows": rows, "planted_duplicates": planted_dups, "planted_leaks": len(leak)}
+
+
+def side_curate(data: Path, repeat: int) -> tuple[float, np.ndarray, np.ndarray]:
+    import polars as pl
+
+    from curate.schemas.deepfake_tables import cross_split_copies, hash_keys, later_copies
+
+    df = pl.read_parquet(data)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        keyed = hash_keys(df)  # as content_table does
+        dups = later_copies(keyed, ["key", "split"])["row"]
+        leaks = cross_split_copies(keyed, "key")["row"]
+        best = min(best, time.perf_counter() - t0)
+    return best, dups.to_numpy(), leaks.to_numpy()
+
+
+def side_pandas(data: Path, repeat: int, keys: str) -> tuple[float, np.ndarray, np.ndarray]:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(data)
+    df = pd.DataFrame(
+        {
+            "row": table["row"].to_numpy(),
+            "split": pd.Categorical(
+                table["split"].to_pandas().astype(str), categories=list(SPLITS), ordered=True
+            ),
+        }
+    )
+    if keys == "pyarrow":
+        df["key"] = table["sha256"].to_pandas(types_mapper=pd.ArrowDtype).astype("string[pyarrow]")
+    else:
+        df["key"] = table["sha256"].to_pandas().astype(object)  # Python str
+    del table
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        dups = df["row"][df.duplicated(["key", "split"], keep="first")].to_numpy()
+        code = df["split"].cat.codes
+        leak_parts = []
+        for s in (1, 2):
+            earlier = df["key"][code < s]
+            mine = df[code == s]
+            leak_parts.append(mine["row"][mine["key"].isin(earlier)].to_numpy())
+        leaks = np.sort(np.concatenate(leak_parts))
+        best = min(best, time.perf_counter() - t0)
+    return best, np.sort(dups), leaks
+
+
+def child(args: argparse.Namespace) -> None:
+    data = Path(args.data)
+    if args.side == "curate":
+        took, dups, leaks = side_curate(data, args.repeat)
+    else:
+        took, dups, leaks = side_pandas(data, args.repeat, args.side.removeprefix("pandas-"))
+    np.save(data.with_name(f"{args.side}-dups.npy"), np.sort(dups))
+    np.save(data.with_name(f"{args.side}-leaks.npy"), np.sort(leaks))
+    print(f"{took:.6f}")
+
+
+def run_child(side: str, data: Path, repeat: int) -> tuple[float, float]:
+    """Seconds (best of ``repeat``) and peak RSS in MB of one side in a child process."""
+    cmd = [sys.executable, __file__, "--child", side, "--data", str(data), "--repeat", str(repeat)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    out = proc.stdout.read() if proc.stdout else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{side} failed")
+    return float(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--dup-rate", type=float, default=0.01)
+    ap.add_argument("--leak-rate", type=float, default=0.005)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--peers",
+        default="object,pyarrow",
+        help="pandas string types to measure (comma-separated: object, pyarrow)",
+    )
+    ap.add_argument("--child", dest="side", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--data", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side:
+        child(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-deepfake-") as tmp:
+        data = Path(tmp) / "keys.parquet"
+        t0 = time.perf_counter()
+        planted = make(args.rows, args.dup_rate, args.leak_rate, args.seed, data)
+        print(f"generated {planted} in {time.perf_counter() - t0:.1f} s")
+        results = {}
+        peers = [f"pandas-{p.strip()}" for p in args.peers.split(",") if p.strip()]
+        for side in ("curate", *peers):
+            results[side] = run_child(side, data, args.repeat)
+        ref_d = np.load(data.with_name("curate-dups.npy"))
+        ref_l = np.load(data.with_name("curate-leaks.npy"))
+        for side in results:
+            assert np.array_equal(np.load(data.with_name(f"{side}-dups.npy")), ref_d), side
+            assert np.array_equal(np.load(data.with_name(f"{side}-leaks.npy")), ref_l), side
+        # the planted copies, and (random 32-byte keys never collide) nothing else
+        assert len(ref_d) == planted["planted_duplicates"], (len(ref_d), planted)
+        assert len(ref_l) == planted["planted_leaks"], (len(ref_l), planted)
+        print(f"identical results: {len(ref_d):,} duplicates, {len(ref_l):,} leaks")
+        peer = min((s for s in results if s != "curate"), key=lambda s: results[s][0])
+        ours = results["curate"][0]
+        print(f"| side | seconds (best of {args.repeat}) | peak RSS MB |")
+        print("|---|---:|---:|")
+        for side, (took, rss) in results.items():
+            print(f"| {side} | {took:.3f} | {rss:,.0f} |")
+        print(f"curate: {ours:.3f} s on {args.rows:,} keys; "
+              f"{results[peer][0] / ours:.1f}x faster than {peer} (the faster pandas)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
