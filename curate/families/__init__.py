@@ -64,6 +64,7 @@ BUILTIN: dict[str, str] = {
     "glycan": "curate.families.glycan:FAMILY",
     "icrl": "curate.families.icrl:FAMILY",
     "xland": "curate.families.icrl:FAMILY",
+    "deepfake": "curate.families.deepfake:FAMILY",
 }
 _OWN = "curate"
 

@@ -1,0 +1,467 @@
+"""The deepfake family (deepfake-detection manifests): reader, registration, export and fixes.
+
+Schema, vocabularies and options: :mod:`curate.schemas.deepfake`. Normalised tables and key
+tables: :mod:`curate.schemas.deepfake_tables`. Rules and fixes: :mod:`curate.audits.deepfake`.
+
+A manifest (CSV, JSON Lines, parquet, or a published folder of them) is read as text
+(:func:`curate.io.read_frame`), its columns mapped to the schema's fields (known spellings,
+``--column FIELD=COLUMN``, ``--value FIELD=VALUE``), and every field normalised in columnar
+passes: each *distinct* value of a closed vocabulary is validated once with
+:class:`~curate.schemas.deepfake.DeepfakeRow` and mapped back with a join, numbers are cast
+by polars. A value that does not fit is a DF001 finding naming the file, the row, the sample
+id and the field (never a traceback), and the row is left out of every other rule and of
+``fix``/``export``. Media files are never opened here: file-level checks belong to the media
+scan, which fills :attr:`DeepfakeData.computed_hashes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+from pydantic import ValidationError
+
+from curate.audits.deepfake import RULES
+from curate.dataset import ChangeEntry, LoadedDataset
+from curate.errors import InputError, UsageError
+from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.findings import InputInfo, Report
+from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.io import SPLIT_FROM_LAYOUT, read_frame
+from curate.options import FamilyOptions
+from curate.rules import AuditContext
+from curate.schemas.deepfake import (
+    CATEGORICAL_FIELDS,
+    FIELDS,
+    FLOAT_FIELDS,
+    INT_FIELDS,
+    SPLIT_NAMES,
+    SPLIT_ORDER,
+    DeepfakeOptions,
+    DeepfakeRow,
+    detect_columns,
+)
+from curate.schemas.deepfake_tables import AV_LABEL, LABEL, MODALITY, DeepfakeData
+from curate.schemas.deepfake_tables import SPLIT as SPLIT_ENUM
+from curate.streams import SplitStream
+
+#: Closed vocabularies validated value by value with the row model, and their Enum types.
+_ENUMS = {"modality": MODALITY, "label": LABEL, "av_label": AV_LABEL}
+_SHA256 = r"^[0-9a-f]{64}$"
+
+
+def _text(series: pl.Series) -> pl.Series:
+    """A column as stripped text, blank → null."""
+    s = series if series.dtype == pl.String else series.cast(pl.String, strict=False)
+    name = series.name
+    frame = pl.DataFrame({name: s.str.strip_chars()})
+    return frame.select(pl.when(pl.col(name) != "").then(pl.col(name)).alias(name)).to_series()
+
+
+def _validate_enum(field: str, values: pl.Series) -> pl.DataFrame:
+    """Each distinct value of ``field`` → its canonical value or the model's error message."""
+    out_values: list[str | None] = []
+    errors: list[str | None] = []
+    uniq = values.drop_nulls().unique(maintain_order=True)
+    for v in uniq.to_list():
+        try:
+            got = getattr(DeepfakeRow.model_validate({"sample_id": "x", field: v}), field)
+            out_values.append(None if got is None else str(got.value))
+            errors.append(None)
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            out_values.append(None)
+            errors.append(str(err["msg"]))
+    return pl.DataFrame(
+        {
+            "__v": uniq,
+            "__canon": pl.Series(out_values, dtype=pl.String),
+            "__err": pl.Series(errors, dtype=pl.String),
+        }
+    )
+
+
+class DeepfakeFamily(Family):
+    name = "deepfake"
+    aliases = ("deepfakes", "illusion")
+    title = "Deepfake-detection manifests (audio, image, video samples; labels, generators)"
+    task_categories = ("video-classification", "audio-classification", "image-classification")
+    license = "unknown"
+    Options = DeepfakeOptions
+    #: DF001: a row whose own values do not fit the schema (no sample id, an unknown modality,
+    #: label, audio-visual label or split, a malformed sha256, a negative or non-numeric
+    #: duration, size, frame or sample rate, a list or object where text belongs). Such a row is
+    #: never published. Rules about how rows relate (duplicates, leakage, contradictions) are
+    #: not listed: fixing or documenting those is the job of the fixes and the card.
+    invalid_rules = ("DF001",)
+    rules = RULES
+
+    # ----------------------------------------------------------------- reading
+    def load(
+        self,
+        paths: Sequence[str | Path],
+        options: FamilyOptions | None = None,
+        *,
+        progress: Progress | None = None,
+        keep_records: bool = False,
+        encoding: str | None = None,
+        **raw: Any,
+    ) -> DeepfakeData:
+        opts = self.options(options, **raw)
+        assert isinstance(opts, DeepfakeOptions)
+        if isinstance(paths, str | Path):
+            paths = [paths]
+        if not paths:
+            raise UsageError("no input given")
+        rows: list[pl.DataFrame] = []
+        raws: list[pl.DataFrame] = []
+        errors: list[pl.DataFrame] = []
+        inputs: list[InputInfo] = []
+        mappings: list[dict[str, str]] = []
+        roots: list[str] = []
+        offset = 0
+        for i, path in enumerate(paths):
+            check_not_blank(path)
+            try:
+                frame, src = read_frame(path, encoding=encoding)
+            except InputError as e:
+                if e.message.startswith("no records found"):
+                    raise no_records(path) from None
+                raise
+            if frame.height == 0:
+                raise no_records(path)
+            header = [c for c in frame.columns if c != SPLIT_FROM_LAYOUT]
+            given = dict(opts.columns)
+            if SPLIT_FROM_LAYOUT in frame.columns and given.get("split") not in (None, *header):
+                given.pop("split")  # a published folder has its splits as files
+            cols = detect_columns(header, given, opts.values, path=str(path))
+            layout = SPLIT_FROM_LAYOUT in frame.columns
+            if layout and "split" not in cols and "split" not in opts.values:
+                cols["split"] = SPLIT_FROM_LAYOUT
+            norm, errs = _normalise(i, str(path), frame, cols, opts, offset, src.nested_cells)
+            rows.append(norm)
+            raws.append(frame)
+            errors.append(errs)
+            mappings.append(cols)
+            local = Path(str(path))
+            root = opts.media_root or (local if local.is_dir() else local.parent)
+            roots.append(str(root))
+            splits = dict(
+                norm.group_by("split").len().drop_nulls("split").cast({"split": pl.String}).rows()
+            )
+            inputs.append(InputInfo(str(path), src.sha256, frame.height, src.format, splits))
+            offset += frame.height
+            if progress:
+                progress(f"read {Path(str(path)).name}", offset)
+        all_rows = pl.concat(rows, how="vertical")
+        invalid = pl.concat(errors, how="vertical") if errors else _empty_errors()
+        bad_rows = invalid["row"].unique()
+        all_rows = all_rows.with_columns((~pl.col("row").is_in(bad_rows.implode())).alias("valid"))
+        data = DeepfakeData(
+            family=self.name,
+            inputs=inputs,
+            schema_findings=invalid.with_columns(pl.lit("DF001").alias("rule")),
+            rows=all_rows,
+            raw=pl.concat(raws, how="diagonal_relaxed") if len(raws) > 1 else raws[0],
+            columns=mappings,
+            media_roots=roots,
+            options=opts,
+        )
+        data.stats = _stats(data)
+        return data
+
+    def summarise(self, report: Report, ctx: AuditContext) -> None:
+        """Counts per split: samples, modality, label (the figures a card states)."""
+        data = ctx.data
+        assert isinstance(data, DeepfakeData)
+        report.stats.update(_stats(data))
+
+    # ----------------------------------------------------------------- export / fix
+    def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
+        """The valid rows per split (rows without a split are published in train), every
+        schema field the manifest has under its canonical name (``--column`` and ``--value``
+        applied, labels and modalities in their canonical spelling), then the manifest's other
+        columns as read. The split is the folder layout, not a column."""
+        assert isinstance(data, DeepfakeData)
+        bad = self.invalid_records(data)["row"].drop_nulls().unique()
+        frame = _publish_frame(data).filter(~pl.col(ROW).is_in(bad.implode()))
+        return {
+            name: SplitStream.from_table(t, max_rows=65536)
+            for name, t in _split_tables(frame).items()
+        }
+
+    def fix_frame(
+        self, data: LoadedDataset, invalid: pl.DataFrame
+    ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The published frame (see :meth:`to_tables`) with the engine's bookkeeping columns;
+        invalid rows (DF001) left out and logged whole, as read."""
+        assert isinstance(data, DeepfakeData)
+        bad = set(invalid["row"].drop_nulls().to_list())
+        changes: list[ChangeEntry] = []
+        logged: set[int] = set()
+        for r in invalid.iter_rows(named=True):
+            if r["row"] is None or r["row"] in logged:
+                continue
+            logged.add(r["row"])
+            changes.append(
+                ChangeEntry(
+                    r["record"],
+                    "",
+                    self.fix_original(data, r["row"], {}),
+                    None,
+                    r["rule"],
+                    f"dropped: invalid record ({r['field']}: {r['message']})",
+                )
+            )
+        frame = _publish_frame(data).filter(~pl.col(ROW).is_in(sorted(bad)))
+        return frame, changes
+
+    def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
+        return _split_tables(frame)
+
+    def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
+        """A dropped row in the changelog: the manifest row as read."""
+        assert isinstance(data, DeepfakeData)
+        if 0 <= row < data.raw.height:
+            got = data.raw.row(row, named=True)
+            return {k: v for k, v in got.items() if v is not None or k != SPLIT_FROM_LAYOUT}
+        return cells
+
+    def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
+        """Published data has canonical column names and values: the mapping options that
+        read the input (``--column``, ``--value``, ``--split-map``) are not re-applied."""
+        assert isinstance(options, DeepfakeOptions)
+        return options.model_copy(update={"columns": {}, "values": {}, "split_map": {}})
+
+    def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
+        assert isinstance(data, DeepfakeData)
+        st = data.stats
+        lines = ["## Samples", "", "| split | samples |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in st.get("splits", {}).items()]
+        return [*lines, ""]
+
+
+def _empty_errors() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "row": pl.Int64,
+            "record": pl.String,
+            "field": pl.String,
+            "message": pl.String,
+            "details": pl.String,
+            "fix": pl.String,
+        }
+    )
+
+
+def _normalise(
+    index: int,
+    path: str,
+    raw: pl.DataFrame,
+    cols: dict[str, str],
+    opts: DeepfakeOptions,
+    offset: int,
+    nested: dict[str, dict[int, str]],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The normalised rows of one manifest and its DF001 findings (see the module doc)."""
+    n = raw.height
+    text: dict[str, pl.Series] = {}
+    source: dict[str, str] = {}
+    for f in FIELDS:
+        if f in opts.values:
+            text[f] = pl.Series(f, [opts.values[f].strip() or None] * n, dtype=pl.String)
+            source[f] = f"--value {f}"
+        elif f in cols:
+            col = raw[cols[f]]
+            if col.dtype.is_nested():
+                col = col.cast(pl.String, strict=False)
+            text[f] = _text(col).alias(f)
+            source[f] = cols[f]
+        else:
+            text[f] = pl.Series(f, [None] * n, dtype=pl.String)
+    base = pl.DataFrame(text).with_columns(
+        pl.int_range(offset, offset + n, dtype=pl.Int64).alias("row"),
+        pl.lit(index, pl.Int32).alias("input"),
+    )
+    base = base.with_columns(
+        pl.coalesce("sample_id", pl.format("#{}", (pl.col("row") - offset).cast(pl.String))).alias(
+            "record"
+        )
+    )
+    problems: list[pl.DataFrame] = []
+
+    def bad(frame: pl.DataFrame, field: str, message: pl.Expr, value: str | None = None) -> None:
+        if frame.height:
+            problems.append(
+                frame.select(
+                    "row",
+                    "record",
+                    pl.lit(field).alias("field"),
+                    message.alias("message"),
+                    pl.struct(
+                        pl.lit(path).alias("file"),
+                        pl.lit(source.get(field, field)).alias("column"),
+                        pl.col(value or field).cast(pl.String).alias("value"),
+                    )
+                    .struct.json_encode()
+                    .alias("details"),
+                )
+            )
+
+    # a list or an object where text belongs (JSON/parquet cells of another shape)
+    for f, c in cols.items():
+        kinds = nested.get(c)
+        if kinds:
+            idx = pl.Series("__i", list(kinds), dtype=pl.Int64) + offset
+            hit = base.filter(pl.col("row").is_in(idx.implode()))
+            bad(hit, f, pl.lit(f"{f}: a list or an object where a value belongs"))
+            base = base.with_columns(
+                pl.when(pl.col("row").is_in(idx.implode())).then(None).otherwise(pl.col(f)).alias(f)
+            )
+    bad(base.filter(pl.col("sample_id").is_null()), "sample_id", pl.lit("missing sample_id"))
+    # sha256: 64 hex digits (any case; kept lower-case)
+    base = base.with_columns(pl.col("sha256").str.to_lowercase())
+    bad(
+        base.filter(pl.col("sha256").is_not_null() & ~pl.col("sha256").str.contains(_SHA256)),
+        "sha256",
+        pl.format("sha256 is not 64 hexadecimal digits (got {})", pl.col("sha256").str.head(80)),
+    )
+    # split: --split-map first, then the usual spellings
+    mapped = {k: v for k, v in opts.split_map.items()}
+    base = base.with_columns(pl.col("split").alias("__split_raw")).with_columns(
+        pl.col("split")
+        .replace_strict(mapped, default=pl.col("split"), return_dtype=pl.String)
+        .alias("split")
+    )
+    canon = pl.col("split").str.to_lowercase().replace_strict(SPLIT_NAMES, default=None)
+    base = base.with_columns(canon.alias("split"))
+    unknown = base.filter(pl.col("__split_raw").is_not_null() & pl.col("split").is_null())
+    bad(
+        unknown,
+        "split",
+        pl.format(
+            "unknown split {} (use train/validation/test, or --split-map VALUE=SPLIT)",
+            pl.col("__split_raw"),
+        ),
+        "__split_raw",
+    )
+    # closed vocabularies: each distinct value validated once by the row model
+    for f, dtype in _ENUMS.items():
+        table = _validate_enum(f, base[f])
+        base = base.join(table, left_on=f, right_on="__v", how="left", maintain_order="left")
+        bad(
+            base.filter(pl.col("__err").is_not_null()),
+            f,
+            pl.format("{}: {} (got {})", pl.lit(f), pl.col("__err"), pl.col(f)),
+        )
+        base = base.with_columns(pl.col("__canon").cast(dtype).alias(f)).drop("__canon", "__err")
+    # numbers: non-negative; sizes and sample rates integers
+    for f in (*FLOAT_FIELDS, *INT_FIELDS):
+        num = pl.col(f).cast(pl.Float64, strict=False)
+        base = base.with_columns(num.alias("__num"))
+        wrong = pl.col(f).is_not_null() & (
+            pl.col("__num").is_null() | pl.col("__num").is_nan() | (pl.col("__num") < 0)
+        )
+        if f in INT_FIELDS:
+            wrong = wrong | (
+                pl.col("__num").is_not_null() & (pl.col("__num").round() != pl.col("__num"))
+            )
+        what = "a non-negative integer" if f in INT_FIELDS else "a non-negative number"
+        bad(
+            base.filter(wrong),
+            f,
+            pl.format("{} must be {} (got {})", pl.lit(f), pl.lit(what), pl.col(f)),
+        )
+        typed = pl.when(wrong).then(None).otherwise(pl.col("__num"))
+        base = base.with_columns(
+            (typed.cast(pl.Int64) if f in INT_FIELDS else typed).alias(f)
+        ).drop("__num")
+    base = base.drop("__split_raw").with_columns(
+        pl.col("split").cast(SPLIT_ENUM),
+        *[
+            pl.col(f).cast(pl.Categorical)
+            for f in CATEGORICAL_FIELDS
+            if f not in _ENUMS and f != "split"
+        ],
+    )
+    errs = pl.concat(problems) if problems else _empty_errors().drop("fix")
+    errs = errs.with_columns(pl.lit(None, pl.String).alias("fix")).sort("row", maintain_order=True)
+    order = ["row", "record", "input", *FIELDS]
+    return base.select(order), errs
+
+
+def _stats(data: DeepfakeData) -> dict[str, Any]:
+    rows = data.rows
+    per_split = (
+        rows.with_columns(pl.col("split").cast(pl.String).fill_null("(none)"))
+        .group_by("split")
+        .len()
+        .sort("split")
+    )
+
+    def counts(col: str) -> dict[str, int]:
+        got = rows.select(pl.col(col).cast(pl.String).fill_null("(none)")).to_series()
+        return dict(sorted(got.value_counts().rows()))
+
+    return {
+        "rows": rows.height,
+        "valid_rows": int(rows["valid"].sum()) if "valid" in rows.columns else rows.height,
+        "splits": dict(per_split.rows()),
+        "modality": counts("modality"),
+        "label": counts("label"),
+        "columns": data.columns,
+    }
+
+
+def _publish_frame(data: DeepfakeData) -> pl.DataFrame:
+    """Every row as published plus ``__row``/``__record``/``__split``: the fields the manifest
+    has (mapped or given) as text or numbers, then its unmapped columns as read."""
+    rows = data.rows
+    present = [
+        f
+        for f in FIELDS
+        if f != "split" and (f in data.options.values or any(f in m for m in data.columns))
+    ]
+    mapped = {c for m in data.columns for c in m.values()}
+    extra = [
+        c
+        for c in data.raw.columns
+        if c not in mapped and c not in FIELDS and c != SPLIT_FROM_LAYOUT
+    ]
+    return pl.concat(
+        [
+            rows.select(
+                *[
+                    pl.col(f).cast(pl.String)
+                    if rows.schema[f] not in (pl.Int64, pl.Float64)
+                    else pl.col(f)
+                    for f in present
+                ]
+            ),
+            data.raw.select(extra),
+            rows.select(
+                pl.col("row").alias(ROW),
+                pl.col("record").alias(RECORD),
+                pl.col("split").cast(pl.String).fill_null("train").alias(SPLIT),
+            ),
+        ],
+        how="horizontal",
+    )
+
+
+def _split_tables(frame: pl.DataFrame) -> dict[str, pa.Table]:
+    out = {}
+    body = [c for c in frame.columns if c not in BOOKKEEPING]
+    for name in SPLIT_ORDER:
+        part = frame.filter(pl.col(SPLIT) == name).select(body)
+        if part.height:
+            out[name] = part.to_arrow()
+    return out
+
+
+FAMILY = DeepfakeFamily()
+
+__all__ = ["FAMILY", "DeepfakeData", "DeepfakeFamily"]
