@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from curate.errors import UsageError
 from curate.outputs import MANIFEST, MARKER_DIR, atomic_path, guard_file, is_curate_folder, manifest
-from curate.scans.media import COLUMNS, scan_file
+from curate.scans.media import COLUMNS, error_row, scan_file
 
 #: One row per file (``cached``: the row came from the cache, the file was not opened).
 SCHEMA: dict[str, pl.DataType] = {
@@ -185,8 +185,8 @@ def scan_media(
     for i, (p, a) in enumerate(zip(unique, absolute, strict=True)):
         try:
             st = os.stat(a)
-        except OSError:
-            todo.append(i)  # scan_file reports why
+        except OSError as e:  # missing: nothing to open
+            rows[i] = error_row(p, e) | {"cached": False}
             continue
         hit = cached.get((a, st.st_size, st.st_mtime_ns))
         if hit is not None:

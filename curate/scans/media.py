@@ -133,6 +133,11 @@ def _message(e: BaseException | str) -> str:
     return text.splitlines()[0][:200]
 
 
+def error_row(path: str, e: OSError) -> dict[str, Any]:
+    """The row of a file that could not be opened (``missing`` or ``unreadable``)."""
+    return _os_error(_row(path), e)
+
+
 def _os_error(row: dict[str, Any], e: OSError) -> dict[str, Any]:
     if isinstance(e, FileNotFoundError):
         return _fail(row, "missing", "no such file")
