@@ -16,6 +16,7 @@ scan, which fills :attr:`DeepfakeData.computed_hashes`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -276,8 +277,12 @@ def _normalise(
             source[f] = f"--value {f}"
         elif f in cols:
             col = raw[cols[f]]
-            if col.dtype.is_nested():
-                col = col.cast(pl.String, strict=False)
+            if col.dtype.is_nested():  # a whole column of lists: every value is malformed
+                values = col.to_list()
+                nested = {**nested, cols[f]: {i: "list" for i, v in enumerate(values) if v}}
+                col = pl.Series(
+                    col.name, [None if v is None else json.dumps(v) for v in values], pl.String
+                )
             text[f] = _text(col).alias(f)
             source[f] = cols[f]
         else:

@@ -295,11 +295,11 @@ class DeepfakeRow(BaseModel):
     language: Text = None
     compression: Text = None
     noise: Text = None
-    duration_s: Annotated[float | None, BeforeValidator(_blank_none), Field(ge=0)] = None
-    width: Annotated[int | None, BeforeValidator(_blank_none), Field(ge=0)] = None
-    height: Annotated[int | None, BeforeValidator(_blank_none), Field(ge=0)] = None
-    fps: Annotated[float | None, BeforeValidator(_blank_none), Field(ge=0)] = None
-    sample_rate: Annotated[int | None, BeforeValidator(_blank_none), Field(ge=0)] = None
+    duration_s: Annotated[Annotated[float, Field(ge=0)] | None, BeforeValidator(_blank_none)] = None
+    width: Annotated[Annotated[int, Field(ge=0)] | None, BeforeValidator(_blank_none)] = None
+    height: Annotated[Annotated[int, Field(ge=0)] | None, BeforeValidator(_blank_none)] = None
+    fps: Annotated[Annotated[float, Field(ge=0)] | None, BeforeValidator(_blank_none)] = None
+    sample_rate: Annotated[Annotated[int, Field(ge=0)] | None, BeforeValidator(_blank_none)] = None
 
 
 # --------------------------------------------------------------------------- columns

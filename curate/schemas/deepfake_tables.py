@@ -51,6 +51,8 @@ MODALITY = pl.Enum([m.value for m in Modality])
 LABEL = pl.Enum([x.value for x in Label])
 AV_LABEL = pl.Enum([x.value for x in AvLabel])
 ROLE = pl.Enum(["subject", "source", "target"])
+#: rows below 2**40 (a trillion); the split rank sits above them in one Int64
+_SHIFT = 1 << 40
 
 
 @dataclass
@@ -164,20 +166,17 @@ def cross_split_copies(df: pl.DataFrame, key: str = "key") -> pl.DataFrame:
     one an evaluation should not have seen. Rows without a split take no part."""
     s = df.filter(pl.col("split").is_not_null()).with_columns(
         # rank and row in one integer: its minimum is the first row of the earliest split
-        ((pl.col("split").to_physical().cast(pl.Int64) * (1 << 40)) + pl.col("row")).alias(
-            "__order"
-        )
+        ((pl.col("split").to_physical().cast(pl.Int64) * _SHIFT) + pl.col("row")).alias("__order")
     )
     first = pl.col("__order").min().over(key)
     hits = s.with_columns(first.alias("__first")).filter(
-        (pl.col("__order") >> 40) > (pl.col("__first") >> 40)
+        (pl.col("__order") // _SHIFT) > (pl.col("__first") // _SHIFT)
     )
     names = pl.Series(list(SPLIT_ORDER), dtype=pl.String)
     return (
         hits.with_columns(
-            (pl.col("__first") & ((1 << 40) - 1)).alias("first_row"),
-            pl.col("__first")
-            .__rshift__(40)
+            (pl.col("__first") % _SHIFT).alias("first_row"),
+            (pl.col("__first") // _SHIFT)
             .replace_strict(list(range(len(names))), names, return_dtype=pl.String)
             .alias("first_split"),
         )
