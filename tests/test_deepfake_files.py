@@ -145,6 +145,16 @@ def test_clean_set_gives_no_file_findings(tmp_path):
     assert report.stats["media"]["errors"] == 0
 
 
+def test_no_file_found_is_one_finding(tmp_path):
+    manifest = _write_manifest(
+        tmp_path / "m.csv", [_row(f"s{i}", f"nowhere/{i}.png", "train", "image") for i in range(5)]
+    )
+    report = curate.audit("deepfake", [str(manifest)])
+    got = report.findings.filter(pl.col("rule") == "DF201")
+    assert got.height == 1 and "none of the 5 files" in got["message"][0]
+    assert "--media-root" in got["message"][0]
+
+
 def test_no_files_opens_nothing(planted, monkeypatch):
     import curate.media as media
 

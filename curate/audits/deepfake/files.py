@@ -98,8 +98,9 @@ def file_table(data: DeepfakeData, opts: DeepfakeOptions) -> pl.DataFrame:
         inputs=data.paths,
     )
     out = rows.join(scan.rename({"path": "file"}), on="file", how="left", maintain_order="left")
-    data.computed_hashes = out.filter(pl.col("sha256").is_not_null()).select("row", "sha256")
-    data.cache.pop("content", None)  # built before the scan: rebuild with the files' hashes
+    if data.computed_hashes is None:  # hashes given by the caller are kept
+        data.computed_hashes = out.filter(pl.col("sha256").is_not_null()).select("row", "sha256")
+        data.cache.pop("content", None)  # built before the scan: rebuild with the files' hashes
     data.stats["media"] = {
         "files": scan.height,
         "from_cache": int(scan["cached"].sum()),
@@ -137,12 +138,27 @@ def file_missing(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
 
     A sample whose file is gone cannot be trained or evaluated on; a loader either crashes
     or, worse, skips it silently and changes the split's balance. ``details.file`` is the
-    absolute path that was tried.
+    absolute path that was tried. When not one file exists (a wrong ``--media-root``, media
+    not downloaded), a single finding says so instead of one per row.
     """
     files = _files_of(ctx)
     if files is None:
         return empty_rule_output()
     hit = files.filter(pl.col("error_kind") == "missing")
+    if hit.height > 1 and hit.height == files.height:
+        # not one file found: a wrong media root, or media not downloaded — one finding, not N
+        first = hit.head(1)
+        return finding_frame(
+            first,
+            field=pl.lit("path"),
+            message=pl.format(
+                "none of the {} files the manifest names exists (first: {}); check "
+                "--media-root, or pass --no-files to check the manifest alone",
+                pl.lit(hit.height),
+                pl.col("file"),
+            ),
+            details=_details(data, pl.lit(hit.height).alias("missing")),
+        )
     return finding_frame(
         hit,
         field=pl.lit("path"),
