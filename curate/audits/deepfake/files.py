@@ -377,8 +377,9 @@ def _near(ctx: AuditContext) -> pl.DataFrame | None:
     a = side.rename({c: f"{c}_a" for c in side.columns})
     b = side.rename({c: f"{c}_b" for c in side.columns})
     joined = (
-        pairs.join(a, left_on="path_a", right_on="file_a")
-        .join(b, left_on="path_b", right_on="file_b")
+        pairs.rename({"path_a": "file_a", "path_b": "file_b"})
+        .join(a, on="file_a")
+        .join(b, on="file_b")
         .filter(pl.col("sha256_a") != pl.col("sha256_b"))
     )
     b_later = (pl.col("rank_b").fill_null(-1) > pl.col("rank_a").fill_null(-1)) | (
