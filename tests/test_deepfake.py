@@ -54,7 +54,9 @@ def write(frame: pl.DataFrame, path: Path) -> Path:
 
 
 def found(report) -> set[tuple[str, int]]:
-    f = report.findings
+    # DF2xx read the media files, which these generated manifests only name: their rules are
+    # tested on real files in tests/test_deepfake_files.py
+    f = report.findings.filter(~pl.col("rule").str.starts_with("DF2"))
     return set(zip(f["rule"].to_list(), f["row"].to_list(), strict=True))
 
 
@@ -78,7 +80,8 @@ def test_every_planted_defect_is_found_at_its_row_and_nothing_else(tmp_path, suf
 
 def test_clean_manifest_has_no_findings(tmp_path):
     m = clean_manifest()
-    report = FAMILY.audit(FAMILY.load([write(m.frame(), tmp_path / "m.csv")]))
+    # the manifest names files it does not ship: check it alone (DF2xx: test_deepfake_files.py)
+    report = FAMILY.audit(FAMILY.load([write(m.frame(), tmp_path / "m.csv")], no_files=True))
     assert report.findings.is_empty()
     assert report.stats["splits"] == {"test": 72, "train": 216, "validation": 72}
 

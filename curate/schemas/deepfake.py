@@ -413,6 +413,26 @@ class DeepfakeOptions(FamilyOptions):
     media_root: Path | None = option(
         None, help="Folder relative media paths are resolved against (default: the manifest's)."
     )
+    # The media scan's options (DF2xx; curate.audits.deepfake.files).
+    no_files: bool = option(
+        False,
+        help="Open no media file: skip the file checks (DF2xx); duplicates and leakage use the "
+        "manifest's sha256.",
+    )
+    workers: int | None = option(
+        None, help="Threads reading media files (default: the available cores, at most 8)."
+    )
+    cache: Path | None = option(
+        None,
+        help="File caching each media file's hash and metadata by path, size and mtime (default: "
+        ".curate-cache/media.parquet beside the first manifest, skipped if not writable).",
+    )
+    near_distance: int = option(
+        10,
+        help="Largest pHash Hamming distance (of 64 bits) at which two images are near-duplicates "
+        "(DF208-DF210; 0-63).",
+        commands=("validate", "audit", "fix"),
+    )
     max_imbalance: float = option(
         1.5,
         help="Largest ratio between the biggest and smallest sex × skin tone × label group of a "

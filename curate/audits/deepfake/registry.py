@@ -36,6 +36,8 @@ MAX_LISTED = 20
 def _content(ctx: AuditContext) -> pl.DataFrame:
     data = ctx.data
     assert isinstance(data, DeepfakeData)
+    if "files" in ctx.builders and data.computed_hashes is None:
+        ctx.table("files")  # the media scan first: the files' own hashes win over the manifest's
     return content_table(data)
 
 
