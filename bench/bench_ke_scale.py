@@ -14,7 +14,8 @@ so one measurement's memory never inflates another's. Measured in the same run:
   columnar path reads Arrow record batches; no JSON at all).
 
 Cases come from the bench generator (``bench_ke.rekey_record``: MQuAKE-hard re-keyed per
-replica), written to ``--workdir`` (default: the system temporary folder), never into the repository.
+replica), written to ``--workdir`` (default: the system temporary folder), never into the
+repository.
 
 Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
 ``--sizes 100000`` for a quick run; ``--big`` adds 3M cases (memory of the full audit; 15 GB of
