@@ -155,6 +155,7 @@ def child(what: str, path: str, out: str) -> None:
         Path(out).write_text(render_json(report), encoding="utf-8")
         res["render"] = time.perf_counter() - t
         res["findings"] = report.findings.height
+        res["peak"] = peak()
     elif what == "load":
         from curate.families import get_family
 
@@ -209,10 +210,15 @@ def child(what: str, path: str, out: str) -> None:
     print(json.dumps(res), flush=True)
 
 
-def run(args: list[str]) -> tuple[float, float, dict[str, Any]]:
+def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict[str, Any]]:
     """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env} if env else None,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     out = proc.stdout.read().decode() if proc.stdout else ""
@@ -283,7 +289,12 @@ def main() -> None:
             f"{rss:.2f} GiB",
             f"peak after load {st['peak_after_load']:.2f} GiB; {st['findings']:,} findings",
         )
-        _, _, tb = run(me("tables", jsonl, report))
+        # polars' allocator (jemalloc) hands freed pages back after ~10 s; told to do it at once,
+        # the drop-one-table figures are what each table holds, not what is left to decay
+        _, _, tb = run(
+            me("tables", jsonl, report),
+            env={"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"},
+        )
         per_case = sum(tb[f"{t}_resident"] for t in ("hops", "edits", "cases"))
         row(
             "  tables resident per case (dropped one by one after the load)",
