@@ -85,8 +85,9 @@ def replicate(data: KEData, n: int) -> KEData:
         "edits": ["subject", "new_id", "new_str", "true_id", "true_str", "t_s", "t_o"],
     }
     out = {}
-    for name, cols in text_cols.items():
+    for name, all_cols in text_cols.items():
         df: pl.DataFrame = getattr(data, name)
+        cols = [c for c in all_cols if c in df.columns]  # the tables' shape changed over time
         parts = []
         for r in range(reps):
             sfx = f"~{r}" if r else ""
@@ -99,8 +100,13 @@ def replicate(data: KEData, n: int) -> KEData:
                 df.with_columns(
                     *[pl.col(c).list.eval(pl.element() + pl.lit(sfx)) for c in lists],
                     (pl.col("row") + r * base).alias("row"),
-                    (pl.col("record").cast(pl.Int64) + r * 10**6).cast(pl.String).alias("record"),
-                    *[pl.col(c) + pl.lit(sfx) for c in cols],
+                    *[
+                        (pl.col("record").cast(pl.Int64) + r * 10**6).cast(pl.String)
+                        for _ in ("record",)
+                        if "record" in df.columns
+                    ],
+                    # coded (categorical) columns re-keyed as text, then coded again
+                    *[(pl.col(c).cast(pl.String) + pl.lit(sfx)).cast(df.schema[c]) for c in cols],
                 )
             )
         full = pl.concat(parts, rechunk=True)

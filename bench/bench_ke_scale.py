@@ -155,6 +155,7 @@ def child(what: str, path: str, out: str) -> None:
         Path(out).write_text(render_json(report), encoding="utf-8")
         res["render"] = time.perf_counter() - t
         res["findings"] = report.findings.height
+        res["peak"] = peak()
     elif what == "load":
         from curate.families import get_family
 
@@ -162,6 +163,34 @@ def child(what: str, path: str, out: str) -> None:
         data = get_family("knowledge-editing").load([path])
         res["load"] = time.perf_counter() - t
         res["cases"] = data.cases.height
+    elif what == "tables":
+        # Resident bytes of each table, by dropping them one at a time after the load (what
+        # the process gives back), beside polars' own estimate.
+        import ctypes
+        import gc
+
+        from curate.families import get_family
+
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+
+        def rss() -> int:
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+        data = get_family("knowledge-editing").load([path])
+        res["cases"] = n = data.cases.height
+        gc.collect()
+        trim(0)
+        res["rss_after_load"] = rss()
+        for name in ("hops", "edits", "cases"):
+            frame = getattr(data, name)
+            res[f"{name}_estimated"] = frame.estimated_size() / n
+            before = rss()
+            setattr(data, name, None)
+            del frame
+            gc.collect()
+            trim(0)
+            res[f"{name}_resident"] = (before - rss()) / n
     elif what in ("peer", "peer-batched"):
         from pydantic import TypeAdapter
 
@@ -181,10 +210,15 @@ def child(what: str, path: str, out: str) -> None:
     print(json.dumps(res), flush=True)
 
 
-def run(args: list[str]) -> tuple[float, float, dict[str, Any]]:
+def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict[str, Any]]:
     """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env} if env else None,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     out = proc.stdout.read().decode() if proc.stdout else ""
@@ -210,6 +244,11 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="also 3M cases (memory of the audit)")
     ap.add_argument("--peer-max", type=int, default=100_000, help="whole-file peer up to N")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "curate-bench-ke")
+    ap.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="only curate's rows (end to end, staged, tables, load): no peer, no parquet",
+    )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -229,7 +268,7 @@ def main() -> None:
     report = args.workdir / "report.json"
     for n in sizes:
         big = n > 1_000_000
-        jsonl, pq_path = inputs(args.workdir, n, parquet=not big)
+        jsonl, pq_path = inputs(args.workdir, n, parquet=not (big or args.no_peer))
         mib = jsonl.stat().st_size / 2**20
         cli = [sys.executable, "-m", "curate", "audit", "mquake", str(jsonl), "-f", "json"]
         wall, rss, _ = run([*cli, "-o", str(report)])
@@ -250,6 +289,22 @@ def main() -> None:
             f"{rss:.2f} GiB",
             f"peak after load {st['peak_after_load']:.2f} GiB; {st['findings']:,} findings",
         )
+        # polars' allocator (jemalloc) hands freed pages back after ~10 s; told to do it at once,
+        # the drop-one-table figures are what each table holds, not what is left to decay
+        _, _, tb = run(
+            me("tables", jsonl, report),
+            env={"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"},
+        )
+        per_case = sum(tb[f"{t}_resident"] for t in ("hops", "edits", "cases"))
+        row(
+            "  tables resident per case (dropped one by one after the load)",
+            f"{n:,}",
+            "",
+            f"{tb['rss_after_load'] / 2**30:.2f} GiB after load",
+            f"{per_case:,.0f} B/case: hops {tb['hops_resident']:,.0f}, edits "
+            f"{tb['edits_resident']:,.0f}, cases {tb['cases_resident']:,.0f} (polars estimate "
+            f"{sum(tb[f'{t}_estimated'] for t in ('hops', 'edits', 'cases')):,.0f})",
+        )
         wall, rss, ld = run(me("load", jsonl, report))
         row(
             "load (read + validate + tables), JSON Lines",
@@ -258,6 +313,8 @@ def main() -> None:
             f"{rss:.2f} GiB",
             f"{n / ld['load']:,.0f} cases/s",
         )
+        if args.no_peer:
+            continue
         peer = "peer" if n <= args.peer_max else "peer-batched"
         _, prss, pr = run(me(peer, jsonl, report))
         assert pr["cases"] == ld["cases"] == n, (pr, ld)

@@ -292,24 +292,20 @@ class _TableBuilder:
                 lab = labs[h] if h < len(labs) else (None, None, None)
                 sh = shs[h] if h < len(shs) else None
                 hs["row"].append(row)
-                hs["record"].append(rec)
                 hs["path"].append(path)
                 hs["hop"].append(h)
                 hs["s"].append(t[0])
                 hs["r"].append(t[1])
                 hs["o"].append(t[2])
                 hs["s_label"].append(lab[0])
-                hs["r_label"].append(lab[1])
                 hs["o_label"].append(lab[2])
                 hs["sh_answer"].append(sh.answer if sh else None)
-                hs["sh_aliases"].append(sh.answer_alias if sh else None)
         es = self.edits
         n = max(len(c.requested_rewrite), len(o.edit_triples), len(o.edit_triples_idx))
         for k in range(n):
             rw = c.requested_rewrite[k] if k < len(c.requested_rewrite) else None
             t = o.edit_triples[k] if k < len(o.edit_triples) else (None, None, None)
             es["row"].append(row)
-            es["record"].append(rec)
             es["k"].append(k)
             es["prompt"].append(rw.prompt if rw else None)
             es["subject"].append(rw.subject if rw else None)
@@ -317,7 +313,6 @@ class _TableBuilder:
             es["new_id"].append(rw.target_new.id if rw else None)
             es["new_str"].append(rw.target_new.text if rw else None)
             es["true_id"].append(rw.target_true.id if rw else None)
-            es["true_str"].append(rw.target_true.text if rw else None)
             es["t_s"].append(t[0])
             es["t_r"].append(t[1])
             es["t_o"].append(t[2])

@@ -369,19 +369,14 @@ def tables(table: pa.Table, first_row: int, split: str | None, id_kind: type) ->
         parts.append(
             part.select(
                 "row",
-                "record",
                 pl.lit(path, pl.String).alias("path"),
                 pl.col("hop").cast(i32),
                 *[pl.col("t").list.get(j, null_on_oob=True).alias(c) for j, c in enumerate("sro")],
                 *[
                     pl.col("lab").list.get(j, null_on_oob=True).alias(c)
-                    for j, c in enumerate(("s_label", "r_label", "o_label"))
+                    for j, c in ((0, "s_label"), (2, "o_label"))
                 ],
                 sh.struct.field("answer").alias("sh_answer"),
-                # an absent alias list is the model's default, []; a missing hop has none
-                pl.when(sh.is_not_null())
-                .then(sh.struct.field("answer_alias").fill_null(pl.lit([], pl.List(pl.String))))
-                .alias("sh_aliases"),
             )
         )
     hops = pl.concat(parts).sort("row", maintain_order=True)
@@ -411,7 +406,6 @@ def tables(table: pa.Table, first_row: int, split: str | None, id_kind: type) ->
     present.update(k for k, v in flags.items() if v)
     edits = e.select(
         "row",
-        "record",
         pl.col("hop").cast(i32).alias("k"),
         rw.struct.field("prompt").alias("prompt"),
         rw.struct.field("subject").alias("subject"),
@@ -419,7 +413,6 @@ def tables(table: pa.Table, first_row: int, split: str | None, id_kind: type) ->
         rw.struct.field("target_new").struct.field("id").alias("new_id"),
         rw.struct.field("target_new").struct.field("str").alias("new_str"),
         rw.struct.field("target_true").struct.field("id").alias("true_id"),
-        rw.struct.field("target_true").struct.field("str").alias("true_str"),
         *[
             pl.col("t").list.get(j, null_on_oob=True).alias(c)
             for j, c in enumerate(("t_s", "t_r", "t_o"))
@@ -448,7 +441,6 @@ def _aligned(df: pl.DataFrame, lists: list[pl.Expr], names: list[str]) -> pl.Dat
     idx = pl.int_ranges(0, longest, dtype=pl.Int64)
     return df.select(
         "row",
-        "record",
         idx.alias("hop"),
         *[x.list.gather(idx, null_on_oob=True).alias(n) for x, n in zip(lists, names, strict=True)],
     ).explode(["hop", *names], keep_nulls=False)
@@ -458,10 +450,14 @@ def _typed(df: pl.DataFrame, schema: dict[str, Any]) -> pl.DataFrame:
     """The columns of ``schema``, in fresh buffers of their own.
 
     Why the copy: polars reads Arrow strings without copying them, so a column taken from the
-    parsed batch (a label, an alias) keeps that batch's whole string buffers alive, the parts
-    no table needs too; measured at 1 M cases, that was ~1.5x the tables themselves.
+    parsed batch (a question, an alias) keeps that batch's whole string buffers alive, the parts
+    no table needs too; measured at 1 M cases, that was ~1.5x the tables themselves. Coded
+    columns (categoricals, enums) are fresh arrays of codes already; only text is copied.
     """
     df = df.select(pl.col(k).cast(v) for k, v in schema.items())
-    out = pl.from_arrow(df.to_arrow(compat_level=pl.CompatLevel.oldest()))
-    assert isinstance(out, pl.DataFrame)
-    return out
+    text = [k for k, v in schema.items() if v == pl.String or v == pl.List(pl.String)]
+    if not text:
+        return df
+    copied = pl.from_arrow(df.select(text).to_arrow(compat_level=pl.CompatLevel.oldest()))
+    assert isinstance(copied, pl.DataFrame)
+    return df.with_columns(copied)

@@ -32,8 +32,10 @@ from curate.schemas.knowledge_editing import MQuAKECase
 
 __all__ = [
     "CASE_SCHEMA",
+    "CODE",
     "EDIT_SCHEMA",
     "HOP_SCHEMA",
+    "PATH",
     "KEData",
     "arrow_type_error",
     "huge_int",
@@ -43,7 +45,17 @@ __all__ = [
     "remastered_schema",
     "struct_array",
     "unify_struct_types",
+    "with_record",
 ]
+
+#: Entity ids, labels, answers, relation ids and prompts: each distinct string is kept once (a
+#: polars categorical), a row holds a 4-byte code. Why: hop and edit rows repeat the same few
+#: entities over and over, and as plain strings the ``hops`` table alone took ~3 KB per case
+#: (bench/RESULTS.md, "memory"). Codes compare equal exactly when the strings do, and sort,
+#: ``min``/``max`` and JSON encoding act on the strings, so rules read them as they read text.
+CODE = pl.Categorical()
+#: Which chain a hop row belongs to (one byte).
+PATH = pl.Enum(["orig", "new"])
 
 CASE_SCHEMA = {
     "row": pl.Int64,
@@ -66,34 +78,33 @@ CASE_SCHEMA = {
     "new_answer_alias": pl.List(pl.String),
     "split_map": pl.String,  # Remastered ``split`` (edit count → labels) as JSON, else null
 }
+#: ``cases`` is the one table holding the case id (``record``); ``hops`` and ``edits`` name
+#: their case by ``row`` (see :func:`with_record`). Left out because no rule reads them: the
+#: relation labels, the single-hop alias lists (~40 % of the old ``hops`` table) and
+#: ``target_true.str``; fix and export read the records themselves, not these tables.
 HOP_SCHEMA = {
     "row": pl.Int64,
-    "record": pl.String,
-    "path": pl.String,
+    "path": PATH,
     "hop": pl.Int32,
-    "s": pl.String,
-    "r": pl.String,
-    "o": pl.String,
-    "s_label": pl.String,
-    "r_label": pl.String,
-    "o_label": pl.String,
-    "sh_answer": pl.String,
-    "sh_aliases": pl.List(pl.String),
+    "s": CODE,
+    "r": CODE,
+    "o": CODE,
+    "s_label": CODE,
+    "o_label": CODE,
+    "sh_answer": CODE,
 }
 EDIT_SCHEMA = {
     "row": pl.Int64,
-    "record": pl.String,
     "k": pl.Int32,
-    "prompt": pl.String,
-    "subject": pl.String,
-    "relation_id": pl.String,
-    "new_id": pl.String,
-    "new_str": pl.String,
-    "true_id": pl.String,
-    "true_str": pl.String,
-    "t_s": pl.String,
-    "t_r": pl.String,
-    "t_o": pl.String,
+    "prompt": CODE,
+    "subject": CODE,
+    "relation_id": CODE,
+    "new_id": CODE,
+    "new_str": CODE,
+    "true_id": CODE,
+    "t_s": CODE,
+    "t_r": CODE,
+    "t_o": CODE,
     "idx": pl.Int64,
 }
 
@@ -128,6 +139,40 @@ class KEData(LoadedDataset):
     #: What the export's Arrow type depends on, noted by the reader while validating (the
     #: reader's ``_Shape``; None: not known, so the export infers the type from the records).
     shape: Any = None
+    #: ``record`` by ``row`` (null for an invalid record), built on first use for ``cases``.
+    _records_by_row: tuple[int, pl.Series] | None = field(default=None, repr=False)
+
+    def records_by_row(self) -> pl.Series:
+        """Case ids indexed by ``row`` (rows number every input record, so this is a gather
+        index): how ``hops`` and ``edits`` rows, which carry only ``row``, get their case id."""
+        cached = self._records_by_row
+        if cached is None or cached[0] != id(self.cases):
+            rows = self.cases["row"]
+            size = max(len(self.all_ids), int(rows.max()) + 1 if rows.len() else 0)  # type: ignore[arg-type]
+            index = pl.repeat(None, size, dtype=pl.String, eager=True).alias("record")
+            if rows.len():
+                index = index.scatter(rows, self.cases["record"])
+            self._records_by_row = cached = (id(self.cases), index)
+        return cached[1]
+
+
+def with_record(data: KEData, df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` (rows of ``hops``/``edits``, or hits derived from them) with each row's case id as
+    ``record``, and its coded columns (:data:`CODE`, :data:`PATH`) as plain strings: what a
+    finding quotes. Meant for hits (few rows), after the filtering is done on codes."""
+    out = df.with_columns(
+        pl.col(c).cast(pl.String)
+        for c, t in df.schema.items()
+        if isinstance(t, pl.Categorical | pl.Enum)
+    )
+    if "record" in out.columns:
+        return out
+    record = (
+        data.records_by_row().gather(out["row"])
+        if out.height
+        else pl.Series("record", [], pl.String)
+    )
+    return out.with_columns(record.alias("record"))
 
 
 def struct_array(rows: list[dict[str, Any]], path: str | None = None) -> pa.StructArray | None:

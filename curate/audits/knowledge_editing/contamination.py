@@ -23,7 +23,7 @@ from curate.findings import (
 )
 from curate.io import read_text
 from curate.rules import AuditContext
-from curate.schemas.knowledge_editing_tables import KEData
+from curate.schemas.knowledge_editing_tables import KEData, with_record
 
 # --------------------------------------------------------------------------- contamination (KE2xx)
 
@@ -102,7 +102,7 @@ def _flag_by_row(data: KEData, flags: pl.Series) -> pl.Expr:
 
 
 def applied_edits(data: KEData, edited: pl.Series) -> pl.LazyFrame:
-    """Edits of the cases in the edit set (id triples complete), lazily."""
+    """Edits of the cases in the edit set (id triples complete), lazily, with their case ids."""
     return (
         data.edits.lazy()
         .filter(
@@ -111,7 +111,16 @@ def applied_edits(data: KEData, edited: pl.Series) -> pl.LazyFrame:
             & pl.col("t_r").is_not_null()
             & pl.col("t_o").is_not_null()
         )
-        .select("row", "record", "k", "t_s", "t_r", "t_o", "subject", "new_str")
+        .select(
+            "row",
+            pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record"),
+            "k",
+            "t_s",
+            "t_r",
+            "t_o",
+            "subject",
+            "new_str",
+        )
     )
 
 
@@ -280,7 +289,7 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         "__i",
         pl.lit(1, pl.UInt32).alias("n_edits"),
         pl.concat_str(pl.lit("["), pl.col("edit"), pl.lit("]")).alias("edits"),
-        pl.col("new_str").alias("first_target"),
+        pl.col("new_str").cast(pl.String).alias("first_target"),
         pl.col("src_records").list.first().alias("first_source"),
         "withhold",
     )
@@ -289,10 +298,10 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     victims = cand.drop("key").join(per_hop, on="__i", maintain_order="left")
     at = victims["__i"]
     return victims.with_columns(
-        data.hops["record"].gather(at),
+        data.records_by_row().gather(victims["row"]),
         data.hops["s_label"].gather(at),
         data.hops["o_label"].gather(at),
-    ).select(list(CONTAMINATION_SCHEMA))
+    ).select(pl.col(c).cast(t) for c, t in CONTAMINATION_SCHEMA.items())
 
 
 def _general_hits(data: KEData, hits: pl.DataFrame) -> pl.DataFrame:
@@ -322,7 +331,11 @@ def _general_hits(data: KEData, hits: pl.DataFrame) -> pl.DataFrame:
             pl.len().cast(pl.UInt32).alias("n_edits"),
         )
         .with_columns(
-            pl.col("edits").list.first().struct.field("target_new").alias("first_target"),
+            pl.col("edits")
+            .list.first()
+            .struct.field("target_new")
+            .cast(pl.String)
+            .alias("first_target"),
             pl.col("edits")
             .list.first()
             .struct.field("source_cases")
@@ -533,11 +546,15 @@ def withheld_edit_unknown(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     )
     if not withheld.height:
         return empty_rule_output()
-    known = data.edits.select(
-        pl.concat_str(pl.col("record"), pl.col("k").cast(pl.String), separator="\x1f").alias(
-            "withheld"
+    known = (
+        with_record(data, data.edits.select("row", "k"))
+        .select(
+            pl.concat_str(pl.col("record"), pl.col("k").cast(pl.String), separator="\x1f").alias(
+                "withheld"
+            )
         )
-    ).unique()
+        .unique()
+    )
     gone = withheld.join(known, on="withheld", how="anti")
     if not gone.height:
         return empty_rule_output()

@@ -91,12 +91,36 @@ def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
 _NORM = r"[^\p{L}\p{N}]+"
 
 
+def normalised_question(question: pl.Expr) -> pl.Expr:
+    """A question as KE402 compares it: lower-cased, every run of characters that are neither
+    letters nor digits (Unicode ``L``/``N``: spaces, punctuation, symbols) made one space, and
+    no space at either end. ``"What is  the capital of France?"`` → ``"what is the capital of
+    france"``."""
+    return question.str.to_lowercase().str.replace_all(_NORM, " ").str.strip_chars()
+
+
+@RULES.table("questions")
+def questions_table(ctx: AuditContext) -> pl.DataFrame:
+    """One row per (case, question) with a non-blank normal form (:func:`normalised_question`):
+    ``row``, ``record``, ``qi`` (index in ``questions``), the question and ``norm``. Built once
+    per audit: the regex pass over every question is the costly part of comparing them."""
+    data: KEData = ctx.data
+    return (
+        data.cases.select("row", "record", "questions")
+        .explode("questions")
+        .with_columns(pl.int_range(pl.len()).over("row").alias("qi"))
+        .filter(pl.col("questions").is_not_null())
+        .with_columns(normalised_question(pl.col("questions")).alias("norm"))
+        .filter(pl.col("norm") != "")
+    )
+
+
 @RULES.rule(
     "KE402",
     "near-duplicate-question",
     category="duplicate",
     severity="warning",
-    needs=("case_keys",),
+    needs=("case_keys", "questions"),
 )
 def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """The same multi-hop question (ignoring case, spacing and punctuation) appears in two cases.
@@ -110,18 +134,7 @@ def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         .select("row", "first_row")
     )
     q = (
-        data.cases.select("row", "record", "questions")
-        .explode("questions")
-        .with_columns(pl.int_range(pl.len()).over("row").alias("qi"))
-        .filter(pl.col("questions").is_not_null())
-        .with_columns(
-            pl.col("questions")
-            .str.to_lowercase()
-            .str.replace_all(_NORM, " ")
-            .str.strip_chars()
-            .alias("norm")
-        )
-        .filter(pl.col("norm") != "")
+        ctx.table("questions")
         .join(dup_rows, on="row")
         .with_columns(
             pl.col("row").min().over("norm").alias("norm_first"),

@@ -17,7 +17,7 @@ from curate.findings import (
     repr_expr,
 )
 from curate.rules import AuditContext
-from curate.schemas.knowledge_editing_tables import KEData
+from curate.schemas.knowledge_editing_tables import KEData, with_record
 
 # --------------------------------------------------------------------------- schema / integrity
 
@@ -105,7 +105,6 @@ def broken_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     # the largest table (labels, alias lists) for nearly every hop.
     h = data.hops.select(
         "row",
-        "record",
         "path",
         "hop",
         "o",
@@ -129,7 +128,7 @@ def broken_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         pl.col("o_label").alias("a"),
         pl.col("next_s_label").alias("b"),
     )
-    hits = pl.concat([ids, labs])
+    hits = with_record(data, pl.concat([ids, labs]))
     field = pl.format(
         "orig.{}{}[{}][0]",
         pl.when(pl.col("path") == "new").then(pl.lit("new_triples")).otherwise(pl.lit("triples")),
@@ -179,13 +178,13 @@ def edit_misaligned(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         details=json_struct(pl.col("n_rewrites"), pl.col("n_edit_triples"), pl.col("n_edit_idx")),
     )
     e = (
-        data.edits.select("row", "record", "k", "idx")  # not a copy of every edit column
+        data.edits.select("row", "k", "idx")  # not a copy of every edit column
         .filter(pl.col("idx").is_not_null())
         .join(data.cases.select("row", "n_new_triples"), on="row")
     )
     out_of_range = e.filter((pl.col("idx") < 0) | (pl.col("idx") >= pl.col("n_new_triples")))
     oor = finding_frame(
-        out_of_range,
+        with_record(data, out_of_range),
         field=pl.format("orig.edit_triples_idx[{}]", "k"),
         message=pl.format("edit index {} outside the {}-hop chain", "idx", "n_new_triples"),
         details=json_struct(pl.col("idx"), pl.col("n_new_triples").alias("hops")),
@@ -195,7 +194,7 @@ def edit_misaligned(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         & (pl.col("k") > pl.col("k").min().over("row", "idx"))
     )
     dups = finding_frame(
-        dup,
+        with_record(data, dup),
         field=pl.format("orig.edit_triples_idx[{}]", "k"),
         message=pl.format("two edits change hop {}", "idx"),
         details=json_struct(pl.col("idx")),
@@ -267,7 +266,7 @@ def edit_not_in_new_chain(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         hit = e.filter(pl.col(a).is_not_null() & pl.col(b).is_not_null() & (pl.col(a) != pl.col(b)))
         parts.append(
             finding_frame(
-                hit,
+                with_record(data, hit),
                 field=pl.format(fld, "k"),
                 message=pl.format(
                     msg.replace("{}", "{}"),
@@ -307,19 +306,20 @@ def unexplained_chain_change(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         )
         .collect()
     )
-    new = (
-        hops.filter(pl.col("path") == "new").select("row", "record", "hop", "s", "r", "o").collect()
-    )
+    new = hops.filter(pl.col("path") == "new").select("row", "hop", "s", "r", "o").collect()
     edited_hops = (
         data.edits.filter(pl.col("idx").is_not_null())
         .select("row", pl.col("idx").cast(pl.Int32).alias("hop"))
         .unique()
     )
     j = new.join(orig, on=["row", "hop"]).join(edited_hops, on=["row", "hop"], how="anti")
-    hit = j.filter(
-        (pl.col("s") == pl.col("o_s"))
-        & (pl.col("r") == pl.col("o_r"))
-        & (pl.col("o") != pl.col("o_o"))
+    hit = with_record(
+        data,
+        j.filter(
+            (pl.col("s") == pl.col("o_s"))
+            & (pl.col("r") == pl.col("o_r"))
+            & (pl.col("o") != pl.col("o_o"))
+        ),
     )
     return finding_frame(
         hit,
@@ -346,7 +346,7 @@ def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     single-hop answer must be the object label of its hop. A mismatch is a wrong label.
     """
     last = (
-        data.hops.select("row", "record", "path", "hop", "o_label", "sh_answer")
+        data.hops.select("row", "path", "hop", "o_label", "sh_answer")
         .filter(pl.col("hop") == pl.col("hop").max().over("row", "path"))
         .join(data.cases.select("row", "answer", "new_answer"), on="row")
         .with_columns(
@@ -364,7 +364,9 @@ def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
             .alias("pfx"),
         )
     )
-    a = last.filter(pl.col("o_label").is_not_null() & (pl.col("gold") != pl.col("o_label")))
+    a = with_record(
+        data, last.filter(pl.col("o_label").is_not_null() & (pl.col("gold") != pl.col("o_label")))
+    )
     p1 = finding_frame(
         a,
         field=pl.col("gold_field"),
@@ -377,7 +379,10 @@ def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         ),
         details=json_struct(pl.col("gold"), pl.col("o_label").alias("chain_end"), pl.col("path")),
     )
-    b = last.filter(pl.col("sh_answer").is_not_null() & (pl.col("gold") != pl.col("sh_answer")))
+    b = with_record(
+        data,
+        last.filter(pl.col("sh_answer").is_not_null() & (pl.col("gold") != pl.col("sh_answer"))),
+    )
     p2 = finding_frame(
         b,
         field=pl.col("gold_field"),
@@ -392,10 +397,13 @@ def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
             pl.col("gold"), pl.col("sh_answer").alias("single_hop_answer"), pl.col("path")
         ),
     )
-    h = data.hops.filter(
-        pl.col("sh_answer").is_not_null()
-        & pl.col("o_label").is_not_null()
-        & (pl.col("sh_answer") != pl.col("o_label"))
+    h = with_record(
+        data,
+        data.hops.filter(
+            pl.col("sh_answer").is_not_null()
+            & pl.col("o_label").is_not_null()
+            & (pl.col("sh_answer") != pl.col("o_label"))
+        ),
     ).with_columns(
         pl.when(pl.col("path") == "orig").then(pl.lit("")).otherwise(pl.lit("new_")).alias("pfx")
     )
@@ -419,11 +427,15 @@ def bad_prompt(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     Editors build the edit sentence as ``prompt.format(subject)``; without exactly one slot the
     subject is never inserted (or ``format`` fails) and the edit teaches the wrong fact.
     """
-    e = (
-        data.edits.filter(pl.col("prompt").is_not_null())
-        .with_columns(pl.col("prompt").str.count_matches("{}", literal=True).alias("slots"))
+    # counted once per distinct prompt (a few templates), not once per edit
+    prompts = (
+        data.edits.select(pl.col("prompt").unique().drop_nulls())
+        .with_columns(
+            pl.col("prompt").cast(pl.String).str.count_matches("{}", literal=True).alias("slots")
+        )
         .filter(pl.col("slots") != 1)
     )
+    e = with_record(data, data.edits.join(prompts, on="prompt").sort("row", "k"))
     return finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].prompt", "k"),
@@ -446,14 +458,21 @@ def unknown_relation(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     template, so its text was written some other way and is unchecked.
     """
     known = list(RELATIONS)
-    e = data.edits.filter(pl.col("relation_id").is_not_null() & ~pl.col("relation_id").is_in(known))
+    e = with_record(
+        data,
+        data.edits.filter(
+            pl.col("relation_id").is_not_null() & ~pl.col("relation_id").is_in(known)
+        ),
+    )
     p1 = finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].relation_id", "k"),
         message=pl.format("relation {} is not an MQuAKE relation", "relation_id"),
         details=json_struct(pl.col("relation_id")),
     )
-    h = data.hops.filter(pl.col("r").is_not_null() & ~pl.col("r").is_in(known)).with_columns(
+    h = with_record(
+        data, data.hops.filter(pl.col("r").is_not_null() & ~pl.col("r").is_in(known))
+    ).with_columns(
         pl.when(pl.col("path") == "orig")
         .then(pl.lit("triples"))
         .otherwise(pl.lit("new_triples"))
@@ -614,7 +633,10 @@ def no_op_edit(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     Such an edit changes nothing, yet the case counts it as an edit; or the true target was
     recorded wrongly. Either way the case tests something other than it claims.
     """
-    e = data.edits.filter(pl.col("new_id").is_not_null() & (pl.col("new_id") == pl.col("true_id")))
+    e = with_record(
+        data,
+        data.edits.filter(pl.col("new_id").is_not_null() & (pl.col("new_id") == pl.col("true_id"))),
+    )
     return finding_frame(
         e,
         field=pl.format("requested_rewrite[{}].target_new.id", "k"),
@@ -643,11 +665,14 @@ def wrong_true_target(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         )
         .collect()
     )
-    e = data.edits.join(orig, on=["row", "idx"]).filter(
-        (pl.col("t_s") == pl.col("o_s"))
-        & (pl.col("t_r") == pl.col("o_r"))
-        & pl.col("true_id").is_not_null()
-        & (pl.col("true_id") != pl.col("o_o"))
+    e = with_record(
+        data,
+        data.edits.join(orig, on=["row", "idx"]).filter(
+            (pl.col("t_s") == pl.col("o_s"))
+            & (pl.col("t_r") == pl.col("o_r"))
+            & pl.col("true_id").is_not_null()
+            & (pl.col("true_id") != pl.col("o_o"))
+        ),
     )
     return finding_frame(
         e,
