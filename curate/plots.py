@@ -180,7 +180,9 @@ def grouped_bars(
             ax.set_xticks(ticks, list(categories))
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
-        if len(series) > 1:
+        if len(series) > 3:  # many series: beside the bars, never over them
+            fig.legend(frameon=False, loc="outside right upper")
+        elif len(series) > 1:
             ax.legend(frameon=False)
     return fig
 

@@ -267,6 +267,37 @@ def test_icrl_plots_come_from_the_audits_scan():
     assert meta._scanned is None
 
 
+def _deepfake_csv(folder: Path) -> Path:
+    """The generated ILLUSION-like manifest with planted defects, as a CSV (no media files:
+    audited with --no-files)."""
+    from deepfake_data import defective_manifest
+
+    path = folder / "manifest.csv"
+    defective_manifest().frame().write_csv(path)
+    return path
+
+
+def test_deepfake_plots(tmp_path):
+    fam = get_family("deepfake")
+    data = api.load("deepfake", [str(_deepfake_csv(tmp_path))], no_files=True)
+    report = fam.audit(data)
+    plots = family_plots(fam, data, report)
+    assert _titles(plots) == [
+        "Samples per modality and label, per split",
+        "Fake samples per generator, per split",
+        "Demographic balance: sex × skin tone, per split and label",
+    ]
+    for p in plots:
+        mime, body = p.image()
+        assert mime == "image/svg+xml" and len(body) > 1000
+    splits = fam.record_splits(data)
+    assert splits is not None and set(splits["split"].drop_nulls()) == {
+        "train",
+        "validation",
+        "test",
+    }
+
+
 def test_a_failing_plot_is_a_note_not_a_lost_report(monkeypatch, hard_path):
     fam = get_family("mquake")
 
@@ -372,6 +403,7 @@ def visible_rules(page: Any) -> list[str]:
         ("mquake", "hard", 3),
         ("glycan", "glycan", 3),
         ("icrl", "icrl", 3),
+        ("deepfake", "deepfake", 4),
     ],
 )
 def test_report_renders_in_chromium(browser, capsys, tmp_path, shared, family, which, plots):
@@ -379,9 +411,11 @@ def test_report_renders_in_chromium(browser, capsys, tmp_path, shared, family, w
         "hard": lambda: shared("data/mquake/MQuAKE-hard.json"),
         "glycan": lambda: shared("data/glycan/glycowork_sample.csv"),
         "icrl": lambda: XLAND,
+        "deepfake": lambda: _deepfake_csv(tmp_path),
     }[which]()
     out = tmp_path / f"{family}.html"
-    rc, _, err = run(capsys, "audit", family, path, "--format", "html", "--out", out)
+    extra = ["--no-files"] if family == "deepfake" else []
+    rc, _, err = run(capsys, "audit", family, path, *extra, "--format", "html", "--out", out)
     assert rc in (0, 1), err
     page, problems = open_page(browser, out)
     widths = rendered_plots(page)

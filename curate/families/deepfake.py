@@ -181,6 +181,17 @@ class DeepfakeFamily(Family):
         report.stats.update(_stats(data))
 
     # ----------------------------------------------------------------- export / fix
+    def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
+        """Modality × label, fakes per generator and sex × skin-tone balance, per split."""
+        from curate.families.deepfake_plots import deepfake_plots
+
+        assert isinstance(data, DeepfakeData)
+        return deepfake_plots(data, report, ctx)
+
+    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
+        assert isinstance(data, DeepfakeData)
+        return data.rows.select("row", pl.col("split").cast(pl.String))
+
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid rows per split (rows without a split are published in train), every
         schema field the manifest has under its canonical name (``--column`` and ``--value``
