@@ -91,6 +91,42 @@ def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
 _NORM = r"[^\p{L}\p{N}]+"
 
 
+def question_norm(expr: pl.Expr) -> pl.Expr:
+    """A question as KE402 compares it: lower case, every run of non-letters/digits one space,
+    stripped — so "Who is X's head?" and "who is x s head" are one question. Shared with
+    ``curate overlap --key question`` so that the overlap and the rule agree."""
+    return expr.str.to_lowercase().str.replace_all(_NORM, " ").str.strip_chars()
+
+
+def question_keys(data: KEData) -> pl.DataFrame:
+    """``record, split, key``: one row per (case, question), the key normalised as KE402 does;
+    questions that normalise to nothing are left out."""
+    return (
+        data.cases.select("record", "split", "questions")
+        .explode("questions")
+        .select("record", "split", question_norm(pl.col("questions")).alias("key"))
+        .filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
+    )
+
+
+def fact_keys(data: KEData) -> pl.DataFrame:
+    """``record, split, key``: one row per edit, the key ``subject|relation|object`` of its
+    edit triple (``orig.edit_triples``), or of the requested rewrite (subject label, relation
+    id, new object id) where a case has no edit triples."""
+    e = data.edits.select(
+        "record",
+        pl.concat_str(
+            pl.coalesce("t_s", "subject"),
+            pl.coalesce("t_r", "relation_id"),
+            pl.coalesce("t_o", "new_id"),
+            separator="|",
+        ).alias("key"),
+    )
+    return e.join(data.cases.select("record", "split"), on="record", how="left").select(
+        "record", "split", "key"
+    )
+
+
 @RULES.rule(
     "KE402",
     "near-duplicate-question",
@@ -114,13 +150,7 @@ def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
         .explode("questions")
         .with_columns(pl.int_range(pl.len()).over("row").alias("qi"))
         .filter(pl.col("questions").is_not_null())
-        .with_columns(
-            pl.col("questions")
-            .str.to_lowercase()
-            .str.replace_all(_NORM, " ")
-            .str.strip_chars()
-            .alias("norm")
-        )
+        .with_columns(question_norm(pl.col("questions")).alias("norm"))
         .filter(pl.col("norm") != "")
         .join(dup_rows, on="row")
         .with_columns(
