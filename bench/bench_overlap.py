@@ -56,7 +56,9 @@ HARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mquake" / "MQu
 # --------------------------------------------------------------------------- data
 
 
-def mquake_texts(n: int, planted_share: float, seed: int) -> tuple[list[str], list[tuple[int, int]]]:
+def mquake_texts(
+    n: int, planted_share: float, seed: int
+) -> tuple[list[str], list[tuple[int, int]]]:
     """``n`` distinct short texts and the planted near-duplicate pairs (positions)."""
     rng = random.Random(seed)
     cases = json.loads(HARD.read_text(encoding="utf-8"))
@@ -115,7 +117,9 @@ def _variant(t: str, rng: random.Random) -> str:
     elif kind == 3:
         return re.sub(r"^(What|Which)\b", lambda m: "Which" if m[1] == "What" else "What", t)
     elif kind == 4:
-        words.insert(rng.randrange(1, len(words)), rng.choice(["the", "exactly", "really", "actually"]))
+        words.insert(
+            rng.randrange(1, len(words)), rng.choice(["the", "exactly", "really", "actually"])
+        )
     else:
         return t.replace('"', "").replace("'s", "s").replace("?", "").strip() + "?"
     return " ".join(words)
@@ -256,17 +260,24 @@ def main() -> None:
         a.out.write_text(json.dumps(res))
         return
 
-    common = ["--threshold", str(a.threshold), "--perm", str(a.perm), "--shingle-k", str(a.shingle_k)]
+    common = [
+        "--threshold",
+        str(a.threshold),
+        "--perm",
+        str(a.perm),
+        "--shingle-k",
+        str(a.shingle_k),
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-overlap-") as tmp:
         folder = Path(tmp)
         texts, planted = mquake_texts(a.n, a.planted, a.seed)
         sh = [char_shingles(t, a.shingle_k) for t in texts]
-        truth = [
-            (i, j, len(sh[i] & sh[j]) / len(sh[i] | sh[j])) for i, j in planted
-        ]
+        truth = [(i, j, len(sh[i] & sh[j]) / len(sh[i] | sh[j])) for i, j in planted]
         should = [(i, j) for i, j, jac in truth if jac >= a.threshold]
         pl.DataFrame({"text": texts}).write_parquet(folder / "texts.parquet")
-        pl.DataFrame(should, schema=["i", "j"], orient="row").write_parquet(folder / "truth.parquet")
+        pl.DataFrame(should, schema=["i", "j"], orient="row").write_parquet(
+            folder / "truth.parquet"
+        )
         from curate.minhash import lsh_params
 
         b, r = lsh_params(a.threshold, a.perm)
@@ -277,7 +288,10 @@ def main() -> None:
             f"{a.threshold} ({b} bands x {r} rows)\n"
         )
         rows = []
-        sides = [("curate (one-permutation)", ["curate", "oph"]), ("curate (classic MinHash)", ["curate", "minhash"])]
+        sides = [
+            ("curate (one-permutation)", ["curate", "oph"]),
+            ("curate (classic MinHash)", ["curate", "minhash"]),
+        ]
         if not a.skip_datasketch:
             sides.append(("datasketch (MinHash.bulk + MinHashLSH)", ["datasketch"]))
         for label, child in sides:
@@ -324,7 +338,10 @@ def main() -> None:
                 mres[side] = (res, rss)
             if mres["curate"][0]["total"] != mres["sets"][0]["total"]:
                 sys.exit("the two sides disagree on the intersections")
-            for side, label in (("curate", "curate overlap()"), ("sets", "Python sets, len(a & b)")):
+            for side, label in (
+                ("curate", "curate overlap()"),
+                ("sets", "Python sets, len(a & b)"),
+            ):
                 res, rss = mres[side]
                 print(
                     f"| {label} | {res['seconds']:.2f} | {rss:.0f} | "

@@ -95,7 +95,9 @@ def parse_shingles(spec: str) -> tuple[str, int]:
     """``"char:5"`` or ``"word:2"`` → (kind, k); a usage error names the forms."""
     kind, _, k = spec.partition(":")
     if kind not in ("char", "word") or not k.isdigit() or int(k) < 1:
-        raise UsageError(f"--shingles {spec!r}: use char:K (character K-grams) or word:N (word N-grams)")
+        raise UsageError(
+            f"--shingles {spec!r}: use char:K (character K-grams) or word:N (word N-grams)"
+        )
     return kind, int(k)
 
 
@@ -164,7 +166,9 @@ def shingle(texts: Sequence[str] | pl.Series, kind: str = "char", k: int = 5) ->
     return Shingles(doc=doc, hash=_mix(h ^ np.uint64(k)), n_docs=n_docs)
 
 
-def signatures(sh: Shingles, num_perm: int = 128, *, seed: int = 1, method: str = "oph") -> np.ndarray:
+def signatures(
+    sh: Shingles, num_perm: int = 128, *, seed: int = 1, method: str = "oph"
+) -> np.ndarray:
     """MinHash signatures, ``(n_docs, num_perm)`` uint32 with 31-bit values (see the module
     docstring for the two methods). Rows of texts without shingles are all :data:`_EMPTY`."""
     if num_perm < 1:
@@ -189,7 +193,7 @@ def _densify(sig: np.ndarray, empty_doc: np.ndarray, seed: int) -> np.ndarray:
     The tries of try number ``t`` are one small table over the ``K`` bins, so each round is a
     few gathers over the cells still empty (a shrinking set), not a hash per cell.
     """
-    n_docs, k = sig.shape
+    k = sig.shape[1]
     flat = sig.ravel()
     out = sig.copy()
     out_flat = out.ravel()
@@ -201,7 +205,9 @@ def _densify(sig: np.ndarray, empty_doc: np.ndarray, seed: int) -> np.ndarray:
     bins = np.arange(k, dtype=np.uint64) * _M1 + _u64(seed * int(_GOLDEN))
     t = 0
     while cells.size and t < 64 * k:
-        tries = ((_mix(bins + _u64((t + 1) * int(_M2))) >> np.uint64(32)) * np.uint64(k)) >> np.uint64(32)
+        tries = (
+            (_mix(bins + _u64((t + 1) * int(_M2))) >> np.uint64(32)) * np.uint64(k)
+        ) >> np.uint64(32)
         v = flat[row + tries.astype(np.int64)[j]]
         ok = v != _EMPTY
         out_flat[cells[ok]] = v[ok]
@@ -250,7 +256,9 @@ def sketch(
     sig = np.empty((n, num_perm), dtype=np.uint32)
     empty = np.zeros(n, dtype=bool)
     lens = texts.cast(pl.String).fill_null("").str.len_bytes().to_numpy().astype(np.int64)
-    ends = np.searchsorted(np.cumsum(lens), np.arange(BLOCK_TOKENS, int(lens.sum()) + BLOCK_TOKENS, BLOCK_TOKENS))
+    ends = np.searchsorted(
+        np.cumsum(lens), np.arange(BLOCK_TOKENS, int(lens.sum()) + BLOCK_TOKENS, BLOCK_TOKENS)
+    )
     a = 0
     for e in [*np.unique(np.minimum(ends + 1, n)).tolist(), n]:
         if e <= a:
@@ -293,7 +301,9 @@ def lsh_params(
     return int(pairs[best, 0]), int(pairs[best, 1])
 
 
-def candidate_pairs(sig: np.ndarray, bands: int, rows: int, skip: np.ndarray | None = None) -> np.ndarray:
+def candidate_pairs(
+    sig: np.ndarray, bands: int, rows: int, skip: np.ndarray | None = None
+) -> np.ndarray:
     """Pairs ``(i, j)``, ``i < j``, of documents equal on at least one band (``(m, 2)`` int64).
 
     Each band's ``rows`` entries are folded into one 64-bit key; documents sharing a (band,
@@ -308,7 +318,11 @@ def candidate_pairs(sig: np.ndarray, bands: int, rows: int, skip: np.ndarray | N
         key = np.full(keep.size, _u64((band + 1) * int(_GOLDEN)), dtype=np.uint64)
         for c in range(rows):
             key = _mix(key ^ block[:, c].astype(np.uint64))
-        frames.append(pl.DataFrame({"band": np.full(keep.size, band, dtype=np.int32), "key": key, "doc": keep}))
+        frames.append(
+            pl.DataFrame(
+                {"band": np.full(keep.size, band, dtype=np.int32), "key": key, "doc": keep}
+            )
+        )
     if not frames or not keep.size:
         return np.zeros((0, 2), dtype=np.int64)
     buckets = pl.concat(frames)
@@ -423,4 +437,3 @@ def bands_rows(threshold: float, num_perm: int) -> str:
     """``"b=… bands × r=… rows"`` for messages."""
     b, r = lsh_params(threshold, num_perm)
     return f"{b} bands x {r} rows (threshold {threshold:g}, {num_perm} permutations)"
-

@@ -116,9 +116,7 @@ def load_aliases(path: str | Path) -> dict[str, str]:
             elif isinstance(v, list) and all(isinstance(x, str) for x in v):
                 out.update({x: k for x in v})
             else:
-                raise InputError(
-                    f"alias {k!r}: value must be a name or a list of names", path=path
-                )
+                raise InputError(f"alias {k!r}: value must be a name or a list of names", path=path)
     else:
         import csv
         import io
@@ -158,7 +156,11 @@ def normalise_members(
     """
     if not normalize and not aliases:
         return members, pl.DataFrame(
-            schema={"key": pl.String, "variants": pl.List(pl.String), "collections": pl.List(pl.String)}
+            schema={
+                "key": pl.String,
+                "variants": pl.List(pl.String),
+                "collections": pl.List(pl.String),
+            }
         )
     df = members.with_columns(pl.col("key").alias("raw"))
     if normalize:
@@ -213,7 +215,11 @@ class Overlap:
     intersections: pl.DataFrame
     merged: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(
-            schema={"key": pl.String, "variants": pl.List(pl.String), "collections": pl.List(pl.String)}
+            schema={
+                "key": pl.String,
+                "variants": pl.List(pl.String),
+                "collections": pl.List(pl.String),
+            }
         )
     )
 
@@ -268,9 +274,10 @@ def overlap(
         names = seen
     names = list(names)
     if len(set(names)) != len(names):
-        raise UsageError("collection names must be unique: " + ", ".join(sorted(
-            {n for n in names if names.count(n) > 1}
-        )))
+        raise UsageError(
+            "collection names must be unique: "
+            + ", ".join(sorted({n for n in names if names.count(n) > 1}))
+        )
     unknown = sorted(set(seen) - set(names))
     if unknown:
         raise UsageError(f"keys of unnamed collections: {unknown[:5]}")
@@ -352,8 +359,9 @@ def _intersections(
     coded: pl.DataFrame,
 ) -> pl.DataFrame:
     """The UpSet rows, ordered as upsetplot orders them by default: by degree, then by the
-    position of the members among the collections (collections ordered by size, largest first,
-    ties in input order) — so that a figure drawn from it reads like the published ones."""
+    positions of the members among the collections (collections ordered by size, largest first,
+    ties in input order), compared from the last member — so that the list reads like the
+    published figures, bar for bar."""
     schema = {
         "members": pl.List(pl.String),
         "degree": pl.Int64,
@@ -370,7 +378,7 @@ def _intersections(
     position[rank] = np.arange(len(names))
     member_lists = [[names[j] for j in np.flatnonzero(row)] for row in m]
     order_keys = [
-        (len(ml), sorted(position[j] for j in np.flatnonzero(row)))
+        (len(ml), sorted((int(position[j]) for j in np.flatnonzero(row)), reverse=True))
         for ml, row in zip(member_lists, m, strict=True)
     ]
     order = sorted(range(len(member_lists)), key=lambda i: order_keys[i])
@@ -395,7 +403,9 @@ def read_sets_file(path: str | Path) -> dict[str, list[Any]]:
     try:
         raw = json.loads(p.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
-        raise InputError(f"not JSON: {e.msg}", path=path, position=f"{e.lineno}:{e.colno}") from None
+        raise InputError(
+            f"not JSON: {e.msg}", path=path, position=f"{e.lineno}:{e.colno}"
+        ) from None
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text ({e.reason})", path=path) from None
 

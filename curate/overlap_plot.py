@@ -57,10 +57,9 @@ def upset_figure(o: Overlap, title: str = ""):
     if not shown.height:
         fig.text(0.5, 0.5, "no keys in any collection", ha="center")
         return fig
-    data = upsetplot.from_memberships(shown["members"].to_list(), data=shown["count"].to_list())
     with warnings.catch_warnings():  # pandas deprecations inside the library, not ours
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore")
+        data = upsetplot.from_memberships(shown["members"].to_list(), data=shown["count"].to_list())
         upsetplot.UpSet(
             data, subset_size="sum", show_counts=True, sort_categories_by="cardinality"
         ).plot(fig=fig)
@@ -83,7 +82,12 @@ def heatmap_figure(o: Overlap, title: str = ""):
         for i in range(n):
             for j in range(n):
                 ax.text(
-                    j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    j,
+                    i,
+                    f"{m[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
                     color="black" if m[i, j] > 0.6 else "white",
                 )
     fig.colorbar(im, ax=ax, label="Jaccard index")
@@ -104,7 +108,9 @@ def write_plots(o: Overlap, plot: str | Path, *, title: str = "") -> list[Path]:
         try:
             for target, fmt in ((png, "png"), (svg, "svg")):
                 buf = io.BytesIO()
-                fig.savefig(buf, format=fmt, dpi=100, metadata={"Date": None} if fmt == "svg" else None)
+                fig.savefig(
+                    buf, format=fmt, dpi=100, metadata={"Date": None} if fmt == "svg" else None
+                )
                 write_bytes_atomic(target, buf.getvalue())
                 written.append(target)
         finally:

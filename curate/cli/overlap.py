@@ -81,9 +81,7 @@ def _find_key(key: str, family: str | None) -> tuple[Any, Any]:
             f"--key {key!r} is declared by several families ({', '.join(sorted(found))}): "
             "say which with --family"
         )
-    every = sorted(
-        {f"{k} ({f.name})" for f in all_families().values() for k in f.overlap_keys()}
-    )
+    every = sorted({f"{k} ({f.name})" for f in all_families().values() for k in f.overlap_keys()})
     raise UsageError(
         f"--key {key!r}: no family declares it (keys: {', '.join(every)}; or --key column:NAME)"
     )
@@ -148,7 +146,9 @@ def collect_members(
                     raise UsageError(f"set {name!r} is named in two sets files")
                 sets[name] = items
         if by is By.split:
-            raise UsageError("--by split needs dataset files and a --key; a sets file has no splits")
+            raise UsageError(
+                "--by split needs dataset files and a --key; a sets file has no splits"
+            )
         return members_from_sets(sets), list(sets), False
     frames = []
     names: list[str] = []
@@ -156,6 +156,8 @@ def collect_members(
     for path, name in zip(paths, _names_for(paths), strict=True):
         df, text = _key_frame(path, key, family)
         df = _explode(df)
+        if df.height == 0:  # a wrong file (every record invalid) or a wrong key: not "no overlap"
+            raise InputError(f"no {key} keys in this input (no valid record has one)", path=path)
         if by is By.dataset:
             frames.append(df.select(pl.lit(name).alias("collection"), "key"))
             names.append(name)
@@ -229,13 +231,21 @@ def _near_lines(near: pl.DataFrame) -> list[str]:
 
 def render_markdown(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
     lines = [f"## {title}", "", "| collection | keys | rows |", "|---|---:|---:|"]
-    lines += [f"| {r['collection']} | {r['size']} | {r['rows']} |" for r in o.sizes.iter_rows(named=True)]
+    lines += [
+        f"| {r['collection']} | {r['size']} | {r['rows']} |" for r in o.sizes.iter_rows(named=True)
+    ]
     m = o.matrix("jaccard")
     lines += ["", "### Jaccard index", "", "| | " + " | ".join(o.names) + " |"]
     lines.append("|---|" + "---:|" * len(o.names))
     for i, name in enumerate(o.names):
         lines.append(f"| {name} | " + " | ".join(f"{v:.4f}" for v in m[i]) + " |")
-    lines += ["", "### Intersections (UpSet)", "", "| keys | collections | examples |", "|---:|---|---|"]
+    lines += [
+        "",
+        "### Intersections (UpSet)",
+        "",
+        "| keys | collections | examples |",
+        "|---:|---|---|",
+    ]
     for r in o.intersections.iter_rows(named=True):
         ex = ", ".join(f"`{x}`" for x in r["examples"])
         lines.append(f"| {r['count']} | {' & '.join(r['members'])} | {ex} |")
@@ -266,9 +276,8 @@ def near_duplicate_pairs(
     """Near-duplicate pairs among the distinct texts, each with the collections holding it."""
     from curate.minhash import near_duplicates
 
-    texts = (
-        members.group_by("key", maintain_order=True)
-        .agg(pl.col("collection").unique(maintain_order=True).str.join(", ").alias("where"))
+    texts = members.group_by("key", maintain_order=True).agg(
+        pl.col("collection").unique(maintain_order=True).str.join(", ").alias("where")
     )
     found = near_duplicates(
         texts["key"], threshold=threshold, num_perm=permutations, shingles=shingles

@@ -914,9 +914,7 @@ def _task_keys(data: LoadedDataset) -> pl.DataFrame:
         .agg(pl.col("digest").str.join(""), (pl.col("error") != "").any().alias("err"))
         .filter(~pl.col("err"))
     )
-    keys = [
-        hashlib.sha1(d.encode(), usedforsecurity=False).hexdigest() for d in tasks["digest"]
-    ]
+    keys = [hashlib.sha1(d.encode(), usedforsecurity=False).hexdigest() for d in tasks["digest"]]
     return tasks.select(
         pl.col("group").alias("record"), pl.lit(None, pl.String).alias("split")
     ).with_columns(pl.Series("key", keys, dtype=pl.String))
