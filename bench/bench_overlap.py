@@ -232,6 +232,52 @@ def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
 # --------------------------------------------------------------------------- main
 
 
+def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> None:
+    """The near-duplicate comparison (see the module docstring)."""
+    texts, planted = mquake_texts(a.n, a.planted, a.seed)
+    sh = [char_shingles(t, a.shingle_k) for t in texts]
+    truth = [(i, j, len(sh[i] & sh[j]) / len(sh[i] | sh[j])) for i, j in planted]
+    should = [(i, j) for i, j, jac in truth if jac >= a.threshold]
+    pl.DataFrame({"text": texts}).write_parquet(folder / "texts.parquet")
+    pl.DataFrame(should, schema=["i", "j"], orient="row").write_parquet(folder / "truth.parquet")
+    from curate.minhash import lsh_params
+
+    b, r = lsh_params(a.threshold, a.perm)
+    print(
+        f"## near-duplicates: {len(texts):,} texts from MQuAKE-hard questions, "
+        f"{len(planted):,} planted near-duplicates ({len(should):,} with exact Jaccard >= "
+        f"{a.threshold}); char {a.shingle_k}-grams, {a.perm} permutations, threshold "
+        f"{a.threshold} ({b} bands x {r} rows)\n"
+    )
+    rows = []
+    sides = [
+        ("curate (one-permutation)", ["curate", "oph"]),
+        ("curate (classic MinHash)", ["curate", "minhash"]),
+    ]
+    if not a.skip_datasketch:
+        sides.append(("datasketch (MinHash.bulk + MinHashLSH)", ["datasketch"]))
+    for label, child in sides:
+        res, rss = run_child(["--child", *child, "--folder", str(folder), *common])
+        rows.append((label, res, rss))
+    peer = rows[-1][1]["seconds"] if not a.skip_datasketch else None
+    print(
+        "| side | to candidates s | with exact check s | peak RSS MiB | candidates | "
+        "verified pairs | planted recall | speed-up (candidates / total) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, res, rss in rows:
+        recall = res["found"] / max(1, len(should))
+        speed = f"{peer / res['lsh_seconds']:.1f}x / {peer / res['seconds']:.1f}x" if peer else "-"
+        verified = "-" if res["pairs"] is None else f"{res['pairs']:,}"
+        total = "-" if res["pairs"] is None else f"{res['seconds']:.2f}"
+        print(
+            f"| {label} | {res['lsh_seconds']:.2f} | {total} | {rss:.0f} | "
+            f"{res['candidates']:,} | {verified} | {recall:.4f} ({res['found']}/{len(should)})"
+            f" | {speed} |"
+        )
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=100_000, help="texts (default 100k)")
@@ -243,6 +289,7 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=300_000, help="keys per collection")
     ap.add_argument("--skip-datasketch", action="store_true")
     ap.add_argument("--skip-matrix", action="store_true")
+    ap.add_argument("--skip-near", action="store_true", help="only the Jaccard matrix")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -270,53 +317,8 @@ def main() -> None:
     ]
     with tempfile.TemporaryDirectory(prefix="bench-overlap-") as tmp:
         folder = Path(tmp)
-        texts, planted = mquake_texts(a.n, a.planted, a.seed)
-        sh = [char_shingles(t, a.shingle_k) for t in texts]
-        truth = [(i, j, len(sh[i] & sh[j]) / len(sh[i] | sh[j])) for i, j in planted]
-        should = [(i, j) for i, j, jac in truth if jac >= a.threshold]
-        pl.DataFrame({"text": texts}).write_parquet(folder / "texts.parquet")
-        pl.DataFrame(should, schema=["i", "j"], orient="row").write_parquet(
-            folder / "truth.parquet"
-        )
-        from curate.minhash import lsh_params
-
-        b, r = lsh_params(a.threshold, a.perm)
-        print(
-            f"## near-duplicates: {len(texts):,} texts from MQuAKE-hard questions, "
-            f"{len(planted):,} planted near-duplicates ({len(should):,} with exact Jaccard >= "
-            f"{a.threshold}); char {a.shingle_k}-grams, {a.perm} permutations, threshold "
-            f"{a.threshold} ({b} bands x {r} rows)\n"
-        )
-        rows = []
-        sides = [
-            ("curate (one-permutation)", ["curate", "oph"]),
-            ("curate (classic MinHash)", ["curate", "minhash"]),
-        ]
-        if not a.skip_datasketch:
-            sides.append(("datasketch (MinHash.bulk + MinHashLSH)", ["datasketch"]))
-        for label, child in sides:
-            res, rss = run_child(["--child", *child, "--folder", str(folder), *common])
-            rows.append((label, res, rss))
-        peer = rows[-1][1]["seconds"] if not a.skip_datasketch else None
-        print(
-            "| side | to candidates s | with exact check s | peak RSS MiB | candidates | "
-            "verified pairs | planted recall | speed-up (candidates / total) |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for label, res, rss in rows:
-            recall = res["found"] / max(1, len(should))
-            speed = (
-                f"{peer / res['lsh_seconds']:.1f}x / {peer / res['seconds']:.1f}x" if peer else "-"
-            )
-            verified = "-" if res["pairs"] is None else f"{res['pairs']:,}"
-            total = "-" if res["pairs"] is None else f"{res['seconds']:.2f}"
-            print(
-                f"| {label} | {res['lsh_seconds']:.2f} | {total} | {rss:.0f} | "
-                f"{res['candidates']:,} | {verified} | {recall:.4f} ({res['found']}/{len(should)})"
-                f" | {speed} |"
-            )
-        print()
-
+        if not a.skip_near:
+            run_near(a, folder, common)
         if not a.skip_matrix:
             rng = np.random.default_rng(a.seed)
             universe = 10 * a.keys

@@ -16,8 +16,8 @@ key's pattern; a second one gives the count of keys per pattern — which *is* t
 over the distinct patterns (``M`` patterns × collections, 0/1), a small matrix product. So the
 cost is two hash group-bys over the rows plus ``P·n²`` for ``P`` distinct patterns, never a
 Python loop over keys or over the ``n²/2`` pairs of sets; millions of keys in tens of
-collections take about a second. Keys are integer-coded first so that the group-bys hash small
-integers, not strings.
+collections take about a second. Keys are coded as 64-bit integers first (checked to be
+collision-free, see :func:`_code`) so that the group-bys hash integers, not strings.
 
 Matching is exact by default (byte-equal strings), because that is what a published figure
 computed and what a leak check must not blur. :func:`normalise_members` folds case, Unicode
@@ -252,8 +252,25 @@ class Overlap:
 
 
 def _code(keys: pl.Series) -> pl.Series:
-    """Dense integer codes of ``keys`` (equal strings, equal codes), by hashing, not sorting."""
-    return keys.cast(pl.Categorical).to_physical().cast(pl.UInt32)
+    """Integer codes of ``keys``: equal strings, equal codes; different strings, different codes.
+
+    A 64-bit hash is one vectorised pass (a categorical cast of millions of strings is ~50x
+    slower). Exactness is checked, not assumed: a second hash with another seed must be constant
+    within each code; if two strings ever share the first hash (p ≈ n²/2⁶⁵) they are told apart
+    by the slower categorical coding instead. So two different keys never merge silently.
+    """
+    h1 = keys.hash(seed=0x0C0FFEE)
+    h2 = keys.hash(seed=0x5EED5EED)
+    clash = (
+        pl.DataFrame({"h1": h1, "h2": h2})
+        .group_by("h1")
+        .agg(pl.col("h2").n_unique().alias("n"))
+        .filter(pl.col("n") > 1)
+        .height
+    )
+    if clash:
+        return keys.cast(pl.Categorical).to_physical().cast(pl.UInt64)
+    return h1
 
 
 def overlap(
@@ -300,17 +317,33 @@ def overlap(
         pl.col("bit").filter(pl.col("word") == w).sum().cast(pl.UInt64).alias(c)
         for w, c in enumerate(word_cols)
     )
-    pats = patterns_per_key.group_by(word_cols).agg(
-        pl.len().alias("count"), pl.col("kid").head(max(examples, 0)).alias("__ex")
+    pats = (
+        patterns_per_key.group_by(word_cols)
+        .agg(pl.len().alias("count"), pl.col("kid").head(max(examples, 0)).alias("__ex"))
+        .with_row_index("pid")
     )
-    # M: patterns × collections, 0/1
-    m = np.zeros((pats.height, n), dtype=np.float64)
-    for w, c in enumerate(word_cols):
-        col = pats[c].to_numpy().astype(np.uint64)
-        for b in range(min(64, n - 64 * w)):
-            m[:, 64 * w + b] = (col >> np.uint64(b)) & np.uint64(1)
-    counts = pats["count"].to_numpy().astype(np.float64)
-    inter = np.rint((m * counts[:, None]).T @ m).astype(np.int64)  # exact below 2**53 keys
+    # the collections of each pattern, as rows (pid, cid): one key of the pattern says them all
+    one_key = pats.select("pid", pl.col("__ex").list.first().alias("kid"))
+    if examples <= 0:
+        one_key = (
+            patterns_per_key.join(pats.select("pid", *word_cols), on=word_cols)
+            .group_by("pid")
+            .agg(pl.col("kid").first())
+        )
+    members_of = one_key.join(distinct.select("kid", "cid"), on="kid").select("pid", "cid")
+    # |A∩B| = Σ over patterns holding both of the pattern's count: a self-join of the pattern
+    # rows (Σ degree² rows, at most patterns × n²), never of the keys
+    weighted = members_of.join(pats.select("pid", "count"), on="pid")
+    both_rows = (
+        weighted.join(members_of, on="pid", suffix="_b")
+        .filter(pl.col("cid") <= pl.col("cid_b"))
+        .group_by("cid", "cid_b")
+        .agg(pl.col("count").sum())
+    )
+    inter = np.zeros((n, n), dtype=np.int64)
+    inter[both_rows["cid"].to_numpy(), both_rows["cid_b"].to_numpy()] = both_rows[
+        "count"
+    ].to_numpy()
     size = np.diag(inter).copy()
     sizes = (
         pl.DataFrame({"collection": names, "size": size})
@@ -348,20 +381,22 @@ def overlap(
             "b_in_a": pl.Float64,
         },
     )
-    intersections = _intersections(pats, m, names, coded)
+    intersections = _intersections(pats, members_of, size, names, coded)
     return Overlap(names, sizes, pairs, intersections)
 
 
 def _intersections(
     pats: pl.DataFrame,
-    m: np.ndarray,
+    members_of: pl.DataFrame,
+    size: np.ndarray,
     names: list[str],
     coded: pl.DataFrame,
 ) -> pl.DataFrame:
     """The UpSet rows, ordered as upsetplot orders them by default: by degree, then by the
     positions of the members among the collections (collections ordered by size, largest first,
     ties in input order), compared from the last member — so that the list reads like the
-    published figures, bar for bar."""
+    published figures, bar for bar. Built with group-bys and one sort (there may be millions of
+    patterns when many collections overlap at random)."""
     schema = {
         "members": pl.List(pl.String),
         "degree": pl.Int64,
@@ -370,28 +405,36 @@ def _intersections(
     }
     if not pats.height:
         return pl.DataFrame(schema=schema)
-    lookup = coded.select("kid", "key").unique("kid")
-    kid_text = dict(zip(lookup["kid"].to_list(), lookup["key"].to_list(), strict=True))
-    size = m.T @ pats["count"].to_numpy().astype(np.float64)
     rank = np.argsort(-size, kind="stable")  # display order: largest collection first
     position = np.empty(len(names), dtype=np.int64)
     position[rank] = np.arange(len(names))
-    member_lists = [[names[j] for j in np.flatnonzero(row)] for row in m]
-    order_keys = [
-        (len(ml), sorted((int(position[j]) for j in np.flatnonzero(row)), reverse=True))
-        for ml, row in zip(member_lists, m, strict=True)
-    ]
-    order = sorted(range(len(member_lists)), key=lambda i: order_keys[i])
-    ex = pats["__ex"].to_list()
-    counts = pats["count"].to_list()
-    return pl.DataFrame(
-        {
-            "members": [member_lists[i] for i in order],
-            "degree": [len(member_lists[i]) for i in order],
-            "count": [counts[i] for i in order],
-            "examples": [sorted(kid_text[k] for k in ex[i]) for i in order],
-        },
-        schema=schema,
+    lookup = pl.DataFrame({"cid": np.arange(len(names)), "name": names, "pos": position})
+    grouped = (
+        members_of.join(lookup, on="cid")
+        .sort("pid", "cid")
+        .group_by("pid", maintain_order=True)
+        .agg(
+            pl.col("name").alias("members"),
+            pl.col("pos").sort(descending=True).alias("__order"),
+        )
+    )
+    texts = coded.select("kid", "key").unique("kid")
+    ex = (
+        pats.select("pid", "__ex")
+        .explode("__ex")
+        .join(texts, left_on="__ex", right_on="kid")
+        .group_by("pid")
+        .agg(pl.col("key").sort().alias("examples"))
+    )
+    return (
+        grouped.join(pats.select("pid", pl.col("count").cast(pl.Int64)), on="pid")
+        .join(ex, on="pid", how="left")
+        .with_columns(
+            pl.col("members").list.len().cast(pl.Int64).alias("degree"),
+            pl.col("examples").fill_null([]),
+        )
+        .sort("degree", "__order")
+        .select(list(schema))
     )
 
 

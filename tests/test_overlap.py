@@ -310,3 +310,17 @@ def test_ke_keys_declared(key: str) -> None:
     spec = get_family("mquake").overlap_keys()[key]
     assert spec.name == key and spec.doc
     assert spec.text is (key == "question")
+
+
+def test_hash_collision_falls_back_to_exact_codes(monkeypatch) -> None:
+    """If the first 64-bit hash ever collides, keys are still told apart (categorical codes)."""
+    real = pl.Series.hash
+
+    def colliding(self, seed=0, *args, **kwargs):
+        if seed == 0x0C0FFEE:  # every key the same first hash
+            return pl.Series(self.name, [7] * len(self), dtype=pl.UInt64)
+        return real(self, seed, *args, **kwargs)
+
+    monkeypatch.setattr(pl.Series, "hash", colliding)
+    o = overlap(members_from_sets({"a": ["x", "y"], "b": ["y", "z"]}))
+    assert o.pairs.select("intersection", "union").row(0) == (1, 3)
