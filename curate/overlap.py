@@ -341,9 +341,8 @@ def overlap(
         .agg(pl.col("count").sum())
     )
     inter = np.zeros((n, n), dtype=np.int64)
-    inter[both_rows["cid"].to_numpy(), both_rows["cid_b"].to_numpy()] = both_rows[
-        "count"
-    ].to_numpy()
+    ca, cb = both_rows["cid"].to_numpy(), both_rows["cid_b"].to_numpy()
+    inter[ca, cb] = both_rows["count"].to_numpy()
     size = np.diag(inter).copy()
     sizes = (
         pl.DataFrame({"collection": names, "size": size})
