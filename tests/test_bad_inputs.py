@@ -586,3 +586,83 @@ def test_bad_input(
         # what was fixed is gone when the folder is audited again
         fixed = set(json.loads((out / "fix_summary.json").read_text())["fixed"])
         assert not fixed & set(curate.audit(family, out).findings["rule"].to_list())
+
+
+# --------------------------------------------------------------------------- curate overlap
+# The overlap command reads dataset files through the families (their bad inputs above reach it
+# through the same readers) and sets files of its own; these are its own ways to be misused.
+
+_SETS = '{"train": ["a", "b"], "test": ["b", "c"]}'
+OVERLAP_CASES: list[tuple[str, dict[str, str], list[str]]] = [
+    ("sets-not-json", {"s.json": '{"train": ["a",'}, ["{dir}/s.json"]),
+    ("sets-json-array", {"s.json": '["a", "b"]'}, ["{dir}/s.json"]),
+    ("sets-nested-values", {"s.json": '{"a": [["x"]], "b": {"c": 1}}'}, ["{dir}/s.json"]),
+    ("sets-two-mappings", {"s.json": '{"x": {"a": ["1"]}, "y": {"b": ["2"]}}'}, ["{dir}/s.json"]),
+    ("sets-empty-object", {"s.json": "{}"}, ["{dir}/s.json"]),
+    ("sets-not-utf8", {"s.json": "\udcff"}, ["{dir}/s.json"]),
+    ("missing-input", {}, ["{dir}/nope.json"]),
+    ("set-named-twice", {"a.json": _SETS, "b.json": _SETS}, ["{dir}/a.json", "{dir}/b.json"]),
+    ("by-split-on-sets", {"s.json": _SETS}, ["{dir}/s.json", "--by", "split"]),
+    ("near-dup-without-key", {"s.json": _SETS}, ["{dir}/s.json", "--near-duplicates"]),
+    ("bad-shingles", {"s.json": _SETS}, ["{dir}/s.json", "--shingles", "chars:0"]),
+    ("fail-above-out-of-range", {"s.json": _SETS}, ["{dir}/s.json", "--fail-above", "2"]),
+    ("aliases-missing", {"s.json": _SETS}, ["{dir}/s.json", "--aliases", "{dir}/none.csv"]),
+    (
+        "aliases-one-column",
+        {"s.json": _SETS, "a.csv": "x\n"},
+        ["{dir}/s.json", "--aliases", "{dir}/a.csv"],
+    ),
+    (
+        "aliases-json-list",
+        {"s.json": _SETS, "a.json": "[1]"},
+        ["{dir}/s.json", "--aliases", "{dir}/a.json"],
+    ),
+    ("unknown-key", {"m.json": "SAMPLE"}, ["{dir}/m.json", "--key", "nope"]),
+    (
+        "key-of-other-family",
+        {"m.json": "SAMPLE"},
+        ["{dir}/m.json", "--key", "glycan", "--family", "mquake"],
+    ),
+    ("unknown-family", {"m.json": "SAMPLE"}, ["{dir}/m.json", "--key", "fact", "--family", "nope"]),
+    ("missing-column", {"g.csv": "GLYCANS"}, ["{dir}/g.csv", "--key", "column:nope"]),
+    ("empty-column-name", {"g.csv": "GLYCANS"}, ["{dir}/g.csv", "--key", "column:"]),
+    (
+        "by-split-without-splits",
+        {"m.json": "SAMPLE"},
+        ["{dir}/m.json", "--key", "fact", "--by", "split"],
+    ),
+    (
+        "near-dup-on-identifier",
+        {"m.json": "SAMPLE"},
+        ["{dir}/m.json", "--key", "fact", "--near-duplicates"],
+    ),
+    ("wrong-family-file", {"g.csv": "GLYCANS"}, ["{dir}/g.csv", "--key", "fact"]),
+    ("plot-over-input", {"p.png": _SETS}, ["{dir}/p.png", "--plot", "{dir}/p.png"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "args"), [c[1:] for c in OVERLAP_CASES], ids=[c[0] for c in OVERLAP_CASES]
+)
+def test_overlap_bad_input(tmp_path: Path, capsys, files: dict[str, str], args: list[str]) -> None:
+    """Every misuse of ``curate overlap`` is exit 2 with one line, and touches no input."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for name, text in files.items():
+        if text == "SAMPLE":
+            data = SAMPLE.read_bytes()
+        elif text == "GLYCANS":
+            data = GLYCANS.read_bytes()
+        else:
+            data = text.encode("utf-8", "surrogateescape")
+        (inputs / name).write_bytes(data)
+    before = _hashes(inputs)
+    capsys.readouterr()
+    rc = main(["overlap", *(a.format(dir=inputs) for a in args)])
+    captured = capsys.readouterr()
+    assert rc == 2, f"exit {rc}; stderr: {captured.err!r}"
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("curate: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    assert _hashes(inputs) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]

@@ -96,12 +96,14 @@ def cli():
     """The click command tree: ``rules`` and the root options from the typer app, plus one
     group per data command whose subcommands are the families."""
     from curate.cli import ci
+    from curate.cli.overlap import overlap_app
 
     root = typer.main.get_command(app)
     for verb in commands.VERBS:
         root.add_command(commands.verb_group(verb))  # type: ignore[attr-defined]
     root.add_command(typer.main.get_command(ci.check_app), "check")  # type: ignore[attr-defined]
     root.add_command(typer.main.get_command(ci.card_app), "card")  # type: ignore[attr-defined]
+    root.add_command(typer.main.get_command(overlap_app), "overlap")  # type: ignore[attr-defined]
     return root
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,24 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     return [*lines, ""]
 
 
+@dataclass(frozen=True)
+class OverlapKey:
+    """A key a family declares for ``curate overlap``: what identifies a record across datasets.
+
+    ``build`` turns a loaded dataset into a frame with columns ``record`` (String), ``split``
+    (String, null when the input has none) and ``key`` — a String, or a List(String) for a
+    set-valued key (a record's generator list), whose values each count. Null keys are
+    skipped. ``doc`` is shown by ``curate overlap --help-keys`` and says *why* two records
+    with equal keys are the same thing. ``text`` marks a key that is text worth comparing for
+    near-duplicates (``--near-duplicates``), not an identifier.
+    """
+
+    name: str
+    doc: str
+    build: Callable[[LoadedDataset], pl.DataFrame]
+    text: bool = False
+
+
 class Family(ABC):
     """A dataset family: name, rules, reader, fixes and export metadata."""
 
@@ -142,6 +161,12 @@ class Family(ABC):
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
     #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
     fix_writes_files: bool = False
+
+    def overlap_keys(self) -> dict[str, OverlapKey]:
+        """The named keys ``curate overlap --key NAME`` can compare this family's datasets by
+        (see :class:`OverlapKey`); none by default (``--key column:NAME`` works for any
+        tabular input)."""
+        return {}
 
     def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""

@@ -33,7 +33,7 @@ from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.glycan.hierarchy import load_mapping
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report, dumps, rule_output
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame, split_of
@@ -642,6 +642,18 @@ class GlycanFamily(Family):
         ]
         return GlycanTable(index, path, cols, raw, rows, cells), errs
 
+    def overlap_keys(self) -> dict[str, OverlapKey]:
+        """``glycan``: the canonical key of :mod:`curate.schemas.iupac` (the leakage rules'
+        key), so branch order and linkage spelling do not hide a glycan in two splits."""
+        return {
+            "glycan": OverlapKey(
+                "glycan",
+                "canonical key of the IUPAC-condensed glycan (branch order and spelling "
+                "normalised, as GL401/GL402 compare them); unparsable glycans are left out",
+                _glycan_keys,
+            )
+        }
+
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """Per-table figures: task rows, label ceiling, records with findings per rule."""
         data = ctx.data
@@ -888,6 +900,16 @@ def _is_float_text(value: str) -> bool:
         return repr(float(value)) == value
     except ValueError:
         return False
+
+
+def _glycan_keys(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key`` over every table's rows that have a canonical key."""
+    assert isinstance(data, GlycanData)
+    return (
+        data.all_rows()
+        .filter(pl.col("key").is_not_null())
+        .select(pl.col("record").cast(pl.String), pl.col("split").cast(pl.String), "key")
+    )
 
 
 FAMILY = GlycanFamily()

@@ -40,7 +40,7 @@ from curate.audits.icrl import RULES, SCAN
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, Progress, no_records
+from curate.families.base import Family, OverlapKey, Progress, no_records
 from curate.families.icrl_publish import export_stream, write_fixed
 from curate.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.io import HF_SCHEME, STDIN, sha256_of
@@ -542,6 +542,19 @@ class IcrlFamily(Family):
             ignore = [*(ignore or []), *[r.code for r in self.rules if SCAN in r.needs]]
         return super().audit(data, opts, select=select, ignore=ignore, progress=progress)
 
+    def overlap_keys(self) -> dict[str, OverlapKey]:
+        """``task``: a task group's content hash (its histories' digests in order), as
+        RL402/RL404 compare tasks — equal bytes whatever the group is called."""
+        return {
+            "task": OverlapKey(
+                "task",
+                "content hash of a task group: SHA-1 over the digests of its histories in "
+                "order (from the scan); a task copied under another id or into another file "
+                "has the same key; groups the scan could not read fully are left out",
+                _task_keys,
+            )
+        }
+
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The figures a user compares with the published table (XLand-100B's README, Table 1
         of the paper): tasks, histories, transitions, episodes, mean/median final return, median
@@ -897,6 +910,26 @@ def _headline(s: dict[str, Any]) -> str:
     elif s.get("metadata_only"):
         parts.append("metadata only (no array read)")
     return ", ".join(parts)
+
+
+def _task_keys(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key``: one row per fully scanned task group (no splits in this layout)."""
+    import hashlib
+
+    assert isinstance(data, IcrlData)
+    h = data.scan().histories
+    if h.is_empty():
+        return pl.DataFrame(schema={"record": pl.String, "split": pl.String, "key": pl.String})
+    tasks = (
+        h.sort("file", "group_index", "history")
+        .group_by("file", "group", "group_index", maintain_order=True)
+        .agg(pl.col("digest").str.join(""), (pl.col("error") != "").any().alias("err"))
+        .filter(~pl.col("err"))
+    )
+    keys = [hashlib.sha1(d.encode(), usedforsecurity=False).hexdigest() for d in tasks["digest"]]
+    return tasks.select(
+        pl.col("group").alias("record"), pl.lit(None, pl.String).alias("split")
+    ).with_columns(pl.Series("key", keys, dtype=pl.String))
 
 
 FAMILY = IcrlFamily()

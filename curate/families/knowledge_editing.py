@@ -33,7 +33,7 @@ from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.families.knowledge_editing_columns import (
     IRREGULAR_FIELDS,
     Columns,
@@ -681,6 +681,27 @@ class KnowledgeEditingFamily(Family):
         )
 
     # ----------------------------------------------------------------- edit sets
+    def overlap_keys(self) -> dict[str, OverlapKey]:
+        """``fact``: the edit triples (an edit in two datasets is the same counterfactual);
+        ``question``: the multi-hop questions, normalised as KE402 compares them."""
+        from curate.audits.knowledge_editing.duplicates import fact_keys, question_keys
+
+        return {
+            "fact": OverlapKey(
+                "fact",
+                "edit triple subject|relation|object of each requested rewrite: the same "
+                "counterfactual edited in two datasets (or splits)",
+                fact_keys,  # type: ignore[arg-type]
+            ),
+            "question": OverlapKey(
+                "question",
+                "multi-hop question, lower-cased with punctuation and spacing folded (as "
+                "KE402): a question asked in two datasets is seen at test time",
+                question_keys,  # type: ignore[arg-type]
+                text=True,
+            ),
+        }
+
     def prepare(self, ctx: AuditContext) -> None:
         """Resolve the edit set before any rule runs: a bad ``ids:`` file or ``random:K`` with
         K above the number of cases is an error now, not after minutes of other rules."""

@@ -115,6 +115,41 @@ def questions_table(ctx: AuditContext) -> pl.DataFrame:
     )
 
 
+def question_keys(data: KEData) -> pl.DataFrame:
+    """``record, split, key``: one row per (case, question), the key normalised as KE402 does
+    (:func:`normalised_question`, shared with ``curate overlap --key question`` so that the
+    overlap and the rule agree); questions that normalise to nothing are left out."""
+    return (
+        data.cases.select("record", "split", "questions")
+        .explode("questions")
+        .select(
+            pl.col("record").cast(pl.String),
+            pl.col("split").cast(pl.String),
+            normalised_question(pl.col("questions")).alias("key"),
+        )
+        .filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
+    )
+
+
+def fact_keys(data: KEData) -> pl.DataFrame:
+    """``record, split, key``: one row per edit, the key ``subject|relation|object`` of its
+    edit triple (``orig.edit_triples``), or of the requested rewrite (subject label, relation
+    id, new object id) where a case has no edit triples."""
+
+    def text(a: str, b: str) -> pl.Expr:
+        return pl.coalesce(pl.col(a).cast(pl.String), pl.col(b).cast(pl.String))
+
+    e = data.edits.select(
+        "row",
+        pl.concat_str(
+            text("t_s", "subject"), text("t_r", "relation_id"), text("t_o", "new_id"), separator="|"
+        ).alias("key"),
+    )
+    return e.join(data.cases.select("row", "record", "split"), on="row", how="left").select(
+        pl.col("record").cast(pl.String), pl.col("split").cast(pl.String), "key"
+    )
+
+
 @RULES.rule(
     "KE402",
     "near-duplicate-question",

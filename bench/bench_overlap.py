@@ -1,0 +1,356 @@
+"""Overlap benchmark: near-duplicate texts against datasketch, and the Jaccard matrix against sets.
+
+**Near-duplicates** (``curate.minhash.near_duplicates`` vs ``datasketch``): N short texts (default
+100k) made from the real MQuAKE-hard questions — the multi-hop questions with their quoted first
+subject replaced by another entity of the data, and single-hop questions (each rewrite's
+question turned into a template by cutting out its subject) filled with entities — plus planted
+paraphrase-like near-duplicates of 2 % of them (case and punctuation changed, a word dropped,
+two words swapped, "What" ↔ "Which", a word inserted). Exact repeats are removed first. Both
+sides get the same texts, the same shingles (character 5-grams of the text as written, a text
+shorter than 5 characters being one shingle), the same number of permutations (128) and the
+same threshold (0.8; datasketch's MinHashLSH picks bands × rows from it, curate picks the same).
+
+* ``curate``: :func:`curate.minhash.near_duplicates` end to end — shingling, one-permutation
+  signatures with optimal densification, LSH banding, and the exact Jaccard of every candidate
+  (datasketch does not verify; curate's time includes it);
+* ``curate-minhash``: the same with the classic ``num_perm`` hash functions;
+* ``datasketch``: the strongest plain use of the library — shingle sets in Python,
+  ``MinHash.bulk`` (its default SHA-1 hash), ``MinHashLSH`` with an insertion session, then
+  one ``query`` per text.
+
+Recall is measured on the planted pairs whose exact Jaccard (over the same shingles) is at least
+the threshold: the pairs any tool should return. Each side runs in a child process of its own;
+its peak RSS is the child's ``ru_maxrss`` (``os.wait4``); the texts are read from a parquet
+file the parent wrote (not timed).
+
+**Jaccard matrix** (``curate.overlap.overlap`` vs Python sets): C collections (default 30) of K
+keys each (default 300k, text keys drawn from a universe of 10·K so that every pair overlaps),
+the full pairwise matrix of intersection counts: curate (with the UpSet patterns too) against
+``len(a & b)`` over built-in ``set`` objects for all C·(C−1)/2 pairs (set building included).
+
+Run: ``python bench/bench_overlap.py`` (~2 minutes on 2 cores); ``--n``, ``--collections``,
+``--keys``, ``--threshold``, ``--perm``, ``--shingle-k`` change the sizes; ``--skip-datasketch``
+and ``--skip-matrix`` leave parts out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+HARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mquake" / "MQuAKE-hard.json"
+
+
+# --------------------------------------------------------------------------- data
+
+
+def mquake_texts(
+    n: int, planted_share: float, seed: int
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """``n`` distinct short texts and the planted near-duplicate pairs (positions)."""
+    rng = random.Random(seed)
+    cases = json.loads(HARD.read_text(encoding="utf-8"))
+    entities: set[str] = set()
+    templates: set[str] = set()
+    multi: list[tuple[str, str]] = []
+    for c in cases:
+        for rw in c["requested_rewrite"]:
+            subj = rw["subject"]
+            entities.update([subj, rw["target_new"]["str"], rw["target_true"]["str"]])
+            q = rw.get("question") or ""
+            if subj in q:
+                templates.add(q.replace(subj, "{}", 1))
+        for h in c.get("single_hops", []) + c.get("new_single_hops", []):
+            entities.add(h["answer"])
+            entities.update(a for a in h.get("answer_alias", []) if len(a) > 3)
+        first = c["requested_rewrite"][0]["subject"]
+        for q in c["questions"]:
+            if first in q:
+                multi.append((q, first))
+    ents = sorted(e for e in entities if 3 <= len(e) <= 40)
+    tmpl = sorted(templates)
+    base_n = int(n / (1 + planted_share))
+    seen: set[str] = set()
+    texts: list[str] = []
+    while len(texts) < base_n:
+        if rng.random() < 0.5:
+            q, subj = rng.choice(multi)
+            t = q.replace(subj, rng.choice(ents), 1)
+        else:
+            t = rng.choice(tmpl).format(rng.choice(ents))
+        if t not in seen:
+            seen.add(t)
+            texts.append(t)
+    pairs = []
+    for i in rng.sample(range(len(texts)), n - base_n):
+        v = _variant(texts[i], rng)
+        if v not in seen:
+            seen.add(v)
+            pairs.append((i, len(texts)))
+            texts.append(v)
+    return texts, pairs
+
+
+def _variant(t: str, rng: random.Random) -> str:
+    """A paraphrase-like edit of ``t`` (what a copied-and-touched-up question looks like)."""
+    words = t.split(" ")
+    kind = rng.randrange(6)
+    if kind == 0:
+        return t.lower().rstrip("?") + (" ?" if rng.random() < 0.5 else "")
+    if kind == 1 and len(words) > 6:
+        del words[rng.randrange(1, len(words) - 1)]
+    elif kind == 2 and len(words) > 4:
+        i = rng.randrange(1, len(words) - 2)
+        words[i], words[i + 1] = words[i + 1], words[i]
+    elif kind == 3:
+        return re.sub(r"^(What|Which)\b", lambda m: "Which" if m[1] == "What" else "What", t)
+    elif kind == 4:
+        words.insert(
+            rng.randrange(1, len(words)), rng.choice(["the", "exactly", "really", "actually"])
+        )
+    else:
+        return t.replace('"', "").replace("'s", "s").replace("?", "").strip() + "?"
+    return " ".join(words)
+
+
+def char_shingles(t: str, k: int) -> set[str]:
+    return {t[i : i + k] for i in range(max(len(t) - k + 1, 1))} if t else set()
+
+
+# --------------------------------------------------------------------------- children
+
+
+def child_curate(folder: Path, threshold: float, perm: int, k: int, method: str) -> dict[str, Any]:
+    """:func:`curate.minhash.near_duplicates` step by step (the same calls in the same order),
+    timing the part datasketch also does (signatures, LSH, estimates) apart from the exact
+    verification datasketch does not do."""
+    from curate import minhash as mh
+
+    texts = pl.read_parquet(folder / "texts.parquet")["text"]
+    t = time.perf_counter()
+    b, r = mh.lsh_params(threshold, perm)
+    sig, empty = mh.sketch(texts, "char", k, perm, method=method)
+    cand = mh.candidate_pairs(sig, b, r, skip=empty)
+    est = mh.estimated_jaccard(sig, cand)
+    lsh_seconds = time.perf_counter() - t
+    near = est >= threshold - mh.verify_margin(threshold, perm)
+    exact = mh.exact_jaccard(texts, cand[near], "char", k)
+    seconds = time.perf_counter() - t
+    found = cand[near][exact >= threshold - 1e-12]
+    pairs = set(zip(found[:, 0].tolist(), found[:, 1].tolist(), strict=True))
+    cand_set = set(zip(cand[:, 0].tolist(), cand[:, 1].tolist(), strict=True))
+    return {
+        "seconds": seconds,
+        "lsh_seconds": lsh_seconds,
+        "candidates": len(cand_set),
+        "pairs": len(pairs),
+        "found": _recall(folder, pairs),
+    }
+
+
+def child_datasketch(folder: Path, threshold: float, perm: int, k: int) -> dict[str, Any]:
+    from datasketch import MinHash, MinHashLSH
+
+    texts = pl.read_parquet(folder / "texts.parquet")["text"].to_list()
+    t = time.perf_counter()
+    sets = [[s.encode("utf-8") for s in char_shingles(x, k)] for x in texts]
+    mhs = MinHash.bulk(sets, num_perm=perm)
+    lsh = MinHashLSH(threshold=threshold, num_perm=perm)
+    with lsh.insertion_session() as session:
+        for i, m in enumerate(mhs):
+            session.insert(i, m)
+    pairs: set[tuple[int, int]] = set()
+    for i, m in enumerate(mhs):
+        for j in lsh.query(m):
+            if j != i:
+                pairs.add((min(i, j), max(i, j)))
+    seconds = time.perf_counter() - t
+    return {
+        "seconds": seconds,
+        "lsh_seconds": seconds,
+        "candidates": len(pairs),
+        "pairs": None,
+        "found": _recall(folder, pairs),
+    }
+
+
+def _recall(folder: Path, pairs: set[tuple[int, int]]) -> int:
+    truth = pl.read_parquet(folder / "truth.parquet")
+    return sum((i, j) in pairs for i, j in truth.select("i", "j").iter_rows())
+
+
+def child_matrix(folder: Path, side: str) -> dict[str, Any]:
+    members = pl.read_parquet(folder / "members.parquet")
+    if side == "curate":
+        from curate.overlap import overlap
+
+        t = time.perf_counter()
+        o = overlap(members)
+        seconds = time.perf_counter() - t
+        total = int(o.pairs["intersection"].sum())
+    else:
+        cols = members.partition_by("collection", as_dict=True, maintain_order=True)
+        lists = [df["key"].to_list() for df in cols.values()]
+        del cols, members
+        t = time.perf_counter()
+        sets = [set(x) for x in lists]
+        total = 0
+        for a in range(len(sets)):
+            for b in range(a + 1, len(sets)):
+                total += len(sets[a] & sets[b])
+        seconds = time.perf_counter() - t
+    return {"seconds": seconds, "total": total}
+
+
+def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
+    """Run this script as a child; its result (JSON) and its peak RSS in MiB."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = Path(fh.name)
+    try:
+        proc = subprocess.Popen([sys.executable, __file__, *argv, "--out", str(out)])
+        _, status, usage = os.wait4(proc.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            sys.exit(f"child {argv} failed with exit code {code}")
+        return json.loads(out.read_text()), usage.ru_maxrss / 1024
+    finally:
+        out.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> None:
+    """The near-duplicate comparison (see the module docstring)."""
+    texts, planted = mquake_texts(a.n, a.planted, a.seed)
+    sh = [char_shingles(t, a.shingle_k) for t in texts]
+    truth = [(i, j, len(sh[i] & sh[j]) / len(sh[i] | sh[j])) for i, j in planted]
+    should = [(i, j) for i, j, jac in truth if jac >= a.threshold]
+    pl.DataFrame({"text": texts}).write_parquet(folder / "texts.parquet")
+    pl.DataFrame(should, schema=["i", "j"], orient="row").write_parquet(folder / "truth.parquet")
+    from curate.minhash import lsh_params
+
+    b, r = lsh_params(a.threshold, a.perm)
+    print(
+        f"## near-duplicates: {len(texts):,} texts from MQuAKE-hard questions, "
+        f"{len(planted):,} planted near-duplicates ({len(should):,} with exact Jaccard >= "
+        f"{a.threshold}); char {a.shingle_k}-grams, {a.perm} permutations, threshold "
+        f"{a.threshold} ({b} bands x {r} rows)\n"
+    )
+    rows = []
+    sides = [
+        ("curate (one-permutation)", ["curate", "oph"]),
+        ("curate (classic MinHash)", ["curate", "minhash"]),
+    ]
+    if not a.skip_datasketch:
+        sides.append(("datasketch (MinHash.bulk + MinHashLSH)", ["datasketch"]))
+    for label, child in sides:
+        res, rss = run_child(["--child", *child, "--folder", str(folder), *common])
+        rows.append((label, res, rss))
+    peer = rows[-1][1]["seconds"] if not a.skip_datasketch else None
+    print(
+        "| side | to candidates s | with exact check s | peak RSS MiB | candidates | "
+        "verified pairs | planted recall | speed-up (candidates / total) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, res, rss in rows:
+        recall = res["found"] / max(1, len(should))
+        speed = f"{peer / res['lsh_seconds']:.1f}x / {peer / res['seconds']:.1f}x" if peer else "-"
+        verified = "-" if res["pairs"] is None else f"{res['pairs']:,}"
+        total = "-" if res["pairs"] is None else f"{res['seconds']:.2f}"
+        print(
+            f"| {label} | {res['lsh_seconds']:.2f} | {total} | {rss:.0f} | "
+            f"{res['candidates']:,} | {verified} | {recall:.4f} ({res['found']}/{len(should)})"
+            f" | {speed} |"
+        )
+    print()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=100_000, help="texts (default 100k)")
+    ap.add_argument("--threshold", type=float, default=0.8)
+    ap.add_argument("--perm", type=int, default=128)
+    ap.add_argument("--shingle-k", type=int, default=5)
+    ap.add_argument("--planted", type=float, default=0.02, help="share of planted near-duplicates")
+    ap.add_argument("--collections", type=int, default=30)
+    ap.add_argument("--keys", type=int, default=300_000, help="keys per collection")
+    ap.add_argument("--skip-datasketch", action="store_true")
+    ap.add_argument("--skip-matrix", action="store_true")
+    ap.add_argument("--skip-near", action="store_true", help="only the Jaccard matrix")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+
+    if a.child:
+        kind, *rest = a.child
+        if kind == "curate":
+            res = child_curate(a.folder, a.threshold, a.perm, a.shingle_k, rest[0])
+        elif kind == "datasketch":
+            res = child_datasketch(a.folder, a.threshold, a.perm, a.shingle_k)
+        else:
+            res = child_matrix(a.folder, rest[0])
+        a.out.write_text(json.dumps(res))
+        return
+
+    common = [
+        "--threshold",
+        str(a.threshold),
+        "--perm",
+        str(a.perm),
+        "--shingle-k",
+        str(a.shingle_k),
+    ]
+    with tempfile.TemporaryDirectory(prefix="bench-overlap-") as tmp:
+        folder = Path(tmp)
+        if not a.skip_near:
+            run_near(a, folder, common)
+        if not a.skip_matrix:
+            rng = np.random.default_rng(a.seed)
+            universe = 10 * a.keys
+            frames = []
+            for c in range(a.collections):
+                ks = np.unique(rng.integers(0, universe, a.keys))
+                frames.append(pl.DataFrame({"collection": f"c{c:02d}", "key": ks}))
+            members = pl.concat(frames).with_columns(pl.format("k{}", "key").alias("key"))
+            members.write_parquet(folder / "members.parquet")
+            print(
+                f"## Jaccard matrix: {a.collections} collections, {members.height:,} keys "
+                f"(~{a.keys:,} each, text keys)\n"
+            )
+            print("| side | seconds | peak RSS MiB | speed-up |")
+            print("|---|---:|---:|---:|")
+            mres = {}
+            for side in ("curate", "sets"):
+                res, rss = run_child(["--child", "matrix", side, "--folder", str(folder)])
+                mres[side] = (res, rss)
+            if mres["curate"][0]["total"] != mres["sets"][0]["total"]:
+                sys.exit("the two sides disagree on the intersections")
+            for side, label in (
+                ("curate", "curate overlap()"),
+                ("sets", "Python sets, len(a & b)"),
+            ):
+                res, rss = mres[side]
+                print(
+                    f"| {label} | {res['seconds']:.2f} | {rss:.0f} | "
+                    f"{mres['sets'][0]['seconds'] / res['seconds']:.1f}x |"
+                )
+            print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""``curate overlap A B C --key KEY``: how much datasets, splits or named sets share.
+
+Inputs are either *sets files* (JSON ``{name: [items]}``, or one such object inside a larger
+one, as the ILLUSION file keeps its technique lists) — then no ``--key`` is needed, every named
+set is a collection — or dataset files read by a family (or as plain tables with
+``--key column:NAME``), each file (``--by dataset``) or each split of each file
+(``--by split``) a collection. The numbers come from :mod:`curate.overlap`; near-duplicate
+text from :mod:`curate.minhash`.
+
+Exit codes: 0 done, 1 some pair's Jaccard index is above ``--fail-above`` (a CI gate such as
+"train and test share nothing": ``--fail-above 0``), 2 unusable input or usage (one line).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import polars as pl
+import typer
+
+from curate.errors import InputError, UsageError
+from curate.overlap import (
+    Overlap,
+    load_aliases,
+    members_from_sets,
+    normalise_members,
+    overlap,
+    read_sets_file,
+)
+
+overlap_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+class OverlapFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+class By(StrEnum):
+    dataset = "dataset"
+    split = "split"
+
+
+# --------------------------------------------------------------------------- collecting keys
+
+
+def _names_for(paths: list[str]) -> list[str]:
+    """A collection name per input: its file stem, or the path as given when stems collide."""
+    stems = [Path(p).name.split(".")[0] or p for p in paths]
+    return [s if stems.count(s) == 1 else p for s, p in zip(stems, paths, strict=True)]
+
+
+def _find_key(key: str, family: str | None) -> tuple[Any, Any]:
+    """The family and its :class:`~curate.families.base.OverlapKey` named ``key``."""
+    from curate.families import all_families, get_family
+
+    if family:
+        fam = get_family(family)
+        keys = fam.overlap_keys()
+        if key not in keys:
+            have = ", ".join(sorted(keys)) or "none"
+            raise UsageError(
+                f"--key {key!r}: family {fam.name} declares no such key (its keys: {have}; or "
+                "use --key column:NAME)"
+            )
+        return fam, keys[key]
+    found = {f.name: f for f in all_families().values() if key in f.overlap_keys()}
+    if len(found) == 1:
+        fam = next(iter(found.values()))
+        return fam, fam.overlap_keys()[key]
+    if found:
+        raise UsageError(
+            f"--key {key!r} is declared by several families ({', '.join(sorted(found))}): "
+            "say which with --family"
+        )
+    every = sorted({f"{k} ({f.name})" for f in all_families().values() for k in f.overlap_keys()})
+    raise UsageError(
+        f"--key {key!r}: no family declares it (keys: {', '.join(every)}; or --key column:NAME)"
+    )
+
+
+def _column_frame(path: str, column: str) -> pl.DataFrame:
+    """``record, split, key`` from a plain table's column (a list column is set-valued)."""
+    from curate.io import SPLIT_FROM_LAYOUT, check_inputs, read_frame
+
+    check_inputs([path])
+    df, _ = read_frame(path)
+    if column not in df.columns:
+        shown = ", ".join(c for c in df.columns if c != SPLIT_FROM_LAYOUT)
+        raise InputError(f"no column {column!r} (columns: {shown})", path=path)
+    split = (
+        pl.col("split").cast(pl.String)
+        if "split" in df.columns
+        else pl.col(SPLIT_FROM_LAYOUT)
+        if SPLIT_FROM_LAYOUT in df.columns
+        else pl.lit(None, pl.String)
+    )
+    return df.select(
+        pl.int_range(pl.len()).cast(pl.String).alias("record"),
+        split.alias("split"),
+        pl.col(column).alias("key"),
+    )
+
+
+def _key_frame(path: str, key: str, family: str | None) -> tuple[pl.DataFrame, bool]:
+    """The ``record, split, key`` frame of one input and whether the key is text."""
+    if key.startswith("column:"):
+        column = key.removeprefix("column:")
+        if not column:
+            raise UsageError("--key column:NAME needs a column name")
+        return _column_frame(path, column), True
+    fam, spec = _find_key(key, family)
+    from curate.io import check_inputs
+
+    check_inputs([path])
+    data = fam.load([path])
+    return spec.build(data), spec.text
+
+
+def _explode(df: pl.DataFrame) -> pl.DataFrame:
+    """A set-valued key (a list column) as one row per value."""
+    if isinstance(df.schema["key"], pl.List):
+        df = df.explode("key")
+    return df.with_columns(pl.col("key").cast(pl.String)).filter(pl.col("key").is_not_null())
+
+
+def collect_members(
+    paths: list[str], key: str | None, family: str | None, by: By
+) -> tuple[pl.DataFrame, list[str], bool]:
+    """Members (``collection, key``), the collection order, and whether the key is text."""
+    if key is None:
+        sets: dict[str, list[Any]] = {}
+        for p in paths:
+            if not Path(p).is_file():
+                raise InputError("no such file (without --key, inputs are JSON sets files)", path=p)
+            for name, items in read_sets_file(p).items():
+                if name in sets:
+                    raise UsageError(f"set {name!r} is named in two sets files")
+                sets[name] = items
+        if by is By.split:
+            raise UsageError(
+                "--by split needs dataset files and a --key; a sets file has no splits"
+            )
+        return members_from_sets(sets), list(sets), False
+    frames = []
+    names: list[str] = []
+    text = False
+    for path, name in zip(paths, _names_for(paths), strict=True):
+        df, text = _key_frame(path, key, family)
+        df = _explode(df)
+        if df.height == 0:  # a wrong file (every record invalid) or a wrong key: not "no overlap"
+            raise InputError(f"no {key} keys in this input (no valid record has one)", path=path)
+        if by is By.dataset:
+            frames.append(df.select(pl.lit(name).alias("collection"), "key"))
+            names.append(name)
+            continue
+        if df["split"].null_count() == df.height:
+            raise InputError("no split in this input (use --by dataset)", path=path)
+        splits = df["split"].fill_null("(none)").unique(maintain_order=True).to_list()
+        prefix = f"{name}/" if len(paths) > 1 else ""
+        frames.append(
+            df.select(
+                (pl.lit(prefix) + pl.col("split").fill_null("(none)")).alias("collection"), "key"
+            )
+        )
+        names += [prefix + s for s in splits]
+    members = pl.concat(frames) if frames else pl.DataFrame(schema={"collection": pl.String})
+    return members, names, text
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def render_text(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
+    lines = [title, ""]
+    w = max(len(n) for n in o.names) if o.names else 4
+    lines.append(f"{'collection':<{w}}  {'keys':>9}  {'rows':>9}")
+    for r in o.sizes.iter_rows(named=True):
+        lines.append(f"{r['collection']:<{w}}  {r['size']:>9,}  {r['rows']:>9,}")
+    shared = o.pairs.filter(pl.col("intersection") > 0).sort(
+        ["jaccard", "a", "b"], descending=[True, False, False]
+    )
+    lines += ["", f"pairs sharing keys: {shared.height} of {o.pairs.height}"]
+    for r in shared.iter_rows(named=True):
+        lines.append(
+            f"  {r['a']} & {r['b']}: {r['intersection']:,} shared, Jaccard {r['jaccard']:.4f}; "
+            f"{_pct(r['a_in_b'])} of {r['a']} is in {r['b']}, {_pct(r['b_in_a'])} of "
+            f"{r['b']} in {r['a']}"
+        )
+    lines += ["", "intersections (UpSet: keys held by exactly these collections):"]
+    for r in o.intersections.iter_rows(named=True):
+        who = " & ".join(r["members"]) + (" only" if r["degree"] == 1 else "")
+        ex = ", ".join(repr(x) for x in r["examples"])
+        lines.append(f"  {r['count']:>9,}  {who}  (e.g. {ex})")
+    if o.merged.height:
+        lines += ["", "merged by normalisation / aliases (normalised key <- raw spellings):"]
+        for r in o.merged.iter_rows(named=True):
+            lines.append(
+                f"  {r['key']!r} <- "
+                + ", ".join(repr(v) for v in r["variants"])
+                + f"  [{', '.join(r['collections'])}]"
+            )
+    if near is not None:
+        lines += ["", *_near_lines(near)]
+    return "\n".join(lines) + "\n"
+
+
+def _near_lines(near: pl.DataFrame) -> list[str]:
+    lines = [f"near-duplicate texts: {near.height} pairs"]
+    for r in near.head(50).iter_rows(named=True):
+        lines.append(
+            f"  exact {r['exact']:.3f} (est. {r['estimated']:.3f})  [{r['in_a']}] {r['text_a']!r}"
+            f"  ~  [{r['in_b']}] {r['text_b']!r}"
+        )
+    if near.height > 50:
+        lines.append(f"  ... ({near.height - 50} more; --format json lists all)")
+    return lines
+
+
+def render_markdown(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
+    lines = [f"## {title}", "", "| collection | keys | rows |", "|---|---:|---:|"]
+    lines += [
+        f"| {r['collection']} | {r['size']} | {r['rows']} |" for r in o.sizes.iter_rows(named=True)
+    ]
+    m = o.matrix("jaccard")
+    lines += ["", "### Jaccard index", "", "| | " + " | ".join(o.names) + " |"]
+    lines.append("|---|" + "---:|" * len(o.names))
+    for i, name in enumerate(o.names):
+        lines.append(f"| {name} | " + " | ".join(f"{v:.4f}" for v in m[i]) + " |")
+    lines += [
+        "",
+        "### Intersections (UpSet)",
+        "",
+        "| keys | collections | examples |",
+        "|---:|---|---|",
+    ]
+    for r in o.intersections.iter_rows(named=True):
+        ex = ", ".join(f"`{x}`" for x in r["examples"])
+        lines.append(f"| {r['count']} | {' & '.join(r['members'])} | {ex} |")
+    if o.merged.height:
+        lines += ["", "### Merged by normalisation", "", "| key | raw spellings |", "|---|---|"]
+        for r in o.merged.iter_rows(named=True):
+            lines.append(f"| `{r['key']}` | " + ", ".join(f"`{v}`" for v in r["variants"]) + " |")
+    if near is not None:
+        lines += ["", "### Near-duplicate texts", "", "```", *_near_lines(near), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(o: Overlap) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(o.pairs.columns)
+    for row in o.pairs.iter_rows():
+        w.writerow(row)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- near duplicates
+
+
+def near_duplicate_pairs(
+    members: pl.DataFrame, threshold: float, shingles: str, permutations: int
+) -> pl.DataFrame:
+    """Near-duplicate pairs among the distinct texts, each with the collections holding it."""
+    from curate.minhash import near_duplicates
+
+    texts = members.group_by("key", maintain_order=True).agg(
+        pl.col("collection").unique(maintain_order=True).str.join(", ").alias("where")
+    )
+    found = near_duplicates(
+        texts["key"], threshold=threshold, num_perm=permutations, shingles=shingles
+    )
+    keys, where = texts["key"], texts["where"]
+    return found.select(
+        pl.col("estimated"),
+        pl.col("exact"),
+        keys.gather(found["i"]).alias("text_a"),
+        where.gather(found["i"]).alias("in_a"),
+        keys.gather(found["j"]).alias("text_b"),
+        where.gather(found["j"]).alias("in_b"),
+    )
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@overlap_app.command("overlap")
+def overlap_command(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Dataset files (with --key), or JSON sets files {name: [items]} (without).",
+            metavar="INPUTS",
+        ),
+    ],
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="What to compare: a key a family declares (fact, question, glycan, task, ...) "
+            "or column:NAME for any table's column (a list column counts each value). Not "
+            "needed for sets files.",
+        ),
+    ] = None,
+    family: Annotated[
+        str | None, typer.Option("--family", help="The family whose --key is meant.")
+    ] = None,
+    by: Annotated[
+        By, typer.Option("--by", help="Collections: each input file, or each split of each.")
+    ] = By.dataset,
+    normalize: Annotated[
+        bool,
+        typer.Option(
+            "--normalize",
+            help="Match names after Unicode NFKC, lower case, punctuation to spaces, spaces "
+            "collapsed (default: exact match); the output lists what merged.",
+        ),
+    ] = False,
+    aliases: Annotated[
+        Path | None,
+        typer.Option(
+            "--aliases", help="Alias table variant -> canonical (CSV with two columns, or JSON)."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write the UpSet plot as PATH.png and PATH.svg (both, whatever the suffix) and "
+            "the Jaccard heat map as PATH-jaccard.png and PATH-jaccard.svg.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        OverlapFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OverlapFormat.text,
+    fail_above: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-above",
+            min=0.0,
+            max=1.0,
+            help="Exit 1 when some pair's Jaccard index is above this (0: any shared key).",
+        ),
+    ] = None,
+    near_duplicates: Annotated[
+        bool,
+        typer.Option(
+            "--near-duplicates",
+            help="Also find near-duplicate texts of the key (MinHash + LSH, exact Jaccard "
+            "checked).",
+        ),
+    ] = False,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold", min=0.01, max=1.0, help="Near-duplicate Jaccard threshold (shingles)."
+        ),
+    ] = 0.8,
+    shingles: Annotated[
+        str,
+        typer.Option("--shingles", help="char:K (character K-grams) or word:N (word N-grams)."),
+    ] = "char:5",
+    permutations: Annotated[
+        int, typer.Option("--permutations", min=8, max=4096, help="MinHash signature length.")
+    ] = 128,
+) -> None:
+    """Pairwise Jaccard index, containment and shared counts, plus UpSet intersections, of the
+    keys of several datasets, splits or named sets."""
+    from curate.minhash import parse_shingles
+    from curate.outputs import guard_file
+
+    parse_shingles(shingles)  # a typo is exit 2 before any input is read
+    table = load_aliases(aliases) if aliases is not None else None
+    if plot is not None:
+        from curate.overlap_plot import plot_paths
+
+        for target in plot_paths(plot):
+            guard_file(target, paths, option="--plot")
+    members, names, is_text = collect_members(paths, key, family, by)
+    if near_duplicates and key is None:
+        raise UsageError("--near-duplicates needs a text --key (e.g. question, column:NAME)")
+    if near_duplicates and not is_text:
+        raise UsageError(f"--near-duplicates: key {key!r} is an identifier, not text")
+    members, merged = normalise_members(members, normalize=normalize, aliases=table)
+    result = overlap(members, names)
+    result.merged = merged
+    near = (
+        near_duplicate_pairs(members, threshold, shingles, permutations)
+        if near_duplicates
+        else None
+    )
+    how = "exact match" if not (normalize or table) else "normalised" if normalize else "aliased"
+    if normalize and table:
+        how = "normalised + aliases"
+    title = f"overlap of {len(names)} collections by {key or 'set items'} ({how})"
+    if fmt is OverlapFormat.json:
+        doc = {"title": title, **result.to_json()}
+        if near is not None:
+            doc["near_duplicates"] = near.to_dicts()
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif fmt is OverlapFormat.csv:
+        sys.stdout.write(render_csv(result))
+    elif fmt is OverlapFormat.markdown:
+        sys.stdout.write(render_markdown(result, title, near))
+    else:
+        sys.stdout.write(render_text(result, title, near))
+    if plot is not None:
+        from curate.overlap_plot import write_plots
+
+        for written in write_plots(result, plot, title=title):
+            typer.echo(f"wrote {written}", err=True)
+    if fail_above is not None:
+        worst = result.pairs.filter(pl.col("jaccard") > fail_above)
+        if worst.height:
+            r = worst.sort("jaccard", descending=True).row(0, named=True)
+            typer.echo(
+                f"curate: {worst.height} pair(s) above Jaccard {fail_above:g}; highest "
+                f"{r['a']} & {r['b']}: {r['jaccard']:.4f} ({r['intersection']} shared)",
+                err=True,
+            )
+            raise typer.Exit(1)
