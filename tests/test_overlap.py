@@ -324,3 +324,39 @@ def test_hash_collision_falls_back_to_exact_codes(monkeypatch) -> None:
     monkeypatch.setattr(pl.Series, "hash", colliding)
     o = overlap(members_from_sets({"a": ["x", "y"], "b": ["y", "z"]}))
     assert o.pairs.select("intersection", "union").row(0) == (1, 3)
+
+
+# --------------------------------------------------------------------------- deepfake keys
+
+
+def test_deepfake_keys_find_the_planted_leaks(tmp_path, capsys) -> None:
+    """The deepfake family's keys by split: ``content`` shares exactly the hashes a brute force
+    over the manifest finds in two splits (the planted DF303 leak), ``subject`` exactly the
+    identities (DF401), ``generator`` the generator sets."""
+    from deepfake_data import defective_manifest
+
+    m = defective_manifest().frame()
+    path = tmp_path / "manifest.csv"
+    m.write_csv(path)
+
+    def split_sets(*cols: str) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for row in m.iter_rows(named=True):
+            for c in cols:
+                if row.get(c):
+                    out.setdefault(row["split"], set()).add(
+                        str(row[c]).lower() if c == "sha256" else str(row[c])
+                    )
+        return out
+
+    for key, cols in (
+        ("content", ("sha256",)),
+        ("subject", ("subject_id", "source_id", "target_id")),
+        ("generator", ("generator",)),
+    ):
+        want = split_sets(*cols)
+        rc, doc = run_json(capsys, str(path), "--family", "deepfake", "--key", key, "--by", "split")
+        assert rc == 0, key
+        for a, b in (("train", "test"), ("train", "validation"), ("validation", "test")):
+            assert pair(doc, a, b)["intersection"] == len(want[a] & want[b]), (key, a, b)
+    assert len(split_sets("sha256")["train"] & split_sets("sha256")["test"]) >= 1

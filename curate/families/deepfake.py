@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from curate.audits.deepfake import RULES
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.io import SPLIT_FROM_LAYOUT, read_frame
@@ -82,6 +82,47 @@ def _validate_enum(field: str, values: pl.Series) -> pl.DataFrame:
             "__canon": pl.Series(out_values, dtype=pl.String),
             "__err": pl.Series(errors, dtype=pl.String),
         }
+    )
+
+
+def _content_keys(data: LoadedDataset) -> pl.DataFrame:
+    from curate.audits.deepfake.files import file_table
+    from curate.schemas.deepfake_tables import content_table
+
+    assert isinstance(data, DeepfakeData)
+    opts = data.options if isinstance(data.options, DeepfakeOptions) else DeepfakeOptions()
+    wants_files = not opts.no_files and data.rows["path"].is_not_null().any()
+    if wants_files and data.computed_hashes is None:
+        file_table(data, opts)  # sets data.computed_hashes (unreadable files: no hash)
+        data.cache.pop("content", None)
+    return content_table(data).select(
+        pl.col("record").cast(pl.String),
+        pl.col("split").cast(pl.String),
+        pl.col("sha256").cast(pl.String).alias("key"),
+    )
+
+
+def _identity_keys(data: LoadedDataset) -> pl.DataFrame:
+    from curate.schemas.deepfake_tables import identity_table
+
+    assert isinstance(data, DeepfakeData)
+    return identity_table(data).select(
+        pl.col("record").cast(pl.String),
+        pl.col("split").cast(pl.String),
+        pl.col("identity").cast(pl.String).alias("key"),
+    )
+
+
+def _generator_keys(data: LoadedDataset) -> pl.DataFrame:
+    assert isinstance(data, DeepfakeData)
+    return (
+        data.valid_rows()
+        .filter(pl.col("generator").is_not_null())
+        .select(
+            pl.col("record").cast(pl.String),
+            pl.col("split").cast(pl.String),
+            pl.col("generator").cast(pl.String).alias("key"),
+        )
     )
 
 
@@ -181,6 +222,32 @@ class DeepfakeFamily(Family):
         report.stats.update(_stats(data))
 
     # ----------------------------------------------------------------- export / fix
+    def overlap_keys(self) -> dict[str, OverlapKey]:
+        """``content`` (the sample's sha256: the files' own when they can be read, as DF3xx
+        compare them), ``subject`` (every identity a sample shows: subject, and a face swap's
+        source and target, as DF401 compares them) and ``generator`` (set-valued: the
+        generators of each sample's fakes, for the ILLUSION-style generator overlap)."""
+        return {
+            "content": OverlapKey(
+                "content",
+                "content hash of the sample: the file's sha256 (read from the files unless "
+                "--no-files), else the manifest's sha256 column; samples with neither are left out",
+                _content_keys,
+            ),
+            "subject": OverlapKey(
+                "subject",
+                "identity shown by a sample: subject_id, and a face swap's source_id and "
+                "target_id (the people a subject-disjoint split keeps apart)",
+                _identity_keys,
+            ),
+            "generator": OverlapKey(
+                "generator",
+                "generator of a fake sample (set-valued across a dataset: which generation "
+                "techniques it covers, as ILLUSION's Jaccard table compares them)",
+                _generator_keys,
+            ),
+        }
+
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
         """Modality × label, fakes per generator and sex × skin-tone balance, per split."""
         from curate.families.deepfake_plots import deepfake_plots
