@@ -62,14 +62,31 @@ step curate audit icrl "$XLAND"
 step curate export icrl "$XLAND" --out "$OUT/xland-episodes"
 "$BIN/curate" export icrl "$XLAND" --out "$OUT/xland-episodes"
 
+# Deepfake manifests: a real source manifest (40 MusicCaps clips, real audio) whose own columns
+# are mapped onto the deepfake schema; no media files ship with it, so files are not opened.
+MUSICCAPS=$(dirname "$SAMPLE")/musiccaps_manifest.csv
+DF_OPTS=(--column sample_id=ytid --column split=is_audioset_eval --split-map True=test
+         --split-map False=train --value label=real --value modality=audio --no-files)
+step curate audit deepfake "$MUSICCAPS" "${DF_OPTS[@]}"
+"$BIN/curate" audit deepfake "$MUSICCAPS" "${DF_OPTS[@]}"
+
+step curate export deepfake "$MUSICCAPS" "${DF_OPTS[@]}" --out "$OUT/musiccaps"
+"$BIN/curate" export deepfake "$MUSICCAPS" "${DF_OPTS[@]}" --out "$OUT/musiccaps"
+
+# Overlap between datasets: ILLUSION's generator sets reproduce its published Jaccard values
+# exactly; the UpSet plot and the Jaccard heat map are written as PNG and SVG.
+SETS=$(dirname "$SAMPLE")/illusion_technique_sets.json
+step curate overlap "$SETS" --plot "$OUT/illusion.png"
+"$BIN/curate" overlap "$SETS" --plot "$OUT/illusion.png"
+
 step 'python -c "datasets.load_dataset(...)"'
 "$BIN/python" - "$OUT" <<'PY'
 import sys
 import datasets
 
 datasets.disable_progress_bars()
-for name in ("remastered", "export", "glycan-fixed", "xland-episodes"):
+for name in ("remastered", "export", "glycan-fixed", "xland-episodes", "musiccaps"):
     d = datasets.load_dataset(f"{sys.argv[1]}/{name}")
     print(name, {s: d[s].num_rows for s in d}, "columns:", len(d["train"].column_names))
 PY
-printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table, XLand episodes).\n' "$OUT"
+printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table, XLand episodes, MusicCaps manifest, ILLUSION UpSet plot, audit.html).\n' "$OUT"
