@@ -529,3 +529,114 @@ def render_audit(
         splits = fam.record_splits(data)
     plots += list(extra_plots)
     return render_check(result, plots={name: plots}, splits={name: splits})
+
+
+#: Rows of the pairwise, intersection and near-duplicate tables an overlap page lists at most.
+OVERLAP_ROWS = 500
+
+
+def render_overlap(
+    result: Any, title: str, near: pl.DataFrame | None = None, plots: Sequence[Plot] = ()
+) -> str:
+    """The page of ``curate overlap --format html``: the collections, every pair sharing keys
+    (Jaccard, containment both ways), the UpSet intersections, names merged by normalisation,
+    near-duplicate texts, and ``plots`` (the UpSet plot and the Jaccard heat map). Same head,
+    style and content policy as the audit pages: one file, nothing loaded from outside."""
+
+    def table(head: Sequence[str], rows: Sequence[Sequence[Any]], more: int = 0) -> list[str]:
+        out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead>"]
+        out.append("<tbody>")
+        for r in rows:
+            out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>")
+        out.append("</tbody></table>")
+        if more > 0:
+            out.append(f'<p class="note">{more:,} more not listed (--format json lists all).</p>')
+        return out
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}%"
+
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta name="generator" content="curate {_e(__version__)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>curate {_e(__version__)}: <small>{_e(title)}</small></h1>",
+        "<h2>Collections</h2>",
+    ]
+    parts += table(
+        ["collection", "keys", "rows"],
+        [
+            (r["collection"], f"{r['size']:,}", f"{r['rows']:,}")
+            for r in result.sizes.iter_rows(named=True)
+        ],
+    )
+    shared = result.pairs.filter(pl.col("intersection") > 0).sort(
+        ["jaccard", "a", "b"], descending=[True, False, False]
+    )
+    parts.append(f"<h2>Pairs sharing keys: {shared.height:,} of {result.pairs.height:,}</h2>")
+    parts += table(
+        ["a", "b", "shared", "Jaccard", "of a in b", "of b in a"],
+        [
+            (
+                r["a"],
+                r["b"],
+                f"{r['intersection']:,}",
+                f"{r['jaccard']:.4f}",
+                pct(r["a_in_b"]),
+                pct(r["b_in_a"]),
+            )
+            for r in shared.head(OVERLAP_ROWS).iter_rows(named=True)
+        ],
+        shared.height - OVERLAP_ROWS,
+    )
+    inter = result.intersections
+    parts.append("<h2>Intersections (keys held by exactly these collections)</h2>")
+    parts += table(
+        ["keys", "collections", "examples"],
+        [
+            (
+                f"{r['count']:,}",
+                " & ".join(r["members"]) + (" only" if r["degree"] == 1 else ""),
+                ", ".join(repr(x) for x in r["examples"]),
+            )
+            for r in inter.head(OVERLAP_ROWS).iter_rows(named=True)
+        ],
+        inter.height - OVERLAP_ROWS,
+    )
+    if result.merged.height:
+        parts.append("<h2>Merged by normalisation / aliases</h2>")
+        parts += table(
+            ["key", "raw spellings", "collections"],
+            [
+                (r["key"], ", ".join(repr(v) for v in r["variants"]), ", ".join(r["collections"]))
+                for r in result.merged.head(OVERLAP_ROWS).iter_rows(named=True)
+            ],
+            result.merged.height - OVERLAP_ROWS,
+        )
+    if near is not None:
+        parts.append(f"<h2>Near-duplicate texts: {near.height:,} pairs</h2>")
+        parts += table(
+            ["exact", "estimated", "in", "text", "in", "text"],
+            [
+                (
+                    f"{r['exact']:.3f}",
+                    f"{r['estimated']:.3f}",
+                    r["in_a"],
+                    r["text_a"],
+                    r["in_b"],
+                    r["text_b"],
+                )
+                for r in near.head(OVERLAP_ROWS).iter_rows(named=True)
+            ],
+            near.height - OVERLAP_ROWS,
+        )
+    if plots:
+        parts.append('<h2>Plots</h2><div class="plots">')
+        parts += _plots_section(plots)
+        parts.append("</div>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

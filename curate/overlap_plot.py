@@ -17,13 +17,14 @@ from __future__ import annotations
 import io
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from curate.outputs import write_bytes_atomic
 from curate.overlap import Overlap
 
-__all__ = ["heatmap_figure", "plot_paths", "upset_figure", "write_plots"]
+__all__ = ["close", "heatmap_figure", "plot_paths", "upset_figure", "write_plots"]
 
 
 def plot_paths(plot: str | Path) -> list[Path]:
@@ -94,6 +95,13 @@ def heatmap_figure(o: Overlap, title: str = ""):
     ax.set_title(title or "Jaccard index")
     fig.tight_layout()
     return fig
+
+
+def close(*figures: Any) -> None:
+    """Release pyplot figures (pyplot keeps every figure it made until closed)."""
+    plt = _pyplot()
+    for fig in figures:
+        plt.close(fig)
 
 
 def write_plots(o: Overlap, plot: str | Path, *, title: str = "") -> list[Path]:

@@ -359,7 +359,11 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-def open_page(browser: Any, path: Path) -> tuple[Any, list[str]]:
+def open_page(
+    browser: Any,
+    path: Path,
+    ready: str = "section.findings[data-ready], p:has-text('No findings.')",
+) -> tuple[Any, list[str]]:
     page = browser.new_page()
     problems: list[str] = []
     page.on(
@@ -381,7 +385,7 @@ def open_page(browser: Any, path: Path) -> tuple[Any, list[str]]:
         ),
     )
     page.goto(path.as_uri())
-    page.wait_for_selector("section.findings[data-ready], p:has-text('No findings.')")
+    page.wait_for_selector(ready)
     return page, problems
 
 
@@ -514,3 +518,26 @@ def test_paging_keeps_a_large_table_responsive(browser, tmp_path):
     page.click(".f-next")
     assert "101–200 of 10000" in page.inner_text(".f-info")
     assert problems == []
+
+
+def test_overlap_page_renders_its_plots_in_chromium(browser, capsys, tmp_path):
+    """``curate overlap --format html``: the ILLUSION sets' page shows the UpSet plot and the
+    Jaccard heat map, every published pair, and loads nothing from outside."""
+    sets = SAMPLES / "illusion_technique_sets.json"
+    out = tmp_path / "overlap.html"
+    rc = main(["overlap", str(sets), "--format", "html", "--out", str(out)])
+    assert rc == 0
+    text = out.read_text("utf-8")
+    assert "http://" not in text.replace("http://www.w3.org", "") and "<script src" not in text
+    page, problems = open_page(browser, out, ready="figure.plot img")
+    widths = rendered_plots(page)
+    assert len(widths) == 2 and all(w > 0 for w in widths), widths
+    body = page.inner_text("body")
+    assert "DF-Platter" in body and "1.0000" in body  # DF-Platter & DeePhy share all three
+    assert problems == []
+    # a page curate did not write is never replaced
+    foreign = tmp_path / "mine.html"
+    foreign.write_text("<html>my notes</html>", "utf-8")
+    capsys.readouterr()
+    assert main(["overlap", str(sets), "--format", "html", "--out", str(foreign)]) == 2
+    assert foreign.read_text("utf-8") == "<html>my notes</html>"

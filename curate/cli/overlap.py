@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +23,7 @@ import orjson
 import polars as pl
 import typer
 
+from curate.cli import terminal
 from curate.errors import InputError, UsageError
 from curate.overlap import (
     Overlap,
@@ -42,6 +42,7 @@ class OverlapFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     csv = "csv"
+    html = "html"
 
 
 class By(StrEnum):
@@ -258,6 +259,32 @@ def render_markdown(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_html(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
+    """The HTML page with the UpSet plot and the Jaccard heat map embedded (as SVG)."""
+    from curate.html_report import render_overlap
+    from curate.overlap_plot import close, heatmap_figure, upset_figure
+    from curate.plots import Plot
+
+    figures = [upset_figure(o), heatmap_figure(o)]
+    try:
+        plots = [
+            Plot(
+                "UpSet plot",
+                "Keys held by exactly the collections marked below each bar; set sizes at the "
+                "left.",
+                figures[0],
+            ),
+            Plot(
+                "Jaccard index",
+                "Shared keys over the keys of either collection, for every pair.",
+                figures[1],
+            ),
+        ]
+        return render_overlap(o, title, near, plots)
+    finally:
+        close(*figures)
+
+
 def render_csv(o: Overlap) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -343,8 +370,24 @@ def overlap_command(
         ),
     ] = None,
     fmt: Annotated[
-        OverlapFormat, typer.Option("--format", "-f", help="Output format.")
+        OverlapFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output format (html: one self-contained page with the UpSet plot and the "
+            "Jaccard heat map embedded).",
+        ),
     ] = OverlapFormat.text,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "--out",
+            "-o",
+            help="Write the report here (atomically; an existing HTML file only if curate "
+            "wrote it).",
+        ),
+    ] = None,
     fail_above: Annotated[
         float | None,
         typer.Option(
@@ -388,6 +431,10 @@ def overlap_command(
 
         for target in plot_paths(plot):
             guard_file(target, paths, option="--plot")
+    if output is not None and str(output) != "-":
+        from curate.html_report import GENERATOR
+
+        guard_file(output, paths, marker=GENERATOR if fmt is OverlapFormat.html else None)
     members, names, is_text = collect_members(paths, key, family, by)
     if near_duplicates and key is None:
         raise UsageError("--near-duplicates needs a text --key (e.g. question, column:NAME)")
@@ -409,13 +456,16 @@ def overlap_command(
         doc = {"title": title, **result.to_json()}
         if near is not None:
             doc["near_duplicates"] = near.to_dicts()
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     elif fmt is OverlapFormat.csv:
-        sys.stdout.write(render_csv(result))
+        text = render_csv(result)
     elif fmt is OverlapFormat.markdown:
-        sys.stdout.write(render_markdown(result, title, near))
+        text = render_markdown(result, title, near)
+    elif fmt is OverlapFormat.html:
+        text = render_html(result, title, near)
     else:
-        sys.stdout.write(render_text(result, title, near))
+        text = render_text(result, title, near)
+    terminal.emit(text, output)
     if plot is not None:
         from curate.overlap_plot import write_plots
 
