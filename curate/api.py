@@ -418,9 +418,17 @@ def _published(after: Report | None) -> Report | None:
     for i in after.inputs:
         stats = stats.replace(orjson.dumps(i.path).decode()[1:-1], where)
     after.stats = orjson.loads(stats)
-    after.inputs = [replace(i, path=where, sha256="") for i in after.inputs]
     if after.findings.height:
         after.findings = after.findings.with_columns(pl.lit(where).alias("input"))
+        if after.findings.schema.get("details") == pl.String:
+            # a path inside a finding's details (the manifest a media file is listed in)
+            details = pl.col("details")
+            for i in after.inputs:
+                details = details.str.replace_all(
+                    orjson.dumps(i.path).decode(), orjson.dumps(where).decode(), literal=True
+                )
+            after.findings = after.findings.with_columns(details.alias("details"))
+    after.inputs = [replace(i, path=where, sha256="") for i in after.inputs]
     return after
 
 

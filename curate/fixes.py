@@ -395,7 +395,7 @@ def run_fixes(
     _name_invalid_findings(changes, invalid)
     applied: dict[str, int] = {}
     current, audit_report = data, report
-    reaudit = family.reaudit_options(options)
+    reaudit = family.reaudit_options(options, data)
     passes = 0
     converged = False
     after = None

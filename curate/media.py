@@ -19,6 +19,7 @@ again next time; files older than that are keyed safely.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -73,9 +74,26 @@ POOL_MIN_FILES = 4
 _UNCACHED_ERRORS = ("missing", "unreadable")
 
 
+def user_cache_root() -> Path:
+    """curate's folder in the user's cache: ``$XDG_CACHE_HOME/curate`` (default
+    ``~/.cache/curate``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "curate"
+
+
 def default_cache(manifest_path: str | Path) -> Path:
-    """``<folder of the manifest>/.curate-cache/media.parquet``."""
-    return Path(manifest_path).resolve().parent / CACHE_DIR / CACHE_FILE
+    """The media cache of one dataset folder, in the user's cache folder:
+    ``~/.cache/curate/media/<digest of the manifest's folder>.parquet``.
+
+    Why not beside the manifest: ``audit``, ``validate`` and ``check`` are read-only commands
+    whose users do not expect a new folder in their dataset repository (an untracked file in a
+    git checkout, and a parquet file a later folder read would take for data). One file per
+    dataset folder keeps each cache as small as that dataset; the entries are keyed by
+    absolute path, size and mtime, so a moved or edited file is never served stale.
+    """
+    folder = str(Path(manifest_path).resolve().parent)
+    digest = hashlib.sha1(folder.encode("utf-8"), usedforsecurity=False).hexdigest()[:16]
+    return user_cache_root() / "media" / f"{digest}.parquet"
 
 
 def default_workers() -> int:
@@ -120,7 +138,7 @@ def read_cache(path: str | Path | None) -> dict[tuple[str, int, int], dict[str, 
 def _check_ours(path: Path, meta: dict[bytes, bytes] | None) -> None:
     if meta is not None and meta.get(CACHE_TAG[0]) == CACHE_TAG[1]:
         return
-    if is_curate_folder(path.parent) and path.name == CACHE_FILE:
+    if is_curate_folder(path.parent) and path.suffix == ".parquet":
         return  # our own folder: a damaged cache of ours is rebuilt
     raise UsageError(
         f"--cache {path}: exists and is not a curate media cache; curate never overwrites "
@@ -141,7 +159,7 @@ def write_cache(
     if target.exists():
         read_cache(target)  # refuses a file that is not ours
     folder = target.parent
-    if folder.name == CACHE_DIR and not folder.exists():
+    if (folder.name == CACHE_DIR or folder == user_cache_root() / "media") and not folder.exists():
         folder.mkdir(parents=True)
         (folder / MARKER_DIR).mkdir()
         info = manifest(None) | {"purpose": "media scan cache (safe to delete)"}

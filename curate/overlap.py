@@ -319,7 +319,9 @@ def overlap(
     )
     pats = (
         patterns_per_key.group_by(word_cols)
-        .agg(pl.len().alias("count"), pl.col("kid").head(max(examples, 0)).alias("__ex"))
+        # examples: the smallest key ids (ids are hashes of the keys), so that the same input
+        # gives the same examples on every run, whatever order the group-by met the keys in
+        .agg(pl.len().alias("count"), pl.col("kid").sort().head(max(examples, 0)).alias("__ex"))
         .with_row_index("pid")
     )
     # the collections of each pattern, as rows (pid, cid): one key of the pattern says them all

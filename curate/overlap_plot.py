@@ -27,10 +27,19 @@ from curate.overlap import Overlap
 __all__ = ["close", "heatmap_figure", "plot_paths", "upset_figure", "write_plots"]
 
 
+#: Written into every plot file's metadata (PNG ``Software``, SVG ``Creator``), near the start:
+#: how a later run knows the file is curate's to replace (:func:`curate.outputs.guard_file`),
+#: and never replaces a figure of someone else's under the same name.
+MARK = "curate overlap plot"
+MARKER = MARK.encode()
+
+
 def plot_paths(plot: str | Path) -> list[Path]:
     """The four files ``--plot PATH`` writes: ``STEM.png``, ``STEM.svg`` (UpSet),
     ``STEM-jaccard.png``, ``STEM-jaccard.svg`` (a ``.png``/``.svg`` suffix of PATH is dropped)."""
     p = Path(plot)
+    if p.is_dir():  # --plot figs/: the files go inside the folder
+        p = p / "overlap"
     stem = p.with_suffix("") if p.suffix.lower() in (".png", ".svg") else p
     return [
         stem.with_name(stem.name + suffix)
@@ -116,9 +125,8 @@ def write_plots(o: Overlap, plot: str | Path, *, title: str = "") -> list[Path]:
         try:
             for target, fmt in ((png, "png"), (svg, "svg")):
                 buf = io.BytesIO()
-                fig.savefig(
-                    buf, format=fmt, dpi=100, metadata={"Date": None} if fmt == "svg" else None
-                )
+                meta = {"Date": None, "Creator": MARK} if fmt == "svg" else {"Software": MARK}
+                fig.savefig(buf, format=fmt, dpi=100, metadata=meta)
                 write_bytes_atomic(target, buf.getvalue())
                 written.append(target)
         finally:

@@ -35,6 +35,13 @@ def _missing(path: Path) -> NoReturn:
     pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caches curate keeps in the user's cache folder (the media scan's) go to a folder of the
+    test session, never to the real ``~/.cache``."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+
+
 @pytest.fixture(scope="session")
 def shared() -> Callable[[str], Path]:
     """``shared("data/mquake/MQuAKE-hard.json")``: a path in the shared folder that exists.

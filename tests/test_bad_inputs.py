@@ -476,7 +476,8 @@ CORPUS: list[Case] = [
     ),
     Case(
         "deepfake --value that is not a label",
-        _deepfake_manifest(_DEEPFAKE_ROWS),
+        # no label column: --value fills the empty field (it never replaces a manifest's value)
+        _deepfake_manifest([{k: v for k, v in r.items() if k != "label"} for r in _DEEPFAKE_ROWS]),
         BAD,
         families=("deepfake",),
         args=("--value", "label=maybe"),

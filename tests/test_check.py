@@ -568,3 +568,22 @@ def test_update_baseline_with_an_unusable_dataset_keeps_its_entries(repo, capsys
     hdf5.write_bytes(good)
     rc, out, _ = run(capsys, "check")
     assert rc == 0, out
+
+
+def test_a_split_mapping_wins_over_the_files_split_column(tmp_path, shared, capsys, monkeypatch):
+    """Every record of a mapped file is in the mapped split, whatever a split column of the
+    file says: the real glycowork sample (a naive row-level split that leaks) mapped whole to
+    train has no split leakage."""
+    folder = tmp_path / "whole"
+    folder.mkdir()
+    shutil.copy(shared("data/glycan/glycowork_sample.csv"), folder / "all.csv")
+    monkeypatch.chdir(folder)
+    config = '[[datasets]]\nname = "g"\nfamily = "glycan"\nselect = ["leakage"]\n{}\n'
+    (folder / "curate.toml").write_text(config.format('paths = ["all.csv"]'), "utf-8")
+    rc, out, _ = run(capsys, "check", "--format", "json")
+    leaks = {r["rule"]: r["findings"] for r in json.loads(out)["datasets"][0]["rules"]}
+    assert leaks["GL401"] + leaks["GL402"] > 0  # the file's own split column leaks
+    (folder / "curate.toml").write_text(config.format('splits = { train = "all.csv" }'), "utf-8")
+    rc, out, _ = run(capsys, "check", "--format", "json")
+    leaks = {r["rule"]: r["findings"] for r in json.loads(out)["datasets"][0]["rules"]}
+    assert leaks["GL401"] + leaks["GL402"] == 0 and rc == 0, leaks

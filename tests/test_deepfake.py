@@ -323,3 +323,26 @@ def test_overlap_key_tables(tmp_path):
     gens = dict(generator_sets(data).iter_rows())
     assert gens["C"] == ["F5-TTS", "OpenVoice", "XTTS-v2"]
     assert "SimSwap" in gens["D"]  # the real row of DF101 names it
+
+
+def test_value_fills_only_empty_cells_and_split_map_ignores_case(tmp_path, shared):
+    """``--value label=real`` never replaces a label the manifest states (it fills empty ones),
+    and ``--split-map True=test`` matches a boolean column whatever its spelling (CSV True,
+    parquet/JSON true) — the real MusicCaps flags as parquet."""
+    mc = pl.read_csv(shared("data/deepfake/musiccaps-public-openai.csv")).head(300)
+    assert mc.schema["is_audioset_eval"] == pl.Boolean
+    labels = ["fake" if i % 3 == 0 else None for i in range(mc.height)]
+    mc = mc.with_columns(pl.Series("label", labels, dtype=pl.String))
+    mc.write_parquet(tmp_path / "mc.parquet")
+    opts = dict(
+        columns={"sample_id": "ytid", "split": "is_audioset_eval"},
+        values={"label": "real", "modality": "audio"},
+        split_map={"True": "test", "False": "train"},
+        no_files=True,
+    )
+    data = FAMILY.load([str(tmp_path / "mc.parquet")], **opts)
+    got = data.rows["label"].cast(pl.String).to_list()
+    assert got == [x or "real" for x in labels]
+    want = ["test" if v else "train" for v in mc["is_audioset_eval"].to_list()]
+    assert data.rows["split"].cast(pl.String).to_list() == want
+    assert data.schema_findings.height == 0

@@ -194,4 +194,24 @@ def test_computed_hashes_win_and_the_cache_is_reused(planted, monkeypatch):
     again = curate.audit("deepfake", [str(planted)])
     assert again.stats["media"]["from_cache"] == again.stats["media"]["files"] - 1  # gone.png
     assert _codes(again) == _codes(curate.audit("deepfake", [str(planted)]))
-    assert (planted.parent / ".curate-cache" / "media.parquet").is_file()
+    # the cache is in the user's cache folder, never in the dataset's folder
+    from curate.media import default_cache
+
+    assert default_cache(planted).is_file()
+    assert not (planted.parent / ".curate-cache").exists()
+
+
+def test_fix_reaudits_the_inputs_media_not_its_staging_folder(planted, tmp_path):
+    """The fixed manifest keeps the input's relative paths; its re-audit resolves them where
+    the input's were, so no file is "missing" that was there, and no temporary path reaches the
+    card or the re-audit's report."""
+    before = curate.audit("deepfake", [str(planted)])
+    out = tmp_path / "fixed"
+    done = curate.fix("deepfake", [str(planted)], out)
+    after = done.fix.after
+    assert after is not None
+    missing = lambda r: set(r.findings.filter(pl.col("rule") == "DF201")["record"].to_list())  # noqa: E731
+    assert missing(after) <= missing(before)
+    assert not missing(before) or after.stats["media"]["files"] > 0
+    card = (out / "README.md").read_text("utf-8")
+    assert "curate-fix-" not in card and "curate-fix-" not in (out / "audit.after.json").read_text()

@@ -360,3 +360,35 @@ def test_deepfake_keys_find_the_planted_leaks(tmp_path, capsys) -> None:
         for a, b in (("train", "test"), ("train", "validation"), ("validation", "test")):
             assert pair(doc, a, b)["intersection"] == len(want[a] & want[b]), (key, a, b)
     assert len(split_sets("sha256")["train"] & split_sets("sha256")["test"]) >= 1
+
+
+def test_same_input_same_report(shared, capsys) -> None:
+    """The examples of each intersection are chosen by key, not by the order a parallel
+    group-by met them: the JSON of one input is the same on every run."""
+    sets = str(shared("data/deepfake/illusion_technique_sets.json"))
+    docs = [run_json(capsys, sets)[1] for _ in range(4)]
+    assert all(d == docs[0] for d in docs)
+
+
+def test_plot_never_replaces_a_figure_curate_did_not_draw(shared, capsys, tmp_path) -> None:
+    """``--plot`` refuses a file of the same name that is not one of its own plots (the
+    authors' published figure, say), replaces its own, and writes into a folder given."""
+    sets = str(shared("data/deepfake/illusion_technique_sets.json"))
+    theirs = tmp_path / "upset_plot.png"
+    theirs.write_bytes(shared("data/deepfake/upset_plot.png").read_bytes())
+    before = theirs.read_bytes()
+    capsys.readouterr()
+    assert main(["overlap", sets, "--plot", str(theirs)]) == 2
+    assert theirs.read_bytes() == before
+    mine = tmp_path / "mine.png"
+    assert main(["overlap", sets, "--plot", str(mine)]) == 0
+    assert main(["overlap", sets, "--plot", str(mine)]) == 0  # its own: replaced
+    folder = tmp_path / "figs"
+    folder.mkdir()
+    assert main(["overlap", sets, "--plot", str(folder)]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "overlap-jaccard.png",
+        "overlap-jaccard.svg",
+        "overlap.png",
+        "overlap.svg",
+    ]

@@ -427,10 +427,10 @@ def overlap_command(
     parse_shingles(shingles)  # a typo is exit 2 before any input is read
     table = load_aliases(aliases) if aliases is not None else None
     if plot is not None:
-        from curate.overlap_plot import plot_paths
+        from curate.overlap_plot import MARKER, plot_paths
 
         for target in plot_paths(plot):
-            guard_file(target, paths, option="--plot")
+            guard_file(target, paths, option="--plot", marker=MARKER)
     if output is not None and str(output) != "-":
         from curate.html_report import GENERATOR
 

@@ -312,8 +312,11 @@ class Family(ABC):
         """The whole record as the changelog keeps it when a fix drops it (default: its cells)."""
         return cells
 
-    def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
-        """The options for re-auditing fixed data (default: the same)."""
+    def reaudit_options(
+        self, options: FamilyOptions, data: LoadedDataset | None = None
+    ) -> FamilyOptions:
+        """The options for re-auditing fixed data (default: the same); ``data`` is the input
+        as read (e.g. where its relative media paths are resolved)."""
         return options
 
     def fix_summary(

@@ -31,7 +31,7 @@ from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import SPLIT_FROM_LAYOUT, read_frame
+from curate.io import SPLIT_FROM_LAYOUT, read_frame, split_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.deepfake import (
@@ -181,7 +181,11 @@ class DeepfakeFamily(Family):
                 given.pop("split")  # a published folder has its splits as files
             cols = detect_columns(header, given, opts.values, path=str(path))
             layout = SPLIT_FROM_LAYOUT in frame.columns
-            if layout and "split" not in cols and "split" not in opts.values:
+            if split_of(path) is not None:
+                # a project configuration's split mapping names this file's split: it wins
+                # over a split column of the file (every record of the file is in that split)
+                cols["split"] = SPLIT_FROM_LAYOUT
+            elif layout and "split" not in cols and "split" not in opts.values:
                 cols["split"] = SPLIT_FROM_LAYOUT
             norm, errs = _normalise(i, str(path), frame, cols, opts, offset, src.nested_cells)
             rows.append(norm)
@@ -309,11 +313,25 @@ class DeepfakeFamily(Family):
             return {k: v for k, v in got.items() if v is not None or k != SPLIT_FROM_LAYOUT}
         return cells
 
-    def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
+    def reaudit_options(
+        self, options: FamilyOptions, data: LoadedDataset | None = None
+    ) -> FamilyOptions:
         """Published data has canonical column names and values: the mapping options that
-        read the input (``--column``, ``--value``, ``--split-map``) are not re-applied."""
+        read the input (``--column``, ``--value``, ``--split-map``) are not re-applied. Its
+        relative media paths still name the input's files: the re-audit resolves them where
+        the input's were (not in the temporary folder the fixed manifest is written to), and
+        uses the input's cache, so the fixed data's files are checked and never re-read."""
+        from curate.media import default_cache
+
         assert isinstance(options, DeepfakeOptions)
-        return options.model_copy(update={"columns": {}, "values": {}, "split_map": {}})
+        update: dict[str, Any] = {"columns": {}, "values": {}, "split_map": {}}
+        if isinstance(data, DeepfakeData) and data.media_roots:
+            if options.media_root is None:
+                update["media_root"] = Path(data.media_roots[0])
+            if options.cache is None and data.paths and Path(data.paths[0]).exists():
+                first = Path(data.paths[0])
+                update["cache"] = default_cache(first if first.is_file() else first / "manifest")
+        return options.model_copy(update=update)
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
         assert isinstance(data, DeepfakeData)
@@ -350,7 +368,7 @@ def _normalise(
     text: dict[str, pl.Series] = {}
     source: dict[str, str] = {}
     for f in FIELDS:
-        if f in opts.values:
+        if f in opts.values and f not in cols:
             text[f] = pl.Series(f, [opts.values[f].strip() or None] * n, dtype=pl.String)
             source[f] = f"--value {f}"
         elif f in cols:
@@ -363,6 +381,8 @@ def _normalise(
                 )
             text[f] = _text(col).alias(f)
             source[f] = cols[f]
+            if f in opts.values:  # --value fills only the empty cells of an existing column
+                text[f] = text[f].fill_null(opts.values[f].strip() or None)
         else:
             text[f] = pl.Series(f, [None] * n, dtype=pl.String)
     base = pl.DataFrame(text).with_columns(
@@ -413,9 +433,12 @@ def _normalise(
         pl.format("sha256 is not 64 hexadecimal digits (got {})", pl.col("sha256").str.head(80)),
     )
     # split: --split-map first, then the usual spellings
-    mapped = {k: v for k, v in opts.split_map.items()}
+    # matched without regard to case: a boolean column reads True in CSV, true in JSON Lines
+    # and parquet, and `--split-map True=test` means both
+    mapped = {k.strip().lower(): v for k, v in opts.split_map.items()}
     base = base.with_columns(pl.col("split").alias("__split_raw")).with_columns(
         pl.col("split")
+        .str.to_lowercase()
         .replace_strict(mapped, default=pl.col("split"), return_dtype=pl.String)
         .alias("split")
     )

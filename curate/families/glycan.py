@@ -383,7 +383,11 @@ class GlycanFamily(Family):
             cols = detect_columns(
                 [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, given, path=str(path)
             )
-            if SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
+            if any(split_of(p) is not None for p in unit):
+                # a project configuration's split mapping names each file's split: it wins
+                # over a split column (or split flags) of the files
+                cols.split, cols.split_flags = SPLIT_FROM_LAYOUT, {}
+            elif SPLIT_FROM_LAYOUT in raw.columns and cols.split is None and not cols.split_flags:
                 cols.split = SPLIT_FROM_LAYOUT
             table, errs = self._normalise(
                 i, str(path), cols, raw, offset, src.format, flagged, src.row_lines, records
@@ -824,7 +828,9 @@ class GlycanFamily(Family):
         summary = {**self.fix_figures(run, data), **more}
         return {"fix_summary.json": dumps(summary).encode()}, more
 
-    def reaudit_options(self, options: FamilyOptions) -> FamilyOptions:
+    def reaudit_options(
+        self, options: FamilyOptions, data: LoadedDataset | None = None
+    ) -> FamilyOptions:
         """The fixed data has its splits as files: a ``--column split=...`` mapping names a
         column the published data no longer has, so it is left out of the re-audit."""
         assert isinstance(options, GlycanOptions)

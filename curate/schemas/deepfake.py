@@ -27,7 +27,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from curate.errors import InputError
 from curate.options import FamilyOptions, option
@@ -328,7 +335,8 @@ def detect_columns(
     """Field → source column: the ``--column`` mapping, then the known spellings of
     :data:`ALIASES` (case-insensitive). A mapped column that does not exist is an error with a
     hint; a manifest without any sample id column is an error (``--column sample_id=NAME``).
-    Fields given by ``--value`` are not looked for."""
+    Fields given by ``--value`` are looked for too: the value fills only the rows whose
+    column is missing or empty."""
     overrides = dict(overrides or {})
     constants = constants or {}
     for k, v in overrides.items():
@@ -342,8 +350,6 @@ def detect_columns(
         lower.setdefault(h.lower().strip(), h)
     out: dict[str, str] = {}
     for fld in FIELDS:
-        if fld in constants:
-            continue
         if fld in overrides:
             out[fld] = overrides[fld]
             continue
@@ -425,7 +431,8 @@ class DeepfakeOptions(FamilyOptions):
     cache: Path | None = option(
         None,
         help="File caching each media file's hash and metadata by path, size and mtime (default: "
-        ".curate-cache/media.parquet beside the first manifest, skipped if not writable).",
+        "one file per dataset folder under ~/.cache/curate/media, or $XDG_CACHE_HOME/curate; "
+        "skipped if not writable).",
     )
     near_distance: int = option(
         10,
@@ -444,6 +451,21 @@ class DeepfakeOptions(FamilyOptions):
         help="Longest plausible sample in seconds (DF110).",
         commands=("validate", "audit", "fix"),
     )
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ValueError(f"must be at least 1 (got {v})")
+        return v
+
+    @field_validator("media_root")
+    @classmethod
+    def _media_root(cls, v: Path | None) -> Path | None:
+        # a mistyped root would make every file "missing" (DF201): say so before reading
+        if v is not None and not Path(v).is_dir():
+            raise ValueError(f"{v} is not a folder")
+        return v
 
 
 #: Generator values that mean "no generator" (written in real rows by many manifests).

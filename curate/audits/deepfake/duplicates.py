@@ -89,8 +89,14 @@ def duplicate_content(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
     return finding_frame(
         hits,
         field=pl.lit("sha256"),
+        # the first copy by its row too: two rows may share a sample id (DF301)
         message=pl.format(
-            "same content as {} in split {}", pl.col("first_record"), pl.col("split")
+            "same content as {} (row {}) {}",
+            pl.col("first_record"),
+            pl.col("first_row"),
+            pl.when(pl.col("split").is_null())
+            .then(pl.lit("(the manifest has no split)"))
+            .otherwise(pl.format("in split {}", pl.col("split"))),
         ),
         details=json_struct(
             pl.col("sha256"),
@@ -226,7 +232,7 @@ def content_label_conflict(data: DeepfakeData, ctx: AuditContext) -> pl.DataFram
             "content labelled real {}× and fake {}×; this row says {}",
             "real",
             "fake",
-            pl.col("label"),
+            pl.col("label").cast(pl.String).fill_null("nothing"),
         ),
         details=json_struct(
             pl.col("sha256"), pl.col("real"), pl.col("fake"), file_of(data).alias("file")
