@@ -265,6 +265,31 @@ def test_deepfake_identical(ray_engine, ray_cluster, ray_calls, tmp_path):
     assert ray_calls["scan_shard"] >= 1
 
 
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file written (scan timing masked), but the run's marker (command line, times)."""
+    return {
+        str(p.relative_to(folder)): _TIMING.sub(b'"\\1": "-"', p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.parent.name != ".curate"
+    }
+
+
+@pytest.mark.parametrize("verb", ["fix", "export"])
+def test_fix_and_export_write_the_same_files(
+    ray_engine, ray_cluster, hard_path, xland, verb, tmp_path
+):
+    """fix and export on Ray write the same bytes (data, card, changelog, reports)."""
+    inputs = {"fix": ["knowledge-editing", str(hard_path)], "export": ["icrl", str(xland)]}[verb]
+    engines = {"local": [], "ray": ["--engine", "ray", "--ray-address", ray_cluster]}
+    trees = {}
+    for name, flags in engines.items():
+        out = tmp_path / name
+        assert main([verb, *inputs, "--out", str(out), *flags]) == 0
+        trees[name] = _tree(out)
+    assert len(trees["local"]) >= 2
+    assert trees["ray"] == trees["local"]
+
+
 def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_path, monkeypatch):
     """The first task of the scan blocks until the test SIGKILLs its worker process; Ray
     retries the unit on a fresh worker and the report equals the local one."""
@@ -341,3 +366,15 @@ def test_engine_flag_on_every_verb_of_every_family(capsys):
             assert main([verb, fam, "--help"]) == 0
             out = capsys.readouterr().out
             assert "--engine" in out and "--ray-address" in out, (verb, fam)
+
+
+def test_progress_counts_tasks_done_over_total(ray_engine, xland):
+    """The terminal's progress callback sees ``tasks done / total`` as Ray tasks finish."""
+    import curate
+    from curate.engine import progress_to, use_engine
+
+    seen: list[tuple[str, int]] = []
+    with use_engine(ray_engine), progress_to(lambda msg, n: seen.append((msg, n))):
+        curate.audit("icrl", str(xland))
+    assert [n for _, n in seen] == [1, 2, 3, 4]
+    assert seen[-1][0] == "ray: task-group ranges 4/4"
