@@ -82,6 +82,10 @@ class Engine:
         pass
 
 
+def _warm() -> None:
+    """A no-op task: its only effect is a started worker process."""
+
+
 class _RayFuture:
     """A Ray object reference with the one method of :class:`~concurrent.futures.Future`
     the pipelined readers call."""
@@ -139,6 +143,11 @@ class RayEngine(Engine):
                 msg = " ".join(str(e).split()) or type(e).__name__
                 raise UsageError(f"--ray-address {address}: cannot join Ray: {msg}") from None
             self._started = True
+        # Start one worker process per cluster CPU now, while the driver reads the input's
+        # metadata: a Ray worker starts on first use (~1-3 s of Python and Ray imports), which
+        # would otherwise sit on the critical path of the first units.
+        cpus = self.parallelism(1)
+        self._warm = [self.remote(_warm).remote() for _ in range(cpus)]
 
     def is_local(self) -> bool:
         return False
