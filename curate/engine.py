@@ -82,6 +82,23 @@ class Engine:
         pass
 
 
+def _get(refs: Any) -> Any:
+    """``ray.get``, with an exception raised *by a unit* re-raised as itself: the caller sees
+    the same :class:`~curate.errors.InputError` (one line, exit 2) or finding as locally, not
+    Ray's wrapper with a remote traceback. A worker that died past its retries stays Ray's
+    error (the cluster's fault, not the input's)."""
+    import ray
+    from ray.exceptions import RayTaskError
+
+    try:
+        return ray.get(refs)
+    except RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from None
+        raise
+
+
 def _warm() -> None:
     """A no-op task: its only effect is a started worker process."""
 
@@ -94,9 +111,7 @@ class _RayFuture:
         self.ref = ref
 
     def result(self) -> Any:
-        import ray
-
-        return ray.get(self.ref)
+        return _get(self.ref)
 
     def cancel(self) -> bool:
         return False
@@ -189,7 +204,7 @@ class RayEngine(Engine):
                 done += len(ready)
                 if progress:
                     progress(f"ray: {label} {done}/{len(refs)}", done)
-        return ray.get(refs)  # unit order, whatever order they finished in
+        return _get(refs)  # unit order, whatever order they finished in
 
     def submitter(self, make_pool: Callable[[], Any]) -> Any:
         return _RaySubmitter(self)

@@ -378,3 +378,23 @@ def test_progress_counts_tasks_done_over_total(ray_engine, xland):
         curate.audit("icrl", str(xland))
     assert [n for _, n in seen] == [1, 2, 3, 4]
     assert seen[-1][0] == "ray: task-group ranges 4/4"
+
+
+def test_a_unit_error_reaches_the_caller_as_itself(ray_engine):
+    """An input error raised in a Ray task is the same InputError (one line, exit 2) as
+    locally, with its path, not Ray's wrapper carrying a remote traceback."""
+    from curate.errors import InputError
+
+    def unit(k: int) -> int:
+        from curate.errors import InputError
+
+        if k == 2:
+            raise InputError("cannot read shard 2", path="/data/shard-2.jsonl")
+        return k
+
+    assert ray_engine.map(unit, [(0,), (1,)]) == [0, 1]
+    with pytest.raises(InputError) as caught:
+        ray_engine.map(unit, [(0,), (1,), (2,), (3,)])
+    assert type(caught.value) is InputError
+    assert caught.value.message == "cannot read shard 2"
+    assert caught.value.path == "/data/shard-2.jsonl"
