@@ -33,6 +33,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.engine import current as current_engine
 from curate.errors import UsageError
 from curate.outputs import MANIFEST, MARKER_DIR, atomic_path, guard_file, is_curate_folder, manifest
 from curate.scans.media import COLUMNS, error_row, scan_file
@@ -213,7 +214,16 @@ def scan_media(
         else:
             todo.append(i)
     n = workers if workers is not None else default_workers()
-    if n > 1 and len(todo) >= POOL_MIN_FILES:
+    engine = current_engine()
+    if not engine.is_local():  # shards of files as tasks; rows come back in file order
+        k = max(1, min(len(todo), 4 * engine.parallelism(n)))
+        size = -(-len(todo) // k) if todo else 1
+        shards = [
+            ([(unique[i], absolute[i]) for i in todo[a : a + size]],)
+            for a in range(0, len(todo), size)
+        ]
+        done = [r for part in engine.map(scan_shard, shards, label="media shards") for r in part]
+    elif n > 1 and len(todo) >= POOL_MIN_FILES:
         with ThreadPoolExecutor(n, thread_name_prefix="curate-media") as pool:
             done = list(pool.map(lambda i: scan_file(unique[i], absolute[i]), todo))
     else:
@@ -235,6 +245,11 @@ def scan_media(
             if strict_cache:
                 raise
     return pl.DataFrame(rows, schema=SCHEMA, orient="row")
+
+
+def scan_shard(files: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """:func:`scan_file` over ``(path as written, absolute path)`` pairs: one engine task."""
+    return [scan_file(p, a) for p, a in files]
 
 
 def _cacheable(row: dict[str, Any], started_ns: int) -> bool:

@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 
 from curate.cli import terminal
 from curate.cli.terminal import Format
+from curate.engine import progress_to
 from curate.families import Family, all_families, get_family
 from curate.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
 from curate.outputs import guard_file
@@ -143,10 +144,13 @@ def load_and_audit(
     check_inputs(paths)
     cb = terminal.progress()
     try:
-        t0 = time.perf_counter()
-        data = fam.load(paths, options, progress=cb, keep_records=keep_records, encoding=encoding)
-        loaded = time.perf_counter() - t0
-        report = fam.audit(data, options, progress=cb, select=select, ignore=ignore)
+        with progress_to(cb):
+            t0 = time.perf_counter()
+            data = fam.load(
+                paths, options, progress=cb, keep_records=keep_records, encoding=encoding
+            )
+            loaded = time.perf_counter() - t0
+            report = fam.audit(data, options, progress=cb, select=select, ignore=ignore)
     finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
         terminal.clear_progress(cb)
     report.durations = {"load": loaded, **report.durations}
@@ -281,7 +285,8 @@ def _with_progress(call: Any, *args: Any, **kwargs: Any) -> Any:
     command line for the output's marker; the bar is cleared on every exit path."""
     cb = terminal.progress()
     try:
-        return call(*args, progress=cb, command=COMMAND_LINE, **kwargs)
+        with progress_to(cb):
+            return call(*args, progress=cb, command=COMMAND_LINE, **kwargs)
     finally:
         terminal.clear_progress(cb)
 
@@ -459,6 +464,45 @@ def option_parameters(model: type[FamilyOptions], verb: str) -> list[inspect.Par
 KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
 
 
+class EngineName(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+#: ``--engine`` and ``--ray-address``: declared once here, so every verb of every family has
+#: them (a family only lists its parallel units; see :mod:`curate.engine`).
+ENGINE_PARAMETERS = [
+    inspect.Parameter(
+        "engine",
+        KEYWORD_ONLY,
+        default=EngineName.local,
+        annotation=Annotated[
+            EngineName,
+            typer.Option(
+                "--engine",
+                help="Where the expensive parallel stage runs: this machine (local) or a Ray "
+                "cluster (ray; needs pip install 'curate[ray]'). Same report either way.",
+                rich_help_panel="Engine",
+            ),
+        ],
+    ),
+    inspect.Parameter(
+        "ray_address",
+        KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            str | None,
+            typer.Option(
+                "--ray-address",
+                help="Ray cluster to join (HOST:PORT, ray://..., auto); default: the one "
+                "RAY_ADDRESS or the latest `ray start` names, else a new local one.",
+                rich_help_panel="Engine",
+            ),
+        ],
+    ),
+]
+
+
 def _family_hint(fam: Family, name: str, hint: Any) -> Any:
     """A verb's parameter as the family's command shows it: PATHS says what the family reads."""
     if name == "paths" and fam.inputs_help:
@@ -479,11 +523,15 @@ def family_command(verb: str, fam: Family) -> Any:
     extra = option_parameters(fam.Options, verb)
 
     def command(**kwargs: Any) -> None:
-        raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
-        options = fam.options(**raw)
-        impl(fam, options, **kwargs)
+        from curate.engine import use_engine
 
-    params = base + extra
+        raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
+        engine, address = kwargs.pop("engine"), kwargs.pop("ray_address")
+        options = fam.options(**raw)
+        with use_engine(engine.value, address):
+            impl(fam, options, **kwargs)
+
+    params = base + ENGINE_PARAMETERS + extra
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)

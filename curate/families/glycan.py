@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.glycan.hierarchy import load_mapping
 from curate.dataset import ChangeEntry, LoadedDataset
+from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report, dumps, rule_output
@@ -61,14 +62,14 @@ from curate.schemas.iupac import IUPACError, canonical_key
 from curate.streams import SplitStream
 
 
-def key_glycans(glycans: pl.Series) -> pl.DataFrame:
-    """Canonical key or parse error for each distinct glycan string (parsed once each)."""
+def key_strings(strings: Sequence[str]) -> tuple[list, list, list, list]:
+    """Canonical key, or parse error (message, position, kind), of each string: one engine
+    unit (a pure function of its strings; batches concatenate in order)."""
     keys: list[str | None] = []
     errors: list[str | None] = []
     positions: list[int | None] = []
     kinds: list[str | None] = []
-    uniq = glycans.drop_nulls().unique(maintain_order=True)
-    for s in uniq.to_list():
+    for s in strings:
         try:
             keys.append(canonical_key(s))
             errors.append(None)
@@ -79,6 +80,32 @@ def key_glycans(glycans: pl.Series) -> pl.DataFrame:
             errors.append(e.message)
             positions.append(e.position)
             kinds.append("unknown" if e.message.startswith("unknown") else "syntax")
+    return keys, errors, positions, kinds
+
+
+#: Distinct glycan strings per engine task on a cluster (parsing is ~10-50 µs a string).
+KEY_BATCH = 20_000
+
+
+def key_glycans(glycans: pl.Series) -> pl.DataFrame:
+    """Canonical key or parse error for each distinct glycan string (parsed once each).
+
+    The parsing is the family's parallel stage: in this process on the local engine, as
+    batches of distinct strings on Ray (:mod:`curate.engine`)."""
+    uniq = glycans.drop_nulls().unique(maintain_order=True)
+    strings = uniq.to_list()
+    engine = current_engine()
+    if engine.is_local():
+        keys, errors, positions, kinds = key_strings(strings)
+    else:
+        size = max(1, min(KEY_BATCH, -(-len(strings) // (4 * engine.parallelism(1)))))
+        units = [(strings[a : a + size],) for a in range(0, len(strings), size)]
+        keys, errors, positions, kinds = [], [], [], []
+        for k, e, p, n in engine.map(key_strings, units, label="glycan batches"):
+            keys += k
+            errors += e
+            positions += p
+            kinds += n
     return pl.DataFrame(
         {
             "glycan": uniq,

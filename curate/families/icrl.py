@@ -39,6 +39,7 @@ import pyarrow as pa
 from curate.audits.icrl import RULES, SCAN
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
+from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, no_records
 from curate.families.icrl_publish import export_stream, write_fixed
@@ -385,23 +386,35 @@ def _workers(opts: IcrlOptions) -> int:
     return max(1, min(cores, 8))
 
 
+def _pool_scan(fn: Any, units: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:
+    """The local engine's process pool for the scan (``spawn``: see the module docstring)."""
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(fn, *u) for u in units]
+        return [fut.result() for fut in futures]
+
+
 def run_scan(data: IcrlData) -> ScanTables:
     """Scan every chosen task group once (in parallel when it pays) → :class:`ScanTables`."""
     opts = data.options if isinstance(data.options, IcrlOptions) else IcrlOptions()
     t0 = time.perf_counter()
     chosen = data.tasks.filter(pl.col("scanned"))
     total = int((chosen["histories"] * chosen["steps"]).sum() or 0)
-    workers = _workers(opts)
-    if opts.workers is None and total < POOL_MIN_STEPS:
-        workers = 1  # by default, small scans stay in-process; an explicit --workers is obeyed
+    engine = current_engine()
+    if engine.is_local():
+        workers = _workers(opts)
+        if opts.workers is None and total < POOL_MIN_STEPS:
+            workers = 1  # by default, small scans stay in-process; an explicit --workers is obeyed
+    else:  # on a cluster: its CPUs (units of contiguous groups merge by concatenation)
+        workers = engine.parallelism(_workers(opts))
     jobs = _jobs(data, workers)
     workers = min(workers, len(jobs)) or 1
-    if workers > 1:
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(scan_tasks, p, g, i) for _, p, g, i in jobs]
-            results = [fut.result() for fut in futures]
-    else:
-        results = [scan_tasks(p, g, i) for _, p, g, i in jobs]
+    units = [(str(Path(p).resolve()), g, i) for _, p, g, i in jobs]
+    results = engine.map(
+        scan_tasks,
+        units,
+        label="task-group ranges",
+        local=(lambda fn, u: _pool_scan(fn, u, workers)) if workers > 1 else None,
+    )
     per_file: dict[int, list[dict[str, Any]]] = {}
     for (fi, *_), res in zip(jobs, results, strict=True):
         per_file.setdefault(fi, []).append(res)

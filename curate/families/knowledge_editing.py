@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.dataset import ChangeEntry, LoadedDataset
+from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.families.knowledge_editing_columns import (
@@ -415,29 +417,36 @@ def _schema_rows(
         out.append({"row": row, "record": rec, **err})
 
 
+def _portable(batch: Batch) -> Batch:
+    """What :func:`_columns` reads of a batch (bytes or Arrow, split): all an engine task is
+    sent — not the parsed rows, nor the reader's closures (which do not pickle)."""
+    return Batch(batch.split, batch.offset, None, batch.lines, batch.raw, batch.arrow)
+
+
 def _ahead(
-    batches: Iterator[Batch], pool: ThreadPoolExecutor | None, row: int
+    batches: Iterator[Batch], pool: Any, row: int, depth: int = 1
 ) -> Iterator[tuple[Batch, Future | None, int]]:
     """Each batch with its columnar job (None: read record by record) and its first row,
-    yielded once the *next* batch has been read, so the job overlaps the reading."""
-    pending: tuple[Batch, Future | None, int] | None = None
+    yielded once the next ``depth`` batches have been read, so the jobs overlap the reading
+    (depth 1 on the local engine's thread; one per CPU of a Ray cluster)."""
+    pending: deque[tuple[Batch, Future | None, int]] = deque()
     while True:
         try:
             batch = next(batches, None)
         except Exception:
-            # an error reading the next batch comes after whatever the current one raises
-            if pending is not None:
-                yield pending
+            # an error reading the next batch comes after whatever the current ones raise
+            while pending:
+                yield pending.popleft()
             raise
         if batch is None:
             break
-        job = pool.submit(_columns, batch, row) if pool is not None else None
-        if pending is not None:
-            yield pending
-        pending = (batch, job, row)
+        job = pool.submit(_columns, _portable(batch), row) if pool is not None else None
+        if len(pending) >= depth:
+            yield pending.popleft()
+        pending.append((batch, job, row))
         row += len(batch)
-    if pending is not None:
-        yield pending
+    while pending:
+        yield pending.popleft()
 
 
 @functools.cache
@@ -594,14 +603,17 @@ class KnowledgeEditingFamily(Family):
         row = 0
         # The columnar path (see _columns) runs one batch ahead of the loop below, in a thread:
         # Arrow and polars work without the GIL while the next batch is read.
-        pool = ThreadPoolExecutor(1) if not keep_records else None
+        # On Ray (--engine ray) the same jobs are Ray tasks, one in flight per cluster CPU.
+        engine = current_engine()
+        pool = engine.submitter(lambda: ThreadPoolExecutor(1)) if not keep_records else None
+        depth = 1 if engine.is_local() else engine.parallelism(1)
         try:
             for path in paths:
                 check_not_blank(path)
                 src = open_source(path, encoding=encoding)
                 n_file = 0
                 splits: dict[str, int] = {}
-                for batch, job, first in _ahead(src.batches, pool, row):
+                for batch, job, first in _ahead(src.batches, pool, row, depth):
                     assert first == row, (first, row)
                     cols = job.result() if job is not None else None
                     if cols is not None:

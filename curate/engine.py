@@ -1,0 +1,279 @@
+"""Where a family's expensive, embarrassingly parallel stage runs: in this process or on Ray.
+
+Why a seam and not a second implementation: a family's costly stage (the per-task-group scan of
+an XLand file, hashing media files, parsing batches of MQuAKE cases) is already a *pure function
+of one work unit* whose outputs merge by concatenation. The family lists its units, names the
+function and merges the results; an :class:`Engine` only decides where each call runs. The
+rules never see the engine: they run on the driver over the same merged tables, so no rule can
+have a Ray-only code path, and a report cannot depend on where the units ran.
+
+Determinism: :meth:`Engine.map` returns results **in unit order** whatever order the tasks
+finish in, and the families' units are split so that results do not depend on how many units
+there are (concatenation in order). The JSON report of ``--engine ray`` therefore equals the
+local one byte for byte, durations aside (the tests assert it for every family).
+
+Fault tolerance is Ray's: each unit is a task with ``max_retries`` (a worker process or node that
+dies mid-task is retried elsewhere); an exception *raised by the function* is not retried (it is
+the input's fault and would fail again) and surfaces on the driver exactly as it does locally —
+a finding where the family turns it into one, else exit 2.
+
+The engine in force is a context variable set by :func:`use_engine` (the CLI's ``--engine``):
+library code asks :func:`current` instead of threading an argument through every family.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from curate.errors import UsageError
+
+ENGINES = ("local", "ray")
+#: The one line a user without Ray is told.
+INSTALL_HINT = "--engine ray needs Ray: pip install 'curate[ray]'"
+#: Retries of a unit whose worker died (not of one that raised).
+MAX_RETRIES = 3
+
+Progress = Callable[[str, int], None]
+
+
+class Engine:
+    """Runs a pure function over work units; the local engine, in this process."""
+
+    name = "local"
+
+    def parallelism(self, default: int) -> int:
+        """How many units to aim for per "worker" slot: the family's own worker count."""
+        return default
+
+    def is_local(self) -> bool:
+        return True
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        units: Sequence[tuple[Any, ...]],
+        *,
+        progress: Progress | None = None,
+        label: str = "tasks",
+        local: Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]] | None = None,
+    ) -> list[Any]:
+        """``[fn(*u) for u in units]`` in unit order; ``local``: the family's own pool for it."""
+        progress = progress or _PROGRESS.get()
+        if local is not None:
+            return local(fn, units)
+        out = []
+        for i, u in enumerate(units):
+            out.append(fn(*u))
+            if progress and len(units) > 1:
+                progress(f"{label} {i + 1}/{len(units)}", i + 1)
+        return out
+
+    def submitter(self, make_pool: Callable[[], Any]) -> Any:
+        """An executor-like object (``submit(fn, *args) -> future``) for a pipelined stage."""
+        return make_pool()
+
+    def close(self) -> None:
+        pass
+
+
+def _get(refs: Any) -> Any:
+    """``ray.get``, with an exception raised *by a unit* re-raised as itself: the caller sees
+    the same :class:`~curate.errors.InputError` (one line, exit 2) or finding as locally, not
+    Ray's wrapper with a remote traceback. A worker that died past its retries stays Ray's
+    error (the cluster's fault, not the input's)."""
+    import ray
+    from ray.exceptions import RayTaskError
+
+    try:
+        return ray.get(refs)
+    except RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from None
+        raise
+
+
+def _warm() -> None:
+    """A no-op task: its only effect is a started worker process."""
+
+
+class _RayFuture:
+    """A Ray object reference with the one method of :class:`~concurrent.futures.Future`
+    the pipelined readers call."""
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+
+    def result(self) -> Any:
+        return _get(self.ref)
+
+    def cancel(self) -> bool:
+        return False
+
+
+class _RaySubmitter:
+    """``submit(fn, *args)`` as a Ray task; ``shutdown`` like a pool's (nothing to stop)."""
+
+    def __init__(self, engine: RayEngine) -> None:
+        self.engine = engine
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future | _RayFuture:
+        return _RayFuture(self.engine.remote(fn).remote(*args))
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+class RayEngine(Engine):
+    """Units as Ray tasks (``max_retries``), gathered in unit order, progress as tasks finish."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError(INSTALL_HINT) from None
+        self.address = address
+        self._started = False
+        self._remotes: dict[Any, Any] = {}
+        if not ray.is_initialized():
+            try:
+                # address None: join the cluster RAY_ADDRESS or the latest `ray start` names,
+                # else start a local one (Ray's own resolution).
+                ray.init(
+                    address=address,
+                    logging_level=logging.ERROR,
+                    log_to_driver=False,
+                    include_dashboard=False,
+                    configure_logging=True,
+                )
+            except (ConnectionError, ValueError, RuntimeError) as e:
+                msg = " ".join(str(e).split()) or type(e).__name__
+                raise UsageError(f"--ray-address {address}: cannot join Ray: {msg}") from None
+            self._started = True
+        # Start one worker process per cluster CPU now, while the driver reads the input's
+        # metadata: a Ray worker starts on first use (~1-3 s of Python and Ray imports), which
+        # would otherwise sit on the critical path of the first units.
+        cpus = self.parallelism(1)
+        self._warm = [self.remote(_warm).remote() for _ in range(cpus)]
+
+    def is_local(self) -> bool:
+        return False
+
+    def parallelism(self, default: int) -> int:
+        import ray
+
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        return max(1, cpus)
+
+    def remote(self, fn: Callable[..., Any]) -> Any:
+        import ray
+
+        r = self._remotes.get(fn)
+        if r is None:
+            r = ray.remote(fn).options(max_retries=MAX_RETRIES, retry_exceptions=False)
+            self._remotes[fn] = r
+        return r
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        units: Sequence[tuple[Any, ...]],
+        *,
+        progress: Progress | None = None,
+        label: str = "tasks",
+        local: Any = None,
+    ) -> list[Any]:
+        import ray
+
+        progress = progress or _PROGRESS.get()
+        remote = self.remote(fn)
+        refs = [remote.remote(*u) for u in units]
+        pending = list(refs)
+        done = 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
+            if ready:
+                done += len(ready)
+                if progress:
+                    progress(f"ray: {label} {done}/{len(refs)}", done)
+        return _get(refs)  # unit order, whatever order they finished in
+
+    def submitter(self, make_pool: Callable[[], Any]) -> Any:
+        return _RaySubmitter(self)
+
+    def close(self) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+
+_LOCAL = Engine()
+_CURRENT: contextvars.ContextVar[Engine] = contextvars.ContextVar("curate_engine", default=_LOCAL)
+
+
+_PROGRESS: contextvars.ContextVar[Progress | None] = contextvars.ContextVar(
+    "curate_engine_progress", default=None
+)
+
+
+@contextlib.contextmanager
+def progress_to(callback: Progress | None) -> Iterator[None]:
+    """Report units done / total to ``callback`` (the terminal's progress line) in the block:
+    the families' scans are called deep inside table building, where no callback is passed."""
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def current() -> Engine:
+    """The engine in force (the local one unless inside :func:`use_engine`)."""
+    return _CURRENT.get()
+
+
+def make(name: str | None, address: str | None = None) -> Engine:
+    """The engine called ``name`` (``local``/``ray``); a bad name or a missing Ray is exit 2."""
+    name = (name or "local").lower()
+    if name not in ENGINES:
+        raise UsageError(f"--engine {name}: unknown engine (choose from {', '.join(ENGINES)})")
+    if name == "local":
+        if address:
+            raise UsageError("--ray-address needs --engine ray")
+        return _LOCAL
+    return RayEngine(address or os.environ.get("CURATE_RAY_ADDRESS") or None)
+
+
+@contextlib.contextmanager
+def use_engine(name: str | Engine | None, address: str | None = None) -> Iterator[Engine]:
+    """Run the block on engine ``name`` (connecting to Ray if asked); disconnects afterwards."""
+    engine = name if isinstance(name, Engine) else make(name, address)
+    token = _CURRENT.set(engine)
+    try:
+        yield engine
+    finally:
+        _CURRENT.reset(token)
+        if not isinstance(name, Engine):
+            engine.close()
+
+
+__all__ = [
+    "ENGINES",
+    "INSTALL_HINT",
+    "Engine",
+    "RayEngine",
+    "current",
+    "make",
+    "progress_to",
+    "use_engine",
+]

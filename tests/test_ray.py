@@ -1,0 +1,400 @@
+"""``--engine ray`` on a real two-node Ray cluster started on this machine: the JSON report equals
+the local engine's byte for byte for every family (durations aside), each family's parallel stage
+really runs as Ray tasks, a worker killed mid-run is retried and changes nothing, and without Ray
+the flag is one line and exit 2.
+
+The cluster is ``ray start --head`` plus a second ``ray start --address`` node, one CPU each, with
+their own temp dirs under the session's tmp folder; teardown kills exactly the processes those
+commands started (found by their temp dir), never ``ray stop`` (which would stop any Ray on the
+machine). One cluster for the session: starting one costs ~10 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from icrl_data import write_file
+from media_data import write_media_set
+
+from curate.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "curate" / "data" / "samples"
+RAY_BIN = Path(sys.executable).with_name("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _processes_under(marker: str) -> set[int]:
+    """PIDs whose command line names ``marker`` (our temp dir), and all their descendants."""
+    procs: dict[int, tuple[str, int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = (
+                Path(f"/proc/{d}/cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode("utf-8", "replace")
+            )
+            ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        procs[int(d)] = (cmd, ppid)
+    found = {p for p, (cmd, _) in procs.items() if marker in cmd} - {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for p, (_, ppid) in procs.items():
+            if ppid in found and p not in found:
+                found.add(p)
+                grew = True
+    return found
+
+
+def _start(args: list[str], env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [str(RAY_BIN), "start", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A head node and a worker node (one CPU each) on 127.0.0.1; yields the address."""
+    pytest.importorskip("ray")
+    base = tmp_path_factory.mktemp("ray")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
+    try:
+        _start(
+            [
+                "--head",
+                "--port",
+                str(port),
+                "--include-dashboard=false",
+                "--dashboard-agent-listen-port",
+                str(_free_port()),
+                "--temp-dir",
+                str(base / "head"),
+                *common,
+            ],
+            env,
+        )
+        _start(
+            [
+                "--address",
+                address,
+                "--dashboard-agent-listen-port",
+                str(_free_port()),
+                "--temp-dir",
+                str(base / "worker"),
+                *common,
+            ],
+            env,
+        )
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver (this process) joins likewise
+        os.environ.pop("RAY_ADDRESS", None)
+        yield address
+    finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in _processes_under(str(base)):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+            time.sleep(1.0)
+        assert not _processes_under(str(base)), "Ray processes survived the teardown"
+
+
+@pytest.fixture(scope="session")
+def ray_engine(ray_cluster: str):
+    """One driver connection for the session (each CLI run below joins it, not a new one)."""
+    from curate.engine import RayEngine
+
+    engine = RayEngine(ray_cluster)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def ray_calls(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """Names of the functions the Ray engine sends as tasks during a test."""
+    from curate.engine import RayEngine
+
+    calls: Counter = Counter()
+    original = RayEngine.remote
+
+    def remote(self, fn):
+        calls[fn.__name__] += 1
+        return original(self, fn)
+
+    monkeypatch.setattr(RayEngine, "remote", remote)
+    return calls
+
+
+#: Timings (and the icrl scan's worker count) are how a run went, not what it found.
+_TIMING = re.compile(rb'"(scan_seconds|scan_workers|seconds)": [0-9.]+')
+
+
+def _report(args: list[str], out: Path, engine: list[str]) -> bytes:
+    """The JSON report of ``curate audit ARGS`` (exit 0 or 1), scan timing masked."""
+    code = main(["audit", *args, "--format", "json", "-o", str(out), *engine])
+    assert code in (0, 1), code
+    return _TIMING.sub(b'"\\1": "-"', out.read_bytes())
+
+
+def _same_on_both(args: list[str], tmp_path: Path, address: str, fresh: Path | None = None):
+    """Local then Ray report of the same input; asserts they are byte-identical."""
+    if fresh is not None:
+        shutil.rmtree(fresh / ".curate-cache", ignore_errors=True)
+    local = _report(args, tmp_path / "local.json", [])
+    if fresh is not None:
+        shutil.rmtree(fresh / ".curate-cache", ignore_errors=True)
+    ray = _report(args, tmp_path / "ray.json", ["--engine", "ray", "--ray-address", address])
+    assert ray == local
+    return json.loads(local)
+
+
+@pytest.fixture(scope="module")
+def xland(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four task groups (one unit each on two CPUs), one history without learning (RL207)."""
+    return write_file(
+        tmp_path_factory.mktemp("xland") / "x.hdf5", tasks=4, histories=2, flat=[(1, 0)]
+    )
+
+
+def test_icrl_identical(ray_engine, ray_cluster, ray_calls, xland, tmp_path, shared):
+    report = _same_on_both(["icrl", str(xland)], tmp_path, ray_cluster)
+    assert report["summary"]["by_rule"]["RL207"]["findings"] >= 1
+    assert ray_calls["scan_tasks"] == 1
+    for sample in (
+        SAMPLES / "xland_format_sample_9x9_random.hdf5",
+        shared("data/xland/xland_format_sample_13x13_random.hdf5"),
+    ):
+        _same_on_both(["icrl", str(sample)], tmp_path, ray_cluster)
+
+
+def test_icrl_unreadable_chunk_is_the_same_finding(ray_engine, ray_cluster, xland, tmp_path):
+    """A corrupt chunk read by a Ray task is RL001 at the same history and steps, as locally."""
+    import h5py
+
+    bad = tmp_path / "bad.hdf5"
+    shutil.copy(xland, bad)
+    with h5py.File(bad) as f:
+        info = f["2"]["rewards"].id.get_chunk_info_by_coord((1, 4096))
+    raw = bytearray(bad.read_bytes())
+    for i in range(info.byte_offset + 2, info.byte_offset + info.size):
+        raw[i] ^= 0xFF
+    bad.write_bytes(bytes(raw))
+    report = _same_on_both(["icrl", str(bad)], tmp_path, ray_cluster)
+    assert report["summary"]["by_rule"]["RL001"]["findings"] == 1
+
+
+def test_knowledge_editing_identical(ray_engine, ray_cluster, ray_calls, hard_path, tmp_path):
+    """MQuAKE-hard as published (a JSON array) and as JSON Lines, whose batches the columnar
+    path parses as Ray tasks."""
+    _same_on_both(["knowledge-editing", str(hard_path)], tmp_path, ray_cluster)
+    records = json.loads(hard_path.read_text(encoding="utf-8"))
+    jsonl = tmp_path / "hard.jsonl"
+    jsonl.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    report = _same_on_both(["knowledge-editing", str(jsonl)], tmp_path, ray_cluster)
+    assert report["summary"]["records"] == len(records)
+    assert ray_calls["_columns"] >= 1
+    _same_on_both(["knowledge-editing", str(SAMPLES / "mquake_sample.json")], tmp_path, ray_cluster)
+
+
+def test_glycan_identical(ray_engine, ray_cluster, ray_calls, glycan_sample_csv, tmp_path):
+    report = _same_on_both(["glycan", str(glycan_sample_csv)], tmp_path, ray_cluster)
+    assert report["summary"]["findings"] > 0
+    assert ray_calls["key_strings"] >= 1
+    sample = SAMPLES / "glycan_taxonomy_sample.csv"
+    _same_on_both(["glycan", str(sample)], tmp_path, ray_cluster)
+
+
+def test_deepfake_identical(ray_engine, ray_cluster, ray_calls, tmp_path):
+    """A manifest over real generated media (broken, near-duplicate and clean files)."""
+    from test_deepfake_files import _row, _write_manifest
+
+    folder = tmp_path / "set"
+    names = write_media_set(folder / "media")
+    files = sorted({n for group in names.values() for n in group})
+    splits = ("train", "test", "validation")
+    rows = [
+        _row(
+            f"s{i:02d}",
+            f"media/{n}",
+            splits[i % 3],
+            "audio" if n.endswith(".wav") else "video" if n.endswith(".mp4") else "image",
+        )
+        for i, n in enumerate(files)
+    ]
+    manifest = _write_manifest(folder / "manifest.csv", rows)
+    report = _same_on_both(["deepfake", str(manifest)], tmp_path, ray_cluster, fresh=folder)
+    rules = report["summary"]["by_rule"]
+    assert {"DF201", "DF202", "DF203", "DF208"} <= set(rules)
+    assert ray_calls["scan_shard"] >= 1
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file written (scan timing masked), but the run's marker (command line, times)."""
+    return {
+        str(p.relative_to(folder)): _TIMING.sub(b'"\\1": "-"', p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.parent.name != ".curate"
+    }
+
+
+@pytest.mark.parametrize("verb", ["fix", "export"])
+def test_fix_and_export_write_the_same_files(
+    ray_engine, ray_cluster, hard_path, xland, verb, tmp_path
+):
+    """fix and export on Ray write the same bytes (data, card, changelog, reports)."""
+    inputs = {"fix": ["knowledge-editing", str(hard_path)], "export": ["icrl", str(xland)]}[verb]
+    engines = {"local": [], "ray": ["--engine", "ray", "--ray-address", ray_cluster]}
+    trees = {}
+    for name, flags in engines.items():
+        out = tmp_path / name
+        assert main([verb, *inputs, "--out", str(out), *flags]) == 0
+        trees[name] = _tree(out)
+    assert len(trees["local"]) >= 2
+    assert trees["ray"] == trees["local"]
+
+
+def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_path, monkeypatch):
+    """The first task of the scan blocks until the test SIGKILLs its worker process; Ray
+    retries the unit on a fresh worker and the report equals the local one."""
+    import curate.families.icrl as icrl_family
+
+    local = _report(["icrl", str(xland)], tmp_path / "local.json", [])
+    pid_file = tmp_path / "victim.pid"
+    first_group = "0"
+
+    def scan_or_hang(path, groups, indices):
+        import os as _os
+        import time as _time
+
+        from curate.scans.icrl import scan_tasks
+
+        if groups[0] == first_group and not _os.path.exists(pid_file):
+            tmp = f"{pid_file}.tmp"
+            with open(tmp, "w") as f:
+                f.write(str(_os.getpid()))
+            _os.replace(tmp, pid_file)
+            _time.sleep(120)  # killed long before
+        return scan_tasks(path, groups, indices)
+
+    monkeypatch.setattr(icrl_family, "scan_tasks", scan_or_hang)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not pid_file.exists():
+            time.sleep(0.05)
+        if pid_file.exists():
+            pid = int(pid_file.read_text())
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        ray = _report(
+            ["icrl", str(xland)],
+            tmp_path / "ray.json",
+            ["--engine", "ray", "--ray-address", ray_cluster],
+        )
+    finally:
+        t.join()
+    assert killed, "the blocking task never started"
+    assert time.monotonic() - t0 < 60  # retried, not waited out
+    assert ray == local
+
+
+def test_engine_ray_without_ray_is_one_line_exit_2(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    sample = SAMPLES / "xland_format_sample_9x9_random.hdf5"
+    assert main(["audit", "icrl", str(sample), "--engine", "ray"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["curate: error: --engine ray needs Ray: pip install 'curate[ray]'"]
+
+
+def test_bad_engine_and_stray_address_are_usage_errors(capsys):
+    sample = SAMPLES / "mquake_sample.json"
+    assert main(["validate", "ke", str(sample), "--engine", "spark"]) == 2
+    assert main(["validate", "ke", str(sample), "--ray-address", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "--ray-address needs --engine ray" in err
+
+
+def test_engine_flag_on_every_verb_of_every_family(capsys):
+    """Declared once in the core: every family's validate/audit/fix/export has both flags."""
+    from curate.families import all_families
+
+    for verb in ("validate", "audit", "fix", "export"):
+        for fam in all_families():
+            assert main([verb, fam, "--help"]) == 0
+            out = capsys.readouterr().out
+            assert "--engine" in out and "--ray-address" in out, (verb, fam)
+
+
+def test_progress_counts_tasks_done_over_total(ray_engine, xland):
+    """The terminal's progress callback sees ``tasks done / total`` as Ray tasks finish."""
+    import curate
+    from curate.engine import progress_to, use_engine
+
+    seen: list[tuple[str, int]] = []
+    with use_engine(ray_engine), progress_to(lambda msg, n: seen.append((msg, n))):
+        curate.audit("icrl", str(xland))
+    assert [n for _, n in seen] == [1, 2, 3, 4]
+    assert seen[-1][0] == "ray: task-group ranges 4/4"
+
+
+def test_a_unit_error_reaches_the_caller_as_itself(ray_engine):
+    """An input error raised in a Ray task is the same InputError (one line, exit 2) as
+    locally, with its path, not Ray's wrapper carrying a remote traceback."""
+    from curate.errors import InputError
+
+    def unit(k: int) -> int:
+        from curate.errors import InputError
+
+        if k == 2:
+            raise InputError("cannot read shard 2", path="/data/shard-2.jsonl")
+        return k
+
+    assert ray_engine.map(unit, [(0,), (1,)]) == [0, 1]
+    with pytest.raises(InputError) as caught:
+        ray_engine.map(unit, [(0,), (1,), (2,), (3,)])
+    assert type(caught.value) is InputError
+    assert caught.value.message == "cannot read shard 2"
+    assert caught.value.path == "/data/shard-2.jsonl"
