@@ -125,9 +125,14 @@ def applied_edits(data: KEData, edited: pl.Series) -> pl.LazyFrame:
 
 
 def _sr_key(s: str, r: str) -> pl.Expr:
-    """A 64-bit hash of (subject, relation): only ever a prefilter. Equal pairs have equal keys,
-    so nothing is missed; every candidate it lets through is then compared on the strings."""
-    return pl.col(s).hash(0x5EED) ^ pl.col(r).hash(0xC0FFEE)
+    """(subject, relation) as one 64-bit integer: the two 32-bit categorical codes side by side.
+
+    Exact, not a hash: every coded column shares one string → code mapping, so equal pairs
+    have equal keys and different pairs different keys (a null code makes a null key, which
+    joins nothing). Measured 3x cheaper than hashing the two columns over 8 M hops."""
+    return (pl.col(s).to_physical().cast(pl.UInt64) * (1 << 32)) + pl.col(r).to_physical().cast(
+        pl.UInt64
+    )
 
 
 #: The ``contamination`` table: one row per contaminated (case, hop), its edits and its fix.
@@ -210,7 +215,11 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     per_key = (
         applied.lazy()
         .group_by("key")
-        .agg(pl.col("t_o").min().alias("o_min"), pl.col("t_o").max().alias("o_max"))
+        .agg(
+            # on the codes: equal codes are equal strings, and the codes' order is not needed
+            pl.col("t_o").to_physical().min().alias("o_min"),
+            pl.col("t_o").to_physical().max().alias("o_max"),
+        )
     )
     flag = _flag_by_row(data, edited)
     cand = (
@@ -226,8 +235,8 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         .join(per_key, on="key", maintain_order="left")
         .filter(
             pl.col("o").is_null()
-            | (pl.col("o") != pl.col("o_min"))
-            | (pl.col("o") != pl.col("o_max"))
+            | (pl.col("o").to_physical() != pl.col("o_min"))
+            | (pl.col("o").to_physical() != pl.col("o_max"))
         )
         .drop("o_min", "o_max")
         .collect(engine="streaming")
@@ -419,11 +428,31 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
     if j.is_empty():
         return empty_rule_output()
     lst = "new_triples" if edited_side else "triples"
-    head = pl.struct(
-        pl.concat_list("s", "r", "o").alias("hop_triple"),
-        pl.col("hop"),
-        pl.col("n_edits").alias("contaminating_edits"),
-    ).struct.json_encode()
+    escaped = pl.any_horizontal(pl.col("s", "r", "o").str.contains(_NEEDS_ESCAPE)) | pl.col(
+        "o"
+    ).is_null()  # a null object is written ``null``, not as a string
+    if j.select(escaped.any()).item():
+        head = pl.struct(
+            pl.concat_list("s", "r", "o").alias("hop_triple"),
+            pl.col("hop"),
+            pl.col("n_edits").alias("contaminating_edits"),
+        ).struct.json_encode()
+    else:
+        # the same text, written directly: ``json_encode`` took 1 µs a finding (a third of the
+        # contamination rules' time) for ids that need no escaping
+        head = pl.concat_str(
+            pl.lit('{"hop_triple":["'),
+            "s",
+            pl.lit('","'),
+            "r",
+            pl.lit('","'),
+            "o",
+            pl.lit('"],"hop":'),
+            pl.col("hop").cast(pl.String),
+            pl.lit(',"contaminating_edits":'),
+            pl.col("n_edits").cast(pl.String),
+            pl.lit("}"),
+        )
     return finding_frame(
         j,
         field=pl.format(f"orig.{lst}[{{}}]", "hop"),
@@ -445,6 +474,10 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
         ),
         fix=pl.col("withhold"),
     )
+
+
+#: A character JSON writes escaped (a quote, a backslash, a control character).
+_NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 
 
 def _integer_case_ids(data: KEData) -> bool:
