@@ -117,18 +117,15 @@ def _applied(data: KEData, edited: pl.Series) -> pl.LazyFrame:
 
 def applied_edits(data: KEData, edited: pl.Series) -> pl.LazyFrame:
     """Edits of the cases in the edit set (id triples complete), lazily, with their case ids."""
-    return (
-        _applied(data, edited)
-        .select(
-            "row",
-            pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record"),
-            "k",
-            "t_s",
-            "t_r",
-            "t_o",
-            "subject",
-            "new_str",
-        )
+    return _applied(data, edited).select(
+        "row",
+        pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record"),
+        "k",
+        "t_s",
+        "t_r",
+        "t_o",
+        "subject",
+        "new_str",
     )
 
 
@@ -172,6 +169,86 @@ def _edit_json(records: pl.Expr, ks: pl.Expr) -> pl.Expr:
         ks.list.head(MAX_LISTED).alias("source_edit_index"),
         records.list.len().alias("n_source_cases"),
     )
+
+
+def _quoted(col: str) -> pl.Expr:
+    """A string column as JSON (``null`` for null), for values known to need no escaping."""
+    c = pl.col(col).cast(pl.String)
+    return (
+        pl.when(c.is_null())
+        .then(pl.lit("null"))
+        .otherwise(pl.concat_str(pl.lit('"'), c, pl.lit('"')))
+    )
+
+
+def _triple_text() -> pl.Expr:
+    return pl.concat_str(
+        pl.lit('["'),
+        pl.col("t_s").cast(pl.String),
+        pl.lit('","'),
+        pl.col("t_r").cast(pl.String),
+        pl.lit('","'),
+        pl.col("t_o").cast(pl.String),
+        pl.lit('"]'),
+    )
+
+
+def _value_struct(case_id: pl.Expr) -> pl.Expr:
+    """One withheld edit of the fix, as a struct (encoded with the list)."""
+    return pl.struct(
+        case_id.alias("case_id"),
+        pl.col("k").alias("edit_index"),
+        pl.concat_list("t_s", "t_r", "t_o").alias("triple"),
+    )
+
+
+def _value_text(ints: bool) -> pl.Expr:
+    """:func:`_value_struct` as the JSON text ``json_encode`` writes (no escaping needed)."""
+    return pl.concat_str(
+        pl.lit('{"case_id":'),
+        pl.col("record") if ints else _quoted("record"),
+        pl.lit(',"edit_index":'),
+        pl.col("k").cast(pl.String),
+        pl.lit(',"triple":'),
+        _triple_text(),
+        pl.lit("}"),
+    )
+
+
+def _json_list(strings: pl.Expr) -> pl.Expr:
+    """A list of strings known to need no escaping → its JSON array."""
+    return pl.concat_str(pl.lit('["'), strings.list.join('","'), pl.lit('"]'))
+
+
+def _edit_text() -> pl.Expr:
+    """:func:`_edit_json` as text, after the group-by (no escaping needed)."""
+    records, ks = pl.col("src_records"), pl.col("src_k")
+    return pl.concat_str(
+        pl.lit('{"triple":'),
+        _triple_text(),
+        pl.lit(',"subject":'),
+        _quoted("subject"),
+        pl.lit(',"target_new":'),
+        _quoted("new_str"),
+        pl.lit(',"source_cases":'),
+        _json_list(records.list.head(MAX_LISTED)),
+        pl.lit(',"source_edit_index":['),
+        ks.list.head(MAX_LISTED).cast(pl.List(pl.String)).list.join(","),
+        pl.lit('],"n_source_cases":'),
+        records.list.len().cast(pl.String),
+        pl.lit("}"),
+    ).alias("edit")
+
+
+def _withhold_text() -> pl.Expr:
+    """:func:`_withhold_json` as text, from the values' texts (no escaping needed)."""
+    return pl.concat_str(
+        pl.lit('{"op":"extend","field":"withheld_edits","values":['),
+        pl.col("values").list.join(","),
+        pl.lit('],"refs":'),
+        _json_list(pl.col("src_records")),
+        pl.lit(',"reason":"contaminating edit(s) withheld when this case is asked"}'),
+    ).alias("withhold")
 
 
 def _withhold_json(values: pl.Expr, refs: pl.Expr) -> pl.Expr:
@@ -232,14 +309,18 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         )
     )
     flag = _flag_by_row(data, edited)
-    # The key join first: it leaves only the hops some applied edit overrides (a null subject
-    # or relation makes a null key, which joins nothing), and only those are then looked up in
-    # the edit set and on their path.
+    # The key first: it leaves only the hops some applied edit may override (a null subject
+    # or relation makes a null key, which matches nothing), and only those are then joined to
+    # their key's objects and looked up in the edit set and on their path. A set lookup, not a
+    # join, over every hop: measured 4x cheaper.
+    per_key = per_key.collect()
+    keys = per_key["key"]
     cand = (
         data.hops.lazy()
         .with_row_index("__i")
         .select("__i", "row", "path", "hop", "s", "r", "o", _sr_key("s", "r").alias("key"))
-        .join(per_key, on="key", maintain_order="left")
+        .filter(pl.col("key").is_in(keys.implode()))
+        .join(per_key.lazy(), on="key", maintain_order="left")
         .filter(
             pl.col("o").is_null()
             | (pl.col("o").to_physical() != pl.col("o_min"))
@@ -254,11 +335,20 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         return empty
     ints = _integer_case_ids(data)
     case_id = pl.col("record").cast(pl.Int64) if ints else pl.col("record")
-    sources = (
-        applied.join(cand.select("key").unique(), on="key", how="semi")
+    sources = applied.join(cand.select("key").unique(), on="key", how="semi").with_columns(
         # case ids for these edits only, not for every applied edit
-        .with_columns(pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record"))
-        .group_by("t_s", "t_r", "t_o")
+        pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record")
+    )
+    texts = ("t_s", "t_r", "t_o", "subject", "new_str", "record")
+    # JSON written as text when no value needs escaping (ids and labels nearly always):
+    # ``json_encode`` of the nested structs was a third of the table's time
+    plain = not sources.select(
+        pl.any_horizontal(
+            pl.col(c).cast(pl.String).str.contains(_NEEDS_ESCAPE) for c in texts
+        ).any()
+    ).item()
+    sources = (
+        sources.group_by("t_s", "t_r", "t_o")
         .agg(
             # sources in (case, edit) order, sorted here: the order of rows within a group is
             # not something to rely on (seen to vary from run to run)
@@ -268,11 +358,7 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
                     pl.col("record").alias("src_records"),
                     pl.col("row").alias("src_rows"),
                     pl.col("k").alias("src_k"),
-                    pl.struct(
-                        case_id.alias("case_id"),
-                        pl.col("k").alias("edit_index"),
-                        pl.concat_list("t_s", "t_r", "t_o").alias("triple"),
-                    ).alias("values"),
+                    (_value_text(ints) if plain else _value_struct(case_id)).alias("values"),
                 )
             ],
             pl.col("subject").sort_by("row", "k").first(),
@@ -280,8 +366,12 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
             pl.col("key").first(),
         )
         .with_columns(
-            _edit_json(pl.col("src_records"), pl.col("src_k")).struct.json_encode().alias("edit"),
-            _withhold_json(pl.col("values"), pl.col("src_records")),
+            _edit_text()
+            if plain
+            else _edit_json(pl.col("src_records"), pl.col("src_k"))
+            .struct.json_encode()
+            .alias("edit"),
+            _withhold_text() if plain else _withhold_json(pl.col("values"), pl.col("src_records")),
         )
         .drop("values")
     )
@@ -439,9 +529,9 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
     if j.is_empty():
         return empty_rule_output()
     lst = "new_triples" if edited_side else "triples"
-    escaped = pl.any_horizontal(pl.col("s", "r", "o").str.contains(_NEEDS_ESCAPE)) | pl.col(
-        "o"
-    ).is_null()  # a null object is written ``null``, not as a string
+    escaped = (
+        pl.any_horizontal(pl.col("s", "r", "o").str.contains(_NEEDS_ESCAPE)) | pl.col("o").is_null()
+    )  # a null object is written ``null``, not as a string
     if j.select(escaped.any()).item():
         head = pl.struct(
             pl.concat_list("s", "r", "o").alias("hop_triple"),

@@ -65,6 +65,7 @@ def _at_hop(hop: str | pl.Expr) -> pl.Expr:
     h = (pl.col(hop) if isinstance(hop, str) else hop).cast(pl.Int64)
     return pl.when((h >= 0) & (h < 1 << 31)).then(pl.col("row") * (1 << 31) + h)
 
+
 _COUNT_FIELDS = [
     ("n_triples", "orig.triples"),
     ("n_triples_labeled", "orig.triples_labeled"),
