@@ -272,6 +272,9 @@ def child_rules(folder: Path) -> dict[str, Any]:
     opts = FAM.options(None, edit_set="all")
     ctx = AuditContext(data, opts, FAM.rules.tables)
     times: dict[str, float] = {}
+    # the process's peak RSS after each step (a high-water mark: the step that raises it is
+    # the one whose intermediate frames set the audit's peak)
+    peaks: dict[str, float] = {"tables loaded": peak_rss_mb()}
     rules = FAM.rules.select(None, None)
     needed = [t for r in rules for t in r.needs]
     for name in ["edited", *dict.fromkeys(needed)]:
@@ -280,14 +283,16 @@ def child_rules(folder: Path) -> dict[str, Any]:
             t = time.perf_counter()
             ctx.table(name)
             times[f"table {name}"] = time.perf_counter() - t
+            peaks[f"table {name}"] = peak_rss_mb()
     findings = 0
     for rule in rules:
         gc.collect()
         t = time.perf_counter()
         out = rule.run(data, ctx.for_rule(rule))
         times[rule.code] = time.perf_counter() - t
+        peaks[rule.code] = peak_rss_mb()
         findings += out.height
-    return {"times": times, "findings": findings}
+    return {"times": times, "findings": findings, "peaks": peaks}
 
 
 def run_child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str, Any], float]:
@@ -443,6 +448,18 @@ def main() -> None:
                 f"({now['findings']:,} findings)\n"
             )
             print("\n".join(out), flush=True)
+            peaks = now.get("peaks", {})
+            raised = []  # the steps that raised the peak, and by how much
+            last = peaks.get("tables loaded", 0.0)
+            for name, mb in peaks.items():
+                if mb - last >= 16:
+                    raised.append(f"{name} +{mb - last:,.0f} MiB")
+                last = max(last, mb)
+            if peaks:
+                print(
+                    f"\npeak RSS after loading the tables {peaks['tables loaded']:,.0f} MiB; "
+                    f"raised by: {', '.join(raised) or 'no step (< 16 MiB each)'}"
+                )
 
 
 if __name__ == "__main__":
