@@ -360,7 +360,12 @@ def answer_mismatch(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """
     last = (
         data.hops.select("row", "path", "hop", "o_label", "sh_answer")
-        .filter(pl.col("hop") == pl.col("hop").max().over("row", "path"))
+        # the last hop of a (case, path) is the row before the next (case, path) starts:
+        # ``hops`` is in (row, path, hop) order, so a shift, not a window per case and path
+        .filter(
+            (pl.col("row") != pl.col("row").shift(-1)).fill_null(True)
+            | (pl.col("path") != pl.col("path").shift(-1)).fill_null(True)
+        )
         .join(data.cases.select("row", "answer", "new_answer"), on="row")
         .with_columns(
             pl.when(pl.col("path") == "orig")
@@ -507,17 +512,17 @@ def bad_questions(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     MQuAKE asks each case three paraphrases and counts it correct if any is answered; fewer,
     empty or repeated questions change what the accuracy figure means.
     """
-    c = data.cases.with_columns(
-        pl.col("questions").list.len().alias("nq"),
-        pl.col("questions")
-        .list.eval(pl.element().str.strip_chars().str.to_lowercase())
-        .list.n_unique()
-        .alias("nd"),
-        pl.col("questions")
-        .list.eval(pl.element().str.strip_chars() == "")
-        .list.any()
-        .alias("empty"),
-    ).filter((pl.col("nq") != 3) | (pl.col("nd") != pl.col("nq")) | pl.col("empty"))
+    # the stripped, lower-cased questions once, as a column (blank after strip ⇔ "" here too)
+    norm = pl.col("questions").list.eval(pl.element().str.strip_chars().str.to_lowercase())
+    c = (
+        data.cases.select("row", "record", "questions", norm.alias("__norm"))
+        .with_columns(
+            pl.col("questions").list.len().alias("nq"),
+            pl.col("__norm").list.n_unique().alias("nd"),
+            pl.col("__norm").list.contains("").alias("empty"),
+        )
+        .filter((pl.col("nq") != 3) | (pl.col("nd") != pl.col("nq")) | pl.col("empty"))
+    )
     return finding_frame(
         c,
         field=pl.lit("questions"),
