@@ -130,3 +130,19 @@ def test_normaliser_on_real_questions(shared):
     assert polars_norm(["  Who's the   C.E.O. of Ørsted A/S?? "]) == [
         "who s the c e o of ørsted a s"
     ]
+
+
+@pytest.mark.parametrize("edit_set", ["random:100", "random:300"])
+def test_contamination_json_as_text_is_json_encode(shared, monkeypatch, edit_set):
+    """Contamination writes its ``details`` and fixes as text when no id or label needs JSON
+    escaping, else with ``json_encode``: both must give the same findings, byte for byte (real
+    MQuAKE-hard, whose edit sets contaminate hundreds of hops; escaping forced on every value)."""
+    from curate.audits.knowledge_editing import contamination
+
+    data = FAM.load([shared("data/mquake/MQuAKE-hard.json")])
+    select = ["KE201", "KE202"]
+    fast = FAM.audit(data, select=select, edit_set=edit_set).findings
+    monkeypatch.setattr(contamination, "_NEEDS_ESCAPE", ".")
+    slow = FAM.audit(data, select=select, edit_set=edit_set).findings
+    assert fast.height > 100
+    assert fast.equals(slow)

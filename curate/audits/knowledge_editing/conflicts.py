@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.audits.knowledge_editing.contamination import applied_edits
+from curate.audits.knowledge_editing.contamination import _sr_key, applied_edits
 from curate.audits.knowledge_editing.registry import MAX_LISTED, RULES
 from curate.findings import (
     empty_rule_output,
@@ -18,6 +18,26 @@ from curate.schemas.knowledge_editing_tables import KEData
 # --------------------------------------------------------------------------- conflicts (KE3xx)
 
 
+def _with_several(edits: pl.LazyFrame, a: str, b: str, of: str) -> pl.DataFrame:
+    """The edits whose (``a``, ``b``) pair has more than one ``of`` among them: the only ones a
+    conflict can involve. One group-by on the pair's codes (one integer) with the least and
+    greatest code of ``of``, then a semi-join: the windows and joins that follow run on these
+    few edits, not on every applied edit (KE302 at 100k cases: 0.13 → 0.06 CPU s)."""
+    keyed = edits.with_columns(_sr_key(a, b).alias("__pair"))
+    several = (
+        keyed.group_by("__pair")
+        .agg(
+            pl.col(of).to_physical().min().alias("__lo"),
+            pl.col(of).to_physical().max().alias("__hi"),
+        )
+        .filter(pl.col("__lo") != pl.col("__hi"))
+        .select("__pair")
+    )
+    return (
+        keyed.join(several, on="__pair", how="semi", maintain_order="left").drop("__pair").collect()
+    )
+
+
 @RULES.rule("KE301", "conflicting-edits", category="conflict", severity="error", needs=("edited",))
 def conflicting_edits(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Two edits in the edit set set the same (subject id, relation) to different objects.
@@ -26,7 +46,7 @@ def conflicting_edits(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     last wins, and every case relying on the other is wrong. Each edit in a conflicting group is
     reported with the alternatives and the cases that request them.
     """
-    ap = applied_edits(data, ctx.table("edited")).collect()
+    ap = _with_several(applied_edits(data, ctx.table("edited")), "t_s", "t_r", "t_o")
     g = ap.with_columns(pl.col("t_o").n_unique().over("t_s", "t_r").alias("n_obj")).filter(
         pl.col("n_obj") > 1
     )
@@ -68,7 +88,11 @@ def ambiguous_label_edits(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     and cannot tell the country from the US state. Each such edit is reported with the other
     entities and objects behind the same label.
     """
-    ap = applied_edits(data, ctx.table("edited")).filter(pl.col("subject").is_not_null()).collect()
+    ap = applied_edits(data, ctx.table("edited")).filter(pl.col("subject").is_not_null())
+    # an ambiguous label has, under one (label, relation), two subject ids and two objects
+    ap = _with_several(
+        _with_several(ap.lazy(), "subject", "t_r", "t_s").lazy(), "subject", "t_r", "t_o"
+    )
     d = ap.select("subject", "t_r", "t_s", "t_o").unique()
     d = (
         d.with_columns(
