@@ -10,18 +10,25 @@ sides get the same texts, the same shingles (character 5-grams of the text as wr
 shorter than 5 characters being one shingle), the same number of permutations (128) and the
 same threshold (0.8; datasketch's MinHashLSH picks bands × rows from it, curate picks the same).
 
-* ``curate``: :func:`curate.minhash.near_duplicates` end to end — shingling, one-permutation
-  signatures with optimal densification, LSH banding, and the exact Jaccard of every candidate
-  (datasketch does not verify; curate's time includes it);
+* ``curate``: :func:`curate.minhash.near_duplicates` step by step — shingling, one-permutation
+  signatures with optimal densification, LSH banding (= "to candidates"), then the estimates and
+  the exact Jaccard of every candidate whose estimate is within :func:`verify_margin` of the
+  threshold (= "end to end");
 * ``curate-minhash``: the same with the classic ``num_perm`` hash functions;
-* ``datasketch``: the strongest plain use of the library — shingle sets in Python,
-  ``MinHash.bulk`` (its default SHA-1 hash), ``MinHashLSH`` with an insertion session, then
-  one ``query`` per text.
+* ``datasketch``: what a user writes with the library to get the same output (candidate pairs
+  with estimated and exact Jaccard): shingle sets in Python, ``MinHash.bulk`` (its default SHA-1
+  hash), ``MinHashLSH`` with an insertion session and one ``query`` per text (= "to
+  candidates"), then the estimates for all candidates with numpy over the stacked hash values
+  and the exact Jaccard of the same estimate-filtered candidates with Python set operations on
+  the shingle sets it already built (= "end to end").
 
 Recall is measured on the planted pairs whose exact Jaccard (over the same shingles) is at least
-the threshold: the pairs any tool should return. Each side runs in a child process of its own;
-its peak RSS is the child's ``ru_maxrss`` (``os.wait4``); the texts are read from a parquet
-file the parent wrote (not timed).
+the threshold: the pairs any tool should return — among the candidates and among the verified
+pairs. Each side runs in a child process of its own; its peak RSS is the child's ``ru_maxrss``
+(``os.wait4``); the texts are read from a parquet file the parent wrote (not timed).
+``--seed-spread S`` also counts each side's candidates for hash seeds 1..S: on these templated
+texts the count moves by ±40 % with the seed on *both* sides, so one run's counts differ
+between the tools by chance.
 
 **Jaccard matrix** (``curate.overlap.overlap`` vs Python sets): C collections (default 30) of K
 keys each (default 300k, text keys drawn from a universe of 10·K so that every pair overlaps),
@@ -30,7 +37,7 @@ the full pairwise matrix of intersection counts: curate (with the UpSet patterns
 
 Run: ``python bench/bench_overlap.py`` (~2 minutes on 2 cores); ``--n``, ``--collections``,
 ``--keys``, ``--threshold``, ``--perm``, ``--shingle-k`` change the sizes; ``--skip-datasketch``
-and ``--skip-matrix`` leave parts out.
+and ``--skip-matrix`` leave parts out; ``--seed-spread S`` adds the seed table.
 """
 
 from __future__ import annotations
@@ -134,8 +141,7 @@ def char_shingles(t: str, k: int) -> set[str]:
 
 def child_curate(folder: Path, threshold: float, perm: int, k: int, method: str) -> dict[str, Any]:
     """:func:`curate.minhash.near_duplicates` step by step (the same calls in the same order),
-    timing the part datasketch also does (signatures, LSH, estimates) apart from the exact
-    verification datasketch does not do."""
+    timing the candidates (signatures + LSH) apart from the whole (+ estimates + exact check)."""
     from curate import minhash as mh
 
     texts = pl.read_parquet(folder / "texts.parquet")["text"]
@@ -143,30 +149,29 @@ def child_curate(folder: Path, threshold: float, perm: int, k: int, method: str)
     b, r = mh.lsh_params(threshold, perm)
     sig, empty = mh.sketch(texts, "char", k, perm, method=method)
     cand = mh.candidate_pairs(sig, b, r, skip=empty)
+    cand_seconds = time.perf_counter() - t
     est = mh.estimated_jaccard(sig, cand)
-    lsh_seconds = time.perf_counter() - t
     near = est >= threshold - mh.verify_margin(threshold, perm)
     exact = mh.exact_jaccard(texts, cand[near], "char", k)
     seconds = time.perf_counter() - t
     found = cand[near][exact >= threshold - 1e-12]
-    pairs = set(zip(found[:, 0].tolist(), found[:, 1].tolist(), strict=True))
-    cand_set = set(zip(cand[:, 0].tolist(), cand[:, 1].tolist(), strict=True))
-    return {
-        "seconds": seconds,
-        "lsh_seconds": lsh_seconds,
-        "candidates": len(cand_set),
-        "pairs": len(pairs),
-        "found": _recall(folder, pairs),
-    }
+    return _summary(folder, cand, int(near.sum()), found, cand_seconds, seconds)
 
 
 def child_datasketch(folder: Path, threshold: float, perm: int, k: int) -> dict[str, Any]:
+    """What a user writes with datasketch to get candidate pairs with estimated and exact
+    Jaccard: shingle sets in Python, ``MinHash.bulk``, ``MinHashLSH`` (insertion session, one
+    ``query`` per text), the estimates for all candidates at once with numpy over the stacked
+    hash values, and the exact Jaccard of the candidates worth checking (the same estimate
+    margin as curate's) with Python set operations on the shingle sets already built."""
     from datasketch import MinHash, MinHashLSH
+
+    from curate.minhash import verify_margin
 
     texts = pl.read_parquet(folder / "texts.parquet")["text"].to_list()
     t = time.perf_counter()
-    sets = [[s.encode("utf-8") for s in char_shingles(x, k)] for x in texts]
-    mhs = MinHash.bulk(sets, num_perm=perm)
+    sets = [char_shingles(x, k) for x in texts]
+    mhs = MinHash.bulk([[s.encode("utf-8") for s in x] for x in sets], num_perm=perm)
     lsh = MinHashLSH(threshold=threshold, num_perm=perm)
     with lsh.insertion_session() as session:
         for i, m in enumerate(mhs):
@@ -176,14 +181,64 @@ def child_datasketch(folder: Path, threshold: float, perm: int, k: int) -> dict[
         for j in lsh.query(m):
             if j != i:
                 pairs.add((min(i, j), max(i, j)))
+    cand = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    cand_seconds = time.perf_counter() - t
+    hv = np.stack([m.hashvalues for m in mhs])
+    est = np.concatenate(
+        [
+            (hv[c[:, 0]] == hv[c[:, 1]]).mean(axis=1)
+            for c in np.array_split(cand, max(1, len(cand) // 32768))
+        ]
+    )
+    near = est >= threshold - verify_margin(threshold, perm)
+    exact = np.array(
+        [len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in cand[near].tolist()]
+    )
     seconds = time.perf_counter() - t
+    found = cand[near][exact >= threshold - 1e-12]
+    return _summary(folder, cand, int(near.sum()), found, cand_seconds, seconds)
+
+
+def _summary(
+    folder: Path,
+    cand: np.ndarray,
+    checked: int,
+    found: np.ndarray,
+    cand_seconds: float,
+    seconds: float,
+) -> dict[str, Any]:
+    as_set = lambda a: set(zip(a[:, 0].tolist(), a[:, 1].tolist(), strict=True))  # noqa: E731
     return {
         "seconds": seconds,
-        "lsh_seconds": seconds,
-        "candidates": len(pairs),
-        "pairs": None,
-        "found": _recall(folder, pairs),
+        "cand_seconds": cand_seconds,
+        "candidates": len(cand),
+        "checked": checked,
+        "pairs": len(found),
+        "cand_found": _recall(folder, as_set(cand)),
+        "found": _recall(folder, as_set(found)),
     }
+
+
+def child_seeds(folder: Path, threshold: float, perm: int, k: int, seeds: int) -> dict[str, Any]:
+    """Candidate counts of curate (both methods) and datasketch for hash seeds 1..``seeds`` on
+    the same texts: on templated texts the count swings with the seed (one band whose rows all
+    fall on a template's shingles makes that template's texts candidates by the thousand)."""
+    from datasketch import MinHash
+
+    from curate import minhash as mh
+
+    texts = pl.read_parquet(folder / "texts.parquet")["text"]
+    b, r = mh.lsh_params(threshold, perm)
+    sets = [[s.encode("utf-8") for s in char_shingles(x, k)] for x in texts.to_list()]
+    out: dict[str, list[int]] = {"oph": [], "minhash": [], "datasketch": []}
+    for seed in range(1, seeds + 1):
+        for method in ("oph", "minhash"):
+            sig, empty = mh.sketch(texts, "char", k, perm, seed=seed, method=method)
+            out[method].append(len(mh.candidate_pairs(sig, b, r, skip=empty)))
+        hv = np.stack([m.hashvalues for m in MinHash.bulk(sets, num_perm=perm, seed=seed)])
+        # datasketch's own banding gives the same pairs (tests/test_minhash.py)
+        out["datasketch"].append(len(mh.candidate_pairs(hv.astype(np.uint32), b, r)))
+    return out
 
 
 def _recall(folder: Path, pairs: set[tuple[int, int]]) -> int:
@@ -259,23 +314,43 @@ def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> None:
     for label, child in sides:
         res, rss = run_child(["--child", *child, "--folder", str(folder), *common])
         rows.append((label, res, rss))
-    peer = rows[-1][1]["seconds"] if not a.skip_datasketch else None
+    peer = rows[-1][1] if not a.skip_datasketch else None
     print(
-        "| side | to candidates s | with exact check s | peak RSS MiB | candidates | "
-        "verified pairs | planted recall | speed-up (candidates / total) |"
+        "| side | to candidates s | end to end s | peak RSS MiB | candidates | exact-checked | "
+        "verified pairs | planted recall (candidates / verified) | speed-up (candidates / "
+        "end to end) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, res, rss in rows:
-        recall = res["found"] / max(1, len(should))
-        speed = f"{peer / res['lsh_seconds']:.1f}x / {peer / res['seconds']:.1f}x" if peer else "-"
-        verified = "-" if res["pairs"] is None else f"{res['pairs']:,}"
-        total = "-" if res["pairs"] is None else f"{res['seconds']:.2f}"
+        speed = (
+            f"{peer['cand_seconds'] / res['cand_seconds']:.1f}x / "
+            f"{peer['seconds'] / res['seconds']:.1f}x"
+            if peer
+            else "-"
+        )
         print(
-            f"| {label} | {res['lsh_seconds']:.2f} | {total} | {rss:.0f} | "
-            f"{res['candidates']:,} | {verified} | {recall:.4f} ({res['found']}/{len(should)})"
-            f" | {speed} |"
+            f"| {label} | {res['cand_seconds']:.2f} | {res['seconds']:.2f} | {rss:.0f} | "
+            f"{res['candidates']:,} | {res['checked']:,} | {res['pairs']:,} | "
+            f"{res['cand_found'] / max(1, len(should)):.4f} / "
+            f"{res['found'] / max(1, len(should)):.4f} ({res['found']}/{len(should)}) | {speed} |"
         )
     print()
+    if a.seed_spread:
+        res, _ = run_child(
+            ["--child", "seeds", str(a.seed_spread), "--folder", str(folder), *common]
+        )
+        print(f"Candidate pairs by hash seed (1..{a.seed_spread}), same texts, bands and rows:\n")
+        print(
+            "| side | " + " | ".join(f"seed {s}" for s in range(1, a.seed_spread + 1)) + " | mean |"
+        )
+        print("|---|" + "---:|" * (a.seed_spread + 1))
+        for side, counts in res.items():
+            print(
+                f"| {side} | "
+                + " | ".join(f"{c:,}" for c in counts)
+                + f" | {np.mean(counts):,.0f} |"
+            )
+        print()
 
 
 def main() -> None:
@@ -288,6 +363,13 @@ def main() -> None:
     ap.add_argument("--collections", type=int, default=30)
     ap.add_argument("--keys", type=int, default=300_000, help="keys per collection")
     ap.add_argument("--skip-datasketch", action="store_true")
+    ap.add_argument(
+        "--seed-spread",
+        type=int,
+        default=0,
+        metavar="S",
+        help="also count candidates for hash seeds 1..S on both sides (needs datasketch)",
+    )
     ap.add_argument("--skip-matrix", action="store_true")
     ap.add_argument("--skip-near", action="store_true", help="only the Jaccard matrix")
     ap.add_argument("--seed", type=int, default=7)
@@ -302,6 +384,8 @@ def main() -> None:
             res = child_curate(a.folder, a.threshold, a.perm, a.shingle_k, rest[0])
         elif kind == "datasketch":
             res = child_datasketch(a.folder, a.threshold, a.perm, a.shingle_k)
+        elif kind == "seeds":
+            res = child_seeds(a.folder, a.threshold, a.perm, a.shingle_k, int(rest[0]))
         else:
             res = child_matrix(a.folder, rest[0])
         a.out.write_text(json.dumps(res))

@@ -11,8 +11,9 @@ Why everything here works on all documents at once: the usual tools (``datasketc
 shingle in Python and build one signature per document in a Python loop; on 100k short texts
 that loop *is* the run time. Here the texts become one array of token codes, the k-gram hashes
 are ``k`` vector operations over that array, the signatures come from one hash per shingle, the
-bands are grouped by a polars join, and the exact Jaccard of all candidates is one join and one
-group-by — no per-document or per-permutation Python loop over the data.
+bands are grouped by a polars join, and the exact Jaccard of all candidates is one polars
+``list.set_intersection`` over a table of pairs — no per-document, per-pair or per-permutation
+Python loop over the data.
 
 Signatures: ``method="oph"`` (default) is *one-permutation hashing* (Li, Owen & Zhang, NIPS
 2012) with *optimal densification* (Shrivastava, ICML 2017): one hash per shingle picks a bin
@@ -308,7 +309,11 @@ def candidate_pairs(
 
     Each band's ``rows`` entries are folded into one 64-bit key; documents sharing a (band,
     key) bucket are joined pairwise by polars. ``skip`` marks documents that take no part
-    (texts without shingles, whose signature is all "empty").
+    (texts without shingles, whose signature is all "empty"). Fed datasketch's signatures this
+    returns exactly ``MinHashLSH``'s pairs (tests/test_minhash.py); on templated texts the
+    *number* of candidates moves by tens of percent with the hash seed, in both tools, because
+    one band whose rows all land on a template's shingles pairs that template's texts by the
+    thousand (``bench/bench_overlap.py --seed-spread``).
     """
     n_docs = sig.shape[0]
     keep = np.arange(n_docs) if skip is None else np.flatnonzero(~skip)
@@ -341,36 +346,49 @@ def candidate_pairs(
 def exact_jaccard(
     texts: pl.Series, pairs: np.ndarray, kind: str = "char", k: int = 5
 ) -> np.ndarray:
-    """The exact Jaccard index of each pair's shingle sets.
+    """The exact Jaccard index of each pair's shingle sets, for all pairs at once.
 
-    The texts in some pair are shingled again (a subset), each text's distinct shingles sorted
-    together; then every shingle of a pair's first text is probed, as ``(second text,
-    shingle)``, against the hash set of all ``(text, shingle)`` — one expansion with
-    ``np.repeat`` and one ``is_in``, no join that carries the pair table through.
+    Why not a loop over pairs: a candidate list holds hundreds of thousands of pairs, and a
+    Python set intersection per pair, plus building the sets, costs more than the sketch
+    itself. Why not one global join or hash set of ``(text, shingle)`` keys: with ~80 shingles
+    a text, 300k pairs are ~24M probes into a table of millions of keys — every probe a cache
+    miss. Here the texts in some pair are shingled again (one vectorised pass), grouped into
+    one list of shingle hashes per text, and polars' ``list.set_intersection`` intersects the
+    two lists of every pair in Rust: each pair's small hash set stays in cache, and the pairs
+    are spread over the cores. Set sizes are ``list.n_unique``.
     """
     if not len(pairs):
         return np.zeros(0, dtype=np.float64)
     wanted = np.unique(pairs)
     sh = shingle(texts.gather(wanted), kind, k)
-    s = pl.DataFrame({"doc": sh.doc, "h": sh.hash}).unique().sort("doc")
-    doc = s["doc"].to_numpy()
-    h = s["h"].to_numpy()
-    size = np.bincount(doc, minlength=wanted.size)
-    start = np.zeros(wanted.size, dtype=np.int64)
-    np.cumsum(size[:-1], out=start[1:])
-    i = np.searchsorted(wanted, pairs[:, 0])
-    j = np.searchsorted(wanted, pairs[:, 1])
-    n_i = size[i]
-    total = int(n_i.sum())
-    first = np.zeros(len(pairs), dtype=np.int64)
-    np.cumsum(n_i[:-1], out=first[1:])
-    pid = np.repeat(np.arange(len(pairs)), n_i)
-    idx = np.repeat(start[i], n_i) + (np.arange(total) - first[pid])
-    tag = _mix(np.arange(1, wanted.size + 1, dtype=np.uint64))
-    probe = pl.Series(h[idx] ^ tag[j[pid]])
-    hit = probe.is_in(pl.Series(h ^ tag[doc]).implode()).to_numpy()
-    both = np.bincount(pid[hit], minlength=len(pairs)).astype(np.float64)
-    return both / (size[i] + size[j] - both)
+    # one list per wanted text, in ``wanted`` order (texts without a token get an empty list)
+    lists = (
+        pl.DataFrame({"doc": np.arange(wanted.size, dtype=np.int64)})
+        .join(
+            pl.DataFrame({"doc": sh.doc, "h": sh.hash}).group_by("doc").agg("h"),
+            on="doc",
+            how="left",
+        )
+        .sort("doc")
+        .select(pl.col("h").fill_null([]))
+        .with_columns(size=pl.col("h").list.n_unique())
+    )
+    idx = pl.DataFrame(
+        {"i": np.searchsorted(wanted, pairs[:, 0]), "j": np.searchsorted(wanted, pairs[:, 1])}
+    )
+    out = (
+        idx.lazy()
+        .select(
+            a=pl.lit(lists["h"]).gather(pl.col("i")),
+            b=pl.lit(lists["h"]).gather(pl.col("j")),
+            n=pl.lit(lists["size"]).gather(pl.col("i")) + pl.lit(lists["size"]).gather(pl.col("j")),
+        )
+        .select(both=pl.col("a").list.set_intersection("b").list.len(), n=pl.col("n"))
+        .collect()
+    )
+    both = out["both"].to_numpy().astype(np.float64)
+    union = out["n"].to_numpy() - both
+    return np.divide(both, union, out=np.zeros(len(pairs)), where=union > 0)
 
 
 def estimated_jaccard(sig: np.ndarray, pairs: np.ndarray) -> np.ndarray:
