@@ -11,14 +11,17 @@ so one measurement's memory never inflates another's. Measured in the same run:
   memory only up to a few 100k cases; past ``--peer-max`` it is run batched (the same call per
   8,192 records, objects dropped after each), what a user would write at that size;
 * parquet vs JSON Lines: the same raw cases written as parquet, loaded by ``curate`` (the
-  columnar path reads Arrow record batches; no JSON at all).
+  columnar path reads Arrow record batches; no JSON at all);
+* the load with ``--workers 1`` beside the default (the cores): what the threads gain. Load rows
+  also give the child's CPU seconds (user + system), less inflated than wall time by a busy
+  machine.
 
 Cases come from the bench generator (``bench_ke.rekey_record``: MQuAKE-hard re-keyed per
 replica), written to ``--workdir`` (default: the system temporary folder), never into the
 repository.
 
 Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
-``--sizes 100000`` for a quick run; ``--big`` adds 3M cases (memory of the full audit; 15 GB of
+``--sizes 100000`` for a quick run (``--no-peer --parquet``: without the slow peer); ``--big`` adds 3M cases (memory of the full audit; 15 GB of
 disk, ~15 min).
 """
 
