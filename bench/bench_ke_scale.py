@@ -21,8 +21,8 @@ replica), written to ``--workdir`` (default: the system temporary folder), never
 repository.
 
 Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
-``--sizes 100000`` for a quick run (``--no-peer --parquet``: without the slow peer); ``--big`` adds 3M cases (memory of the full audit; 15 GB of
-disk, ~15 min).
+``--sizes 100000`` for a quick run (``--no-peer --parquet``: without the slow peer); ``--big``
+adds 3M cases (memory of the full audit; 15 GB of disk, ~15 min).
 """
 
 from __future__ import annotations
