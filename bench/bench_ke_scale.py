@@ -11,15 +11,18 @@ so one measurement's memory never inflates another's. Measured in the same run:
   memory only up to a few 100k cases; past ``--peer-max`` it is run batched (the same call per
   8,192 records, objects dropped after each), what a user would write at that size;
 * parquet vs JSON Lines: the same raw cases written as parquet, loaded by ``curate`` (the
-  columnar path reads Arrow record batches; no JSON at all).
+  columnar path reads Arrow record batches; no JSON at all);
+* the load with ``--workers 1`` beside the default (the cores): what the threads gain. Load rows
+  also give the child's CPU seconds (user + system), less inflated than wall time by a busy
+  machine.
 
 Cases come from the bench generator (``bench_ke.rekey_record``: MQuAKE-hard re-keyed per
 replica), written to ``--workdir`` (default: the system temporary folder), never into the
 repository.
 
 Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
-``--sizes 100000`` for a quick run; ``--big`` adds 3M cases (memory of the full audit; 15 GB of
-disk, ~15 min).
+``--sizes 100000`` for a quick run (``--no-peer --parquet``: without the slow peer); ``--big``
+adds 3M cases (memory of the full audit; 15 GB of disk, ~15 min).
 """
 
 from __future__ import annotations
@@ -156,11 +159,13 @@ def child(what: str, path: str, out: str) -> None:
         res["render"] = time.perf_counter() - t
         res["findings"] = report.findings.height
         res["peak"] = peak()
-    elif what == "load":
+    elif what in ("load", "load-1"):
         from curate.families import get_family
 
+        # load-1: the columnar path in one thread (--workers 1), for the parallel speed-up
+        kw = {"workers": 1} if what == "load-1" else {}
         t = time.perf_counter()
-        data = get_family("knowledge-editing").load([path])
+        data = get_family("knowledge-editing").load([path], **kw)
         res["load"] = time.perf_counter() - t
         res["cases"] = data.cases.height
     elif what == "tables":
@@ -210,6 +215,11 @@ def child(what: str, path: str, out: str) -> None:
     print(json.dumps(res), flush=True)
 
 
+#: CPU seconds (user + system) of the last child :func:`run` waited for: on a shared machine
+#: wall time tells little, CPU time less inflated by the other processes.
+LAST_CPU = [0.0]
+
+
 def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict[str, Any]]:
     """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
     t = time.perf_counter()
@@ -223,6 +233,7 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, floa
     wall = time.perf_counter() - t
     out = proc.stdout.read().decode() if proc.stdout else ""
     err = proc.stderr.read().decode() if proc.stderr else ""
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):  # 1: findings over the threshold, a normal audit outcome
         raise SystemExit(f"child failed ({code}): {' '.join(args)}\n{err[-2000:]}")
@@ -249,6 +260,9 @@ def main() -> None:
         action="store_true",
         help="only curate's rows (end to end, staged, tables, load): no peer, no parquet",
     )
+    ap.add_argument(
+        "--parquet", action="store_true", help="with --no-peer: the parquet row all the same"
+    )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -268,7 +282,9 @@ def main() -> None:
     report = args.workdir / "report.json"
     for n in sizes:
         big = n > 1_000_000
-        jsonl, pq_path = inputs(args.workdir, n, parquet=not (big or args.no_peer))
+        jsonl, pq_path = inputs(
+            args.workdir, n, parquet=not big and (args.parquet or not args.no_peer)
+        )
         mib = jsonl.stat().st_size / 2**20
         cli = [sys.executable, "-m", "curate", "audit", "mquake", str(jsonl), "-f", "json"]
         wall, rss, _ = run([*cli, "-o", str(report)])
@@ -306,27 +322,37 @@ def main() -> None:
             f"{sum(tb[f'{t}_estimated'] for t in ('hops', 'edits', 'cases')):,.0f})",
         )
         wall, rss, ld = run(me("load", jsonl, report))
+        cpu = LAST_CPU[0]
         row(
             "load (read + validate + tables), JSON Lines",
             f"{n:,}",
             f"{ld['load']:.1f} s",
             f"{rss:.2f} GiB",
-            f"{n / ld['load']:,.0f} cases/s",
+            f"{n / ld['load']:,.0f} cases/s; process CPU {cpu:.1f} s (import included)",
         )
-        if args.no_peer:
-            continue
-        peer = "peer" if n <= args.peer_max else "peer-batched"
-        _, prss, pr = run(me(peer, jsonl, report))
-        assert pr["cases"] == ld["cases"] == n, (pr, ld)
-        label = "whole file" if peer == "peer" else "per 8,192 records"
+        _, rss1, ld1 = run(me("load-1", jsonl, report))
         row(
-            f"**peer**: `TypeAdapter(list[MQuAKECase]).validate_json`, {label}",
+            "  the same load in one thread (`--workers 1`)",
             f"{n:,}",
-            f"{pr['load']:.1f} s",
-            f"{prss:.2f} GiB",
-            f"curate load = {ld['load'] / pr['load']:.2f}x the peer's time",
+            f"{ld1['load']:.1f} s",
+            f"{rss1:.2f} GiB",
+            f"process CPU {LAST_CPU[0]:.1f} s; default workers "
+            f"{ld1['load'] / ld['load']:.2f}x faster",
         )
-        assert pq_path is not None
+        if not args.no_peer:
+            peer = "peer" if n <= args.peer_max else "peer-batched"
+            _, prss, pr = run(me(peer, jsonl, report))
+            assert pr["cases"] == ld["cases"] == n, (pr, ld)
+            label = "whole file" if peer == "peer" else "per 8,192 records"
+            row(
+                f"**peer**: `TypeAdapter(list[MQuAKECase]).validate_json`, {label}",
+                f"{n:,}",
+                f"{pr['load']:.1f} s",
+                f"{prss:.2f} GiB",
+                f"curate load = {ld['load'] / pr['load']:.2f}x the peer's time",
+            )
+        if pq_path is None:
+            continue
         _, qrss, qd = run(me("load", pq_path, report))
         assert qd["cases"] == n
         row(
@@ -334,7 +360,8 @@ def main() -> None:
             f"{n:,}",
             f"{qd['load']:.1f} s",
             f"{qrss:.2f} GiB",
-            f"{ld['load'] / qd['load']:.1f}x faster than JSON Lines",
+            f"{ld['load'] / qd['load']:.1f}x faster than JSON Lines; process CPU "
+            f"{LAST_CPU[0]:.1f} s ({cpu / LAST_CPU[0]:.1f}x less)",
         )
 
 

@@ -185,6 +185,27 @@ def test_invalid_records_mixed_in_identical(
     assert slow.schema_findings.height > 0  # the mutations did make invalid records
 
 
+def test_workers_do_not_change_the_result(hard_records: list[dict], tmp_path: Path) -> None:
+    """Batches laid out in 1, 2 or 3 threads (out of order, several in flight) give the same
+    data, invalid records named alike, in file order; and the per-record reader's."""
+    rng = random.Random(4)
+    records: list[Any] = []
+    for i in range(1500):
+        rec = hard_records[i % len(hard_records)]
+        rec = {**rec, "case_id": rec["case_id"] + (i // len(hard_records)) * 10**6}
+        roll = rng.random()
+        records.append(
+            _mutate(rec, rng) if roll < 0.03 else rng.choice(ODD)(rec) if roll < 0.04 else rec
+        )
+    path = _write_jsonl(tmp_path / "mixed.jsonl", records)
+    with mock.patch.object(curate.io, "BATCH_ROWS", 40):
+        loads = [FAM.load([path], workers=w) for w in (1, 2, 3)]
+        slow = FAM.load([path], keep_records=True)
+    assert loads[0].schema_findings.height > 0
+    for other in (*loads[1:], slow):
+        _same(loads[0], other)
+
+
 def test_check_never_vouches_for_an_invalid_record(hard_records: list[dict]) -> None:
     """The check may leave a valid record to pydantic, never pass an invalid one."""
     from curate.families.knowledge_editing import validate_record

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,7 +46,7 @@ from curate.families.knowledge_editing_columns import (
 )
 from curate.findings import InputInfo, Report, dumps
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import Batch, open_source
+from curate.io import HF_SCHEME, STDIN, Batch, open_source, sha256_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.knowledge_editing import (
@@ -427,26 +428,48 @@ def _ahead(
     batches: Iterator[Batch], pool: Any, row: int, depth: int = 1
 ) -> Iterator[tuple[Batch, Future | None, int]]:
     """Each batch with its columnar job (None: read record by record) and its first row,
-    yielded once the next ``depth`` batches have been read, so the jobs overlap the reading
-    (depth 1 on the local engine's thread; one per CPU of a Ray cluster)."""
+    yielded once the ``depth`` batches after it have been read and their jobs submitted, so
+    the jobs overlap the reading and (``depth`` > 1) one another."""
     pending: deque[tuple[Batch, Future | None, int]] = deque()
     while True:
         try:
             batch = next(batches, None)
         except Exception:
-            # an error reading the next batch comes after whatever the current ones raise
+            # an error reading the next batch comes after whatever the batches before raise
             while pending:
                 yield pending.popleft()
             raise
         if batch is None:
             break
         job = pool.submit(_columns, _portable(batch), row) if pool is not None else None
-        if len(pending) >= depth:
-            yield pending.popleft()
         pending.append((batch, job, row))
         row += len(batch)
+        if len(pending) > depth:
+            yield pending.popleft()
     while pending:
         yield pending.popleft()
+
+
+def _plain_file(path: str | Path) -> Path | None:
+    """``path`` when it is a local file read as it is (not standard input, the Hub, a
+    ``FOLDER:CONFIG`` or a folder): its hash is then :func:`~curate.io.sha256_of` of it."""
+    text = str(path)
+    if text == STDIN or text.startswith(HF_SCHEME):
+        return None
+    p = Path(text)
+    return p if p.is_file() else None
+
+
+def _workers(opts: FamilyOptions) -> int:
+    """Threads of the columnar path: ``--workers``, else the cores this process may use (at
+    most 8)."""
+    if isinstance(opts, KEOptions) and opts.workers is not None:
+        return opts.workers
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
 
 
 @functools.cache
@@ -576,7 +599,11 @@ class KnowledgeEditingFamily(Family):
         gc.disable()
         try:
             data = self._load(
-                paths, progress=progress, keep_records=keep_records, encoding=encoding
+                paths,
+                progress=progress,
+                keep_records=keep_records,
+                encoding=encoding,
+                workers=_workers(opts),
             )
             data.options = opts
             return data
@@ -591,6 +618,7 @@ class KnowledgeEditingFamily(Family):
         progress: Progress | None,
         keep_records: bool,
         encoding: str | None = None,
+        workers: int = 1,
     ) -> KEData:
         builder = _TableBuilder()
         schema_rows: list[dict[str, Any]] = []
@@ -601,16 +629,31 @@ class KnowledgeEditingFamily(Family):
         marks: list[tuple[int, bool | None, list[str]]] = []
         layouts: dict[str, int] = {}
         row = 0
-        # The columnar path (see _columns) runs one batch ahead of the loop below, in a thread:
-        # Arrow and polars work without the GIL while the next batch is read.
-        # On Ray (--engine ray) the same jobs are Ray tasks, one in flight per cluster CPU.
+        # The columnar path (see _columns) runs in ``workers`` threads, that many batches ahead
+        # of the loop below: Arrow's parser and polars work without the GIL, so the batches are
+        # parsed and laid out on every core while the next ones are read. Threads, not
+        # processes: the tables (categoricals share one process-wide dictionary) are made where
+        # they are used, and nothing is copied between processes. On Ray (--engine ray) the
+        # same jobs are Ray tasks, one in flight per cluster CPU.
         engine = current_engine()
-        pool = engine.submitter(lambda: ThreadPoolExecutor(1)) if not keep_records else None
-        depth = 1 if engine.is_local() else engine.parallelism(1)
+        if keep_records:
+            pool, depth = None, 1
+        elif engine.is_local():
+            pool, depth = ThreadPoolExecutor(workers), workers
+        else:
+            pool, depth = engine.submitter(lambda: ThreadPoolExecutor(1)), engine.parallelism(1)
         try:
             for path in paths:
                 check_not_blank(path)
-                src = open_source(path, encoding=encoding)
+                # A local file's hash is taken beside the parsing (hashlib works without the
+                # GIL) instead of in a pass of its own before it.
+                local = _plain_file(path) if pool is not None and engine.is_local() else None
+                src = open_source(path, encoding=encoding, hash_input=local is None)
+                digest = (
+                    pool.submit(sha256_of, local)
+                    if pool is not None and local is not None
+                    else None
+                )
                 n_file = 0
                 splits: dict[str, int] = {}
                 for batch, job, first in _ahead(src.batches, pool, row, depth):
@@ -666,7 +709,11 @@ class KnowledgeEditingFamily(Family):
                         progress(f"read {src.path.name}", row)
                 if n_file == 0:  # per file: one empty input among several is still broken
                     raise no_records(path)
-                inputs.append(InputInfo(str(path), src.sha256, n_file, src.format, splits))
+                try:
+                    sha = digest.result() if digest is not None else src.sha256
+                except OSError as e:  # as open_source says it
+                    raise InputError(f"cannot read ({e.strerror or e})", path=src.path) from None
+                inputs.append(InputInfo(str(path), sha, n_file, src.format, splits))
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)

@@ -316,6 +316,19 @@ class KEOptions(FamilyOptions):
         commands=("fix", "export"),
     )
 
+    workers: int | None = option(
+        None,
+        help="Threads parsing and checking the input's batches in parallel (default: the "
+        "available cores, at most 8). Results do not depend on it.",
+    )
+
+    @field_validator("workers")
+    @classmethod
+    def _positive(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ValueError(f"must be at least 1 (got {v})")
+        return v
+
     @field_validator("edit_set")
     @classmethod
     def _spec(cls, v: str) -> str:
