@@ -38,6 +38,7 @@ from pydantic import (
 
 from curate.errors import InputError
 from curate.options import FamilyOptions, option
+from curate.schemas.splits import SPLIT_NAMES as COMMON_SPLIT_NAMES
 
 
 class Modality(StrEnum):
@@ -157,17 +158,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 #: Split spellings read as the three canonical splits (``--split-map`` adds or overrides).
-SPLIT_NAMES = {
-    "train": "train",
-    "training": "train",
-    "valid": "validation",
-    "validation": "validation",
-    "val": "validation",
-    "dev": "validation",
-    "test": "test",
-    "testing": "test",
-    "eval": "test",
-}
+SPLIT_NAMES = {**COMMON_SPLIT_NAMES, "eval": "test"}
 #: Order of splits for leakage: a copy in a later split is the one a fix drops.
 SPLIT_ORDER = ("train", "validation", "test")
 

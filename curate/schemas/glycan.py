@@ -24,6 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
 from curate.errors import InputError
 from curate.options import FamilyOptions, option
+from curate.schemas.splits import SPLIT_NAMES
 
 TASKS = ("taxonomy", "immunogenicity", "glycosylation", "interaction")
 LEVELS = ("species", "genus", "family", "order", "class", "phylum", "kingdom", "domain")
@@ -35,16 +36,6 @@ LABEL_COLUMNS = {
 PROTEIN_COLUMNS = ("target", "protein_sequence", "sequence", "aa_sequence")
 PROTEIN_NAME_COLUMNS = ("protein", "protein_name", "name")
 SPLIT_COLUMN = ("split",)
-SPLIT_NAMES = {
-    "train": "train",
-    "training": "train",
-    "valid": "validation",
-    "validation": "validation",
-    "val": "validation",
-    "dev": "validation",
-    "test": "test",
-    "testing": "test",
-}
 #: Cell values that mean "no label" in the real files; rules report them, fixes null them.
 PLACEHOLDERS = frozenset(
     {"", "undetermined", "unknown", "unclassified", "none", "na", "n/a", "nan", "null", "-", "[]"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.audits.knowledge_editing.contamination import _sr_key, applied_edits
+from curate.audits.knowledge_editing.contamination import sr_key, applied_edits
 from curate.audits.knowledge_editing.registry import MAX_LISTED, RULES
 from curate.findings import (
     empty_rule_output,
@@ -23,7 +23,7 @@ def _with_several(edits: pl.LazyFrame, a: str, b: str, of: str) -> pl.DataFrame:
     conflict can involve. One group-by on the pair's codes (one integer) with the least and
     greatest code of ``of``, then a semi-join: the windows and joins that follow run on these
     few edits, not on every applied edit (KE302 at 100k cases: 0.13 → 0.06 CPU s)."""
-    keyed = edits.with_columns(_sr_key(a, b).alias("__pair"))
+    keyed = edits.with_columns(sr_key(a, b).alias("__pair"))
     several = (
         keyed.group_by("__pair")
         .agg(

@@ -19,7 +19,7 @@ from curate.schemas.knowledge_editing_tables import KEData
 
 
 def _pair(s: str, r: str) -> pl.Expr:
-    """(subject, relation) codes as one 64-bit integer (see :func:`contamination._sr_key`)."""
+    """(subject, relation) codes as one 64-bit integer (see :func:`contamination.sr_key`)."""
     return pl.col(s).to_physical().cast(pl.UInt64) * (1 << 32) + pl.col(r).to_physical().cast(
         pl.UInt64
     )
