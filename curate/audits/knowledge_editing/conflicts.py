@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.audits.knowledge_editing.contamination import sr_key, applied_edits
+from curate.audits.knowledge_editing.contamination import applied_edits, sr_key
 from curate.audits.knowledge_editing.registry import MAX_LISTED, RULES
 from curate.findings import (
     empty_rule_output,
