@@ -420,6 +420,20 @@ def _docs_section(d: DatasetOutcome, k: int, docs: Mapping[str, Any]) -> list[st
 # --------------------------------------------------------------------------- the page
 
 
+def _head(title: str) -> list[str]:
+    """The page's head, the same on every curate page: generator tag (what lets a later run
+    replace it), content policy (nothing loaded from outside), style."""
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta name="generator" content="curate {_e(__version__)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+    ]
+
+
 def render_check(
     result: CheckResult,
     *,
@@ -441,13 +455,7 @@ def render_check(
     families = sorted({d.family for d in result.datasets})
     title = f"curate {'/'.join(families)}: {names}: {verdict}"
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta name="generator" content="curate {_e(__version__)}">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_head(title),
         f'<h1>curate {_e(__version__)}: <span class="{"fail" if result.failed else "pass"}">'
         f"{verdict}</span> <small>{_e(names)}</small></h1>",
     ]
@@ -557,13 +565,7 @@ def render_overlap(
         return f"{100 * x:.1f}%"
 
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta name="generator" content="curate {_e(__version__)}">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        *_head(title),
         f"<h1>curate {_e(__version__)}: <small>{_e(title)}</small></h1>",
         "<h2>Collections</h2>",
     ]
