@@ -1650,7 +1650,10 @@ def _parquet_batches(path: Path | _Blob, split: str | None, offset: int) -> Iter
         raise InputError(f"not a readable parquet file ({_brief(e)})", path=path) from None
     for rg in range(n_groups):
         try:
-            batches = pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[rg])
+            # One thread: the readers run their own work on the other cores while this one
+            # decodes, and Arrow's threads cost 2.3x the CPU for the same nested batches
+            # (measured on 100k MQuAKE cases: 1.97 vs 0.84 CPU-s).
+            batches = pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[rg], use_threads=False)
         except InputError:
             raise
         except Exception as e:
