@@ -422,6 +422,8 @@ def _schema_rows(
 def _portable(batch: Batch) -> Batch:
     """What :func:`_columns` reads of a batch (bytes or Arrow, split): all an engine task is
     sent — not the parsed rows, nor the reader's closures (which do not pickle)."""
+    if batch.blob is not None:
+        return Batch(batch.split, batch.offset, arrow=batch.arrow, blob=batch.blob)
     return Batch(batch.split, batch.offset, None, batch.lines, batch.raw, batch.arrow)
 
 
@@ -489,7 +491,15 @@ def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
     """The batch laid out by the columnar path, or None (read it record by record): when the
     bytes or Arrow columns are not at hand, the case ids are not all of one kind, or Arrow
     cannot hold the batch in the declared type."""
-    if batch.raw is not None:
+    blob = batch.blob
+    if blob is not None:
+        first_line = blob.data[: blob.data.find(b"\n") + 1 or len(blob.data)]
+        try:
+            head = orjson.loads(first_line)
+        except orjson.JSONDecodeError:
+            return None  # the reader's own parse names the line
+        first = head.get("case_id") if isinstance(head, dict) else None
+    elif batch.raw is not None:
         try:
             head = orjson.loads(batch.raw[0]) if batch.raw else None
         except orjson.JSONDecodeError:
@@ -506,7 +516,9 @@ def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
     struct = _parse_type(id_kind)
     if struct is None:
         return None
-    if batch.raw is not None:
+    if blob is not None:
+        table = parse_json(blob.data, blob.count, pa.schema(list(struct)))
+    elif batch.raw is not None:
         table = parse_json(b"".join(batch.raw), len(batch.raw), pa.schema(list(struct)))
     else:
         table = conform(batch.arrow, struct)
