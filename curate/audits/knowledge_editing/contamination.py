@@ -383,6 +383,8 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
             _withhold_text() if plain else _withhold_json(pl.col("values"), pl.col("src_records")),
         )
         .drop("values")
+        # the ``edits`` list of a hop overridden by this triple alone, written once per triple
+        .with_columns(pl.concat_str(pl.lit("["), pl.col("edit"), pl.lit("]")).alias("edits"))
     )
     withholding = data.marks.filter(pl.col("withheld").list.len() > 0)
     marked = _flag_by_row(data, data.cases["row"].is_in(withholding["row"].implode()))
@@ -404,17 +406,20 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
             ).alias("general")
         )
     )
-    simple = hits.filter(~pl.col("general")).select(
-        "__i",
+    hop_columns = ("__i", "row", "edited", "hop", "s", "r", "o")
+    # the hits of the simple path are the candidates' rows already, in their order
+    victims = hits.filter(~pl.col("general")).select(
+        *hop_columns,
         pl.lit(1, pl.UInt32).alias("n_edits"),
-        pl.concat_str(pl.lit("["), pl.col("edit"), pl.lit("]")).alias("edits"),
+        "edits",
         pl.col("new_str").cast(pl.String).alias("first_target"),
         pl.col("src_records").list.first().alias("first_source"),
         "withhold",
     )
     general = _general_hits(data, hits.filter(pl.col("general")))
-    per_hop = pl.concat([simple, general]).sort("__i")
-    victims = cand.drop("key").join(per_hop, on="__i", maintain_order="left")
+    if general.height:
+        general = cand.select(hop_columns).join(general, on="__i", maintain_order="left")
+        victims = pl.concat([victims, general]).sort("__i")
     at = victims["__i"]
     return victims.with_columns(
         data.records_by_row().gather(victims["row"]),
@@ -542,11 +547,15 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
         pl.any_horizontal(pl.col("s", "r", "o").str.contains(_NEEDS_ESCAPE)) | pl.col("o").is_null()
     )  # a null object is written ``null``, not as a string
     if j.select(escaped.any()).item():
-        head = pl.struct(
-            pl.concat_list("s", "r", "o").alias("hop_triple"),
-            pl.col("hop"),
-            pl.col("n_edits").alias("contaminating_edits"),
-        ).struct.json_encode()
+        head = (
+            pl.struct(
+                pl.concat_list("s", "r", "o").alias("hop_triple"),
+                pl.col("hop"),
+                pl.col("n_edits").alias("contaminating_edits"),
+            )
+            .struct.json_encode()
+            .str.strip_suffix("}")
+        )
     else:
         # the same text, written directly: ``json_encode`` took 1 µs a finding (a third of the
         # contamination rules' time) for ids that need no escaping
@@ -561,7 +570,6 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
             pl.col("hop").cast(pl.String),
             pl.lit(',"contaminating_edits":'),
             pl.col("n_edits").cast(pl.String),
-            pl.lit("}"),
         )
     return finding_frame(
         j,
@@ -579,9 +587,7 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
         ),
         # {"hop_triple": ..., "hop": ..., "contaminating_edits": ..., "edits": [...]}: the
         # edits' JSON is written per triple by the table, not once per hit
-        details=pl.concat_str(
-            head.str.strip_suffix("}"), pl.lit(',"edits":'), "edits", pl.lit("}")
-        ),
+        details=pl.concat_str(head, pl.lit(',"edits":'), "edits", pl.lit("}")),
         fix=pl.col("withhold"),
     )
 
