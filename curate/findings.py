@@ -175,9 +175,12 @@ def _sorted(f: pl.DataFrame) -> pl.DataFrame:
     """
     keys = ["row", "rule", "field"]
     f = f.sort(keys, nulls_last=True, maintain_order=True)
-    if f.height > 1 and f.select(
-        pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in keys).any()
-    ).item():
+    if (
+        f.height > 1
+        and f.select(
+            pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in keys).any()
+        ).item()
+    ):
         f = f.sort([*keys, "message"], nulls_last=True, maintain_order=True)
     return f
 
