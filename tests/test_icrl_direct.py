@@ -107,6 +107,30 @@ def test_edge_chunks_and_several_blocks(tmp_path: Path, inflated, by_hdf5) -> No
     assert out["histories"]["steps_read"] == [10_000] * 6
 
 
+def test_resized_datasets(tmp_path: Path, inflated, by_hdf5) -> None:
+    """Extendable datasets grown and shrunk after writing: edge chunks hold steps past the
+    current end (fill values, or data cut off), which neither path may read."""
+    path = write_file(tmp_path / "resized.hdf5", tasks=2, histories=2, steps=5000)
+    with h5py.File(path, "r+") as f:
+        for g, steps in (("0", 7000), ("1", 4500)):
+            for name in DATASETS:
+                data = f[g][name][()]
+                del f[g][name]
+                ds = f[g].create_dataset(
+                    name,
+                    data=data,
+                    chunks=(1, 4096, *data.shape[2:]),
+                    maxshape=(None, None, *data.shape[2:]),
+                    compression="gzip",
+                    fillvalue=np.zeros((), data.dtype),
+                )
+                ds.resize(steps, axis=1)
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert len(inflated) == _chunks(path)
+    assert out["histories"]["steps_read"] == [7000, 7000, 4500, 4500]
+
+
 def test_unallocated_chunks_read_the_fill_value(tmp_path: Path, inflated, by_hdf5) -> None:
     path = write_file(tmp_path / "fill.hdf5", tasks=2, histories=3, steps=6000)
     _rewrite(path, "1", "expert_actions", keep=lambda h: h != 1, compression="gzip", fillvalue=7)
