@@ -25,15 +25,15 @@ SAMPLES = ("xland_format_sample_9x9_random.hdf5", "xland_format_sample_13x13_ran
 
 @pytest.fixture
 def inflated(monkeypatch) -> list[int]:
-    """Counts the chunks the direct path inflates (one entry per chunk, its stored size)."""
+    """Counts the chunks the direct path inflates (one entry per chunk)."""
     calls: list[int] = []
-    real = scan._inflate
+    real = scan._inflater
 
-    def counting(data, *args):
-        calls.append(len(data))
-        return real(data, *args)
+    def counting():
+        calls.append(1)
+        return real()
 
-    monkeypatch.setattr(scan, "_inflate", counting)
+    monkeypatch.setattr(scan, "_inflater", counting)
     return calls
 
 
@@ -215,23 +215,26 @@ def test_corrupt_chunk_gives_hdf5s_error(tmp_path: Path, by_hdf5) -> None:
     assert all("filter" in e.lower() for _, _, e in errors), errors  # HDF5's own words
 
 
-def test_chunk_that_skips_its_filter_or_inflates_short(tmp_path: Path, by_hdf5) -> None:
+def test_chunks_that_skip_their_filter_or_inflate_short_or_long(tmp_path: Path, by_hdf5) -> None:
     """Chunks HDF5 reads its own way go to HDF5: one stored unfiltered (filter mask 1), one
-    inflating to fewer bytes than a chunk. (HDF5 reads the latter without an error, the rest of
-    the chunk being whatever its buffer held, so only the others are compared in full.)"""
-    path = write_file(tmp_path / "odd.hdf5", tasks=1, histories=3, steps=6000)
+    inflating to fewer bytes than a chunk, one to more (HDF5 keeps the first chunk's worth).
+    HDF5 reads the short one without an error, the rest of the chunk being whatever its buffer
+    held, so that history is not compared."""
+    path = write_file(tmp_path / "odd.hdf5", tasks=1, histories=4, steps=6000)
     with h5py.File(path, "r+") as f:
         ds = f["0"]["actions"]
         row = np.full(4096, 2, dtype=np.uint8)
         ds.id.write_direct_chunk((0, 0), row.tobytes(), filter_mask=1)
         ds.id.write_direct_chunk((1, 0), zlib.compress(row[:100].tobytes()))
+        ds.id.write_direct_chunk((2, 0), zlib.compress(np.tile(row, 8).tobytes()))
     fast = _scan(path, direct=True)
-    assert by_hdf5 == [("/0/actions", np.s_[0, 0:6000]), ("/0/actions", np.s_[1, 0:6000])]
+    assert by_hdf5 == [("/0/actions", np.s_[h, 0:6000]) for h in (0, 1, 2)]
     slow = _scan(path, direct=False)
-    for h in (0, 2):
+    for h in (0, 2, 3):
         for c, values in fast["histories"].items():
             np.testing.assert_equal(values[h], slow["histories"][c][h], err_msg=c)
     assert fast["histories"]["action_2"][0] >= 4096  # the unfiltered chunk, read as stored
+    assert fast["histories"]["action_2"][2] >= 4096  # the long one's first 4096 bytes
 
 
 def test_switch_off_by_environment(tmp_path: Path, monkeypatch, inflated) -> None:

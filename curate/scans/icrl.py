@@ -36,9 +36,9 @@ import numpy as np
 import xxhash
 
 try:  # zlib-ng inflates HDF5's deflate chunks about twice as fast as the system zlib
-    from zlib_ng.zlib_ng import decompress as _inflate
+    from zlib_ng.zlib_ng import decompressobj as _inflater
 except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 reads everything
-    _inflate = None
+    _inflater = None
 
 from curate.schemas.icrl_layout import (
     DATASETS,
@@ -390,8 +390,12 @@ class _Buffer:
             mask, stored = dsid.read_direct_chunk((h, c, *tail))
             if mask:  # a filter was skipped for this chunk: not plain deflate
                 raise _NotDirect
-            data = _inflate(stored, 15, chunk_bytes)
-            if len(data) != chunk_bytes:  # a chunk is stored whole, edge chunks too
+            # at most one byte past a chunk (memory stays bounded whatever the stored bytes
+            # claim); the stream must end exactly at the chunk's size: a chunk is stored whole,
+            # edge chunks too
+            inflater = _inflater()
+            data = inflater.decompress(stored, chunk_bytes + 1)
+            if not inflater.eof or len(data) != chunk_bytes:
                 raise _NotDirect
             n = min(rows, b - c) * row_bytes
             o = (c - a) * row_bytes
@@ -410,7 +414,7 @@ def direct_chunk_rows(ds: h5py.Dataset) -> int:
     one history), its filter pipeline is deflate alone (no shuffle, checksum, scale-offset...),
     and its type in the file is exactly the in-memory type h5py reads it as (no conversion).
     """
-    if _inflate is None:
+    if _inflater is None:
         return 0
     try:
         chunks = ds.chunks
