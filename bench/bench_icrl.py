@@ -68,10 +68,11 @@ def _floor(path: str, groups: list[str], threads: int = 1) -> int:
 
 
 def _floor_raw(path: str, groups: list[str]) -> int:
-    """Every chunk of ``groups`` read as stored and inflated with zlib-ng; return the bytes."""
+    """Every chunk of ``groups`` read as stored and inflated with zlib-ng, the way the scan's
+    direct path does (at most one byte past the chunk's size); return the bytes."""
     import h5py
     import numpy as np
-    from zlib_ng.zlib_ng import decompress
+    from zlib_ng.zlib_ng import decompressobj
 
     total = 0
     with h5py.File(path, "r") as f:
@@ -81,9 +82,8 @@ def _floor_raw(path: str, groups: list[str]) -> int:
                 chunk_bytes = int(np.prod(d.chunks)) * d.dtype.itemsize
                 for h in range(d.shape[0]):
                     for a in range(0, d.shape[1], rows):
-                        total += len(
-                            decompress(dsid.read_direct_chunk((h, a, *tail))[1], 15, chunk_bytes)
-                        )
+                        stored = dsid.read_direct_chunk((h, a, *tail))[1]
+                        total += len(decompressobj().decompress(stored, chunk_bytes + 1))
     return total
 
 
