@@ -24,7 +24,9 @@ disk). ``--gb N`` sizes it to about N GB *on disk* (64 tasks × 32 histories × 
 0.26 GB on disk, 3.6 GB decompressed), ``--tasks/--histories/--steps`` set it exactly.
 
 Run: ``python bench/bench_icrl.py [--gb N] [--dir DIR] [--repeat K]``; prints one table row per
-measurement (best of ``--repeat``) and the extrapolation to XLand-100B (112.6e9 steps).
+measurement (best of ``--repeat`` by wall time; its CPU seconds beside, user + system of the
+process and its workers, which a shared machine disturbs less) and the extrapolation to
+XLand-100B (112.6e9 steps).
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def child(kind: str, path: str, workers: int) -> None:
 
     with h5py.File(path, "r") as f:
         groups = list(f.keys())
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     if kind == "floor":
         _floor(path, groups)
     elif kind == "floor-threads":
@@ -112,13 +114,22 @@ def child(kind: str, path: str, workers: int) -> None:
         assert report.stats["histories_scanned"] == report.stats["histories"], report.stats
         errors = report.findings.filter(report.findings["severity"] == "error").height
         assert errors == 0, report.findings.head(5)
-    print(f"{time.perf_counter() - t0:.4f}")
+    print(f"{time.perf_counter() - t0:.4f} {_cpu() - c0:.4f}")
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its reaped children so far."""
+    import resource
+
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def measure(
     kind: str, path: Path, workers: int = 1, env: dict[str, str] | None = None
-) -> tuple[float, float]:
-    """(seconds, peak RSS in MB over the child and its own children) of one measurement."""
+) -> tuple[float, float, float]:
+    """(seconds, CPU seconds, peak RSS in MB over the child and its own children) of one
+    measurement; seconds and CPU seconds cover the measured work only (not the child's start)."""
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", kind, str(path), str(workers)],
         stdout=subprocess.PIPE,
@@ -128,7 +139,8 @@ def measure(
     out = proc.stdout.read().decode() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{kind} failed: {out}")
-    return float(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+    wall, cpu = (float(x) for x in out.strip().splitlines()[-1].split())
+    return wall, cpu, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -176,24 +188,29 @@ def main() -> None:
         ("audit, 1 core, h5py", "audit", 1, h5py_reads),
         ("audit, 2 procs", "audit", 2, None),
     ]
-    best: dict[str, tuple[float, float]] = {}
+    best: dict[str, tuple[float, float, float]] = {}
     for _ in range(args.repeat):
         for label, kind, workers, env in runs:
-            t, rss = measure(kind, path, workers, env)
+            t, cpu, rss = measure(kind, path, workers, env)
             if label not in best or t < best[label][0]:
-                best[label] = (t, max(rss, best.get(label, (0, 0))[1]))
-    floor = best["floor"][0]
+                best[label] = (t, cpu, max(rss, best.get(label, (0, 0, 0))[2]))
+    floor, floor_cpu = best["floor"][:2]
     floor_raw = best["floor, raw+zlib-ng"][0]
     print(
         f"| {'measurement':<19} | {'seconds':>8} | {'x floor':>7} | {'x raw':>5} | "
-        f"{'M steps/s':>9} | {'MB/s decompressed':>17} | {'peak RSS MB':>11} |"
+        f"{'CPU s':>6} | {'CPU x floor':>11} | {'M steps/s':>9} | {'MB/s decompressed':>17} | "
+        f"{'peak RSS MB':>11} |"
     )
-    print(f"|{'-' * 21}|{'-' * 9}:|{'-' * 8}:|{'-' * 6}:|{'-' * 10}:|{'-' * 18}:|{'-' * 12}:|")
+    print(
+        f"|{'-' * 21}|{'-' * 9}:|{'-' * 8}:|{'-' * 6}:|{'-' * 7}:|{'-' * 12}:|{'-' * 10}:|"
+        f"{'-' * 18}:|{'-' * 12}:|"
+    )
     for label, *_ in runs:
-        t, rss = best[label]
+        t, cpu, rss = best[label]
         print(
             f"| {label:<19} | {t:>8.2f} | {t / floor:>7.2f} | {t / floor_raw:>5.2f} | "
-            f"{steps / t / 1e6:>9.2f} | {raw / t / 1e6:>17.0f} | {rss:>11.0f} |"
+            f"{cpu:>6.2f} | {cpu / floor_cpu:>11.2f} | {steps / t / 1e6:>9.2f} | "
+            f"{raw / t / 1e6:>17.0f} | {rss:>11.0f} |"
         )
     for label in ("audit, 1 core", "audit, 2 procs"):
         t = best[label][0]
