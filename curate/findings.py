@@ -8,6 +8,9 @@ severity on it, and :class:`Report` sorts it into a stable order (same input, sa
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -165,6 +168,23 @@ class InputInfo:
         return {"path": self.path, "sha256": self.sha256, "records": self.records}
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while making many objects that form no cycles.
+
+    Why: every few hundred new containers (dicts, findings) the collector walks every tracked
+    object of the process, and after a load those are many: turning 15k findings into objects
+    took 0.33 s with it and 0.11 s without (200k MQuAKE cases loaded).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _sorted(f: pl.DataFrame) -> pl.DataFrame:
     """Findings in report order: by row, rule, field and message, ties in their given order.
 
@@ -257,6 +277,10 @@ class Report:
         return self.findings.to_pandas()
 
     def iter_findings(self) -> list[Finding]:
+        with gc_paused():
+            return self._findings()
+
+    def _findings(self) -> list[Finding]:
         return [
             Finding(
                 rule=r["rule"],
