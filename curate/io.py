@@ -1597,19 +1597,14 @@ def _decoded_lines(path: Path | _Blob, fh: BinaryIO, codec: str, start: int) -> 
 
 
 def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[Batch]:
-    """The records of a JSON Lines file, :data:`BATCH_ROWS` non-blank lines at a time.
+    """The records of a JSON Lines file, at most :data:`BATCH_ROWS` non-blank lines at a time.
 
-    A UTF-8 file's lines are handed over as read (:attr:`Batch.raw`) and parsed only when a
-    reader asks for :attr:`Batch.rows`, with the same errors, naming the same line: a reader that
-    builds its columns from the bytes in C++ then never makes the Python objects. Other
-    encodings are decoded and parsed as they are read.
+    A UTF-8 file is read in whole blocks of lines (:func:`_jsonl_blocks`) and its records are
+    parsed only when a reader asks for :attr:`Batch.rows`, with the same errors, naming the same
+    line: a reader that builds its columns from the bytes in C++ then never makes the Python
+    objects. Other encodings are decoded and parsed as they are read.
     """
-    rows: list[dict[str, Any]] = []
-    lines: list[int] = []
-    raws: list[bytes] = []
-    ats: list[int] = []
     index = 0
-    offset = 0
     fh = _open(path)
     with fh:
         if fh.seekable():
@@ -1618,30 +1613,36 @@ def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[
         else:  # a decompressing stream: look at its start through a second one
             codec, skip = _resolve_encoding(path, _sample(path, 4), encoding)
             fh.read(skip)
-        utf8 = codec in _UTF8
-        if utf8:
-            for batch in _jsonl_blocks(path, fh, skip, codec):
-                index += len(batch)
-                yield batch
-            source: Iterator[bytes] | Iterator[str] = iter(())
+        if codec in _UTF8:
+            batches = _jsonl_blocks(path, fh, skip, codec)
         else:
-            source = _decoded_lines(path, fh, codec, skip)
-        at = skip  # byte offset of the current line (UTF-8 only)
-        for lineno, line in enumerate(source, start=1):
-            line_at, at = at, at + len(line)
-            if not line.strip():
-                continue
-            rows.append(_jsonl_record(path, line, lineno, line_at, index == 0, codec))
-            lines.append(lineno)
-            index += 1
-            if len(lines) >= BATCH_ROWS:
-                yield _jsonl_batch(path, offset, rows, lines, raws, ats, codec, utf8)
-                offset = index
-                rows, lines, raws, ats = [], [], [], []
+            batches = _decoded_jsonl(path, fh, codec, skip)
+        for batch in batches:
+            index += len(batch)
+            yield batch
     if index == 0:
         raise InputError("empty file: expected JSON Lines records", path=path)
+
+
+def _decoded_jsonl(path: Path | _Blob, fh: BinaryIO, codec: str, skip: int) -> Iterator[Batch]:
+    """The records of a JSON Lines file in another encoding than UTF-8, parsed as decoded."""
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    index = offset = 0
+    at = skip
+    for lineno, line in enumerate(_decoded_lines(path, fh, codec, skip), start=1):
+        line_at, at = at, at + len(line)
+        if not line.strip():
+            continue
+        rows.append(_jsonl_record(path, line, lineno, line_at, index == 0, codec))
+        lines.append(lineno)
+        index += 1
+        if len(lines) >= BATCH_ROWS:
+            yield Batch(None, offset, rows, lines)
+            offset = index
+            rows, lines = [], []
     if lines:
-        yield _jsonl_batch(path, offset, rows, lines, raws, ats, codec, utf8)
+        yield Batch(None, offset, rows, lines)
 
 
 #: Bytes a UTF-8 JSON Lines file is read in (a batch is at most this, or BATCH_ROWS lines):
@@ -1684,7 +1685,8 @@ def _jsonl_blocks(path: Path | _Blob, fh: BinaryIO, at: int, codec: str) -> Iter
         if not cut:
             return
         nl = buf.count(b"\n", 0, cut)
-        if nl > BATCH_ROWS:  # short lines: BATCH_ROWS of them make a batch
+        last_open = buf[cut - 1] != 0x0A  # the file's last line, without a newline
+        if nl + last_open > BATCH_ROWS:  # short lines: BATCH_ROWS of them make a batch
             pos = -1
             for _ in range(BATCH_ROWS):
                 pos = buf.find(b"\n", pos + 1, cut)
@@ -1698,7 +1700,7 @@ def _jsonl_blocks(path: Path | _Blob, fh: BinaryIO, at: int, codec: str) -> Iter
         blank = _BLANK_FIRST.match(data, 0, end) or _BLANK_LINE.search(data, 0, end)
         if blank is None:
             blob = Lines(data, lineno, at, n_lines)
-            yield _jsonl_batch(path, offset, [], [], [], [], codec, True, blob)
+            yield _jsonl_batch(path, offset, [], [], [], codec, blob)
             offset += n_lines
         else:
             raws, nums, ats = Lines(data, lineno, at, n_lines).split()
@@ -1707,12 +1709,10 @@ def _jsonl_blocks(path: Path | _Blob, fh: BinaryIO, at: int, codec: str) -> Iter
                 yield _jsonl_batch(
                     path,
                     offset,
-                    [],
                     [nums[i] for i in keep],
                     [raws[i] for i in keep],
                     [ats[i] for i in keep],
                     codec,
-                    True,
                 )
                 offset += len(keep)
         lineno += n_lines
@@ -1722,16 +1722,13 @@ def _jsonl_blocks(path: Path | _Blob, fh: BinaryIO, at: int, codec: str) -> Iter
 def _jsonl_batch(
     path: Path | _Blob,
     offset: int,
-    rows: list[dict[str, Any]],
     lines: list[int],
     raws: list[bytes],
     ats: list[int],
     codec: str,
-    utf8: bool,
     blob: Lines | None = None,
 ) -> Batch:
-    if not utf8:
-        return Batch(None, offset, rows, lines)
+    """A batch of UTF-8 lines (``blob``, or the lists), parsed when its rows are asked for."""
 
     def parse() -> list[dict[str, Any]]:
         if blob is not None:

@@ -318,25 +318,29 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         )
     )
     flag = _flag_by_row(data, edited)
-    # The key first: it leaves only the hops some applied edit may override (a null subject
-    # or relation makes a null key, which matches nothing), and only those are then joined to
-    # their key's objects and looked up in the edit set and on their path. A set lookup, not a
-    # join, over every hop: measured 4x cheaper.
+    # The path first: each case is asked along one chain (``new_triples`` if edited), so half
+    # the hops go before any key is looked up (1 M cases: 1.3-1.8x less time than looking up
+    # every hop's key first; the same for ``random:100``). Then the key: a set lookup while the
+    # applied keys are few, a join with their objects when they are many (``all``: 1.8 M keys,
+    # the join 1.5x faster); a null subject or relation makes a null key, which matches
+    # nothing. A hop stays a candidate unless its key's only object is its own.
     per_key = per_key.collect()
-    keys = per_key["key"]
-    cand = (
+    hops = (
         data.hops.lazy()
         .with_row_index("__i")
-        .select("__i", "row", "path", "hop", "s", "r", "o", sr_key("s", "r").alias("key"))
-        .filter(pl.col("key").is_in(keys.implode()))
-        .join(per_key.lazy(), on="key", maintain_order="left")
+        .with_columns(flag.alias("edited"))
+        .filter((pl.col("path") == "new") == pl.col("edited"))
+        .select("__i", "row", "edited", "hop", "s", "r", "o", sr_key("s", "r").alias("key"))
+    )
+    if per_key.height * 10 < data.hops.height:
+        hops = hops.filter(pl.col("key").is_in(per_key["key"].implode()))
+    cand = (
+        hops.join(per_key.lazy(), on="key", maintain_order="left")
         .filter(
             pl.col("o").is_null()
             | (pl.col("o").to_physical() != pl.col("o_min"))
             | (pl.col("o").to_physical() != pl.col("o_max"))
         )
-        .with_columns(flag.alias("edited"))
-        .filter((pl.col("path") == "new") == pl.col("edited"))
         .select("__i", "row", "edited", "hop", "s", "r", "o", "key")
         .collect(engine="streaming")
     )
