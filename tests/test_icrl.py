@@ -684,7 +684,7 @@ def test_short_chunk(valid: Path, tmp_path: Path, monkeypatch, capsys, direct: s
     )
     assert f["field"] == "dones"
     assert "after 500 of the chunk's 4,096 bytes" in f["message"], f["message"]
-    assert "not checked from step 0 on" in f["message"]
+    assert "not checked from step 4096 on" in f["message"]
     assert [x for x in _findings(bad) if x["severity"] == "error"] == [f]
     capsys.readouterr()
     assert main(["audit", "icrl", str(bad), "--format", "json"]) == 1

@@ -513,6 +513,20 @@ def block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int
     return [(a, min(a + size, steps)) for a in range(0, steps, size)]
 
 
+def _read_block(
+    ds: list[h5py.Dataset], bufs: list[_Buffer], h: int, a: int, b: int
+) -> tuple[list[np.ndarray] | None, tuple[str, Exception] | None]:
+    """Steps ``[a, b)`` of history ``h`` of every dataset, or the first that cannot be read
+    (its name and the exception)."""
+    arrays = []
+    for dname, d, buf in zip(DATASETS, ds, bufs, strict=True):
+        try:
+            arrays.append(buf.read(d, h, a, b))
+        except (OSError, ValueError, RuntimeError) as e:
+            return None, (dname, e)
+    return arrays, None
+
+
 def scan_tasks(
     path: str,
     groups: Sequence[str],
@@ -553,19 +567,25 @@ def scan_tasks(
             for h in range(n_hist):
                 state = HistoryScan(steps, max_steps)
                 for a, b in edges:
-                    arrays = []
-                    for dname, d, buf in zip(DATASETS, ds, bufs, strict=True):
-                        try:
-                            arrays.append(buf.read(d, h, a, b))
-                        except (OSError, ValueError, RuntimeError) as e:
-                            state.error = " ".join(str(e).split()) or type(e).__name__
-                            state.error_field = dname
-                            # a short chunk: its own steps; HDF5's error: the block's
-                            state.error_span = getattr(e, "span", (a, b))
+                    end, failed = b, None
+                    while True:
+                        arrays, failure = _read_block(ds, bufs, h, a, end)
+                        if failure is None:
                             break
-                    if state.error:
+                        # a short chunk: its own steps; HDF5's error: the block read
+                        failed = (*failure, getattr(failure[1], "span", (a, end)))
+                        arrays = None
+                        if not a < failed[2][0] < end:
+                            break
+                        end = failed[2][0]  # the steps before a short chunk are scanned
+                    if arrays is not None:
+                        state.block(a, *arrays)
+                    if failed is not None:
+                        dname, e, span = failed
+                        state.error = " ".join(str(e).split()) or type(e).__name__
+                        state.error_field = dname
+                        state.error_span = span
                         break
-                    state.block(a, *arrays)
                 state.finish()
                 row = state.summary()
                 row.update(group=name, group_index=gi, history=h)
