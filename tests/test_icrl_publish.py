@@ -189,6 +189,10 @@ def test_fix_changelog_names_each_drop_and_rename(broken) -> None:
     # the summary's per-rule counts are the changelog's lines, each rule as often as it wrote one
     assert s["fixed"] == dict(sorted(Counter(c["rule"] for c in lines).items()))
     assert sum(s["fixed"].values()) == len(lines) and {"RL103", "RL205"} <= set(s["fixed"])
+    assert s["histories_kept"] == [
+        {"group": "0", "kept": "2 of 3 histories", "config": "histories-2"},
+        {"group": "1", "kept": "2 of 3 histories of input group 2", "config": "histories-2"},
+    ]
 
 
 def test_fixed_file_reaudits_clean(broken) -> None:
@@ -291,8 +295,8 @@ def test_fix_with_unequal_groups_loads_every_kept_history(valid, tmp_path, capsy
     s = done.fix.summary
     assert s["rows_out"] == 9
     assert s["histories_kept"] == [
-        {"group": "0", "input_group": "0", "kept": 2, "of": 3, "config": "histories-2"},
-        {"group": "2", "input_group": "2", "kept": 1, "of": 3, "config": "histories-1"},
+        {"group": "0", "kept": "2 of 3 histories", "config": "histories-2"},
+        {"group": "2", "kept": "1 of 3 histories", "config": "histories-1"},
     ]
     assert "`histories-3` (2 groups of 3 histories, the default)" in s["layout"]
     card = (out / "README.md").read_text()

@@ -878,15 +878,15 @@ class IcrlFamily(Family):
 
 def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any]:
     """The fix summary's account of histories per group: each group that lost histories (its
-    name in the fixed file and the input, histories kept of how many) and, when the groups hold
-    unequal numbers (``split``: the card has one config per count), how to read them."""
+    name in the fixed file, histories kept of how many, its input name if renamed) and, when
+    the groups hold unequal numbers (``split``: the card has one config per count), how to read
+    them."""
     out: dict[str, Any] = {}
     short = [
         {
             "group": g.new_name,
-            "input_group": g.name,
-            "kept": len(g.kept),
-            "of": g.histories,
+            "kept": f"{len(g.kept)} of {g.histories} histories"
+            + (f" of input group {g.name}" if g.name != g.new_name else ""),
             **({"config": config_name(len(g.kept))} if split else {}),
         }
         for g in plan.groups
