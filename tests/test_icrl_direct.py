@@ -215,26 +215,94 @@ def test_corrupt_chunk_gives_hdf5s_error(tmp_path: Path, by_hdf5) -> None:
     assert all("filter" in e.lower() for _, _, e in errors), errors  # HDF5's own words
 
 
-def test_chunks_that_skip_their_filter_or_inflate_short_or_long(tmp_path: Path, by_hdf5) -> None:
+def test_chunks_that_skip_their_filter_or_inflate_long(tmp_path: Path, by_hdf5) -> None:
     """Chunks HDF5 reads its own way go to HDF5: one stored unfiltered (filter mask 1), one
-    inflating to fewer bytes than a chunk, one to more (HDF5 keeps the first chunk's worth).
-    HDF5 reads the short one without an error, the rest of the chunk being whatever its buffer
-    held, so that history is not compared."""
+    inflating to more bytes than a chunk (HDF5 keeps the first chunk's worth)."""
     path = write_file(tmp_path / "odd.hdf5", tasks=1, histories=4, steps=6000)
     with h5py.File(path, "r+") as f:
         ds = f["0"]["actions"]
         row = np.full(4096, 2, dtype=np.uint8)
         ds.id.write_direct_chunk((0, 0), row.tobytes(), filter_mask=1)
-        ds.id.write_direct_chunk((1, 0), zlib.compress(row[:100].tobytes()))
         ds.id.write_direct_chunk((2, 0), zlib.compress(np.tile(row, 8).tobytes()))
-    fast = _scan(path, direct=True)
-    assert by_hdf5 == [("/0/actions", np.s_[h, 0:6000]) for h in (0, 1, 2)]
-    slow = _scan(path, direct=False)
-    for h in (0, 2, 3):
-        for c, values in fast["histories"].items():
-            np.testing.assert_equal(values[h], slow["histories"][c][h], err_msg=c)
-    assert fast["histories"]["action_2"][0] >= 4096  # the unfiltered chunk, read as stored
-    assert fast["histories"]["action_2"][2] >= 4096  # the long one's first 4096 bytes
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == [("/0/actions", np.s_[h, 0:6000]) for h in (0, 2)]
+    assert out["histories"]["action_2"][0] >= 4096  # the unfiltered chunk, read as stored
+    assert out["histories"]["action_2"][2] >= 4096  # the long one's first 4096 bytes
+    assert out["histories"]["error"] == [""] * 4
+
+
+def _shorten(path: Path, group: str, name: str, coord: tuple[int, ...], keep: int) -> None:
+    """Rewrite one stored chunk as a clean deflate stream of its first ``keep`` bytes."""
+    with h5py.File(path, "r+") as f:
+        ds = f[group][name]
+        whole = zlib.decompress(ds.id.read_direct_chunk(coord)[1])
+        ds.id.write_direct_chunk(coord, zlib.compress(whole[:keep]))
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_short_chunk_is_an_unreadable_block(tmp_path: Path, by_hdf5, direct) -> None:
+    """A chunk whose stream ends cleanly before the chunk's size: HDF5 reads it without an
+    error, the rest of the chunk being whatever its buffer held (values and digest change
+    from run to run). Both paths report it as the history's unreadable block, at the chunk's
+    steps, with the byte counts: the direct path as it inflates it, the HDF5 path from the
+    stream's Adler-32 trailer against the bytes HDF5 returned (no second inflate of a whole
+    chunk, edge chunks included)."""
+    path = write_file(tmp_path / "short.hdf5", tasks=2, histories=3, steps=6000)
+    _shorten(path, "1", "actions", (2, 0), 1000)
+    _shorten(path, "0", "states", (1, 4096, 0, 0), 30000)  # the edge chunk (steps 4096..6000)
+    by_hdf5.clear()
+    out = _scan(path, direct=direct)["histories"]
+    if direct:
+        assert by_hdf5 == []  # detected, not left to HDF5
+    rows = {(g, h): i for i, (g, h) in enumerate(zip(out["group"], out["history"], strict=True))}
+    bad = {k: i for k, i in rows.items() if out["error"][i]}
+    assert set(bad) == {("0", 1), ("1", 2)}
+    i = bad[("1", 2)]
+    assert (out["error_field"][i], out["error_start"][i], out["error_end"][i]) == (
+        "actions",
+        0,
+        4096,
+    )
+    assert out["error"][i] == (
+        "chunk of /1/actions at history 2, steps [0, 4096): its deflate stream ends after 1,000 "
+        "of the chunk's 4,096 bytes (HDF5 reads it without an error and returns unset memory "
+        "for the rest)"
+    )
+    i = bad[("0", 1)]
+    assert (out["error_field"][i], out["error_start"][i], out["error_end"][i]) == (
+        "states",
+        4096,
+        6000,
+    )
+    assert "after 30,000 of the chunk's 102,400 bytes" in out["error"][i]
+    assert out["steps_read"][i] == 4096  # the steps before it are scanned
+    # the other histories read exactly as before
+    clean = _scan(
+        write_file(tmp_path / "clean.hdf5", tasks=2, histories=3, steps=6000), direct=direct
+    )
+    for k, i in rows.items():
+        if k not in bad:
+            assert out["digest"][i] == clean["histories"]["digest"][i], k
+
+
+def test_checking_chunks_after_hdf5_costs_no_inflate_on_valid_files(
+    tmp_path: Path, shared, monkeypatch
+) -> None:
+    """On the HDF5 path the chunks' trailers match what HDF5 returned for every chunk of valid
+    files (edge chunks too, their steps past the end being zeros): nothing is inflated twice."""
+    calls: list[int] = []
+    real = zlib.decompressobj
+
+    def counting(*a):
+        calls.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(scan.zlib, "decompressobj", counting)
+    path = write_file(tmp_path / "ok.hdf5", tasks=2, histories=2, steps=6000)
+    for p in (path, *(shared(f"data/xland/{n}") for n in SAMPLES)):
+        out = _scan(p, direct=False)
+        assert not any(out["histories"]["error"]), p
+    assert calls == []
 
 
 def test_switch_off_by_environment(tmp_path: Path, monkeypatch, inflated) -> None:
