@@ -551,3 +551,34 @@ def test_two_edits_on_one_hop(tmp_path: Path, idx: int) -> None:
     assert f.select("record", "field", "message").rows() == [
         ("1000", "orig.edit_triples_idx[1]", f"two edits change hop {idx}")
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ids=st.lists(st.integers(0, 12), min_size=1, max_size=30),
+    k=st.integers(0, 30),
+    seed=st.integers(0, 5),
+)
+def test_random_edit_set_is_random_sample_of_ids(ids, k, seed) -> None:
+    """``random:K:SEED`` edits exactly the cases whose id ``random.sample(ids, K)`` draws, repeated
+    ids included (every case with a drawn id): the scatter over positions agrees with it."""
+    from curate.audits.knowledge_editing.contamination import resolve_edit_set
+    from curate.schemas.knowledge_editing_tables import KEData
+
+    k = min(k, len(ids))
+    base = FAM.load([Path(__file__).parents[1] / "curate/data/samples/mquake_sample.json"])
+    records = [str(i) for i in ids]
+    data = KEData(
+        family=base.family,
+        inputs=base.inputs,
+        schema_findings=base.schema_findings,
+        cases=pl.DataFrame({"row": range(len(ids)), "record": records}),
+        hops=base.hops.clear(),
+        edits=base.edits.clear(),
+        all_ids=list(ids),
+    )
+    rng = random.Random()
+    rng.seed(seed)
+    drawn = {str(x) for x in rng.sample(ids, k)}
+    got = resolve_edit_set(data, f"random:{k}:{seed}").to_list()
+    assert got == [r in drawn for r in records]

@@ -61,12 +61,14 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
         # ``sample`` draws positions from the population's length alone, so sampling the
         # positions draws the same cases as sampling the ids
         positions = rng.sample(range(len(data.all_ids)), k)
-        if data.cases.height == len(data.all_ids) and records.n_unique() == records.len():
-            # one valid case per record and no id twice: the positions are the cases' rows,
-            # a scatter instead of k ids made strings and looked up among all the cases
+        if data.cases.height == len(data.all_ids):
+            # one valid case per record: the positions are the cases' rows, and the drawn ids
+            # are those rows' records (a scatter and a filter, instead of k ids made strings);
+            # every case with a drawn id is edited, as sampling ids means when an id repeats
             chosen = pl.repeat(False, len(data.all_ids), dtype=pl.Boolean, eager=True)
             chosen = chosen.scatter(pl.Series(positions, dtype=pl.Int64), True)
-            return chosen.gather(data.cases["row"]).alias("edited")
+            drawn = records.filter(chosen.gather(data.cases["row"]))
+            return records.is_in(drawn.implode()).alias("edited")
         ids = {str(data.all_ids[i]) for i in positions}
         return records.is_in(pl.Series(list(ids), dtype=pl.String).implode()).alias("edited")
     if kind == "ids":
