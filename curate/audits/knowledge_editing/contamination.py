@@ -605,6 +605,9 @@ _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 def _integer_case_ids(data: KEData) -> bool:
     """Are the valid cases' ids integers? Then a ``withheld_edits`` entry writes its case id as
     an integer, as the records do (an invalid record's id may be anything: not counted)."""
+    shape = getattr(data, "shape", None)
+    if shape is not None and shape.id_types:  # the reader noted the valid ids' types
+        return set(shape.id_types) == {int}
     ids = data.all_ids
     types = set(map(type, ids))  # one pass in C, no Python-level loop over a million ids
     if types != {int} and data.cases.height < len(ids):
