@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import io
@@ -60,13 +61,17 @@ __all__ = [
     "Batch",
     "InputName",
     "Source",
+    "Span",
     "SplitInput",
     "atomic_path",
     "check_inputs",
+    "count_span",
     "current_umask",
     "detect_format",
     "hub_configs",
+    "input_spans",
     "local_input",
+    "numbered_spans",
     "open_source",
     "read_frame",
     "read_text",
@@ -1629,8 +1634,11 @@ def _jsonl_record(
 # --------------------------------------------------------------------------- parquet, CSV, Arrow
 
 
-def _parquet_batches(path: Path | _Blob, split: str | None, offset: int) -> Iterator[Batch]:
-    """Rows of one parquet file, row group by row group.
+def _parquet_batches(
+    path: Path | _Blob, split: str | None, offset: int, groups: range | None = None
+) -> Iterator[Batch]:
+    """Rows of one parquet file, row group by row group (``groups``: only those, ``offset``
+    then being the index of the first one's first row in the file).
 
     Why per row group: a damaged data page only shows when its row group is decoded, long
     after the file opened fine; naming the row group tells the user how much of the file is
@@ -1648,7 +1656,7 @@ def _parquet_batches(path: Path | _Blob, split: str | None, offset: int) -> Iter
         raise
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise InputError(f"not a readable parquet file ({_brief(e)})", path=path) from None
-    for rg in range(n_groups):
+    for rg in range(n_groups) if groups is None else groups:
         try:
             batches = pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[rg])
         except InputError:
@@ -1683,6 +1691,217 @@ def _parquet_data_error(
 
 def _parquet_file_batches(path: Path | _Blob) -> Iterator[Batch]:
     yield from _parquet_batches(path, None, 0)
+
+
+# --------------------------------------------------------------------------- input shards
+
+#: Bytes of JSON Lines (or of parquet row groups, uncompressed) per input shard at most, and at
+#: least (tests lower both to force several shards of a small file): see :func:`input_spans`.
+SPAN_BYTES = 128 << 20
+SPAN_MIN_BYTES = 16 << 20
+#: Bytes :func:`count_span` reads at a time.
+_COUNT_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True)
+class Span:
+    """One shard of an input file that another process can read on its own: a byte range of an
+    uncompressed UTF-8 JSON Lines file, or a run of row groups of a parquet file.
+
+    Why: an engine that spreads the reading over machines (``--engine ray``) sends a worker a
+    span, not the bytes; the worker reads the file itself (a path on storage every node sees).
+    Its batches (:meth:`open`) are those the whole-file reader gives for the same records, with
+    the same line numbers, record indexes and errors, provided ``first_line`` and ``first_index``
+    (the 1-based line number and 0-based record index of its first line in the file) are set:
+    from the footer for parquet (:func:`input_spans`), from a counting pass over the spans
+    before it for JSON Lines (:func:`count_span`, :func:`numbered_spans`).
+
+    A JSON Lines span owns the lines that *start* in ``[start, end)``: its reader seeks to
+    ``start``, skips to just past the next newline unless ``start`` is 0, and reads through the
+    line that crosses ``end`` (the usual split of line-oriented files), so every line belongs
+    to exactly one span whatever the byte offsets.
+    """
+
+    #: The input as given (a :class:`SplitInput`'s split is :attr:`split`).
+    path: str
+    format: str  # "jsonl" | "parquet"
+    #: Byte offsets (JSON Lines) or row group indexes (parquet), end excluded.
+    start: int
+    end: int
+    split: str | None = None
+    #: Byte order mark bytes at the start of the file (JSON Lines).
+    skip: int = 0
+    first_line: int = 1
+    first_index: int = 0
+    #: Records (non-blank lines, rows) in the span, once known.
+    records: int | None = None
+
+    def __str__(self) -> str:
+        return self.path
+
+    def open(self) -> Source:
+        """The span as a :class:`Source` (no hash: that is the whole file's)."""
+        label = Path(self.path)
+        if self.format == "parquet":
+            groups = range(self.start, self.end)
+            batches = _parquet_batches(label, self.split, self.first_index, groups)
+        else:
+            batches = _jsonl_span_batches(self)
+            if self.split is not None:
+                batches = _tagged(batches, self.split)
+        return Source(label, self.format, batches, location=label)
+
+
+def input_spans(path: str | Path, encoding: str | None = None, parts: int = 1) -> list[Span] | None:
+    """``path`` cut into about ``parts`` spans (within :data:`SPAN_MIN_BYTES` to
+    :data:`SPAN_BYTES` each), in file order; JSON Lines spans still need numbering
+    (:func:`numbered_spans`).
+
+    None when the input is not a file another process can read by offsets: standard input,
+    the Hub, a folder, a compressed file (a stream has no offsets), a JSON array (its records
+    are found only by parsing the whole document), CSV, a JSON Lines file in another encoding
+    than UTF-8, and a parquet file whose footer cannot be read or that has no rows (the
+    whole-file reader then says what is wrong, as it always does).
+    """
+    text = str(path)
+    if text == STDIN or text.startswith(HF_SCHEME):
+        return None
+    p = Path(text)
+    try:
+        if not p.is_file():
+            return None
+        fmt, compression, _ = _file_kind(p.name, p)
+        if compression is not None or fmt not in ("jsonl", "parquet"):
+            return None
+        split = split_of(path)
+        if fmt == "parquet":
+            return _parquet_spans(p, text, split, parts)
+        with open(p, "rb") as fh:
+            codec, skip = _resolve_encoding(p, fh.read(4), encoding)
+        size = p.stat().st_size
+    except (OSError, InputError, UsageError):
+        return None
+    if codec not in _UTF8 or size <= skip:
+        return None
+    step = _span_size(size, parts)
+    return [Span(text, "jsonl", s, min(s + step, size), split, skip) for s in range(0, size, step)]
+
+
+def _span_size(total: int, parts: int) -> int:
+    return max(1, SPAN_MIN_BYTES, min(SPAN_BYTES, -(-total // max(1, parts))))
+
+
+def _parquet_spans(p: Path, text: str, split: str | None, parts: int) -> list[Span] | None:
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(p).metadata
+        groups = [
+            (meta.row_group(i).num_rows, meta.row_group(i).total_byte_size)
+            for i in range(meta.num_row_groups)
+        ]
+    except Exception:  # the whole-file reader names what is wrong
+        return None
+    if not sum(rows for rows, _ in groups):
+        return None
+    step = _span_size(sum(size for _, size in groups), parts)
+    spans: list[Span] = []
+    start = first = rows_in = bytes_in = 0
+    for i, (rows, size) in enumerate(groups):
+        rows_in += rows
+        bytes_in += size
+        if bytes_in >= step or i == len(groups) - 1:
+            spans.append(Span(text, "parquet", start, i + 1, split, 0, 1, first, rows_in))
+            start, first, rows_in, bytes_in = i + 1, first + rows_in, 0, 0
+    return spans
+
+
+def _line_start(fh: BinaryIO, pos: int, skip: int) -> int:
+    """The offset of the first line starting at or after ``pos`` (0: just past the BOM)."""
+    if pos <= 0:
+        return skip
+    fh.seek(pos - 1)
+    fh.readline()
+    return fh.tell()
+
+
+_BLANK_START = re.compile(rb"\n(?=[ \t\r\n\x0b\x0c])")
+_BLANK_FIRST = frozenset(b" \t\r\n\x0b\x0c")
+
+
+def _blank_lines(chunk: bytes) -> int:
+    """How many of the whole lines in ``chunk`` are blank (whitespace only, as
+    :func:`_jsonl_batches` skips them); only lines starting with whitespace are looked at."""
+    starts = [m.end() for m in _BLANK_START.finditer(chunk)]
+    if chunk and chunk[0] in _BLANK_FIRST:
+        starts.insert(0, 0)
+    n = 0
+    for s in starts:
+        e = chunk.find(b"\n", s)
+        if not chunk[s : e if e >= 0 else len(chunk)].strip():
+            n += 1
+    return n
+
+
+def count_span(span: Span) -> tuple[int, int]:
+    """``(lines, records)`` of a JSON Lines span: the lines it owns and those not blank."""
+    lines = records = 0
+    with _open(Path(span.path)) as fh:
+        a, b = _line_start(fh, span.start, span.skip), _line_start(fh, span.end, span.skip)
+        fh.seek(a)
+        pos = a
+        while pos < b:
+            chunk = fh.read(min(_COUNT_CHUNK, b - pos))
+            if not chunk:
+                break
+            if pos + len(chunk) < b and not chunk.endswith(b"\n"):
+                chunk += fh.readline()  # whole lines (b starts a line, so this stops before it)
+            pos += len(chunk)
+            here = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+            lines += here
+            records += here - _blank_lines(chunk)
+    return lines, records
+
+
+def numbered_spans(spans: Sequence[Span], counts: Sequence[tuple[int, int]]) -> list[Span]:
+    """JSON Lines spans with their first line number and record index, from every span's
+    :func:`count_span` (a prefix sum)."""
+    out = []
+    line, index = 1, 0
+    for span, (lines, records) in zip(spans, counts, strict=True):
+        out.append(dataclasses.replace(span, first_line=line, first_index=index, records=records))
+        line += lines
+        index += records
+    return out
+
+
+def _jsonl_span_batches(span: Span) -> Iterator[Batch]:
+    """:func:`_jsonl_batches` (UTF-8) of the lines a span owns."""
+    path = Path(span.path)
+    lines: list[int] = []
+    raws: list[bytes] = []
+    ats: list[int] = []
+    index = offset = span.first_index
+    with _open(path) as fh:
+        a, b = _line_start(fh, span.start, span.skip), _line_start(fh, span.end, span.skip)
+        fh.seek(a)
+        at = a
+        for lineno, line in enumerate(fh, start=span.first_line):
+            if at >= b:
+                break
+            line_at, at = at, at + len(line)
+            if not line.strip():
+                continue
+            raws.append(line)
+            ats.append(line_at)
+            lines.append(lineno)
+            index += 1
+            if len(lines) >= BATCH_ROWS:
+                yield _jsonl_batch(path, offset, [], lines, raws, ats, "utf-8", True)
+                offset = index
+                lines, raws, ats = [], [], []
+    if lines:
+        yield _jsonl_batch(path, offset, [], lines, raws, ats, "utf-8", True)
 
 
 def _read_csv(
