@@ -1829,38 +1829,50 @@ _BLANK_START = re.compile(rb"\n(?=[ \t\r\n\x0b\x0c])")
 _BLANK_FIRST = frozenset(b" \t\r\n\x0b\x0c")
 
 
-def _blank_lines(chunk: bytes) -> int:
-    """How many of the whole lines in ``chunk`` are blank (whitespace only, as
+def _blank_lines(chunk: bytes, start: int, end: int) -> int:
+    """How many of the whole lines in ``chunk[start:end]`` are blank (whitespace only, as
     :func:`_jsonl_batches` skips them); only lines starting with whitespace are looked at."""
-    starts = [m.end() for m in _BLANK_START.finditer(chunk)]
-    if chunk and chunk[0] in _BLANK_FIRST:
-        starts.insert(0, 0)
+    starts = [m.end() for m in _BLANK_START.finditer(chunk, start, end)]
+    if start < end and chunk[start] in _BLANK_FIRST:
+        starts.insert(0, start)
     n = 0
     for s in starts:
-        e = chunk.find(b"\n", s)
-        if not chunk[s : e if e >= 0 else len(chunk)].strip():
+        e = chunk.find(b"\n", s, end)
+        if not chunk[s : e if e >= 0 else end].strip():
             n += 1
     return n
 
 
 def count_span(span: Span) -> tuple[int, int]:
-    """``(lines, records)`` of a JSON Lines span: the lines it owns and those not blank."""
-    lines = records = 0
+    """``(lines, records)`` of a JSON Lines span: the lines it owns and those not blank.
+
+    Chunk by chunk, counting in place (no copy of a chunk): the count is a pass over the
+    file before the shards are read, so it must cost little beside them."""
+    lines = blank = 0
     with _open(Path(span.path)) as fh:
         a, b = _line_start(fh, span.start, span.skip), _line_start(fh, span.end, span.skip)
         fh.seek(a)
         pos = a
+        head = b""  # the line in progress: its bytes so far
         while pos < b:
             chunk = fh.read(min(_COUNT_CHUNK, b - pos))
             if not chunk:
                 break
-            if pos + len(chunk) < b and not chunk.endswith(b"\n"):
-                chunk += fh.readline()  # whole lines (b starts a line, so this stops before it)
             pos += len(chunk)
-            here = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-            lines += here
-            records += here - _blank_lines(chunk)
-    return lines, records
+            first = chunk.find(b"\n")
+            if first < 0:
+                head += chunk
+                continue
+            lines += 1
+            blank += not (head + chunk[:first]).strip()
+            last = chunk.rfind(b"\n")
+            lines += chunk.count(b"\n", first + 1, last + 1)
+            blank += _blank_lines(chunk, first + 1, last + 1)
+            head = chunk[last + 1 :]
+        if head:  # the file's last line, without a newline
+            lines += 1
+            blank += not head.strip()
+    return lines, lines - blank
 
 
 def numbered_spans(spans: Sequence[Span], counts: Sequence[tuple[int, int]]) -> list[Span]:

@@ -54,8 +54,9 @@ _LINE = st.one_of(
     bom=st.booleans(),
     trailing=st.booleans(),
     size=st.integers(1, 300),
+    chunk=st.integers(1, 80),
 )
-def test_spans_read_as_the_whole_file(tmp_path_factory, lines, bom, trailing, size):
+def test_spans_read_as_the_whole_file(tmp_path_factory, lines, bom, trailing, size, chunk):
     data = (b"\xef\xbb\xbf" if bom else b"") + b"".join(lines)
     if not trailing:
         data = data.rstrip(b"\n")
@@ -68,9 +69,10 @@ def test_spans_read_as_the_whole_file(tmp_path_factory, lines, bom, trailing, si
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(curate.io, "SPAN_MIN_BYTES", 1)
         mp.setattr(curate.io, "SPAN_BYTES", size)
+        mp.setattr(curate.io, "_COUNT_CHUNK", chunk)  # lines across the counting pass's reads
         spans = input_spans(str(path), None, 1000)
-    assert spans is not None and spans[0].start == 0 and spans[-1].end == len(data)
-    counts = [count_span(s) for s in spans]
+        assert spans is not None and spans[0].start == 0 and spans[-1].end == len(data)
+        counts = [count_span(s) for s in spans]
     spans = numbered_spans(spans, counts)
     assert _read_spans(spans) == _records(whole)
     physical = data[3 if bom else 0 :]
