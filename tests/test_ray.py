@@ -488,6 +488,60 @@ def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_pa
     assert ray == local
 
 
+def test_ke_shard_worker_killed_mid_run_is_retried(
+    ray_engine, ray_cluster, shards, hard_records, tmp_path, monkeypatch
+):
+    """Knowledge editing in shards: the task reading the first shard blocks until the test
+    SIGKILLs its worker; Ray retries the shard on a fresh worker, the report is identical."""
+    import curate.families.knowledge_editing as ke
+
+    path = _jsonl(tmp_path / "hard.jsonl", _damaged(hard_records), blank_every=7)
+    local = _report(["knowledge-editing", str(path)], tmp_path / "local.json", [])
+    pid_file = tmp_path / "victim.pid"
+
+    def load_or_hang(span, first_row, encoding):
+        import os as _os
+        import time as _time
+
+        from curate.families.knowledge_editing import _load_span
+
+        if span.start == 0 and not _os.path.exists(pid_file):
+            tmp = f"{pid_file}.tmp"
+            with open(tmp, "w") as f:
+                f.write(str(_os.getpid()))
+            _os.replace(tmp, pid_file)
+            _time.sleep(120)  # killed long before
+        return _load_span(span, first_row, encoding)
+
+    monkeypatch.setattr(ke, "_load_span", load_or_hang)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not pid_file.exists():
+            time.sleep(0.05)
+        if pid_file.exists():
+            pid = int(pid_file.read_text())
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        ray = _report(
+            ["knowledge-editing", str(path)],
+            tmp_path / "ray.json",
+            ["--engine", "ray", "--ray-address", ray_cluster],
+        )
+    finally:
+        t.join()
+    assert killed, "the blocking task never started"
+    assert time.monotonic() - t0 < 60  # retried, not waited out
+    assert shards[-1] >= 10
+    assert ray == local
+
+
 def test_engine_ray_without_ray_is_one_line_exit_2(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     sample = SAMPLES / "xland_format_sample_9x9_random.hdf5"
