@@ -9,6 +9,7 @@ off by one after blank lines or a byte order mark, would be a wrong finding.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import curate.io
-from curate.io import SplitInput, count_span, input_spans, numbered_spans, open_source
+from curate.io import SpanNumbering, SplitInput, input_spans, open_source
 
 
 def _records(batches) -> list[tuple]:
@@ -72,11 +73,14 @@ def test_spans_read_as_the_whole_file(tmp_path_factory, lines, bom, trailing, si
         mp.setattr(curate.io, "_COUNT_CHUNK", chunk)  # lines across the counting pass's reads
         spans = input_spans(str(path), None, 1000)
         assert spans is not None and spans[0].start == 0 and spans[-1].end == len(data)
-        counts = [count_span(s) for s in spans]
-    spans = numbered_spans(spans, counts)
+        sha = hashlib.sha256()
+        numbering = SpanNumbering(spans, sha)
+        spans = list(numbering)
     assert _read_spans(spans) == _records(whole)
     physical = data[3 if bom else 0 :]
-    assert sum(n for n, _ in counts) == len(physical.splitlines())
+    assert numbering.lines == len(physical.splitlines())
+    assert numbering.records == len(_records(whole))
+    assert sha.hexdigest() == hashlib.sha256(data).hexdigest()  # the same read hashes the file
 
 
 def test_large_spans_and_batches(tmp_path, monkeypatch):
@@ -88,7 +92,7 @@ def test_large_spans_and_batches(tmp_path, monkeypatch):
     path.write_bytes(b"".join(b'{"i": %d}\n%s' % (i, b"\n" * (i % 3 == 0)) for i in range(500)))
     spans = input_spans(str(path), None, 4)
     assert len(spans) > 5
-    spans = numbered_spans(spans, [count_span(s) for s in spans])
+    spans = list(SpanNumbering(spans))
     assert _read_spans(spans) == _records(open_source(str(path)).batches)
 
 

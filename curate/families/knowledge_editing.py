@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -51,9 +52,8 @@ from curate.io import (
     STDIN,
     Batch,
     Span,
-    count_span,
+    SpanNumbering,
     input_spans,
-    numbered_spans,
     open_source,
     sha256_of,
 )
@@ -845,29 +845,48 @@ class KnowledgeEditingFamily(Family):
         JSON Lines file by byte ranges at line boundaries, a parquet file by row groups) is
         read, validated and laid out by one Ray task per shard (:func:`_load_span`: the local
         reader over the shard), which opens the file itself and returns the shard's compact
-        tables and findings; the driver only reads the file to hash it (beside the tasks).
-        Rows, line numbers and record indexes are those of the whole file: a JSON Lines
-        shard learns where it starts from a counting pass over the shards before it
-        (:func:`~curate.io.count_span`, newlines and blank lines only), a parquet shard from
-        the footer. The parts are put together in input order (:func:`_merged`), so the rules
+        tables and findings; the driver only reads the file to hash it, beside the tasks.
+        Rows, line numbers and record indexes are those of the whole file: a parquet shard
+        learns where it starts from the footer, a JSON Lines shard from the newlines and blank
+        lines before it, counted here in the same sequential read that hashes the file
+        (:class:`~curate.io.SpanNumbering`; each shard is sent as soon as the read has passed
+        its start, so the workers start at once). The parts are put together in input order
+        (:func:`_merged`), so the rules
         see the tables :meth:`_load` builds, row for row; the coded columns are decoded and
         coded again in this process as each part arrives. Any other input (a JSON array,
         compressed, standard input, the Hub, a folder) is read here by :meth:`_load`, its
         batches' columnar parsing as Ray tasks.
         """
         engine = current_engine()
-        parts: list[Any] = []  # per input: its KEData, or (path, format, task refs, hash job)
+        parts: list[Any] = []  # per input: its KEData, or (path, format, task refs, hash)
         hasher = ThreadPoolExecutor(1)
         row = 0
         try:
             for path in paths:
                 check_not_blank(path)
                 spans = input_spans(path, encoding, SHARDS_PER_CPU * engine.parallelism(1))
-                if spans is not None and spans[0].format == "jsonl":
-                    counts = engine.map(count_span, [(s,) for s in spans], label="line counts")
-                    # an empty file: the local reader says so, in its words
-                    spans = numbered_spans(spans, counts) if any(n for _, n in counts) else None
-                if spans is None:
+                refs = None
+                if spans is not None:
+                    remote = engine.remote(_load_span)
+                    digest: str | Future
+                    if spans[0].format == "jsonl":
+                        sha = hashlib.sha256()
+                        numbering = SpanNumbering(spans, sha)
+                        try:
+                            refs = [
+                                remote.remote(s, row + s.first_index, encoding) for s in numbering
+                            ]
+                        except OSError as e:  # as open_source says it
+                            msg = f"cannot read ({e.strerror or e})"
+                            raise InputError(msg, path=Path(str(path))) from None
+                        digest, records = sha.hexdigest(), numbering.records
+                        if not records:  # an empty file: the local reader says so, its way
+                            refs = None
+                    else:
+                        digest = hasher.submit(sha256_of, Path(str(path)))
+                        refs = [remote.remote(s, row + s.first_index, encoding) for s in spans]
+                        records = sum(s.records or 0 for s in spans)
+                if refs is None:
                     data = self._load(
                         [path],
                         progress=progress,
@@ -879,11 +898,8 @@ class KnowledgeEditingFamily(Family):
                     parts.append(data)
                     row += data.inputs[0].records
                     continue
-                digest = hasher.submit(sha256_of, Path(str(path)))
-                remote = engine.remote(_load_span)
-                refs = [remote.remote(s, row + s.first_index, encoding) for s in spans]
                 parts.append((path, spans[0].format, refs, digest))
-                row += sum(s.records or 0 for s in spans)
+                row += records
             datas: list[KEData] = []
             inputs: list[InputInfo] = []
             for i, part in enumerate(parts):
@@ -907,11 +923,11 @@ class KnowledgeEditingFamily(Family):
                     if progress:
                         progress(f"read {name}", row)
                 try:
-                    sha = digest.result()
+                    hexdigest = digest if isinstance(digest, str) else digest.result()
                 except OSError as e:  # as open_source says it
                     msg = f"cannot read ({e.strerror or e})"
                     raise InputError(msg, path=Path(str(path))) from None
-                inputs.append(InputInfo(str(path), sha, n_file, fmt, splits))
+                inputs.append(InputInfo(str(path), hexdigest, n_file, fmt, splits))
         finally:
             hasher.shutdown(cancel_futures=True)
         return _merged(datas, inputs, encoding)
