@@ -44,6 +44,7 @@ import functools
 import hashlib
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -1735,6 +1736,9 @@ class Span:
     first_index: int = 0
     #: Records (non-blank lines, rows) in the span, once known.
     records: int | None = None
+    #: The file's absolute path, which a worker opens (its working directory is not the
+    #: caller's); messages name :attr:`path`, as the whole-file reader does.
+    where: str = ""
 
     def __str__(self) -> str:
         return self.path
@@ -1744,7 +1748,9 @@ class Span:
         label = Path(self.path)
         if self.format == "parquet":
             groups = range(self.start, self.end)
-            batches = _parquet_batches(label, self.split, self.first_index, groups)
+            where = self.where or self.path
+            blob = _Blob(str(label), lambda: open(where, "rb"), None, ".parquet")  # noqa: SIM115
+            batches = _parquet_batches(blob, self.split, self.first_index, groups)
         else:
             batches = _jsonl_span_batches(self)
             if self.split is not None:
@@ -1784,7 +1790,11 @@ def input_spans(path: str | Path, encoding: str | None = None, parts: int = 1) -
     if codec not in _UTF8 or size <= skip:
         return None
     step = _span_size(size, parts)
-    return [Span(text, "jsonl", s, min(s + step, size), split, skip) for s in range(0, size, step)]
+    where = os.path.abspath(p)
+    return [
+        Span(text, "jsonl", s, min(s + step, size), split, skip, where=where)
+        for s in range(0, size, step)
+    ]
 
 
 def _span_size(total: int, parts: int) -> int:
@@ -1811,7 +1821,8 @@ def _parquet_spans(p: Path, text: str, split: str | None, parts: int) -> list[Sp
         rows_in += rows
         bytes_in += size
         if bytes_in >= step or i == len(groups) - 1:
-            spans.append(Span(text, "parquet", start, i + 1, split, 0, 1, first, rows_in))
+            where = os.path.abspath(p)
+            spans.append(Span(text, "parquet", start, i + 1, split, 0, 1, first, rows_in, where))
             start, first, rows_in, bytes_in = i + 1, first + rows_in, 0, 0
     return spans
 
@@ -1917,7 +1928,11 @@ def _jsonl_span_batches(span: Span) -> Iterator[Batch]:
     raws: list[bytes] = []
     ats: list[int] = []
     index = offset = span.first_index
-    with _open(path) as fh:
+    try:
+        fh = open(span.where or span.path, "rb")  # noqa: SIM115  (closed below)
+    except OSError as e:
+        raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
+    with fh:
         a, b = _line_start(fh, span.start, span.skip), _line_start(fh, span.end, span.skip)
         fh.seek(a)
         at = a

@@ -308,6 +308,23 @@ def test_ke_shards_identical(ray_engine, ray_cluster, ray_calls, shards, hard_re
     _same_on_both([*ke, str(array), str(damaged)], tmp_path, ray_cluster)
 
 
+def test_ke_shards_of_relative_paths(
+    ray_engine, ray_cluster, shards, hard_records, tmp_path, monkeypatch
+):
+    """A path relative to the caller's directory: the workers (elsewhere) still read it, and
+    the report names it as given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.chdir(tmp_path)
+    _jsonl(tmp_path / "rel.jsonl", _damaged(hard_records))
+    pq.write_table(pa.Table.from_pylist(hard_records), "rel.parquet", row_group_size=50)
+    for name in ("rel.jsonl", "rel.parquet"):
+        report = _same_on_both(["knowledge-editing", name], tmp_path, ray_cluster)
+        assert report["inputs"][0]["path"] == name
+    assert len(shards) == 2 and min(shards) >= 5
+
+
 def test_ke_shard_with_broken_json_is_the_same_error(
     ray_engine, ray_cluster, shards, hard_records, tmp_path, capsys
 ):
@@ -316,15 +333,18 @@ def test_ke_shard_with_broken_json_is_the_same_error(
     data = path.read_bytes().splitlines(keepends=True)
     data[len(data) - 40] = b'{"case_id": 1, oops\n'
     path.write_bytes(b"".join(data))
-    err = {}
-    for name, flags in {
-        "local": [],
-        "ray": ["--engine", "ray", "--ray-address", ray_cluster],
-    }.items():
-        assert main(["audit", "knowledge-editing", str(path), *flags]) == 2
-        err[name] = capsys.readouterr().err
-    assert f"{len(data) - 39}:" in err["local"]
-    assert err["ray"] == err["local"]
+    # a second input, read on the driver, broken too: the first input's error still comes first
+    array = tmp_path / "broken.json"
+    array.write_text("[{", encoding="utf-8")
+    engines = {"local": [], "ray": ["--engine", "ray", "--ray-address", ray_cluster]}
+    for inputs in ([path], [path, array], [array, path]):
+        err = {}
+        for name, flags in engines.items():
+            assert main(["audit", "knowledge-editing", *map(str, inputs), *flags]) == 2
+            err[name] = capsys.readouterr().err
+        assert err["ray"] == err["local"]
+        if inputs[0] == path:
+            assert f"{len(data) - 39}:" in err["local"]
     assert shards[-1] >= 10
 
 

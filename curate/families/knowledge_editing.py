@@ -550,6 +550,44 @@ def _load_span(span: Span, first_row: int, encoding: str | None) -> KEData:
             gc.enable()
 
 
+def _taken(
+    parts: list[Any], engine: Any, progress: Progress | None
+) -> tuple[list[KEData], list[InputInfo]]:
+    """The parts of :meth:`~KnowledgeEditingFamily._load_sharded` (in input order) as data,
+    taking each input's shards from Ray as they finish, and the inputs read; ``parts`` is
+    emptied as it goes, so each shard's tables are held once."""
+    datas: list[KEData] = []
+    inputs: list[InputInfo] = []
+    records = 0
+    while parts:
+        part = parts.pop(0)
+        if isinstance(part, KEData):
+            datas.append(part)
+            inputs.extend(part.inputs)
+            records += part.inputs[0].records
+            continue
+        path, fmt, refs, digest = part
+        del part
+        n_file = 0
+        splits: dict[str, int] = {}
+        name = Path(str(path)).name
+        for data in engine.gather(refs, label=f"shards of {name}"):
+            (info,) = data.inputs
+            n_file += info.records
+            for split, n in info.splits.items():
+                splits[split] = splits.get(split, 0) + n
+            datas.append(data)
+            if progress:
+                progress(f"read {name}", records + n_file)
+        try:
+            hexdigest = digest if isinstance(digest, str) else digest.result()
+        except OSError as e:  # as open_source says it
+            raise InputError(f"cannot read ({e.strerror or e})", path=Path(str(path))) from None
+        inputs.append(InputInfo(str(path), hexdigest, n_file, fmt, splits))
+        records += n_file
+    return datas, inputs
+
+
 def _merged(parts: list[KEData], inputs: list[InputInfo], encoding: str | None) -> KEData:
     """The parts of :meth:`~KnowledgeEditingFamily._load_sharded` (shards and whole inputs,
     in input order, rows numbered across them) as the one :class:`KEData` :meth:`~
@@ -851,11 +889,12 @@ class KnowledgeEditingFamily(Family):
         lines before it, counted here in the same sequential read that hashes the file
         (:class:`~curate.io.SpanNumbering`; each shard is sent as soon as the read has passed
         its start, so the workers start at once). The parts are put together in input order
-        (:func:`_merged`), so the rules
-        see the tables :meth:`_load` builds, row for row; the coded columns are decoded and
-        coded again in this process as each part arrives. Any other input (a JSON array,
-        compressed, standard input, the Hub, a folder) is read here by :meth:`_load`, its
-        batches' columnar parsing as Ray tasks.
+        (:func:`_merged`), so the rules see the tables :meth:`_load` builds, row for row; the
+        coded columns are decoded and coded again in this process as each part arrives. Any
+        other input (a JSON array, compressed, standard input, the Hub, a folder) is read here
+        by :meth:`_load`, its batches' columnar parsing as Ray tasks. Errors come in input
+        order, as locally: one raised here for an input waits for the shards of the inputs
+        before it, whose own error comes first.
         """
         engine = current_engine()
         parts: list[Any] = []  # per input: its KEData, or (path, format, task refs, hash)
@@ -863,74 +902,55 @@ class KnowledgeEditingFamily(Family):
         row = 0
         try:
             for path in paths:
-                check_not_blank(path)
-                spans = input_spans(path, encoding, SHARDS_PER_CPU * engine.parallelism(1))
-                refs = None
-                if spans is not None:
-                    remote = engine.remote(_load_span)
-                    digest: str | Future
-                    if spans[0].format == "jsonl":
-                        sha = hashlib.sha256()
-                        numbering = SpanNumbering(spans, sha)
-                        try:
-                            refs = [
-                                remote.remote(s, row + s.first_index, encoding) for s in numbering
-                            ]
-                        except OSError as e:  # as open_source says it
-                            msg = f"cannot read ({e.strerror or e})"
-                            raise InputError(msg, path=Path(str(path))) from None
-                        digest, records = sha.hexdigest(), numbering.records
-                        if not records:  # an empty file: the local reader says so, its way
-                            refs = None
-                    else:
-                        digest = hasher.submit(sha256_of, Path(str(path)))
-                        refs = [remote.remote(s, row + s.first_index, encoding) for s in spans]
-                        records = sum(s.records or 0 for s in spans)
-                if refs is None:
-                    data = self._load(
-                        [path],
-                        progress=progress,
-                        keep_records=keep_records,
-                        encoding=encoding,
-                        workers=workers,
-                        first_row=row,
-                    )
-                    parts.append(data)
-                    row += data.inputs[0].records
-                    continue
-                parts.append((path, spans[0].format, refs, digest))
-                row += records
-            datas: list[KEData] = []
-            inputs: list[InputInfo] = []
-            for i, part in enumerate(parts):
-                parts[i] = None
-                if isinstance(part, KEData):
-                    datas.append(part)
-                    inputs.extend(part.inputs)
-                    continue
-                path, fmt, refs, digest = part
-                del part
-                n_file = 0
-                splits: dict[str, int] = {}
-                name = Path(str(path)).name
-                gather = engine.gather  # type: ignore[attr-defined]  # a RayEngine here
-                for data in gather(refs, label=f"shards of {name}"):
-                    (info,) = data.inputs
-                    n_file += info.records
-                    for split, n in info.splits.items():
-                        splits[split] = splits.get(split, 0) + n
-                    datas.append(data)
-                    if progress:
-                        progress(f"read {name}", row)
                 try:
-                    hexdigest = digest if isinstance(digest, str) else digest.result()
-                except OSError as e:  # as open_source says it
-                    msg = f"cannot read ({e.strerror or e})"
-                    raise InputError(msg, path=Path(str(path))) from None
-                inputs.append(InputInfo(str(path), hexdigest, n_file, fmt, splits))
+                    part, records = self._send(path, row, engine, hasher, encoding)
+                    if part is None:
+                        part = self._load(
+                            [path],
+                            progress=progress,
+                            keep_records=keep_records,
+                            encoding=encoding,
+                            workers=workers,
+                            first_row=row,
+                        )
+                        records = part.inputs[0].records
+                except BaseException:
+                    _taken(parts, engine, progress)  # an earlier input's error comes first
+                    raise
+                parts.append(part)
+                row += records
+            datas, inputs = _taken(parts, engine, progress)
         finally:
             hasher.shutdown(cancel_futures=True)
         return _merged(datas, inputs, encoding)
+
+    @staticmethod
+    def _send(
+        path: str | Path, row: int, engine: Any, hasher: ThreadPoolExecutor, encoding: str | None
+    ) -> tuple[Any, int]:
+        """One input's shards sent as Ray tasks, rows numbered from ``row``: ``((path, format,
+        task refs, hash or hash job), records)``; ``(None, 0)`` when it is read on the driver."""
+        check_not_blank(path)
+        spans = input_spans(path, encoding, SHARDS_PER_CPU * engine.parallelism(1))
+        if spans is None:
+            return None, 0
+        remote = engine.remote(_load_span)
+        digest: str | Future
+        if spans[0].format == "jsonl":
+            sha = hashlib.sha256()
+            numbering = SpanNumbering(spans, sha)
+            try:
+                refs = [remote.remote(s, row + s.first_index, encoding) for s in numbering]
+            except OSError as e:  # as open_source says it
+                raise InputError(f"cannot read ({e.strerror or e})", path=Path(str(path))) from None
+            if not numbering.records:  # an empty file: the local reader says so, its way
+                return None, 0
+            digest, records = sha.hexdigest(), numbering.records
+        else:
+            digest = hasher.submit(sha256_of, Path(str(path)))
+            refs = [remote.remote(s, row + s.first_index, encoding) for s in spans]
+            records = sum(s.records or 0 for s in spans)
+        return (path, spans[0].format, refs, digest), records
 
     # ----------------------------------------------------------------- edit sets
     def overlap_keys(self) -> dict[str, OverlapKey]:
