@@ -200,11 +200,14 @@ def edited_ids(ids: list[int], spec: str) -> set[int]:
 def load_tables(folder: Path) -> KEData:
     frames = {name: pl.read_ipc(folder / f"{name}.arrow").rechunk() for name in TABLES}
     base = FAM.load([HARD])
+    # as a load leaves them: the case ids as the records hold them (integers), and the
+    # reader's note of their type
     return KEData(
         family=base.family,
         inputs=base.inputs,
         schema_findings=base.schema_findings,
-        all_ids=frames["cases"]["record"].to_list(),
+        all_ids=frames["cases"]["record"].cast(pl.Int64).to_list(),
+        shape=base.shape,
         **frames,
     )
 

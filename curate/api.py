@@ -355,6 +355,7 @@ def _fix_files(
             after=result.after,
             changelog=result.changelog,
             extra_files=result.extra_files,
+            configs=result.configs,
         )
     return Outcome(report, {}, Path(out), result, invalid)
 

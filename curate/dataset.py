@@ -82,3 +82,7 @@ class FixResult:
     #: Records written, when the family wrote its data files itself (``tables`` is then empty;
     #: see :meth:`curate.families.base.Family.fix_files`).
     records: int | None = None
+    #: The card's ``configs`` when the family decides them (config name -> the builder's
+    #: parameters: ``data_files``, ``features`` as a YAML list, ``default``); None: one config per
+    #: data file (see :func:`curate.publish.write_files_card`).
+    configs: dict[str, dict[str, Any]] | None = None

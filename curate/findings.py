@@ -8,6 +8,9 @@ severity on it, and :class:`Report` sorts it into a stable order (same input, sa
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -165,6 +168,43 @@ class InputInfo:
         return {"path": self.path, "sha256": self.sha256, "records": self.records}
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while making many objects that form no cycles.
+
+    Why: every few hundred new containers (dicts, findings) the collector walks every tracked
+    object of the process, and after a load those are many: turning 15k findings into objects
+    took 0.33 s with it and 0.11 s without (200k MQuAKE cases loaded).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _sorted(f: pl.DataFrame) -> pl.DataFrame:
+    """Findings in report order: by row, rule, field and message, ties in their given order.
+
+    Why two steps: sorting on the message too encodes every message for the comparison, the
+    most costly part at a million findings, while (row, rule, field) nearly always decides
+    alone; the message is compared only when two findings tie on those (a stable sort of the
+    sorted frame gives the same order as one sort on all four keys).
+    """
+    keys = ["row", "rule", "field"]
+    f = f.sort(keys, nulls_last=True, maintain_order=True)
+    if (
+        f.height > 1
+        and f.select(
+            pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in keys).any()
+        ).item()
+    ):
+        f = f.sort([*keys, "message"], nulls_last=True, maintain_order=True)
+    return f
+
+
 @dataclass
 class Report:
     """Findings of one audit plus the facts needed to read them (inputs, rules run, options)."""
@@ -184,9 +224,7 @@ class Report:
         for c, t in FINDING_SCHEMA.items():
             if c not in f.columns:
                 f = f.with_columns(pl.lit(None, t).alias(c))
-        self.findings = self._locate(f.select(list(FINDING_SCHEMA))).sort(
-            ["row", "rule", "field", "message"], nulls_last=True, maintain_order=True
-        )
+        self.findings = _sorted(self._locate(f.select(list(FINDING_SCHEMA))))
 
     def _locate(self, f: pl.DataFrame) -> pl.DataFrame:
         """Fill ``input``/``input_row`` from ``row`` and the inputs' record counts.
@@ -195,6 +233,14 @@ class Report:
         """
         if f.is_empty() or not self.inputs:
             return f
+        if len(self.inputs) == 1:  # one input: no join, no sorts (1 M findings: ~0.3 s)
+            placed = pl.col("row") >= 0
+            return f.with_columns(
+                pl.coalesce(
+                    "input", pl.when(placed).then(pl.lit(self.inputs[0].path, pl.String))
+                ).alias("input"),
+                pl.coalesce("input_row", pl.when(placed).then(pl.col("row"))).alias("input_row"),
+            ).select(list(FINDING_SCHEMA))
         starts, at = [], 0
         for i in self.inputs:
             starts.append(at)
@@ -231,6 +277,10 @@ class Report:
         return self.findings.to_pandas()
 
     def iter_findings(self) -> list[Finding]:
+        with gc_paused():
+            return self._findings()
+
+    def _findings(self) -> list[Finding]:
         return [
             Finding(
                 rule=r["rule"],

@@ -306,6 +306,7 @@ def write_files_card(
     after: Report | None = None,
     changelog: Sequence[ChangeEntry] | None = None,
     extra_files: dict[str, bytes] | None = None,
+    configs: Mapping[str, dict[str, Any]] | None = None,
 ) -> None:
     """The card and side files of an output folder whose data a family wrote itself in its own
     format (an HDF5 file, not parquet shards): ``files`` maps each data file's name to the
@@ -318,7 +319,9 @@ def write_files_card(
     format, and that is the reports. One config per file because files of such formats need not
     share a structure (XLand files differ in task groups and history length). No Croissant
     file, which describes parquet record sets. ``folder`` is a staging folder of
-    :func:`curate.outputs.staged_folder`.
+    :func:`curate.outputs.staged_folder`. ``configs`` (config name -> builder parameters)
+    replaces the one config per file when the family knows a file needs several (an HDF5 file
+    whose groups hold unequal numbers of rows: see :func:`curate.families.icrl_publish.configs`).
     """
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
@@ -335,14 +338,16 @@ def write_files_card(
         pretty_name=card.pretty_name,
     )
     names = sorted(files)
-    if names:
-        configs: dict[str, dict[str, Any]] = {}
+    if configs:
+        MetadataConfigs({k: dict(v) for k, v in configs.items()}).to_dataset_card_data(card_data)
+    elif names:
+        made: dict[str, dict[str, Any]] = {}
         for i, name in enumerate(names):
             entry: dict[str, Any] = {"data_files": [{"split": "train", "path": name}]}
             if len(names) > 1 and i == 0:
                 entry["default"] = True
-            configs["default" if len(names) == 1 else _config_name(name, configs)] = entry
-        MetadataConfigs(configs).to_dataset_card_data(card_data)
+            made["default" if len(names) == 1 else _config_name(name, made)] = entry
+        MetadataConfigs(made).to_dataset_card_data(card_data)
     body = _card_body(
         card, dict(files), report, changelog, after, contents=("Files", "file", "records")
     )

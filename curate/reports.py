@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from curate import __version__
-from curate.findings import Report, json_bytes
+from curate.findings import Report, gc_paused, json_bytes
 
 #: How many example findings per rule the text and Markdown reports show.
 EXAMPLES_PER_RULE = 3
@@ -26,6 +26,11 @@ _UNWRAPPED = 1_000_000
 
 def to_json_obj(report: Report) -> dict[str, Any]:
     """The documented JSON report: tool, version, family, inputs, options, findings, summary."""
+    with gc_paused():  # a dict per finding, no cycles
+        return _json_obj(report)
+
+
+def _json_obj(report: Report) -> dict[str, Any]:
     return {
         "tool": "curate",
         "version": __version__,

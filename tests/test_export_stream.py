@@ -315,7 +315,7 @@ def test_ke_stream_follows_the_input_in_batches(tmp_path, hard_records):
     data = KE.load([src])
     stream = KE.to_tables(data)["train"]
     batches = list(stream)
-    assert len(batches) == 2
+    assert len(batches) >= 2  # the reader's batches: BATCH_ROWS lines or a block of bytes
     assert stream.schema.field("note").type == pa.string()
     rows = pa.Table.from_batches(batches).to_pylist()
     assert [r["case_id"] for r in rows] == list(range(n))

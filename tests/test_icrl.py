@@ -659,3 +659,37 @@ def test_help_offers_only_what_icrl_reads(capsys) -> None:
         assert "--encoding" not in out and "hf://" not in out and "HDF5" in out, verb
         assert main([verb, "mquake", "--help"]) == 0
         assert "--encoding" in capsys.readouterr().out  # a text family keeps it
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_short_chunk(valid: Path, tmp_path: Path, monkeypatch, capsys, direct: str) -> None:
+    """A chunk whose deflate stream ends cleanly short of the chunk's size (HDF5 reads it
+    without an error, the rest being unset memory) is an unreadable block at the chunk's steps,
+    whether the scan inflates chunks itself or HDF5 reads them."""
+    import zlib
+
+    monkeypatch.setenv("CURATE_ICRL_DIRECT", direct)
+    bad = _copy(valid, tmp_path)
+    with h5py.File(bad, "r+") as f:
+        ds = f["1"]["dones"]
+        whole = zlib.decompress(ds.id.read_direct_chunk((2, 4096))[1])
+        ds.id.write_direct_chunk((2, 4096), zlib.compress(whole[:500]))
+    f = _only(bad, "RL001")
+    assert (f["record"], f["task"], f["history"], f["step_start"], f["step_end"]) == (
+        "1/2",
+        "1",
+        2,
+        4096,
+        6000,
+    )
+    assert f["field"] == "dones"
+    assert "after 500 of the chunk's 4,096 bytes" in f["message"], f["message"]
+    assert "not checked from step 4096 on" in f["message"]
+    assert [x for x in _findings(bad) if x["severity"] == "error"] == [f]
+    capsys.readouterr()
+    assert main(["audit", "icrl", str(bad), "--format", "json"]) == 1
+    found = json.loads(capsys.readouterr().out)["findings"]
+    (rl001,) = [x for x in found if x["rule"] == "RL001"]
+    d = rl001["details"]
+    assert (d["task"], d["history"], d["step_start"], d["step_end"]) == ("1", 2, 4096, 6000)
+    assert main(["audit", "icrl", str(valid)]) == 0

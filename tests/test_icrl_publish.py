@@ -189,6 +189,10 @@ def test_fix_changelog_names_each_drop_and_rename(broken) -> None:
     # the summary's per-rule counts are the changelog's lines, each rule as often as it wrote one
     assert s["fixed"] == dict(sorted(Counter(c["rule"] for c in lines).items()))
     assert sum(s["fixed"].values()) == len(lines) and {"RL103", "RL205"} <= set(s["fixed"])
+    assert s["histories_kept"] == [
+        {"group": "0", "kept": "2 of 3 histories", "config": "histories-2"},
+        {"group": "1", "kept": "2 of 3 histories of input group 2", "config": "histories-2"},
+    ]
 
 
 def test_fixed_file_reaudits_clean(broken) -> None:
@@ -273,3 +277,57 @@ def test_the_fixed_folder_loads_its_hdf5_not_its_reports(valid, tmp_path, capsys
         assert np.array_equal(np.asarray(row["actions"]), f["0"]["actions"][1])
     capsys.readouterr()
     assert main(["card", "check", str(out)]) == 0, capsys.readouterr().out
+
+
+def test_fix_with_unequal_groups_loads_every_kept_history(valid, tmp_path, capsys) -> None:
+    """Histories dropped in some groups only: the ``hdf5`` builder reads a file as one table
+    whose row count is the first group's, so on one config it would cut the other groups to
+    group 0's count (a history lost without a word) or fail. The card declares one config per
+    history count; loading each reads every kept history of every group, in order, unshifted."""
+    src = _copy(valid, tmp_path)
+    with h5py.File(src, "r+") as f:
+        f["0"]["rewards"][1, 50] = np.float16("nan")  # RL205: group 0 keeps 2 (the first group)
+        f["2"]["actions"][0, 10] = 9  # RL301: group 2 keeps 2
+        f["2"]["actions"][2, 20] = 7  # RL301: and then 1
+    out = tmp_path / "fixed"
+    done = curate.fix("icrl", str(src), out)
+    kept = {"0": [0, 2], "1": [0, 1, 2], "2": [1], "3": [0, 1, 2]}
+    s = done.fix.summary
+    assert s["rows_out"] == 9
+    assert s["histories_kept"] == [
+        {"group": "0", "kept": "2 of 3 histories", "config": "histories-2"},
+        {"group": "2", "kept": "1 of 3 histories", "config": "histories-1"},
+    ]
+    assert "`histories-3` (2 groups of 3 histories, the default)" in s["layout"]
+    card = (out / "README.md").read_text()
+    assert "histories-2" in card and "Histories kept:" in card
+    # on the builder's own terms (one table, no features), group 0's 2 rows cut the others
+    with h5py.File(out / src.name) as f:
+        assert f["1"]["actions"].shape[0] == 3 and f["0"]["actions"].shape[0] == 2
+    loaded: dict[str, list[np.ndarray]] = {}
+    for name, groups in (
+        ("histories-3", {"1", "3"}),
+        ("histories-2", {"0"}),
+        ("histories-1", {"2"}),
+    ):
+        ds = datasets.load_dataset(str(out), name)["train"].with_format("numpy")
+        assert set(ds.column_names) == groups, name
+        for g in groups:
+            loaded[g] = [ds[i][g] for i in range(ds.num_rows)]
+    default = datasets.load_dataset(str(out))["train"]
+    assert set(default.column_names) == {"1", "3"} and default.num_rows == 3
+    assert sum(len(v) for v in loaded.values()) == s["rows_out"]
+    with h5py.File(src) as f:
+        for g, hs in kept.items():
+            assert len(loaded[g]) == len(hs), g
+            for row, h in zip(loaded[g], hs, strict=True):
+                for name in ARRAYS:
+                    want = f[g][name][h]
+                    assert np.array_equal(np.asarray(row[name]).astype(want.dtype), want), (g, h)
+    capsys.readouterr()
+    assert main(["card", "check", str(out)]) == 0, capsys.readouterr().out
+    assert main(["validate", "icrl", str(out / src.name)]) == 0, capsys.readouterr().out
+    assert main(["audit", "icrl", str(out)]) == 0, capsys.readouterr().out
+    again = curate.audit("icrl", str(out))
+    assert again.findings.filter(severity="error").height == 0
+    assert again.stats["histories"] == 9

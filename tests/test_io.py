@@ -8,6 +8,7 @@ exit code 2 from the CLI) that names the file and, where it applies, the positio
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import stat
@@ -175,9 +176,12 @@ def test_reader_batches_are_bounded_and_contiguous(roundtrip_dir, sample_records
     with mock.patch.object(curate.io, "BATCH_ROWS", 7):
         for fmt in ("json", "jsonl", "parquet", "disk"):
             batches = read_all(roundtrip_dir[fmt])
-            assert len(batches) == 8, fmt  # ceil(52 / 7)
-            assert [b.offset for b in batches] == list(range(0, 52, 7)), fmt
+            assert all(0 < len(b) <= 7 for b in batches), fmt
+            ends = [b.offset + len(b) for b in batches]
+            assert [b.offset for b in batches] == [0, *ends[:-1]], fmt
             assert rows_of(batches) == sample_records, fmt
+            if fmt != "jsonl":  # JSON Lines: blocks of lines, blank ones (here) not counted
+                assert len(batches) == 8, fmt  # ceil(52 / 7)
 
 
 def test_json_single_key_wrapper_is_unwrapped(tmp_path, sample_records):
@@ -524,3 +528,63 @@ def test_csv_path_with_glob_characters_is_read_as_a_path(tmp_path):
     odd.write_bytes(src.read_bytes())
     df, _ = read_frame(odd)
     assert df.height == len(src.read_text(encoding="utf-8").splitlines()) - 1
+
+
+def _reference_jsonl(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(line number, byte offset, line) of every non-blank line, as iterating the file gives
+    them: the reader's output before it read whole blocks."""
+    out, at = [], 0
+    for n, line in enumerate(io.BytesIO(data), start=1):
+        if line.strip():
+            out.append((n, at, line))
+        at += len(line)
+    return out
+
+
+_LINE = st.one_of(
+    st.dictionaries(
+        st.sampled_from("abc"), st.integers(-5, 5) | st.text(max_size=30), max_size=3
+    ).map(lambda d: orjson.dumps(d)),
+    st.sampled_from([b"", b"  ", b"\t", b" \r", b"\x0b"]),  # blank lines
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(_LINE, max_size=40),
+    crlf=st.booleans(),
+    trailing=st.booleans(),
+    block=st.integers(1, 64),
+    rows=st.integers(1, 9),
+)
+def test_jsonl_blocks_match_line_iteration(tmp_path, lines, crlf, trailing, block, rows):
+    """Reading whole blocks (tiny ones here, so lines straddle them and outgrow them) gives
+    the same records, line numbers and lines as iterating the file line by line."""
+    sep = b"\r\n" if crlf else b"\n"
+    data = sep.join(lines) + (sep if trailing and lines else b"")
+    want = _reference_jsonl(data)
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(data)
+    with (
+        mock.patch.object(curate.io, "BATCH_ROWS", rows),
+        mock.patch.object(curate.io, "JSONL_BLOCK", block),
+    ):
+        if not want:
+            with pytest.raises(InputError, match="empty file"):
+                read_all(p)
+            return
+        batches = read_all(p)
+    assert all(0 < len(b) <= rows for b in batches)
+    assert [b.offset for b in batches] == [0, *[b.offset + len(b) for b in batches][:-1]]
+    assert [n for b in batches for n in b.lines] == [n for n, _, _ in want]
+    assert [r for b in batches for r in b.raw] == [line for _, _, line in want]
+    assert rows_of(batches) == [orjson.loads(line) for _, _, line in want]
+    blobs = [b.blob for b in batches if b.blob is not None]
+    for blob in blobs:  # a block in one piece is exactly its lines joined
+        raws, nums, ats = blob.split()
+        assert b"".join(raws) == blob.data and len(raws) == blob.count
+        assert [(n, a, r) for n, a, r in zip(nums, ats, raws, strict=True)] == [
+            w for w in want if w[0] in set(nums)
+        ]

@@ -6,11 +6,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from conftest import clone, make_case, simple_case, to_flat, write_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from curate.audits.knowledge_editing.registry import RULES
 from curate.families import get_family
 
 FAM = get_family("knowledge-editing")
@@ -502,3 +504,81 @@ def test_contamination_sources_in_file_order(hard_data) -> None:
         ]
         n += 1
     assert n > 100
+
+
+def test_near_duplicate_question_survives_hash_collisions(tmp_path: Path, monkeypatch) -> None:
+    """KE402 groups questions by a hash of their normal form, then compares the texts of the
+    rows whose hash repeats: with every hash forced into two buckets (collisions everywhere)
+    the findings are the same as with real hashes."""
+    other = simple_case(777)
+    other["questions"][1] = "  " + CLEAN[2]["questions"][0].upper().replace("?", " ?!")
+    third = simple_case(778)
+    third["questions"][0] = CLEAN[1]["questions"][2].lower()
+    records = [*CLEAN, other, third]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _, want = audit_records(tmp_path / "a", records)
+    real = RULES.tables["questions"]
+
+    def colliding(ctx):
+        return real(ctx).with_columns(pl.col("key") % 2)
+
+    monkeypatch.setitem(RULES.tables, "questions", colliding)
+    _, got = audit_records(tmp_path / "b", records)
+    assert (
+        hits(got, "KE402")
+        == hits(want, "KE402")
+        == {
+            ("777", "questions[1]"),
+            ("778", "questions[0]"),
+        }
+    )
+    ke402 = pl.col("rule") == "KE402"
+    cols = ["record", "field", "message", "details"]
+    assert got.findings.filter(ke402).select(cols).equals(want.findings.filter(ke402).select(cols))
+
+
+@pytest.mark.parametrize("idx", [1, 2**40])
+def test_two_edits_on_one_hop(tmp_path: Path, idx: int) -> None:
+    """KE103 names the later of two edits that change the same hop, whether the index fits the
+    packed (case, index) key or not (2**40: the struct fallback; also outside the chain)."""
+    bad = simple_case(1000, n_hops=3, edit_at=(1, 2))
+    bad["orig"]["edit_triples_idx"] = [idx, idx]
+    _, report = audit_records(tmp_path, [*CLEAN, bad], edit_set="all")
+    f = report.findings.filter(
+        (pl.col("rule") == "KE103") & pl.col("message").str.starts_with("two edits")
+    )
+    assert f.select("record", "field", "message").rows() == [
+        ("1000", "orig.edit_triples_idx[1]", f"two edits change hop {idx}")
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ids=st.lists(st.integers(0, 12), min_size=1, max_size=30),
+    k=st.integers(0, 30),
+    seed=st.integers(0, 5),
+)
+def test_random_edit_set_is_random_sample_of_ids(ids, k, seed) -> None:
+    """``random:K:SEED`` edits exactly the cases whose id ``random.sample(ids, K)`` draws, repeated
+    ids included (every case with a drawn id): the scatter over positions agrees with it."""
+    from curate.audits.knowledge_editing.contamination import resolve_edit_set
+    from curate.schemas.knowledge_editing_tables import KEData
+
+    k = min(k, len(ids))
+    base = FAM.load([Path(__file__).parents[1] / "curate/data/samples/mquake_sample.json"])
+    records = [str(i) for i in ids]
+    data = KEData(
+        family=base.family,
+        inputs=base.inputs,
+        schema_findings=base.schema_findings,
+        cases=pl.DataFrame({"row": range(len(ids)), "record": records}),
+        hops=base.hops.clear(),
+        edits=base.edits.clear(),
+        all_ids=list(ids),
+    )
+    rng = random.Random()
+    rng.seed(seed)
+    drawn = {str(x) for x in rng.sample(ids, k)}
+    got = resolve_edit_set(data, f"random:{k}:{seed}").to_list()
+    assert got == [r in drawn for r in records]

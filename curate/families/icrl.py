@@ -42,7 +42,13 @@ from curate.dataset import FixResult, LoadedDataset
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, no_records
-from curate.families.icrl_publish import export_stream, write_fixed
+from curate.families.icrl_publish import (
+    config_name,
+    configs,
+    export_stream,
+    kept_per_group,
+    write_fixed,
+)
 from curate.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.io import HF_SCHEME, STDIN, sha256_of
 from curate.options import FamilyOptions
@@ -842,6 +848,8 @@ class IcrlFamily(Family):
         name = Path(source.path).name
         target = folder / name
         write_fixed(source.path, target, plan, progress)
+        kept = kept_per_group(plan)
+        card_configs = configs(target, name, kept)
         opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
         again = self.load([str(target)], IcrlOptions(workers=opts.workers))
         after = self.audit(again, progress=progress)
@@ -857,13 +865,55 @@ class IcrlFamily(Family):
             "passes": 1,
             "files": {name: plan.histories_out},
         }
+        summary.update(_kept_summary(plan, kept, card_configs is not None))
         return FixResult(
             tables={},
             changelog=plan.changelog,
             summary=summary,
             after=after,
             records=plan.histories_out,
+            configs=card_configs,
         )
+
+
+def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any]:
+    """The fix summary's account of histories per group: each group that lost histories (its
+    name in the fixed file, histories kept of how many, its input name if renamed) and, when
+    the groups hold unequal numbers (``split``: the card has one config per count), how to read
+    them."""
+    out: dict[str, Any] = {}
+    short = [
+        {
+            "group": g.new_name,
+            "kept": f"{len(g.kept)} of {g.histories} histories"
+            + (f" of input group {g.name}" if g.name != g.new_name else ""),
+            **({"config": config_name(len(g.kept))} if split else {}),
+        }
+        for g in plan.groups
+        if g.kind == "group" and g.new_name is not None and g.kept and g.dropped
+    ]
+    if short:
+        out["histories_kept"] = short
+    if split:
+        groups: dict[int, int] = {}
+        for k in kept.values():
+            groups[k] = groups.get(k, 0) + 1
+        default = max(groups, key=lambda k: (groups[k], k))
+        listed = ", ".join(
+            f"`{config_name(k)}` ({_n(n, 'group')} of {_n(k, 'history', 'histories')}"
+            + (", the default" if k == default else "")
+            + ")"
+            for k, n in sorted(groups.items(), reverse=True)
+        )
+        out["layout"] = (
+            "task groups hold unequal numbers of histories; the `hdf5` builder of `datasets` "
+            "reads a file as one table (a row per history index), so the card declares one "
+            f"config per count, each naming its groups: {listed}. "
+            "`datasets.load_dataset(folder, NAME)` reads every history of those groups; row i "
+            "of a group is its i-th kept history (the input's indices: the group's "
+            "`curate-dropped-histories` attribute and `changelog.jsonl`)"
+        )
+    return out
 
 
 def _relative(report: Report, path: str, name: str) -> None:

@@ -316,4 +316,66 @@ def write_fixed(
                 progress(f"fix: wrote group {g.new_name}", done)
 
 
-__all__ = ["BATCH_STEPS", "export_schema", "export_stream", "write_fixed"]
+def kept_per_group(plan: FixPlan) -> dict[str, int]:
+    """Histories per task group of the fixed file (its group names, in the plan's order)."""
+    return {
+        g.new_name: len(g.kept)
+        for g in plan.groups
+        if g.kind == "group" and g.new_name is not None and g.kept
+    }
+
+
+def config_name(histories: int) -> str:
+    return f"histories-{histories}"
+
+
+def configs(path: Path, name: str, kept: dict[str, int]) -> dict[str, dict[str, Any]] | None:
+    """The card's ``configs`` for the fixed file ``path`` (``name`` in its folder) when its task
+    groups hold unequal numbers of histories, else None (one config for the file).
+
+    Why: the ``hdf5`` builder of ``datasets`` reads a file as ONE table, a column per task group
+    and a row per history index, its row count taken from the first group in HDF5's name
+    order. A later group with more histories is cut to that count without a word (rows lost),
+    one with fewer fails the load. It reads only the groups a config's ``features`` name, so
+    one config per history count, each naming its groups (features as the builder infers them
+    from the file), reads every history of every group; the default is the count most groups
+    have (the larger count on a tie).
+    """
+    counts = sorted(set(kept.values()), reverse=True)
+    if len(counts) <= 1:
+        return None
+    from datasets import Features
+    from datasets.packaged_modules.hdf5.hdf5 import _infer_feature
+
+    members: dict[int, list[str]] = {k: [] for k in counts}
+    for g, k in kept.items():
+        members[k].append(g)
+    default = max(counts, key=lambda k: (len(members[k]), k))
+    out: dict[str, dict[str, Any]] = {}
+    with h5py.File(path, "r") as f:
+        for k in counts:
+            feats = {}
+            for g in members[k]:
+                grp = f[g]
+                feats[g] = Features(
+                    {d: _infer_feature(grp[d]) for d in grp if isinstance(grp[d], h5py.Dataset)}
+                )
+            entry: dict[str, Any] = {
+                "data_files": [{"split": "train", "path": name}],
+                "features": Features(feats)._to_yaml_list(),
+            }
+            if k == default:
+                entry["default"] = True
+            out[config_name(k)] = entry
+    return out
+
+
+__all__ = [
+    "BATCH_STEPS",
+    "config_name",
+    "configs",
+    "export_schema",
+    "export_stream",
+    "kept_per_group",
+    "write_fixed",
+]

@@ -221,8 +221,9 @@ def _read_json(data: bytes, schema: pa.Schema, block: int) -> pa.Table:
         # Arrow's threads cost ~25 % more CPU for the same batch (measured at 100k).
         read_options=pj.ReadOptions(use_threads=False, block_size=block),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
-        # glibc's allocator: what the batch frees goes back to the system (malloc_trim, see
-        # curate.families.knowledge_editing._release_freed); Arrow's pool keeps it
+        # glibc's allocator: what the batch frees is reused by the next batch and goes back to
+        # the system after the load (curate.families.knowledge_editing._release_freed); Arrow's
+        # own pool would keep it
         memory_pool=pa.system_memory_pool(),
     )
 

@@ -31,17 +31,21 @@ def unreadable_block(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     makes decompression fail for that range only, while the metadata still opens. The scan
     reports the first unreadable block of the history (its step range) and moves on to the
     next history, so one bad chunk does not hide the rest of the file; the history's later
-    steps are not checked. Re-download or re-copy the file and compare checksums.
+    steps are not checked (the message says from which step on). A chunk whose deflate stream
+    ends cleanly before the chunk's size is reported here too, at that chunk's steps (the
+    history is checked up to it): HDF5 reads it without an error and returns whatever its
+    buffer held for the rest. Re-download or re-copy the file and compare checksums.
     """
     h = scan_of(ctx).histories.filter(pl.col("error") != "")
     return history_findings(
         with_paths(h, data),
         pl.format(
-            "{} steps [{}, {}) cannot be read ({}); the rest of this history is not checked",
+            "{} steps [{}, {}) cannot be read ({}); this history is not checked from step {} on",
             "error_field",
             "error_start",
             "error_end",
             "error",
+            "steps_read",
         ),
         start=pl.col("error_start"),
         end=pl.col("error_end"),

@@ -1,0 +1,339 @@
+"""The icrl scan's direct path (stored chunks inflated with zlib-ng instead of HDF5's filter
+pipeline) gives exactly the outputs of h5py's ``read_direct``: on the shared samples made with
+the real environment, on generated files with edge chunks, on unallocated chunks (fill values),
+on filters it must leave to HDF5 (shuffle, fletcher32), and on chunks that are corrupt, skip
+their filter or inflate to the wrong size — where HDF5's error text must stay HDF5's.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from icrl_data import write_file
+
+from curate.scans import icrl as scan
+from curate.schemas.icrl_layout import DATASETS
+
+SAMPLES = ("xland_format_sample_9x9_random.hdf5", "xland_format_sample_13x13_random.hdf5")
+
+
+@pytest.fixture
+def inflated(monkeypatch) -> list[int]:
+    """Counts the chunks the direct path inflates (one entry per chunk)."""
+    calls: list[int] = []
+    real = scan._inflater
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(scan, "_inflater", counting)
+    return calls
+
+
+@pytest.fixture
+def by_hdf5(monkeypatch) -> list[tuple[str, object]]:
+    """The blocks read by h5py's ``read_direct`` (dataset name, selection), in order."""
+    calls: list[tuple[str, object]] = []
+    real = h5py.Dataset.read_direct
+
+    def spy(self, dest, source_sel=None, dest_sel=None):
+        calls.append((self.name, source_sel))
+        return real(self, dest, source_sel, dest_sel)
+
+    monkeypatch.setattr(h5py.Dataset, "read_direct", spy)
+    return calls
+
+
+def _scan(path: Path, *, direct: bool, block_steps: int = scan.BLOCK_STEPS) -> dict:
+    with h5py.File(path, "r") as f:
+        groups = list(f.keys())
+    return scan.scan_tasks(
+        str(path), groups, list(range(len(groups))), block_steps=block_steps, direct=direct
+    )
+
+
+def _same_both_ways(path: Path, spy: list | None = None, **kw) -> tuple[dict, list]:
+    """Scan ``path`` with and without the direct path and assert equal outputs; the outputs and
+    the blocks the direct scan left to HDF5 (``spy``: the :func:`by_hdf5` fixture, if used)."""
+    if spy is not None:
+        spy.clear()
+    fast = _scan(path, direct=True, **kw)
+    fell_back = list(spy) if spy is not None else []
+    slow = _scan(path, direct=False, **kw)
+    np.testing.assert_equal(fast, slow)  # NaN equals NaN; dicts, lists and arrays in full
+    return fast, fell_back
+
+
+def _chunks(path: Path) -> int:
+    """Allocated chunks of every dataset of the file."""
+    with h5py.File(path, "r") as f:
+        return sum(f[g][d].id.get_num_chunks() for g in f for d in f[g])
+
+
+def _rewrite(path: Path, group: str, name: str, keep=None, **create) -> None:
+    """Recreate one dataset with other creation options (``keep(h)``: histories written)."""
+    with h5py.File(path, "r+") as f:
+        old = f[group][name]
+        data, chunks = old[()], old.chunks
+        del f[group][name]
+        ds = f[group].create_dataset(name, data.shape, data.dtype, chunks=chunks, **create)
+        for h in range(data.shape[0]):
+            if keep is None or keep(h):
+                ds[h] = data[h]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_shared_samples_read_the_same(shared, name, inflated, by_hdf5) -> None:
+    path = shared(f"data/xland/{name}")
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert len(inflated) == _chunks(path)  # every chunk went through the direct path
+    assert all(out["histories"]["digest"]) and not any(out["histories"]["error"])
+
+
+def test_edge_chunks_and_several_blocks(tmp_path: Path, inflated, by_hdf5) -> None:
+    """10,000 steps: two full chunks and a part one, in blocks of two chunks."""
+    path = write_file(tmp_path / "edge.hdf5", tasks=2, histories=3, steps=10_000)
+    out, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    assert fell_back == []
+    assert len(inflated) == _chunks(path) == 2 * 3 * 3 * len(DATASETS)
+    assert out["histories"]["steps_read"] == [10_000] * 6
+
+
+def test_resized_datasets(tmp_path: Path, inflated, by_hdf5) -> None:
+    """Extendable datasets grown and shrunk after writing: edge chunks hold steps past the
+    current end (fill values, or data cut off), which neither path may read."""
+    path = write_file(tmp_path / "resized.hdf5", tasks=2, histories=2, steps=5000)
+    with h5py.File(path, "r+") as f:
+        for g, steps in (("0", 7000), ("1", 4500)):
+            for name in DATASETS:
+                data = f[g][name][()]
+                del f[g][name]
+                ds = f[g].create_dataset(
+                    name,
+                    data=data,
+                    chunks=(1, 4096, *data.shape[2:]),
+                    maxshape=(None, None, *data.shape[2:]),
+                    compression="gzip",
+                    fillvalue=np.zeros((), data.dtype),
+                )
+                ds.resize(steps, axis=1)
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert len(inflated) == _chunks(path)
+    assert out["histories"]["steps_read"] == [7000, 7000, 4500, 4500]
+
+
+def test_unallocated_chunks_read_the_fill_value(tmp_path: Path, inflated, by_hdf5) -> None:
+    path = write_file(tmp_path / "fill.hdf5", tasks=2, histories=3, steps=6000)
+    _rewrite(path, "1", "expert_actions", keep=lambda h: h != 1, compression="gzip", fillvalue=7)
+    _rewrite(path, "0", "dones", keep=lambda h: h == 0, compression="gzip")
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == [
+        ("/0/dones", np.s_[1, 0:6000]),
+        ("/0/dones", np.s_[2, 0:6000]),
+        ("/1/expert_actions", np.s_[1, 0:6000]),
+    ]
+    assert len(inflated) == _chunks(path)  # the allocated ones (the rest: HDF5)
+    row = out["histories"]["group"].index("1") + 1
+    assert out["histories"]["expert_range_n"][row] == 6000  # the fill value 7 was read
+
+
+OTHER_FILTERS = [
+    {"compression": "gzip", "shuffle": True},
+    {"compression": "gzip", "fletcher32": True},
+]
+
+
+@pytest.mark.parametrize("create", OTHER_FILTERS)
+def test_other_filters_are_left_to_hdf5(tmp_path: Path, inflated, by_hdf5, create) -> None:
+    path = write_file(tmp_path / "shuffle.hdf5", tasks=2, histories=2, steps=5000)
+    _rewrite(path, "1", "states", **create)
+    with h5py.File(path, "r") as f:
+        assert scan.direct_chunk_rows(f["1"]["states"]) == 0
+        assert scan.direct_chunk_rows(f["1"]["actions"]) == 4096
+        skipped = f["1"]["states"].id.get_num_chunks()
+    _, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == [("/1/states", np.s_[h, 0:5000]) for h in range(2)]
+    assert len(inflated) == _chunks(path) - skipped
+
+
+def test_uncompressed_and_contiguous_are_left_to_hdf5(tmp_path: Path, inflated) -> None:
+    path = write_file(tmp_path / "plain.hdf5", tasks=1, histories=2, steps=5000, compression=None)
+    with h5py.File(path, "r+") as f:
+        data = f["0"]["rewards"][()]
+        del f["0"]["rewards"]
+        f["0"].create_dataset("rewards", data=data)  # contiguous
+        assert scan.direct_chunk_rows(f["0"]["rewards"]) == 0
+        assert scan.direct_chunk_rows(f["0"]["actions"]) == 0  # chunked, no filter
+    _same_both_ways(path)
+    assert not inflated
+
+
+def test_big_endian_rewards(tmp_path: Path, inflated, by_hdf5) -> None:
+    """A type h5py reads without conversion (here big-endian float16) is read directly."""
+    path = write_file(tmp_path / "be.hdf5", tasks=1, histories=2, steps=5000)
+    with h5py.File(path, "r+") as f:
+        data = f["0"]["rewards"][()].astype(">f2")
+        del f["0"]["rewards"]
+        f["0"].create_dataset("rewards", data=data, chunks=(1, 4096), compression="gzip")
+        assert scan.direct_chunk_rows(f["0"]["rewards"]) == 4096
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == [] and len(inflated) == _chunks(path)
+    assert out["histories"]["episodes"][0] > 0
+
+
+def _corrupt(path: Path, group: str, name: str, coord: tuple[int, ...]) -> None:
+    with h5py.File(path, "r") as f:
+        info = f[group][name].id.get_chunk_info_by_coord(coord)
+    raw = bytearray(path.read_bytes())
+    for i in range(info.byte_offset + 2, info.byte_offset + info.size):
+        raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def test_corrupt_chunk_gives_hdf5s_error(tmp_path: Path, by_hdf5) -> None:
+    path = write_file(tmp_path / "bad.hdf5", tasks=3, histories=3, steps=6000)
+    _corrupt(path, "2", "rewards", (1, 4096))
+    _corrupt(path, "0", "states", (2, 0, 0, 0))
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == [("/0/states", np.s_[2, 0:6000]), ("/2/rewards", np.s_[1, 0:6000])]
+    hist = out["histories"]
+    errors = [
+        (g, h, e)
+        for g, h, e in zip(hist["group"], hist["history"], hist["error"], strict=True)
+        if e
+    ]
+    assert [(g, h) for g, h, _ in errors] == [("0", 2), ("2", 1)]
+    assert all("filter" in e.lower() for _, _, e in errors), errors  # HDF5's own words
+
+
+def test_chunks_that_skip_their_filter_or_inflate_long(tmp_path: Path, by_hdf5) -> None:
+    """Chunks HDF5 reads its own way go to HDF5: one stored unfiltered (filter mask 1), one
+    inflating to more bytes than a chunk (HDF5 keeps the first chunk's worth)."""
+    path = write_file(tmp_path / "odd.hdf5", tasks=1, histories=4, steps=6000)
+    with h5py.File(path, "r+") as f:
+        ds = f["0"]["actions"]
+        row = np.full(4096, 2, dtype=np.uint8)
+        ds.id.write_direct_chunk((0, 0), row.tobytes(), filter_mask=1)
+        ds.id.write_direct_chunk((2, 0), zlib.compress(np.tile(row, 8).tobytes()))
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == [("/0/actions", np.s_[h, 0:6000]) for h in (0, 2)]
+    assert out["histories"]["action_2"][0] >= 4096  # the unfiltered chunk, read as stored
+    assert out["histories"]["action_2"][2] >= 4096  # the long one's first 4096 bytes
+    assert out["histories"]["error"] == [""] * 4
+
+
+def _shorten(path: Path, group: str, name: str, coord: tuple[int, ...], keep: int) -> None:
+    """Rewrite one stored chunk as a clean deflate stream of its first ``keep`` bytes."""
+    with h5py.File(path, "r+") as f:
+        ds = f[group][name]
+        whole = zlib.decompress(ds.id.read_direct_chunk(coord)[1])
+        ds.id.write_direct_chunk(coord, zlib.compress(whole[:keep]))
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_short_chunk_is_an_unreadable_block(tmp_path: Path, by_hdf5, direct) -> None:
+    """A chunk whose stream ends cleanly before the chunk's size: HDF5 reads it without an
+    error, the rest of the chunk being whatever its buffer held (values and digest change
+    from run to run). Both paths report it as the history's unreadable block, at the chunk's
+    steps, with the byte counts: the direct path as it inflates it, the HDF5 path from the
+    stream's Adler-32 trailer against the bytes HDF5 returned (no second inflate of a whole
+    chunk, edge chunks included)."""
+    path = write_file(tmp_path / "short.hdf5", tasks=2, histories=3, steps=6000)
+    _shorten(path, "1", "actions", (2, 0), 1000)
+    _shorten(path, "0", "states", (1, 4096, 0, 0), 30000)  # the edge chunk (steps 4096..6000)
+    by_hdf5.clear()
+    out = _scan(path, direct=direct)["histories"]
+    if direct:
+        assert by_hdf5 == []  # detected, not left to HDF5
+    rows = {(g, h): i for i, (g, h) in enumerate(zip(out["group"], out["history"], strict=True))}
+    bad = {k: i for k, i in rows.items() if out["error"][i]}
+    assert set(bad) == {("0", 1), ("1", 2)}
+    i = bad[("1", 2)]
+    assert (out["error_field"][i], out["error_start"][i], out["error_end"][i]) == (
+        "actions",
+        0,
+        4096,
+    )
+    assert out["error"][i] == (
+        "chunk of /1/actions at history 2, steps [0, 4096): its deflate stream ends after 1,000 "
+        "of the chunk's 4,096 bytes (HDF5 reads it without an error and returns unset memory "
+        "for the rest)"
+    )
+    i = bad[("0", 1)]
+    assert (out["error_field"][i], out["error_start"][i], out["error_end"][i]) == (
+        "states",
+        4096,
+        6000,
+    )
+    assert "after 30,000 of the chunk's 102,400 bytes" in out["error"][i]
+    assert out["steps_read"][i] == 4096  # the steps before it are scanned
+    # the other histories read exactly as before
+    clean = _scan(
+        write_file(tmp_path / "clean.hdf5", tasks=2, histories=3, steps=6000), direct=direct
+    )
+    for k, i in rows.items():
+        if k not in bad:
+            assert out["digest"][i] == clean["histories"]["digest"][i], k
+
+
+def test_checking_chunks_after_hdf5_costs_no_inflate_on_valid_files(
+    tmp_path: Path, shared, monkeypatch
+) -> None:
+    """On the HDF5 path the chunks' trailers match what HDF5 returned for every chunk of valid
+    files (edge chunks too, their steps past the end being zeros): nothing is inflated twice."""
+    calls: list[int] = []
+    real = zlib.decompressobj
+
+    def counting(*a):
+        calls.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(scan.zlib, "decompressobj", counting)
+    path = write_file(tmp_path / "ok.hdf5", tasks=2, histories=2, steps=6000)
+    for p in (path, *(shared(f"data/xland/{n}") for n in SAMPLES)):
+        out = _scan(p, direct=False)
+        assert not any(out["histories"]["error"]), p
+    assert calls == []
+
+
+def test_switch_off_by_environment(tmp_path: Path, monkeypatch, inflated) -> None:
+    path = write_file(tmp_path / "env.hdf5", tasks=1, histories=1, steps=5000)
+    monkeypatch.setenv("CURATE_ICRL_DIRECT", "0")
+    assert not scan.direct_default()
+    scan.scan_tasks(str(path), ["0"], [0])
+    assert not inflated
+    monkeypatch.delenv("CURATE_ICRL_DIRECT")
+    assert scan.direct_default()
+    scan.scan_tasks(str(path), ["0"], [0])
+    assert len(inflated) == 2 * len(DATASETS)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    steps=st.integers(1, 9000),
+    chunk=st.sampled_from([64, 1000, 4096]),
+    histories=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_random_shapes_read_the_same(
+    tmp_path: Path, by_hdf5, steps, chunk, histories, seed
+) -> None:
+    path = tmp_path / f"r{seed}_{steps}_{chunk}_{histories}.hdf5"
+    write_file(path, tasks=2, histories=histories, steps=steps, chunk=chunk, seed=seed)
+    out, fell_back = _same_both_ways(path, by_hdf5, block_steps=4096)
+    assert fell_back == []
+    assert out["histories"]["steps_read"] == [steps] * 2 * histories
+    path.unlink()

@@ -1,0 +1,50 @@
+"""The report's order of findings: by row, rule, field and message, ties kept in given order."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curate.findings import FINDING_SCHEMA, InputInfo, Report
+
+_ROW = st.none() | st.integers(0, 4)
+_TEXT = st.none() | st.sampled_from(["a", "b", "c"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_ROW, st.sampled_from(["KE101", "KE202"]), _TEXT, _TEXT, st.integers()),
+        max_size=30,
+    ),
+    st.integers(1, 2),
+)
+def test_report_order_is_one_sort_on_all_four_keys(rows, n_inputs):
+    """Two-step sort (message compared only on ties) == one stable sort on all four keys, and
+    every finding with a row is placed in its input."""
+    frame = pl.DataFrame(
+        [
+            {"row": r, "rule": rule, "field": fld, "message": msg, "details": str(i)}
+            for r, rule, fld, msg, i in rows
+        ],
+        schema={
+            "row": pl.Int64,
+            "rule": pl.String,
+            "field": pl.String,
+            "message": pl.String,
+            "details": pl.String,
+        },
+    )
+    inputs = [InputInfo(f"in{i}.jsonl", "0" * 64, 3) for i in range(n_inputs)]
+    report = Report("mquake", inputs, frame, rules_run=["KE101", "KE202"])
+    want = frame.sort(["row", "rule", "field", "message"], nulls_last=True, maintain_order=True)
+    got = report.findings
+    assert got.columns == list(FINDING_SCHEMA)
+    assert got.select("row", "rule", "field", "message", "details").equals(want)
+    for row, path, at in got.select("row", "input", "input_row").iter_rows():
+        if row is None:
+            assert path is None and at is None
+        else:
+            i = min(row // 3, n_inputs - 1)
+            assert (path, at) == (f"in{i}.jsonl", row - 3 * i)
