@@ -1662,7 +1662,9 @@ _BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*(?:\n|\Z)")
 _BLANK_FIRST = re.compile(rb"[ \t\r\x0b\x0c]*(?:\n|\Z)")
 
 
-def _jsonl_blocks(path: Path | _Blob, fh: BinaryIO, at: int, codec: str) -> Iterator[Batch]:
+def _jsonl_blocks(
+    path: Path | _Blob, fh: BinaryIO, at: int, codec: str, lineno: int = 1, offset: int = 0
+) -> Iterator[Batch]:
     """A UTF-8 JSON Lines file's batches as whole blocks of lines (:class:`Lines`), read into
     one reused buffer; ``at``: the byte offset ``fh`` is at (past a byte order mark).
 
@@ -1672,8 +1674,7 @@ def _jsonl_blocks(path: Path | _Blob, fh: BinaryIO, at: int, codec: str) -> Iter
     """
     buf = bytearray(JSONL_BLOCK)
     held = 0  # bytes at the start of buf carried over from the last read (a partial line)
-    lineno = 1  # line number of buf[0]
-    offset = 0  # records before this block
+    # lineno: line number of buf[0]; offset: records before this block (a Span starts later)
     eof = False
     while True:
         if not eof:
@@ -1992,14 +1993,14 @@ def _line_start(fh: BinaryIO, pos: int, skip: int) -> int:
 
 
 _BLANK_START = re.compile(rb"\n(?=[ \t\r\n\x0b\x0c])")
-_BLANK_FIRST = frozenset(b" \t\r\n\x0b\x0c")
+_WS_BYTES = frozenset(b" \t\r\n\x0b\x0c")
 
 
 def _blank_lines(chunk: bytes, start: int, end: int) -> int:
     """How many of the whole lines in ``chunk[start:end]`` are blank (whitespace only, as
     :func:`_jsonl_batches` skips them); only lines starting with whitespace are looked at."""
     starts = [m.end() for m in _BLANK_START.finditer(chunk, start, end)]
-    if start < end and chunk[start] in _BLANK_FIRST:
+    if start < end and chunk[start] in _WS_BYTES:
         starts.insert(0, start)
     n = 0
     for s in starts:
@@ -2076,13 +2077,24 @@ class SpanNumbering:
                 self.records += records
 
 
+class _Upto:
+    """The next ``left`` bytes of a file, then end of file (what :func:`_jsonl_blocks` reads)."""
+
+    def __init__(self, f: BinaryIO, left: int) -> None:
+        self.f, self.left = f, left
+
+    def readinto(self, b: Any) -> int:
+        if self.left <= 0:
+            return 0
+        with memoryview(b) as mv:
+            got = self.f.readinto(mv[: self.left]) or 0
+        self.left -= got
+        return got
+
+
 def _jsonl_span_batches(span: Span) -> Iterator[Batch]:
-    """:func:`_jsonl_batches` (UTF-8) of the lines a span owns."""
+    """:func:`_jsonl_batches` (UTF-8) of the lines a span owns, numbered as in the file."""
     path = Path(span.path)
-    lines: list[int] = []
-    raws: list[bytes] = []
-    ats: list[int] = []
-    index = offset = span.first_index
     try:
         fh = open(span.where or span.path, "rb")  # noqa: SIM115  (closed below)
     except OSError as e:
@@ -2090,23 +2102,8 @@ def _jsonl_span_batches(span: Span) -> Iterator[Batch]:
     with fh:
         a, b = _line_start(fh, span.start, span.skip), _line_start(fh, span.end, span.skip)
         fh.seek(a)
-        at = a
-        for lineno, line in enumerate(fh, start=span.first_line):
-            if at >= b:
-                break
-            line_at, at = at, at + len(line)
-            if not line.strip():
-                continue
-            raws.append(line)
-            ats.append(line_at)
-            lines.append(lineno)
-            index += 1
-            if len(lines) >= BATCH_ROWS:
-                yield _jsonl_batch(path, offset, [], lines, raws, ats, "utf-8", True)
-                offset = index
-                lines, raws, ats = [], [], []
-    if lines:
-        yield _jsonl_batch(path, offset, [], lines, raws, ats, "utf-8", True)
+        upto = _Upto(fh, b - a)
+        yield from _jsonl_blocks(path, upto, a, "utf-8", span.first_line, span.first_index)  # type: ignore[arg-type]
 
 
 def _read_csv(
