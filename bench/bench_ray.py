@@ -20,8 +20,13 @@ cases). Then the projection of a full XLand-100B audit (28,876 task groups, 112.
 1, 8 and 64 two-core machines from the measured per-step (hence per-group) cost and the measured
 Ray efficiency.
 
+With ``--parquet`` the MQuAKE cases are measured as parquet too (``bench_ke_scale.py``'s copy,
+same folder). Knowledge editing on Ray reads whole input shards in the workers (JSON Lines byte
+ranges, parquet row groups); the load average is printed before and after each family.
+
 Run: ``python bench/bench_ray.py [--tasks 64 --histories 32 --steps 60928] [--cases 1000000]
-[--skip-ke] [--skip-icrl] [--repeat 1]``. The machine may be shared: compare ratios in one run.
+[--skip-ke] [--skip-icrl] [--parquet] [--repeat 1]``. The machine may be shared: compare ratios
+in one run.
 """
 
 from __future__ import annotations
@@ -191,11 +196,16 @@ def xland_file(args: argparse.Namespace) -> tuple[Path, int, int]:
     return path, args.tasks, args.tasks * args.histories * args.steps
 
 
-def ke_file(args: argparse.Namespace) -> Path:
+def ke_files(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The JSON Lines file (and with ``--parquet`` its parquet copy) of ``bench_ke_scale.py``,
+    in its folder: generated once, reused by every bench that asks for the same size."""
     from bench_ke_scale import inputs
 
-    jsonl, _ = inputs(Path(tempfile.gettempdir()) / "curate-bench-ke", args.cases, False)
-    return jsonl
+    return inputs(Path(tempfile.gettempdir()) / "curate-bench-ke", args.cases, args.parquet)
+
+
+def _load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def run_family(
@@ -243,6 +253,9 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=1_000_000)
     ap.add_argument("--skip-icrl", action="store_true")
     ap.add_argument("--skip-ke", action="store_true")
+    ap.add_argument(
+        "--parquet", action="store_true", help="also the MQuAKE cases as parquet (row groups)"
+    )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -255,7 +268,7 @@ def main() -> None:
     if not args.skip_icrl:
         icrl = xland_file(args)
     if not args.skip_ke:
-        ke = ke_file(args)
+        ke = ke_files(args)
     cluster = Cluster(work / "c")
     try:
         if icrl is not None:
@@ -265,15 +278,24 @@ def main() -> None:
                 f"XLand file: {groups} groups, {steps:,} steps, {size / 1e9:.2f} GB on disk, "
                 f"{steps * 29 / 1e9:.2f} GB decompressed"
             )
+            print(f"{_load()} (before)")
             best = run_family(
                 "in-context RL (XLand layout)", "icrl", path, cluster, args.repeat, work
             )
+            print(f"{_load()} (after)")
             project(best, steps)
         if ke is not None:
-            print(f"\nMQuAKE file: {args.cases:,} cases, {ke.stat().st_size / 1e9:.2f} GB")
-            run_family(
-                "knowledge editing (MQuAKE JSON Lines)", "ke", ke, cluster, args.repeat, work
-            )
+            jsonl, parquet = ke
+            for kind, path in (("JSON Lines", jsonl), ("parquet", parquet)):
+                if path is None:
+                    continue
+                size = path.stat().st_size / 1e9
+                print(f"\nMQuAKE {kind} file {path}: {args.cases:,} cases, {size:.2f} GB")
+                print(f"{_load()} (before)")
+                run_family(
+                    f"knowledge editing (MQuAKE {kind})", "ke", path, cluster, args.repeat, work
+                )
+                print(f"{_load()} (after)")
     finally:
         cluster.stop()
 

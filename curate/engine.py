@@ -206,6 +206,34 @@ class RayEngine(Engine):
                     progress(f"ray: {label} {done}/{len(refs)}", done)
         return _get(refs)  # unit order, whatever order they finished in
 
+    def gather(
+        self, refs: list[Any], *, progress: Progress | None = None, label: str = "tasks"
+    ) -> Iterator[Any]:
+        """The results of the tasks ``refs`` in their order, each as soon as it is done (an
+        exception a task raised surfaces at its turn, as it would locally), with progress as
+        tasks finish in whatever order. ``refs`` is emptied as the results are taken, so Ray
+        frees each result once it is taken, not after the last task."""
+        import ray
+
+        progress = progress or _PROGRESS.get()
+        order = refs
+        total = len(order)
+        unfinished = list(order)
+        finished: set[Any] = set()
+        done = 0
+        while order:
+            ref = order.pop(0)
+            while ref not in finished:
+                ready, unfinished = ray.wait(unfinished, num_returns=1, timeout=1.0)
+                finished.update(ready)
+                done += len(ready)
+                if ready and progress:
+                    progress(f"ray: {label} {done}/{total}", done)
+            finished.discard(ref)
+            result = _get(ref)
+            del ref
+            yield result
+
     def submitter(self, make_pool: Callable[[], Any]) -> Any:
         return _RaySubmitter(self)
 

@@ -221,16 +221,183 @@ def test_icrl_unreadable_chunk_is_the_same_finding(ray_engine, ray_cluster, xlan
 
 
 def test_knowledge_editing_identical(ray_engine, ray_cluster, ray_calls, hard_path, tmp_path):
-    """MQuAKE-hard as published (a JSON array) and as JSON Lines, whose batches the columnar
-    path parses as Ray tasks."""
+    """MQuAKE-hard as published (a JSON array: read on the driver, its batches' columnar
+    parsing as Ray tasks) and as JSON Lines (one shard at the default shard size)."""
     _same_on_both(["knowledge-editing", str(hard_path)], tmp_path, ray_cluster)
+    assert ray_calls["_columns"] >= 1
     records = json.loads(hard_path.read_text(encoding="utf-8"))
     jsonl = tmp_path / "hard.jsonl"
     jsonl.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
     report = _same_on_both(["knowledge-editing", str(jsonl)], tmp_path, ray_cluster)
     assert report["summary"]["records"] == len(records)
-    assert ray_calls["_columns"] >= 1
+    assert ray_calls["_load_span"] >= 1
     _same_on_both(["knowledge-editing", str(SAMPLES / "mquake_sample.json")], tmp_path, ray_cluster)
+
+
+# --------------------------------------------------------------------------- KE input shards
+
+
+@pytest.fixture
+def shards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Small input shards (64 KiB of JSON Lines or of parquet row groups), so a test file is
+    cut into many; the list receives the number of shards of each sharded input."""
+    import curate.families.knowledge_editing as ke
+    import curate.io
+
+    monkeypatch.setattr(curate.io, "SPAN_MIN_BYTES", 1)
+    monkeypatch.setattr(curate.io, "SPAN_BYTES", 64 << 10)
+    seen: list[int] = []
+    original = ke.input_spans
+
+    def spy(*args, **kwargs):
+        spans = original(*args, **kwargs)
+        if spans is not None:
+            seen.append(len(spans))
+        return spans
+
+    monkeypatch.setattr(ke, "input_spans", spy)
+    return seen
+
+
+def _jsonl(path: Path, records: list, blank_every: int = 0, bom: bool = False) -> Path:
+    lines = [json.dumps(r).encode() + b"\n" for r in records]
+    if blank_every:  # blank and whitespace-only lines shift line numbers from record indexes
+        lines = [
+            line + (b"\n   \n" if i % blank_every == blank_every - 1 else b"")
+            for i, line in enumerate(lines)
+        ]
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + b"".join(lines))
+    return path
+
+
+def _damaged(records: list) -> list:
+    """MQuAKE-hard with invalid records and repeated case ids all over the file."""
+    out = json.loads(json.dumps(records))
+    for i in range(7, len(out), 61):
+        out[i]["answer"] = 7  # KE001: a number where a string belongs
+    for i in range(30, len(out), 97):
+        del out[i]["orig"]["triples"]  # KE001: a missing field
+    for i in range(400, len(out), 1):  # KE002: ids of cases far earlier, other shards
+        out[i]["case_id"] = out[i - 390]["case_id"]
+    out[150]["requested_rewrite"][0]["target_new"]["str"] = ""  # columnar check unsure
+    out[200]["extra_field"] = {"x": 1}  # not in the models: that batch read record by record
+    return out
+
+
+def test_ke_shards_identical(ray_engine, ray_cluster, ray_calls, shards, hard_records, tmp_path):
+    """JSON Lines read as many shards by the workers: valid, and with invalid records,
+    duplicate ids, blank lines and a byte order mark spread across shards, the report equals
+    the local one (line numbers, rows, ids, KE002 across shards)."""
+    ke = ["knowledge-editing"]
+    valid = _jsonl(tmp_path / "hard.jsonl", hard_records)
+    _same_on_both([*ke, str(valid)], tmp_path, ray_cluster)
+    assert shards[-1] >= 10
+    damaged = _jsonl(tmp_path / "damaged.jsonl", _damaged(hard_records), blank_every=13, bom=True)
+    report = _same_on_both([*ke, str(damaged)], tmp_path, ray_cluster)
+    assert shards[-1] >= 10
+    rules = report["summary"]["by_rule"]
+    assert rules["KE001"]["findings"] >= 10 and rules["KE002"]["findings"] >= 20
+    lines = {f["details"]["position"] for f in report["findings"] if f["rule"] == "KE001"}
+    # records 7 and 68 (0-based): no blank line before the first, ten before the second
+    assert {"line 8", "line 79"} <= lines
+    assert ray_calls["_load_span"] >= 1
+    # two inputs, one read on the driver (a JSON array), one in shards: rows and duplicates
+    # run across both
+    array = tmp_path / "hard.json"
+    array.write_text(json.dumps(hard_records[:100]), encoding="utf-8")
+    _same_on_both([*ke, str(array), str(damaged)], tmp_path, ray_cluster)
+
+
+def test_ke_shards_of_relative_paths(
+    ray_engine, ray_cluster, shards, hard_records, tmp_path, monkeypatch
+):
+    """A path relative to the caller's directory: the workers (elsewhere) still read it, and
+    the report names it as given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.chdir(tmp_path)
+    _jsonl(tmp_path / "rel.jsonl", _damaged(hard_records))
+    pq.write_table(pa.Table.from_pylist(hard_records), "rel.parquet", row_group_size=50)
+    for name in ("rel.jsonl", "rel.parquet"):
+        report = _same_on_both(["knowledge-editing", name], tmp_path, ray_cluster)
+        assert report["inputs"][0]["path"] == name
+    assert len(shards) == 2 and min(shards) >= 5
+
+
+def test_ke_shard_with_broken_json_is_the_same_error(
+    ray_engine, ray_cluster, shards, hard_records, tmp_path, capsys
+):
+    """A line that is not JSON in a late shard: exit 2 with the same line and column."""
+    path = _jsonl(tmp_path / "broken.jsonl", hard_records, blank_every=5)
+    data = path.read_bytes().splitlines(keepends=True)
+    data[len(data) - 40] = b'{"case_id": 1, oops\n'
+    path.write_bytes(b"".join(data))
+    # a second input, read on the driver, broken too: the first input's error still comes first
+    array = tmp_path / "broken.json"
+    array.write_text("[{", encoding="utf-8")
+    engines = {"local": [], "ray": ["--engine", "ray", "--ray-address", ray_cluster]}
+    for inputs in ([path], [path, array], [array, path]):
+        err = {}
+        for name, flags in engines.items():
+            assert main(["audit", "knowledge-editing", *map(str, inputs), *flags]) == 2
+            err[name] = capsys.readouterr().err
+        assert err["ray"] == err["local"]
+        if inputs[0] == path:
+            assert f"{len(data) - 39}:" in err["local"]
+    assert shards[-1] >= 10
+
+
+def test_ke_parquet_row_groups_identical(
+    ray_engine, ray_cluster, ray_calls, shards, hard_records, tmp_path
+):
+    """Parquet read by row groups in the workers; an invalid record is named by its index."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = json.loads(json.dumps(hard_records))
+    for i in range(300, len(records)):
+        records[i]["case_id"] = records[i - 290]["case_id"]
+    records[350]["requested_rewrite"][0]["prompt"] = ""
+    path = tmp_path / "hard.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path, row_group_size=20)
+    report = _same_on_both(["knowledge-editing", str(path)], tmp_path, ray_cluster)
+    assert shards[-1] >= 5
+    assert report["summary"]["by_rule"]["KE002"]["findings"] >= 100
+    assert ray_calls["_load_span"] >= 1
+
+
+@pytest.fixture(scope="module")
+def generated_ke(tmp_path_factory: pytest.TempPathFactory, shared) -> Path:
+    """20,000 cases from the bench generator (as tests/test_ke_memory.py makes them)."""
+    shared("data/mquake/MQuAKE-hard.json")
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from bench_ke_scale import write_cases
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    path = tmp_path_factory.mktemp("ke") / "ke-20000.jsonl"
+    write_cases(path, 20_000)
+    return path
+
+
+@pytest.mark.parametrize("edit_set", ["all", "random:5000"])
+def test_ke_shards_match_the_recorded_hashes(
+    ray_engine, generated_ke, edit_set, monkeypatch, shards
+):
+    """The generator's 20k cases in 1 MiB shards on Ray: the audit JSON hashes to what the
+    local reader wrote before the compact tables (tests/test_ke_memory.py), so codes coming
+    back from the workers are decoded and re-coded consistently on the driver."""
+    from test_ke_memory import BEFORE, audit_hash
+
+    import curate.io
+    from curate.engine import use_engine
+
+    monkeypatch.setattr(curate.io, "SPAN_BYTES", 1 << 20)
+    with use_engine(ray_engine):
+        digest = audit_hash(generated_ke, edit_set)
+    assert shards[-1] >= 20
+    assert digest == BEFORE[("gen", edit_set)]
 
 
 def test_glycan_identical(ray_engine, ray_cluster, ray_calls, glycan_sample_csv, tmp_path):
@@ -338,6 +505,60 @@ def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_pa
         t.join()
     assert killed, "the blocking task never started"
     assert time.monotonic() - t0 < 60  # retried, not waited out
+    assert ray == local
+
+
+def test_ke_shard_worker_killed_mid_run_is_retried(
+    ray_engine, ray_cluster, shards, hard_records, tmp_path, monkeypatch
+):
+    """Knowledge editing in shards: the task reading the first shard blocks until the test
+    SIGKILLs its worker; Ray retries the shard on a fresh worker, the report is identical."""
+    import curate.families.knowledge_editing as ke
+
+    path = _jsonl(tmp_path / "hard.jsonl", _damaged(hard_records), blank_every=7)
+    local = _report(["knowledge-editing", str(path)], tmp_path / "local.json", [])
+    pid_file = tmp_path / "victim.pid"
+
+    def load_or_hang(span, first_row, encoding):
+        import os as _os
+        import time as _time
+
+        from curate.families.knowledge_editing import _load_span
+
+        if span.start == 0 and not _os.path.exists(pid_file):
+            tmp = f"{pid_file}.tmp"
+            with open(tmp, "w") as f:
+                f.write(str(_os.getpid()))
+            _os.replace(tmp, pid_file)
+            _time.sleep(120)  # killed long before
+        return _load_span(span, first_row, encoding)
+
+    monkeypatch.setattr(ke, "_load_span", load_or_hang)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not pid_file.exists():
+            time.sleep(0.05)
+        if pid_file.exists():
+            pid = int(pid_file.read_text())
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        ray = _report(
+            ["knowledge-editing", str(path)],
+            tmp_path / "ray.json",
+            ["--engine", "ray", "--ray-address", ray_cluster],
+        )
+    finally:
+        t.join()
+    assert killed, "the blocking task never started"
+    assert time.monotonic() - t0 < 60  # retried, not waited out
+    assert shards[-1] >= 10
     assert ray == local
 
 

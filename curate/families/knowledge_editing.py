@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -46,7 +47,16 @@ from curate.families.knowledge_editing_columns import (
 )
 from curate.findings import InputInfo, Report, dumps
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import HF_SCHEME, STDIN, Batch, open_source, sha256_of
+from curate.io import (
+    HF_SCHEME,
+    STDIN,
+    Batch,
+    Span,
+    SpanNumbering,
+    input_spans,
+    open_source,
+    sha256_of,
+)
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.knowledge_editing import (
@@ -528,6 +538,109 @@ def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
     return (cols, id_kind) if cols is not None else None
 
 
+#: Input shards per cluster CPU (``--engine ray``): enough that a slow shard or node does not
+#: hold up the end, few enough that each task's fixed cost (~10 ms) is noise.
+SHARDS_PER_CPU = 4
+
+
+def _load_span(span: Span, first_row: int, encoding: str | None) -> KEData:
+    """One input shard read, validated and laid out where the task runs: :meth:`~
+    KnowledgeEditingFamily._load` over the span, its columnar parsing on one thread beside
+    the reading (a task holds one CPU)."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as load() does
+    try:
+        return FAMILY._load(
+            [span],
+            progress=None,
+            keep_records=False,
+            encoding=encoding,
+            workers=1,
+            first_row=first_row,
+        )
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _taken(
+    parts: list[Any], engine: Any, progress: Progress | None
+) -> tuple[list[KEData], list[InputInfo]]:
+    """The parts of :meth:`~KnowledgeEditingFamily._load_sharded` (in input order) as data,
+    taking each input's shards from Ray as they finish, and the inputs read; ``parts`` is
+    emptied as it goes, so each shard's tables are held once."""
+    datas: list[KEData] = []
+    inputs: list[InputInfo] = []
+    records = 0
+    while parts:
+        part = parts.pop(0)
+        if isinstance(part, KEData):
+            datas.append(part)
+            inputs.extend(part.inputs)
+            records += part.inputs[0].records
+            continue
+        path, fmt, refs, digest = part
+        del part
+        n_file = 0
+        splits: dict[str, int] = {}
+        name = Path(str(path)).name
+        for data in engine.gather(refs, label=f"shards of {name}"):
+            (info,) = data.inputs
+            n_file += info.records
+            for split, n in info.splits.items():
+                splits[split] = splits.get(split, 0) + n
+            datas.append(data)
+            if progress:
+                progress(f"read {name}", records + n_file)
+        try:
+            hexdigest = digest if isinstance(digest, str) else digest.result()
+        except OSError as e:  # as open_source says it
+            raise InputError(f"cannot read ({e.strerror or e})", path=Path(str(path))) from None
+        inputs.append(InputInfo(str(path), hexdigest, n_file, fmt, splits))
+        records += n_file
+    return datas, inputs
+
+
+def _merged(parts: list[KEData], inputs: list[InputInfo], encoding: str | None) -> KEData:
+    """The parts of :meth:`~KnowledgeEditingFamily._load_sharded` (shards and whole inputs,
+    in input order, rows numbered across them) as the one :class:`KEData` :meth:`~
+    KnowledgeEditingFamily._load` builds from the same inputs."""
+    layouts: dict[str, int] = {}
+    shape = _Shape()
+    all_ids: list[Any] = []
+    for d in parts:
+        for layout, n in d.stats["layouts"].items():
+            layouts[layout] = layouts.get(layout, 0) + n
+        s = d.shape
+        shape.present |= s.present
+        shape.id_types |= s.id_types
+        shape.irregular = shape.irregular or s.irregular
+        shape.carried |= s.carried
+        all_ids.extend(d.all_ids)
+    cases = _concat([d.cases for d in parts], CASE_SCHEMA)
+    hops = _concat([d.hops for d in parts], HOP_SCHEMA)
+    edits = _concat([d.edits for d in parts], EDIT_SCHEMA)
+    marks = _concat([d.marks for d in parts], MARK_SCHEMA)
+    schema = pl.concat([d.schema_findings for d in parts])
+    return KEData(
+        family=FAMILY.name,
+        inputs=inputs,
+        schema_findings=schema,
+        cases=cases,
+        hops=hops,
+        edits=edits,
+        all_ids=all_ids,
+        stats={
+            "layouts": layouts,
+            "valid_cases": cases.height,
+            "records": sum(i.records for i in inputs),
+        },
+        encoding=encoding,
+        marks=marks,
+        shape=shape,
+    )
+
+
 def _loc(loc: tuple[Any, ...]) -> str:
     """pydantic error location → ``requested_rewrite[1].target_new.id``."""
     out = ""
@@ -610,8 +723,11 @@ class KnowledgeEditingFamily(Family):
         # would rescan them over and over (measured: 40% of load time), so pause it.
         gc_was_enabled = gc.isenabled()
         gc.disable()
+        engine = current_engine()
+        # --engine ray: whole input shards read by the workers (see _load_sharded)
+        loader = self._load if keep_records or engine.is_local() else self._load_sharded
         try:
-            data = self._load(
+            data = loader(
                 paths,
                 progress=progress,
                 keep_records=keep_records,
@@ -632,7 +748,10 @@ class KnowledgeEditingFamily(Family):
         keep_records: bool,
         encoding: str | None = None,
         workers: int = 1,
+        first_row: int = 0,
     ) -> KEData:
+        """The inputs' tables, rows numbered from ``first_row``; a :class:`~curate.io.Span`
+        among ``paths`` is read as one shard of its file (no hash, may hold no record)."""
         builder = _TableBuilder()
         schema_rows: list[dict[str, Any]] = []
         inputs: list[InputInfo] = []
@@ -641,7 +760,7 @@ class KnowledgeEditingFamily(Family):
         invalid: dict[int, dict[str, Any]] = {}
         marks: list[tuple[int, bool | None, list[str]]] = []
         layouts: dict[str, int] = {}
-        row = 0
+        row = first_row
         # The columnar path (see _columns) runs in ``workers`` threads, that many batches ahead
         # of the loop below: Arrow's parser and polars work without the GIL, so the batches are
         # parsed and laid out on every core while the next ones are read. Threads, not
@@ -657,11 +776,21 @@ class KnowledgeEditingFamily(Family):
             pool, depth = engine.submitter(lambda: ThreadPoolExecutor(1)), engine.parallelism(1)
         try:
             for path in paths:
-                check_not_blank(path)
+                span = path if isinstance(path, Span) else None
+                if span is None:
+                    check_not_blank(path)
                 # A local file's hash is taken beside the parsing (hashlib works without the
                 # GIL) instead of in a pass of its own before it.
-                local = _plain_file(path) if pool is not None and engine.is_local() else None
-                src = open_source(path, encoding=encoding, hash_input=local is None)
+                local = (
+                    _plain_file(path)
+                    if span is None and pool is not None and engine.is_local()
+                    else None
+                )
+                src = (
+                    span.open()
+                    if span is not None
+                    else open_source(path, encoding=encoding, hash_input=local is None)
+                )
                 digest = (
                     pool.submit(sha256_of, local)
                     if pool is not None and local is not None
@@ -719,7 +848,7 @@ class KnowledgeEditingFamily(Family):
                     del batch, cols
                     if progress:
                         progress(f"read {src.path.name}", row)
-                if n_file == 0:  # per file: one empty input among several is still broken
+                if n_file == 0 and span is None:  # one empty input among several is broken
                     raise no_records(path)
                 try:
                     sha = digest.result() if digest is not None else src.sha256
@@ -750,11 +879,95 @@ class KnowledgeEditingFamily(Family):
             all_ids=all_ids,
             records=records,
             invalid=invalid,
-            stats={"layouts": layouts, "valid_cases": cases.height, "records": row},
+            stats={"layouts": layouts, "valid_cases": cases.height, "records": row - first_row},
             encoding=encoding,
             marks=marks_frame,
             shape=builder.shape,
         )
+
+    def _load_sharded(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        progress: Progress | None,
+        keep_records: bool,
+        encoding: str | None = None,
+        workers: int = 1,
+    ) -> KEData:
+        """:meth:`_load` on a cluster (``--engine ray``): whole input shards read by the workers.
+
+        Each input that splits soundly (:func:`~curate.io.input_spans`: an uncompressed UTF-8
+        JSON Lines file by byte ranges at line boundaries, a parquet file by row groups) is
+        read, validated and laid out by one Ray task per shard (:func:`_load_span`: the local
+        reader over the shard), which opens the file itself and returns the shard's compact
+        tables and findings; the driver only reads the file to hash it, beside the tasks.
+        Rows, line numbers and record indexes are those of the whole file: a parquet shard
+        learns where it starts from the footer, a JSON Lines shard from the newlines and blank
+        lines before it, counted here in the same sequential read that hashes the file
+        (:class:`~curate.io.SpanNumbering`; each shard is sent as soon as the read has passed
+        its start, so the workers start at once). The parts are put together in input order
+        (:func:`_merged`), so the rules see the tables :meth:`_load` builds, row for row; the
+        coded columns are decoded and coded again in this process as each part arrives. Any
+        other input (a JSON array, compressed, standard input, the Hub, a folder) is read here
+        by :meth:`_load`, its batches' columnar parsing as Ray tasks. Errors come in input
+        order, as locally: one raised here for an input waits for the shards of the inputs
+        before it, whose own error comes first.
+        """
+        engine = current_engine()
+        parts: list[Any] = []  # per input: its KEData, or (path, format, task refs, hash)
+        hasher = ThreadPoolExecutor(1)
+        row = 0
+        try:
+            for path in paths:
+                try:
+                    part, records = self._send(path, row, engine, hasher, encoding)
+                    if part is None:
+                        part = self._load(
+                            [path],
+                            progress=progress,
+                            keep_records=keep_records,
+                            encoding=encoding,
+                            workers=workers,
+                            first_row=row,
+                        )
+                        records = part.inputs[0].records
+                except BaseException:
+                    _taken(parts, engine, progress)  # an earlier input's error comes first
+                    raise
+                parts.append(part)
+                row += records
+            datas, inputs = _taken(parts, engine, progress)
+        finally:
+            hasher.shutdown(cancel_futures=True)
+        return _merged(datas, inputs, encoding)
+
+    @staticmethod
+    def _send(
+        path: str | Path, row: int, engine: Any, hasher: ThreadPoolExecutor, encoding: str | None
+    ) -> tuple[Any, int]:
+        """One input's shards sent as Ray tasks, rows numbered from ``row``: ``((path, format,
+        task refs, hash or hash job), records)``; ``(None, 0)`` when it is read on the driver."""
+        check_not_blank(path)
+        spans = input_spans(path, encoding, SHARDS_PER_CPU * engine.parallelism(1))
+        if spans is None:
+            return None, 0
+        remote = engine.remote(_load_span)
+        digest: str | Future
+        if spans[0].format == "jsonl":
+            sha = hashlib.sha256()
+            numbering = SpanNumbering(spans, sha)
+            try:
+                refs = [remote.remote(s, row + s.first_index, encoding) for s in numbering]
+            except OSError as e:  # as open_source says it
+                raise InputError(f"cannot read ({e.strerror or e})", path=Path(str(path))) from None
+            if not numbering.records:  # an empty file: the local reader says so, its way
+                return None, 0
+            digest, records = sha.hexdigest(), numbering.records
+        else:
+            digest = hasher.submit(sha256_of, Path(str(path)))
+            refs = [remote.remote(s, row + s.first_index, encoding) for s in spans]
+            records = sum(s.records or 0 for s in spans)
+        return (path, spans[0].format, refs, digest), records
 
     # ----------------------------------------------------------------- edit sets
     def overlap_keys(self) -> dict[str, OverlapKey]:
