@@ -42,6 +42,16 @@ MAX_RETRIES = 3
 Progress = Callable[[str, int], None]
 
 
+def available_cores(limit: int = 8) -> int:
+    """Cores this process may run on (its CPU affinity, not the machine's count: a container or
+    ``taskset`` may allow fewer), at most ``limit``: the local engine's default worker count."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, limit))
+
+
 class Engine:
     """Runs a pure function over work units; the local engine, in this process."""
 

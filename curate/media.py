@@ -33,6 +33,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.engine import available_cores
 from curate.engine import current as current_engine
 from curate.errors import UsageError
 from curate.outputs import MANIFEST, MARKER_DIR, atomic_path, guard_file, is_curate_folder, manifest
@@ -98,11 +99,7 @@ def default_cache(manifest_path: str | Path) -> Path:
 
 
 def default_workers() -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    return available_cores()
 
 
 def _key(abspath: str, size: int | None, mtime_ns: int | None) -> tuple[str, int, int] | None:

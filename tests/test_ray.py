@@ -457,6 +457,35 @@ def test_fix_and_export_write_the_same_files(
     assert trees["ray"] == trees["local"]
 
 
+def _report_killing_one_worker(
+    args: list[str], tmp_path: Path, address: str, pid_file: Path
+) -> bytes:
+    """The Ray report of ``args`` while the worker that writes its pid to ``pid_file`` (a task
+    made to block there) is SIGKILLed: asserts it was killed and that Ray retried the task
+    rather than waiting it out."""
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not pid_file.exists():
+            time.sleep(0.05)
+        if pid_file.exists():
+            pid = int(pid_file.read_text())
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        ray = _report(args, tmp_path / "ray.json", ["--engine", "ray", "--ray-address", address])
+    finally:
+        t.join()
+    assert killed, "the blocking task never started"
+    assert time.monotonic() - t0 < 60  # retried, not waited out
+    return ray
+
+
 def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_path, monkeypatch):
     """The first task of the scan blocks until the test SIGKILLs its worker process; Ray
     retries the unit on a fresh worker and the report equals the local one."""
@@ -481,30 +510,7 @@ def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_pa
         return scan_tasks(path, groups, indices)
 
     monkeypatch.setattr(icrl_family, "scan_tasks", scan_or_hang)
-    killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not pid_file.exists():
-            time.sleep(0.05)
-        if pid_file.exists():
-            pid = int(pid_file.read_text())
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-
-    t = threading.Thread(target=killer)
-    t.start()
-    t0 = time.monotonic()
-    try:
-        ray = _report(
-            ["icrl", str(xland)],
-            tmp_path / "ray.json",
-            ["--engine", "ray", "--ray-address", ray_cluster],
-        )
-    finally:
-        t.join()
-    assert killed, "the blocking task never started"
-    assert time.monotonic() - t0 < 60  # retried, not waited out
+    ray = _report_killing_one_worker(["icrl", str(xland)], tmp_path, ray_cluster, pid_file)
     assert ray == local
 
 
@@ -534,30 +540,9 @@ def test_ke_shard_worker_killed_mid_run_is_retried(
         return _load_span(span, first_row, encoding)
 
     monkeypatch.setattr(ke, "_load_span", load_or_hang)
-    killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not pid_file.exists():
-            time.sleep(0.05)
-        if pid_file.exists():
-            pid = int(pid_file.read_text())
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-
-    t = threading.Thread(target=killer)
-    t.start()
-    t0 = time.monotonic()
-    try:
-        ray = _report(
-            ["knowledge-editing", str(path)],
-            tmp_path / "ray.json",
-            ["--engine", "ray", "--ray-address", ray_cluster],
-        )
-    finally:
-        t.join()
-    assert killed, "the blocking task never started"
-    assert time.monotonic() - t0 < 60  # retried, not waited out
+    ray = _report_killing_one_worker(
+        ["knowledge-editing", str(path)], tmp_path, ray_cluster, pid_file
+    )
     assert shards[-1] >= 10
     assert ray == local
 

@@ -21,7 +21,6 @@ the calling process: starting workers costs more than it saves below a few milli
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import time
@@ -39,6 +38,7 @@ import pyarrow as pa
 from curate.audits.icrl import RULES, SCAN
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
+from curate.engine import available_cores
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, no_records
@@ -385,11 +385,7 @@ def _jobs(data: IcrlData, workers: int) -> list[tuple[int, str, list[str], list[
 def _workers(opts: IcrlOptions) -> int:
     if opts.workers is not None:
         return opts.workers
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    return available_cores()
 
 
 def _pool_scan(fn: Any, units: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:

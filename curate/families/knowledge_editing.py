@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
-import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.dataset import ChangeEntry, LoadedDataset
+from curate.engine import available_cores
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
@@ -478,11 +478,7 @@ def _workers(opts: FamilyOptions) -> int:
     most 8)."""
     if isinstance(opts, KEOptions) and opts.workers is not None:
         return opts.workers
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    return available_cores()
 
 
 @functools.cache
