@@ -1655,11 +1655,6 @@ def _decoded_jsonl(path: Path | _Blob, fh: BinaryIO, codec: str, skip: int) -> I
 #: under glibc's largest mmap threshold (32 MiB), so each batch's copy reuses the heap instead
 #: of faulting fresh pages in (measured: 16-24 MiB fastest of 8-40 MiB).
 JSONL_BLOCK = 16 << 20
-#: A blank line (whitespace only, as ``bytes.strip`` sees it) after the first: skipped, still
-#: counted. (A pattern starting with a literal newline is searched for at memchr speed; one
-#: that may also match at the start is tried at every byte, ~20x slower.)
-_BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*(?:\n|\Z)")
-_BLANK_FIRST = re.compile(rb"[ \t\r\x0b\x0c]*(?:\n|\Z)")
 
 
 def _jsonl_blocks(
@@ -1703,9 +1698,7 @@ def _jsonl_blocks(
         buf[: held - cut] = buf[cut:held]  # the partial line after the cut, to the front
         held -= cut
         n_lines = nl + (0 if data.endswith(b"\n") else 1)
-        end = len(data) - 1 if data.endswith(b"\n") else len(data)
-        blank = _BLANK_FIRST.match(data, 0, end) or _BLANK_LINE.search(data, 0, end)
-        if blank is None:
+        if not _blank_lines(data, 0, len(data)):  # blank lines are skipped, still counted
             blob = Lines(data, lineno, at, n_lines)
             yield _jsonl_batch(path, offset, [], [], [], codec, blob)
             offset += n_lines
