@@ -149,9 +149,12 @@ class KEData(LoadedDataset):
         if cached is None or cached[0] != id(self.cases):
             rows = self.cases["row"]
             size = max(len(self.all_ids), int(rows.max()) + 1 if rows.len() else 0)  # type: ignore[arg-type]
-            index = pl.repeat(None, size, dtype=pl.String, eager=True).alias("record")
-            if rows.len():
-                index = index.scatter(rows, self.cases["record"])
+            if rows.len() == size and rows.is_sorted():
+                index = self.cases["record"]  # every record valid: rows are 0..n-1 already
+            else:
+                index = pl.repeat(None, size, dtype=pl.String, eager=True).alias("record")
+                if rows.len():
+                    index = index.scatter(rows, self.cases["record"])
             self._records_by_row = cached = (id(self.cases), index)
         return cached[1]
 
