@@ -15,8 +15,8 @@ once by replicating the loaded tables in polars and handed to the children as Ar
   (``new_triples`` if edited, else ``triples``) walked hop by hop, a hop hit when an edit of
   *another* case sets its (subject, relation) to another object. Its cases are plain tuples
   built from the same re-keyed records (not timed, like curate's tables); drawing its edit set
-  (``random.sample``, as ``--edit-set`` draws it) is timed, as it is in curate's audit. Before any time is
-  printed, the two must agree on every (case, hop) hit *and* on its source cases;
+  (``random.sample``, as ``--edit-set`` draws it) is timed, as it is in curate's audit. Before
+  any time is printed, the two must agree on every (case, hop) hit *and* on its source cases;
 * **per-rule times** of the full audit (``--edit-set all``): each shared table built once and
   timed on its own, then each rule, as :meth:`Family.audit` runs them.
 
