@@ -21,6 +21,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import curate.io
@@ -255,3 +257,102 @@ def test_parquet_curate_exported_identical(hard_path: Path, tmp_path: Path) -> N
     _same(fast, slow)
     assert fast.cases.height == 429
     assert _columnar_batches(files[0]) >= 1
+
+
+def _coded_defect(rec: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """An empty, null or missing value in a field the parquet reader keeps coded."""
+    rec = copy.deepcopy(rec)
+    where = rng.choice(
+        [
+            ("requested_rewrite", 0, "subject"),
+            ("requested_rewrite", 0, "prompt"),
+            ("requested_rewrite", 0, "target_new", "str"),
+            ("requested_rewrite", 0, "target_new", "id"),
+            ("orig", "triples", 0, 1),
+            ("orig", "new_triples_labeled", 0, 2),
+            ("orig", "edit_triples", 0, 0),
+            ("single_hops", 0, "answer"),
+        ]
+    )
+    parent = rec
+    for k in where[:-1]:
+        parent = parent[k]
+    parent[where[-1]] = rng.choice(["", None])
+    return rec
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_parquet_coded_fields_identical(
+    hard_records: list[dict], tmp_path: Path, seed: int
+) -> None:
+    """Parquet batches hand the coded fields over as dictionaries (codes through the tables):
+    the same tables and the same KE001 rows (case, field) as the per-record reader, whether a
+    row group's dictionaries hold an empty string (the batch then goes decoded) or not."""
+    from curate.families import knowledge_editing_columns as kc
+
+    rng = random.Random(seed)
+    records = []
+    for i in range(1300):
+        rec = hard_records[i % len(hard_records)]
+        rec = {**rec, "case_id": rec["case_id"] + (i // len(hard_records)) * 10**6}
+        # defects only in the last row groups: the first ones stay clean (coded)
+        records.append(_coded_defect(rec, rng) if i > 900 and rng.random() < 0.05 else rec)
+    path = tmp_path / "coded.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path, row_group_size=100)
+    coded = []
+    real = kc.Codes.categories
+
+    def counted(self: Any) -> pl.Series:
+        coded.append(1)
+        return real(self)
+
+    with mock.patch.object(kc.Codes, "categories", counted):
+        fast, slow = _load_both([path])
+    _same(fast, slow)
+    assert len(coded) >= 9  # the clean row groups took the coded path
+    assert slow.schema_findings.height > 5  # and the defects made invalid records
+    jsonl = FAM.load([_write_jsonl(tmp_path / "coded.jsonl", records)])
+    for name in ("cases", "hops", "edits"):
+        assert_frame_equal(getattr(fast, name), getattr(jsonl, name))
+    named = ("row", "record", "field", "message")  # details name the file and its line or row
+    assert_frame_equal(fast.schema_findings.select(named), jsonl.schema_findings.select(named))
+
+
+#: Values for coded fields: shared and private entities, the empty string (refused), text JSON
+#: escapes, non-ASCII, a long label.
+_CODED_VALUES = st.sampled_from(
+    ["Q1", "Q2", "P17", "", 'say "hi"', "back\\slash", "Ørsted", "東京", "x" * 300, "Q1 "]
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), group=st.integers(1, 9), cases=st.integers(1, 24))
+def test_parquet_codes_round_trip(tmp_path: Path, data: Any, group: int, cases: int) -> None:
+    """Any strings in the coded fields, any row groups: the parquet load (coded fields as codes)
+    gives the tables and KE001 rows the same cases give as JSON Lines (decoded strings)."""
+    from conftest import simple_case
+
+    records = []
+    for i in range(cases):
+        rec = simple_case(100 + i)
+        for rw in rec["requested_rewrite"]:
+            rw["subject"] = data.draw(_CODED_VALUES)
+            rw["target_new"]["str"] = data.draw(_CODED_VALUES)
+        for key in ("triples", "new_triples_labeled", "edit_triples"):
+            for t in rec["orig"][key]:
+                t[data.draw(st.integers(0, 2))] = data.draw(_CODED_VALUES)
+        for h in rec["single_hops"]:
+            h["answer"] = data.draw(_CODED_VALUES)
+        records.append(rec)
+    folder = tmp_path / f"{group}-{cases}-{abs(hash(str(records))) % 10**9}"
+    folder.mkdir()
+    path = folder / "cases.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path, row_group_size=group)
+    got = FAM.load([path])
+    want = FAM.load([_write_jsonl(folder / "cases.jsonl", records)])
+    for name in ("cases", "hops", "edits"):
+        assert_frame_equal(getattr(got, name), getattr(want, name))
+    named = ("row", "record", "field", "message")
+    assert_frame_equal(got.schema_findings.select(named), want.schema_findings.select(named))

@@ -39,9 +39,12 @@ from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.families.knowledge_editing_columns import (
+    CODED_FIELDS,
     IRREGULAR_FIELDS,
+    Codes,
     Columns,
     conform,
+    has_dictionary,
     parse_json,
     tables,
 )
@@ -522,15 +525,19 @@ def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
     struct = _parse_type(id_kind)
     if struct is None:
         return None
+    codes = None
     if blob is not None:
         table = parse_json(blob.data, blob.count, pa.schema(list(struct)))
     elif batch.raw is not None:
         table = parse_json(b"".join(batch.raw), len(batch.raw), pa.schema(list(struct)))
     else:
-        table = conform(batch.arrow, struct)
+        # a parquet batch whose coded fields came as dictionaries keeps them as codes
+        coded = Codes(id_kind) if has_dictionary(pa.struct(list(batch.arrow.schema))) else None
+        conformed = conform(batch.arrow, struct, coded)
+        table, codes = conformed if conformed is not None else (None, None)
     if table is None:
         return None
-    cols = tables(table, first_row, batch.split, id_kind)
+    cols = tables(table, first_row, batch.split, id_kind, codes)
     return (cols, id_kind) if cols is not None else None
 
 
@@ -782,10 +789,14 @@ class KnowledgeEditingFamily(Family):
                     if span is None and pool is not None and engine.is_local()
                     else None
                 )
+                # the columnar path takes the coded fields as parquet stores them (see Codes)
+                coded = CODED_FIELDS if pool is not None else ()
                 src = (
-                    span.open()
+                    span.open(coded)
                     if span is not None
-                    else open_source(path, encoding=encoding, hash_input=local is None)
+                    else open_source(
+                        path, encoding=encoding, hash_input=local is None, dictionary=coded
+                    )
                 )
                 digest = (
                     pool.submit(sha256_of, local)

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pj
 from annotated_types import Ge, Gt, Le, Len, Lt
 from pydantic import BaseModel
@@ -34,9 +35,43 @@ from pydantic.types import StringConstraints
 from pydantic_core import PydanticUndefined
 
 from curate.schemas.knowledge_editing import MQuAKECase
-from curate.schemas.knowledge_editing_tables import CASE_SCHEMA, EDIT_SCHEMA, HOP_SCHEMA
+from curate.schemas.knowledge_editing_tables import CASE_SCHEMA, CODE, EDIT_SCHEMA, HOP_SCHEMA
 
-__all__ = ["Columns", "conform", "model_check", "parse_json", "tables"]
+__all__ = ["CODED_FIELDS", "Codes", "Columns", "conform", "model_check", "parse_json", "tables"]
+
+#: The string fields (dotted paths, list levels left out) whose values the tables keep coded
+#: (categorical columns of ``hops`` and ``edits``). A parquet reader hands them over as
+#: dictionaries when asked (:func:`curate.io.open_source`'s ``dictionary``): their codes then
+#: go through the tables as integers, and each distinct string is made a category once per
+#: batch, not once per value (1 M cases: 75 M values, ~3 CPU-s of casts, and the strings need
+#: not be decoded at all).
+CODED_FIELDS = frozenset(
+    {
+        *(
+            f"orig.{f}"
+            for f in (
+                "triples",
+                "triples_labeled",
+                "new_triples",
+                "new_triples_labeled",
+                "edit_triples",
+            )
+        ),
+        *(
+            f"requested_rewrite.{f}"
+            for f in (
+                "prompt",
+                "subject",
+                "relation_id",
+                "target_new.str",
+                "target_new.id",
+                "target_true.id",
+            )
+        ),
+        "single_hops.answer",
+        "new_single_hops.answer",
+    }
+)
 
 
 class Undeclared(Exception):
@@ -47,19 +82,40 @@ class Undeclared(Exception):
 
 
 @functools.cache
-def model_check(id_kind: type) -> pl.Expr | None:
+def model_check(id_kind: type, coded: bool = False) -> pl.Expr | None:
     """One boolean per record: True only where the record certainly validates as MQuAKECase.
 
     Derived from the models, field by field (required → not null, ``NonEmpty`` → at least one
     character, ``Len(3, 3)`` → three items, lists element by element, models field by field);
     ``id_kind`` is the one type the batch's case ids have (the Arrow type was declared from it).
     None when the models hold something it cannot mirror: the caller validates with pydantic.
+
+    ``coded``: the strings of :data:`CODED_FIELDS` are codes (see :class:`Codes`); what the
+    models ask of their values was checked on the dictionaries (:func:`coded_string_checks`),
+    so here only their presence is.
     """
     try:
-        checks = _model_fields_ok(MQuAKECase, None, id_kind)
+        checks = _model_fields_ok(MQuAKECase, None, id_kind, "", {} if coded else None)
     except Undeclared:
         return None
     return pl.all_horizontal(checks).fill_null(False).alias("ok")
+
+
+@functools.cache
+def coded_string_checks(id_kind: type) -> dict[str, tuple[int, int | None]]:
+    """Per field of :data:`CODED_FIELDS`: the least and greatest number of characters
+    :func:`model_check` allows its strings (the only constraints it mirrors)."""
+    found: dict[str, list[Any]] = {}
+    _model_fields_ok(MQuAKECase, None, id_kind, "", found)
+    out = {}
+    for path, meta in found.items():
+        low, high = 0, None
+        for m in meta:  # StringConstraints only: _str_ok refused anything else
+            low = max(low, m.min_length or 0)
+            if m.max_length is not None:
+                high = m.max_length if high is None else min(high, m.max_length)
+        out[path] = (low, high)
+    return out
 
 
 #: MQuAKECase fields the columnar path leaves to pydantic: a record that has one is read by the
@@ -67,7 +123,13 @@ def model_check(id_kind: type) -> pl.Expr | None:
 IRREGULAR_FIELDS = frozenset({"split", "edited", "withheld_edits"})
 
 
-def _model_fields_ok(model: type[BaseModel], e: pl.Expr | None, id_kind: type) -> list[pl.Expr]:
+def _model_fields_ok(
+    model: type[BaseModel],
+    e: pl.Expr | None,
+    id_kind: type,
+    path: str = "",
+    coded: dict[str, list[Any]] | None = None,
+) -> list[pl.Expr]:
     cfg = model.model_config
     dec = model.__pydantic_decorators__
     # a validator of an irregular field (the Remastered split map) never meets this path: a
@@ -102,17 +164,28 @@ def _model_fields_ok(model: type[BaseModel], e: pl.Expr | None, id_kind: type) -
             nullable = False
         else:
             raise Undeclared(f"{model.__name__}.{name}")
-        out.append(_value_ok(info.annotation, list(info.metadata), sub, nullable, id_kind, name))
+        at = f"{path}.{key}" if path else key
+        meta = list(info.metadata)
+        out.append(_value_ok(info.annotation, meta, sub, nullable, id_kind, name, at, coded))
     return out
 
 
 def _value_ok(
-    ann: Any, meta: list[Any], e: pl.Expr, nullable: bool, id_kind: type, name: str = ""
+    ann: Any,
+    meta: list[Any],
+    e: pl.Expr,
+    nullable: bool,
+    id_kind: type,
+    name: str = "",
+    path: str = "",
+    coded: dict[str, list[Any]] | None = None,
 ) -> pl.Expr:
+    """``path``: the field's dotted path, list levels left out (``orig.triples``); ``coded``,
+    when given, collects the string constraints of the :data:`CODED_FIELDS` it passes."""
     origin = get_origin(ann)
     if origin is Annotated:
         base, *extra = get_args(ann)
-        return _value_ok(base, meta + list(extra), e, nullable, id_kind, name)
+        return _value_ok(base, meta + list(extra), e, nullable, id_kind, name, path, coded)
     if origin in (Union, UnionType):
         args = [a for a in get_args(ann) if a is not type(None)]
         nullable = nullable or len(args) < len(get_args(ann))
@@ -123,32 +196,27 @@ def _value_ok(
             args = [a for a in args if (get_args(a) or (a,))[0] is id_kind]
             if len(args) != 1:
                 raise Undeclared(name)
-        return _value_ok(args[0], meta, e, nullable, id_kind, name)
-    inner = _type_ok(ann, meta, e, id_kind)
+        return _value_ok(args[0], meta, e, nullable, id_kind, name, path, coded)
+    inner = _type_ok(ann, meta, e, id_kind, path, coded)
     return (e.is_null() | inner) if nullable else (e.is_not_null() & inner)
 
 
-def _type_ok(ann: Any, meta: list[Any], e: pl.Expr, id_kind: type) -> pl.Expr:
+def _type_ok(
+    ann: Any,
+    meta: list[Any],
+    e: pl.Expr,
+    id_kind: type,
+    path: str = "",
+    coded: dict[str, list[Any]] | None = None,
+) -> pl.Expr:
     origin = get_origin(ann)
     ok = pl.lit(True)
     if ann is str:
-        for m in meta:
-            if not isinstance(m, StringConstraints) or any(
-                getattr(m, k) not in (None, False)
-                for k in (
-                    "strip_whitespace",
-                    "to_upper",
-                    "to_lower",
-                    "strict",
-                    "pattern",
-                )
-            ):
-                raise Undeclared(repr(m))
-            if m.min_length is not None:
-                ok = ok & (e.str.len_chars() >= m.min_length)
-            if m.max_length is not None:
-                ok = ok & (e.str.len_chars() <= m.max_length)
-        return ok
+        check = _str_ok(meta, e)  # Undeclared for a constraint it cannot mirror, coded or not
+        if coded is not None and path in CODED_FIELDS:
+            coded[path] = meta
+            return ok
+        return check
     if ann is int:  # int64 in the parse type: Arrow refused anything else
         for m in meta:
             if isinstance(m, Ge):
@@ -170,13 +238,29 @@ def _type_ok(ann: Any, meta: list[Any], e: pl.Expr, id_kind: type) -> pl.Expr:
             ok = ok & (e.list.len() >= m.min_length)
             if m.max_length is not None:
                 ok = ok & (e.list.len() <= m.max_length)
-        each = _value_ok(item, [], pl.element(), False, id_kind).fill_null(False)
+        each = _value_ok(item, [], pl.element(), False, id_kind, "", path, coded).fill_null(False)
         return ok & e.list.eval(each).list.all()
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         if meta:
             raise Undeclared(repr(meta))
-        return pl.all_horizontal(_model_fields_ok(ann, e, id_kind))
+        return pl.all_horizontal(_model_fields_ok(ann, e, id_kind, path, coded))
     raise Undeclared(repr(ann))
+
+
+def _str_ok(meta: list[Any], e: pl.Expr) -> pl.Expr:
+    """What a string's constraints (``NonEmpty``: one character at least) ask of ``e``."""
+    ok = pl.lit(True)
+    for m in meta:
+        if not isinstance(m, StringConstraints) or any(
+            getattr(m, k) not in (None, False)
+            for k in ("strip_whitespace", "to_upper", "to_lower", "strict", "pattern")
+        ):
+            raise Undeclared(repr(m))
+        if m.min_length is not None:
+            ok = ok & (e.str.len_chars() >= m.min_length)
+        if m.max_length is not None:
+            ok = ok & (e.str.len_chars() <= m.max_length)
+    return ok
 
 
 # --------------------------------------------------------------------------- parsing
@@ -234,27 +318,133 @@ _BOM = "\ufeff".encode()
 _BLOCK = 4 << 20
 
 
-def conform(batch: pa.RecordBatch, struct: pa.StructType) -> pa.Table | None:
+class _Uncoded(Exception):
+    """A coded field's dictionary holds a value its constraints refuse: read the batch decoded."""
+
+
+class Codes:
+    """A batch's coded fields (:data:`CODED_FIELDS`) as integers into one run of categories.
+
+    Each field's dictionary (from parquet, or made here) is appended to the run; a value is its
+    index in its dictionary plus that dictionary's start in the run. :meth:`categories` makes
+    the run's strings categories in one cast, so a string repeated over a batch is looked up
+    in the process-wide categories once per batch, not once per value. Codes are what the tables
+    carry through their list and struct expressions (integers: nothing to copy or hash); the
+    tables' coded columns gather their categories by them at the end (:func:`_typed`).
+    """
+
+    def __init__(self, id_kind: type) -> None:
+        self._checks = coded_string_checks(id_kind)
+        self._dicts: list[pa.Array] = []
+        self._size = 0
+
+    def encode(self, path: str, arr: pa.Array) -> pa.Array | None:
+        """``arr`` (the strings of field ``path``) as codes; None if it holds no strings."""
+        t = arr.type
+        if pa.types.is_null(t):
+            return pa.nulls(len(arr), pa.uint32())
+        if pa.types.is_dictionary(t) and len(arr.dictionary) > 2 * len(arr) + 1024:
+            # a dictionary far larger than the values it codes (a whole file's): cut it down
+            arr = arr.dictionary_decode()
+            t = arr.type
+        if not pa.types.is_dictionary(t):
+            if not _is_text(t):
+                return None
+            arr = pc.dictionary_encode(arr)
+        d = arr.dictionary
+        if not _is_text(d.type):
+            return None
+        d = d.cast(pa.large_string())
+        low, high = self._checks.get(path, (0, None))
+        if len(d) and (low or high is not None):
+            chars = pc.min_max(pc.utf8_length(d))
+            if chars["min"].as_py() < low or (high is not None and chars["max"].as_py() > high):
+                raise _Uncoded(path)
+        start = self._size
+        self._dicts.append(d)
+        self._size += len(d)
+        codes = arr.indices.cast(pa.uint32())
+        return pc.add(codes, pa.scalar(start, pa.uint32())) if start else codes
+
+    def categories(self) -> pl.Series:
+        """The run of every dictionary's strings, as categories (code → its category)."""
+        if not self._dicts:
+            return pl.Series("v", [], dtype=CODE)
+        run = pl.Series("v", pa.concat_arrays(self._dicts))
+        return run.cast(CODE)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def has_dictionary(t: pa.DataType) -> bool:
+    """Does a (nested) Arrow type hold dictionary-encoded values anywhere?"""
+    if pa.types.is_dictionary(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(has_dictionary(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return has_dictionary(t.value_type)
+    return False
+
+
+def conform(
+    batch: pa.RecordBatch, struct: pa.StructType, codes: Codes | None = None
+) -> tuple[pa.Table, Codes | None] | None:
     """A parquet/Arrow batch as a table of exactly ``struct`` (fields by name, absent optional
     ones as nulls, ``large_string``/dictionary strings as ``string``); None when a column is
-    beyond the type (an extra field, a float where an integer belongs, ...)."""
+    beyond the type (an extra field, a float where an integer belongs, ...).
+
+    With ``codes``, the strings of :data:`CODED_FIELDS` become codes (``uint32``) instead, and
+    the codes come back with the table; when a dictionary holds a value its field refuses (an
+    empty subject, say), the batch is conformed without codes and ``None`` comes back instead,
+    so that the record check sees the strings themselves.
+    """
+    if codes is not None:
+        try:
+            table = _conform(batch, struct, codes)
+            return None if table is None else (table, codes)
+        except _Uncoded:
+            pass
+    table = _conform(batch, struct, None)
+    return None if table is None else (table, None)
+
+
+def _conform(batch: pa.RecordBatch, struct: pa.StructType, codes: Codes | None) -> pa.Table | None:
     names = set(batch.schema.names)
     if not names <= {f.name for f in struct}:
         return None
     cols = []
     for f in struct:
         if f.name in names:
-            arr = _conform_array(batch.column(f.name), f.type)
+            arr = _conform_array(batch.column(f.name), f.type, f.name, codes)
             if arr is None:
                 return None
         else:
-            arr = pa.nulls(batch.num_rows, f.type)
+            arr = pa.nulls(batch.num_rows, _coded_type(f.type, f.name) if codes else f.type)
         cols.append(arr)
-    return pa.Table.from_arrays(cols, schema=pa.schema(list(struct)))
+    fields = [pa.field(f.name, c.type) for f, c in zip(struct, cols, strict=True)]
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
-def _conform_array(arr: pa.Array, want: pa.DataType) -> pa.Array | None:
+def _coded_type(t: pa.DataType, path: str) -> pa.DataType:
+    """``t`` as :class:`Codes` makes it: the strings of coded fields as ``uint32``."""
+    if pa.types.is_string(t):
+        return pa.uint32() if path in CODED_FIELDS else t
+    if pa.types.is_list(t):
+        return pa.list_(_coded_type(t.value_type, path))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _coded_type(f.type, f"{path}.{f.name}")) for f in t])
+    return t
+
+
+def _conform_array(
+    arr: pa.Array, want: pa.DataType, path: str, codes: Codes | None
+) -> pa.Array | None:
     t = arr.type
+    if pa.types.is_string(want) and codes is not None and path in CODED_FIELDS:
+        return codes.encode(path, arr)
     if pa.types.is_dictionary(t):
         arr = arr.dictionary_decode()
         t = arr.type
@@ -270,20 +460,23 @@ def _conform_array(arr: pa.Array, want: pa.DataType) -> pa.Array | None:
         return None if not pa.types.is_null(t) else arr.cast(want)
     if pa.types.is_list(want):
         if pa.types.is_null(t):
-            return arr.cast(want)
+            return arr.cast(_coded_type(want, path) if codes else want)
         if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)):
             return None
         if pa.types.is_list_view(t) or pa.types.is_large_list(t):
             arr = arr.cast(pa.list_(t.value_type))
-        values = _conform_array(arr.values, want.value_type)
+        values = _conform_array(arr.values, want.value_type, path, codes)
         if values is None:
             return None
         return pa.ListArray.from_arrays(
-            arr.offsets, values, type=want, mask=arr.is_null() if arr.null_count else None
+            arr.offsets,
+            values,
+            type=pa.list_(values.type) if codes else want,
+            mask=arr.is_null() if arr.null_count else None,
         )
     if pa.types.is_struct(want):
         if pa.types.is_null(t):
-            return arr.cast(want)
+            return arr.cast(_coded_type(want, path) if codes else want)
         if not pa.types.is_struct(t):
             return None
         have = {t.field(i).name: i for i in range(t.num_fields)}
@@ -291,15 +484,17 @@ def _conform_array(arr: pa.Array, want: pa.DataType) -> pa.Array | None:
             return None
         children = []
         for f in want:
+            at = f"{path}.{f.name}"
             if f.name in have:
-                child = _conform_array(arr.field(have[f.name]), f.type)
+                child = _conform_array(arr.field(have[f.name]), f.type, at, codes)
                 if child is None:
                     return None
             else:
-                child = pa.nulls(len(arr), f.type)
+                child = pa.nulls(len(arr), _coded_type(f.type, at) if codes else f.type)
             children.append(child)
+        fields = [pa.field(f.name, c.type) for f, c in zip(want, children, strict=True)]
         return pa.StructArray.from_arrays(
-            children, fields=list(want), mask=arr.is_null() if arr.null_count else None
+            children, fields=fields, mask=arr.is_null() if arr.null_count else None
         )
     return None
 
@@ -327,9 +522,16 @@ class Columns:
         self.ids, self.unsure, self.present = ids, unsure, present
 
 
-def tables(table: pa.Table, first_row: int, split: str | None, id_kind: type) -> Columns | None:
-    """The batch's three tables, rows numbered from ``first_row`` (one per parsed record)."""
-    check = model_check(id_kind)
+def tables(
+    table: pa.Table,
+    first_row: int,
+    split: str | None,
+    id_kind: type,
+    codes: Codes | None = None,
+) -> Columns | None:
+    """The batch's three tables, rows numbered from ``first_row`` (one per parsed record);
+    ``codes``: the coded fields' values are codes into these (see :func:`conform`)."""
+    check = model_check(id_kind, codes is not None)
     if check is None:
         return None
     df = pl.from_arrow(table)
@@ -436,10 +638,11 @@ def tables(table: pa.Table, first_row: int, split: str | None, id_kind: type) ->
         ],
         pl.col("idx").alias("idx"),
     )
+    cats = codes.categories() if codes is not None else None
     return Columns(
-        _typed(cases, CASE_SCHEMA),
-        _typed(hops, HOP_SCHEMA),
-        _typed(edits, EDIT_SCHEMA),
+        _typed(cases, CASE_SCHEMA, cats),
+        _typed(hops, HOP_SCHEMA, cats),
+        _typed(edits, EDIT_SCHEMA, cats),
         case_ids,
         unsure,
         present,
@@ -463,15 +666,22 @@ def _aligned(df: pl.DataFrame, lists: list[pl.Expr], names: list[str]) -> pl.Dat
     ).explode(["hop", *names], keep_nulls=False)
 
 
-def _typed(df: pl.DataFrame, schema: dict[str, Any]) -> pl.DataFrame:
+def _typed(df: pl.DataFrame, schema: dict[str, Any], cats: pl.Series | None = None) -> pl.DataFrame:
     """The columns of ``schema``, in fresh buffers of their own.
 
     Why the copy: polars reads Arrow strings without copying them, so a column taken from the
     parsed batch (a question, an alias) keeps that batch's whole string buffers alive, the parts
     no table needs too; measured at 1 M cases, that was ~1.5x the tables themselves. Coded
     columns (categoricals, enums) are fresh arrays of codes already; only text is copied.
+    A coded column that holds :class:`Codes`' integers (``cats`` given) gathers its categories.
     """
-    df = df.select(pl.col(k).cast(v) for k, v in schema.items())
+
+    def typed(k: str, v: Any) -> pl.Expr:
+        if cats is not None and v == CODE and df.schema[k] == pl.UInt32:
+            return pl.lit(cats).gather(pl.col(k)).alias(k)
+        return pl.col(k).cast(v)
+
+    df = df.select(typed(k, v) for k, v in schema.items())
     text = [k for k, v in schema.items() if v == pl.String or v == pl.List(pl.String)]
     if not text:
         return df
