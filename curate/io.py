@@ -1827,9 +1827,8 @@ def _parquet_batches(
     while i < len(todo):
         # Row groups smaller than a batch are read together, several to a batch: a batch
         # costs the tables step ~200 polars calls whatever its size (200k MQuAKE cases in
-        # 1,000-row groups, as Hugging Face writes them: 3.5-3.8 s a group at a time, 1.8-2.2 s
-        # together). Should that read fail, the groups are read again one by one, to name the
-        # bad one.
+        # 1,000-row groups: 3.5-3.8 s a group at a time, 1.8-2.2 s together). Should that
+        # read fail, the groups are read again one by one, to name the bad one.
         run, total = 1, rows[i]
         while (
             i + run < len(todo)
