@@ -11,7 +11,8 @@ so one measurement's memory never inflates another's. Measured in the same run:
   memory only up to a few 100k cases; past ``--peer-max`` it is run batched (the same call per
   8,192 records, objects dropped after each), what a user would write at that size;
 * parquet vs JSON Lines: the same raw cases written as parquet, loaded by ``curate`` (the
-  columnar path reads Arrow record batches; no JSON at all);
+  columnar path reads Arrow record batches; no JSON at all), in ~14k-row groups and again in
+  1,000-row groups (read several to a batch);
 * the load with ``--workers 1`` beside the default (the cores): what the threads gain. Load rows
   also give the child's CPU seconds (user + system), less inflated than wall time by a busy
   machine.
@@ -95,8 +96,9 @@ def write_cases(path: Path, n: int) -> None:
     tmp.rename(path)
 
 
-def write_parquet(jsonl: Path, path: Path) -> None:
-    """The same raw cases as parquet (nested columns as the records have them), streamed."""
+def write_parquet(jsonl: Path, path: Path, group: int = 65536) -> None:
+    """The same raw cases as parquet (nested columns as the records have them), streamed; row
+    groups of ``group`` rows at most (the default: one per 64 MiB of JSON Lines, ~14k)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -113,8 +115,12 @@ def write_parquet(jsonl: Path, path: Path) -> None:
                 break
             table = parse_json(b"".join(lines), len(lines), schema)
             assert table is not None
-            w.write_table(table, row_group_size=65536)
+            w.write_table(table, row_group_size=group)
     tmp.rename(path)
+
+
+#: Rows per row group of the second parquet copy: small groups, read several to a batch.
+SMALL_GROUPS = 1000
 
 
 def inputs(workdir: Path, n: int, parquet: bool) -> tuple[Path, Path | None]:
@@ -127,7 +133,14 @@ def inputs(workdir: Path, n: int, parquet: bool) -> tuple[Path, Path | None]:
     pq_path = workdir / f"ke-{n}.parquet" if parquet else None
     if pq_path is not None and not pq_path.exists():
         write_parquet(jsonl, pq_path)
+    if pq_path is not None and not small_groups(pq_path).exists():
+        write_parquet(jsonl, small_groups(pq_path), SMALL_GROUPS)
     return jsonl, pq_path
+
+
+def small_groups(pq_path: Path) -> Path:
+    """The parquet copy in :data:`SMALL_GROUPS`-row groups."""
+    return pq_path.with_name(f"{pq_path.stem}-g{SMALL_GROUPS}.parquet")
 
 
 # --------------------------------------------------------------------------- children
@@ -362,6 +375,16 @@ def main() -> None:
             f"{qrss:.2f} GiB",
             f"{ld['load'] / qd['load']:.1f}x faster than JSON Lines; process CPU "
             f"{LAST_CPU[0]:.1f} s ({cpu / LAST_CPU[0]:.1f}x less)",
+        )
+        _, srss, sd = run(me("load", small_groups(pq_path), report))
+        assert sd["cases"] == n
+        row(
+            f"  the same parquet in {SMALL_GROUPS:,}-row groups",
+            f"{n:,}",
+            f"{sd['load']:.1f} s",
+            f"{srss:.2f} GiB",
+            f"{ld['load'] / sd['load']:.1f}x faster than JSON Lines; process CPU "
+            f"{LAST_CPU[0]:.1f} s",
         )
 
 
