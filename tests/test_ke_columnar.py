@@ -367,3 +367,32 @@ def test_parquet_codes_round_trip(tmp_path: Path, data: Any, group: int, cases: 
         assert_frame_equal(getattr(got, name), getattr(want, name))
     named = ("row", "record", "field", "message")
     assert_frame_equal(got.schema_findings.select(named), want.schema_findings.select(named))
+
+
+def test_coded_dictionary_holding_a_null_is_not_vouched_for(hard_records: list[dict]) -> None:
+    """A dictionary may hold a null (Arrow allows it; a value whose index points there is
+    null): the coded check sees only the index, so such a batch must go decoded, where the
+    record check sees the null subject and leaves the record to pydantic."""
+    from curate.families.knowledge_editing_columns import Codes, conform
+
+    batch = pa.Table.from_pylist(hard_records[:3]).to_batches()[0]
+    at = batch.schema.get_field_index("requested_rewrite")
+    rewrites = batch.column(at)
+    struct = rewrites.values
+    subject = struct.field("subject").dictionary_encode()
+    indices = subject.indices.to_pylist()
+    indices[0] = len(subject.dictionary)  # record 0, edit 0: the dictionary's null
+    dictionary = pa.concat_arrays([subject.dictionary, pa.nulls(1, pa.string())])
+    subject = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), dictionary)
+    children = [subject if f.name == "subject" else struct.field(f.name) for f in struct.type]
+    struct = pa.StructArray.from_arrays(children, names=[f.name for f in struct.type])
+    rewrites = pa.ListArray.from_arrays(rewrites.offsets, struct)
+    batch = batch.set_column(at, "requested_rewrite", rewrites)
+    assert batch.column(at).to_pylist()[0][0]["subject"] is None
+
+    cols = _columns(curate.io.Batch(None, 0, arrow=batch), 0)
+    assert cols is not None
+    assert cols[0].unsure == [0]
+    conformed = conform(batch, _parse_type(int), Codes(int))
+    assert conformed is not None
+    assert conformed[1] is None  # decoded: the null is a null again

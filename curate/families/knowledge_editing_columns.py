@@ -354,6 +354,9 @@ class Codes:
         d = arr.dictionary
         if not _is_text(d.type):
             return None
+        if d.null_count:
+            # a code pointing at a null is a null the record check (presence only) cannot see
+            raise _Uncoded(path)
         d = d.cast(pa.large_string())
         low, high = self._checks.get(path, (0, None))
         if len(d) and (low or high is not None):
