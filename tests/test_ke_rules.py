@@ -582,3 +582,25 @@ def test_random_edit_set_is_random_sample_of_ids(ids, k, seed) -> None:
     drawn = {str(x) for x in rng.sample(ids, k)}
     got = resolve_edit_set(data, f"random:{k}:{seed}").to_list()
     assert got == [r in drawn for r in records]
+
+
+def test_contaminated_cases_counted_as_cases_when_ids_repeat(tmp_path: Path, hard_records):
+    """The summary counts contaminated *cases* (rows), as its denominators do: with the cases
+    twice under the same ids, the figure is the number of cases the findings name (counting
+    distinct ids said 304 of 672 where the findings named 608 cases)."""
+    once = FAM.audit(
+        FAM.load([write_json(tmp_path / "once.json", hard_records)]),
+        select=["KE2"],
+        edit_set="random:100",
+    ).stats["contamination"]
+    report = FAM.audit(
+        FAM.load([write_json(tmp_path / "twice.json", hard_records + hard_records)]),
+        select=["KE2"],
+        edit_set="random:100",
+    )
+    c = report.stats["contamination"]
+    victims = report.findings.filter(pl.col("rule") == "KE202")["row"].n_unique()
+    assert c["unedited_contaminated"] == victims <= c["unedited_cases"]
+    assert c["edited_cases"] + c["unedited_cases"] == 2 * len(hard_records)
+    assert once["unedited_contaminated"] > 0
+    assert c["unedited_contaminated"] > once["unedited_contaminated"]

@@ -287,16 +287,17 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     joins, never a loop over hits or pairs of cases:
 
     1. the correct path of each case (``new_triples`` if edited, else ``triples``) is matched to
-       the applied edits by a 64-bit hash of (subject, relation), and a hop stays a candidate
-       unless every applied edit of its key has the hop's own object (per key only the least
-       and greatest object are needed: no string hashing over the millions of hops);
+       the applied edits by (subject, relation) as one 64-bit key of their two codes (exact:
+       see :func:`sr_key`), and a hop stays a candidate unless every applied edit of its key
+       has the hop's own object (per key only the least and greatest object code are needed:
+       no string hashing over the millions of hops);
     2. the applied edits of the candidates' keys are grouped per distinct edit triple with its
        source cases, and each triple's ``details`` entry and fix are written *once* (a triple
        overrides many hops: 58k triples for 923k hits at 1 M cases, ``random:100000``);
-    3. candidates join their triples (the strings compared, so a hash collision is no hit);
-       a hit stands if a source other than the victim itself remains once the victim's withheld
-       edits are left out (a case's own edit against its own chain is a structural defect:
-       KE104/KE105).
+    3. candidates join their triples on that key, the objects' codes compared (codes are equal
+       exactly when the strings are); a hit stands if a source other than the victim itself
+       remains once the victim's withheld edits are left out (a case's own edit against its
+       own chain is a structural defect: KE104/KE105).
 
     A hop overridden by one triple that the victim neither applies nor withholds (nearly all of
     them) takes its triple's JSON as is; only the others are grouped per hop. Memory follows
