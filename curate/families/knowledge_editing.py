@@ -44,6 +44,7 @@ from curate.families.knowledge_editing_columns import (
     IRREGULAR_FIELDS,
     Codes,
     Columns,
+    DictionaryRun,
     conform,
     has_dictionary,
     parse_json,
@@ -624,17 +625,9 @@ def _coded_columns(table: pa.Table) -> list[str]:
 def _categories(col: pa.ChunkedArray, dtype: pl.DataType) -> pl.Series:
     """A dictionary column as a coded one (categorical or enum): the chunks' dictionaries
     coded in one cast (each distinct string of a chunk once), then gathered by the indices."""
-    import pyarrow.compute as pc
-
-    if not col.num_chunks:
-        return pl.Series([], dtype=dtype)
-    codes, start = [], 0
-    for chunk in col.chunks:
-        index = chunk.indices.cast(pa.uint32())
-        codes.append(pc.add(index, pa.scalar(start, pa.uint32())) if start else index)
-        start += len(chunk.dictionary)
-    run = pl.Series(pa.concat_arrays([chunk.dictionary for chunk in col.chunks])).cast(dtype)
-    return run.gather(pl.Series(pa.chunked_array(codes, pa.uint32())))
+    run = DictionaryRun()
+    codes = [run.add(chunk) for chunk in col.chunks]
+    return run.categories(dtype).gather(pl.Series(pa.chunked_array(codes, pa.uint32())))
 
 
 def _taken(

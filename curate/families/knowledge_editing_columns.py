@@ -37,7 +37,16 @@ from pydantic_core import PydanticUndefined
 from curate.schemas.knowledge_editing import MQuAKECase
 from curate.schemas.knowledge_editing_tables import CASE_SCHEMA, CODE, EDIT_SCHEMA, HOP_SCHEMA
 
-__all__ = ["CODED_FIELDS", "Codes", "Columns", "conform", "model_check", "parse_json", "tables"]
+__all__ = [
+    "CODED_FIELDS",
+    "Codes",
+    "Columns",
+    "DictionaryRun",
+    "conform",
+    "model_check",
+    "parse_json",
+    "tables",
+]
 
 #: The string fields (dotted paths, list levels left out) whose values the tables keep coded
 #: (categorical columns of ``hops`` and ``edits``). A parquet reader hands them over as
@@ -322,6 +331,31 @@ class _Uncoded(Exception):
     """A coded field's dictionary holds a value its constraints refuse: read the batch decoded."""
 
 
+class DictionaryRun:
+    """Dictionaries laid end to end: a dictionary array's values become indexes into the run
+    (its index plus the dictionary's start), and :meth:`categories` codes the run's strings in
+    one cast. Why: a string repeated over many values is looked up in the process-wide
+    categories once per dictionary, not once per value; the values are gathered by index."""
+
+    def __init__(self) -> None:
+        self._dicts: list[pa.Array] = []
+        self._size = 0
+
+    def add(self, arr: pa.DictionaryArray) -> pa.Array:
+        """``arr``'s values as ``uint32`` indexes into the run."""
+        start = self._size
+        self._dicts.append(arr.dictionary.cast(pa.large_string()))
+        self._size += len(arr.dictionary)
+        codes = arr.indices.cast(pa.uint32())
+        return pc.add(codes, pa.scalar(start, pa.uint32())) if start else codes
+
+    def categories(self, dtype: pl.DataType) -> pl.Series:
+        """The run's strings as ``dtype`` (categorical or enum): index → its category."""
+        if not self._dicts:
+            return pl.Series("v", [], dtype=dtype)
+        return pl.Series("v", pa.concat_arrays(self._dicts)).cast(dtype)
+
+
 class Codes:
     """A batch's coded fields (:data:`CODED_FIELDS`) as integers into one run of categories.
 
@@ -335,8 +369,7 @@ class Codes:
 
     def __init__(self, id_kind: type) -> None:
         self._checks = coded_string_checks(id_kind)
-        self._dicts: list[pa.Array] = []
-        self._size = 0
+        self._run = DictionaryRun()
 
     def encode(self, path: str, arr: pa.Array) -> pa.Array | None:
         """``arr`` (the strings of field ``path``) as codes; None if it holds no strings."""
@@ -357,24 +390,16 @@ class Codes:
         if d.null_count:
             # a code pointing at a null is a null the record check (presence only) cannot see
             raise _Uncoded(path)
-        d = d.cast(pa.large_string())
         low, high = self._checks.get(path, (0, None))
         if len(d) and (low or high is not None):
             chars = pc.min_max(pc.utf8_length(d))
             if chars["min"].as_py() < low or (high is not None and chars["max"].as_py() > high):
                 raise _Uncoded(path)
-        start = self._size
-        self._dicts.append(d)
-        self._size += len(d)
-        codes = arr.indices.cast(pa.uint32())
-        return pc.add(codes, pa.scalar(start, pa.uint32())) if start else codes
+        return self._run.add(arr)
 
     def categories(self) -> pl.Series:
-        """The run of every dictionary's strings, as categories (code → its category)."""
-        if not self._dicts:
-            return pl.Series("v", [], dtype=CODE)
-        run = pl.Series("v", pa.concat_arrays(self._dicts))
-        return run.cast(CODE)
+        """Every coded field's strings, as categories (code → its category)."""
+        return self._run.categories(CODE)
 
 
 def _is_text(t: pa.DataType) -> bool:
