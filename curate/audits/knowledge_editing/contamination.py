@@ -8,6 +8,7 @@ Holds the ``edited`` and ``contamination`` shared tables (KE3xx and the fixes re
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,13 +152,19 @@ def sr_key(s: str, r: str) -> pl.Expr:
     )
 
 
-#: The ``contamination`` table: one row per contaminated (case, hop), its edits and its fix.
-CONTAMINATION_SCHEMA: dict[str, Any] = {
+#: The ``contamination`` table's hits: one row per contaminated (case, hop), in hop order.
+HIT_SCHEMA: dict[str, Any] = {
     "row": pl.Int64,
     "record": pl.String,
     "edited": pl.Boolean,
+    "content": pl.UInt32,  # the row of ``contents`` holding what its finding says
+}
+
+#: The ``contamination`` table's contents: what a finding says, once per distinct content.
+CONTENT_SCHEMA: dict[str, Any] = {
+    "edited": pl.Boolean,
     "hop": pl.Int32,
-    # coded, as in ``hops``: the findings read each distinct value once (the escape check)
+    # coded, as in ``hops``
     "s": CODE,
     "r": CODE,
     "o": CODE,
@@ -169,6 +176,30 @@ CONTAMINATION_SCHEMA: dict[str, Any] = {
     "first_source": pl.String,
     "withhold": pl.String,  # the fix (JSON)
 }
+
+
+@dataclass(frozen=True)
+class Contamination:
+    """The contamination join (see :func:`contamination`), as hits and their contents.
+
+    Why two frames: a finding says nothing of its case but its id. Its hop, the hop's triple
+    and labels, and the edits that override it are the same for every case that shares the
+    fact, and one edit overrides the same fact in many cases (923 k hits, 58 k distinct
+    contents at 1 M cases, ``random:100000``; 555 and 50 on MQuAKE-hard, ``random:100``). So
+    each content's texts are written once and each hit only points at its content.
+    ``contents`` holds the unedited cases' contents first, then the edited ones'.
+    """
+
+    hits: pl.DataFrame
+    contents: pl.DataFrame
+
+    @classmethod
+    def empty(cls) -> Contamination:
+        return cls(pl.DataFrame(schema=HIT_SCHEMA), pl.DataFrame(schema=CONTENT_SCHEMA))
+
+
+#: An edit's coded columns that its texts quote (cast to strings once, see :func:`contamination`).
+_EDIT_TEXT = ("t_s", "t_r", "t_o", "subject", "new_str")
 
 
 def _edit_json(records: pl.Expr, ks: pl.Expr) -> pl.Expr:
@@ -279,7 +310,7 @@ def _withhold_json(values: pl.Expr, refs: pl.Expr) -> pl.Expr:
     )
 
 
-def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
+def contamination(data: KEData, edited: pl.Series) -> Contamination:
     """Every (victim case, hop) whose correct path an applied edit of another case overrides.
 
     One row per contaminated hop, with its overriding edits (JSON, at most :data:`MAX_LISTED`,
@@ -303,7 +334,7 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     them) takes its triple's JSON as is; only the others are grouped per hop. Memory follows
     the number of hops, applied edits and hits, never pairs of cases.
     """
-    empty = pl.DataFrame(schema=CONTAMINATION_SCHEMA)
+    empty = Contamination.empty()
     applied = _applied(data, edited).select(
         "row", "k", "t_s", "t_r", "t_o", "subject", "new_str", sr_key("t_s", "t_r").alias("key")
     )
@@ -327,7 +358,10 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     # every hop's key first; the same for ``random:100``). Then the key: a set lookup while the
     # applied keys are few, a join with their objects when they are many (``all``: 1.8 M keys,
     # the join 1.5x faster); a null subject or relation makes a null key, which matches
-    # nothing. A hop stays a candidate unless its key's only object is its own.
+    # nothing. A hop stays a candidate unless its key's only object is its own. The join is a
+    # left join in the left's order (measured 1.5-2x faster than the inner join polars runs
+    # for the same rows, 1.3 M hops at 1 M cases, ``random:100000``), unmatched hops dropped
+    # by the filter (their ``o_min`` is null).
     per_key = per_key.collect()
     hops = (
         data.hops.lazy()
@@ -335,18 +369,21 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         .with_columns(flag.alias("edited"))
         .filter((pl.col("path") == "new") == pl.col("edited"))
         .select("__i", "row", "edited", "hop", "s", "r", "o", sr_key("s", "r").alias("key"))
+        .collect()
     )
     if per_key.height * 10 < data.hops.height:
         hops = hops.filter(pl.col("key").is_in(per_key["key"].implode()))
     cand = (
-        hops.join(per_key.lazy(), on="key", maintain_order="left")
+        hops.join(per_key, on="key", how="left", maintain_order="left")
         .filter(
-            pl.col("o").is_null()
-            | (pl.col("o").to_physical() != pl.col("o_min"))
-            | (pl.col("o").to_physical() != pl.col("o_max"))
+            pl.col("o_min").is_not_null()
+            & (
+                pl.col("o").is_null()
+                | (pl.col("o").to_physical() != pl.col("o_min"))
+                | (pl.col("o").to_physical() != pl.col("o_max"))
+            )
         )
         .select("__i", "row", "edited", "hop", "s", "r", "o", "key")
-        .collect(engine="streaming")
     )
     if cand.is_empty():
         return empty
@@ -354,32 +391,33 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     case_id = pl.col("record").cast(pl.Int64) if ints else pl.col("record")
     sources = applied.join(cand.select("key").unique(), on="key", how="semi").with_columns(
         # case ids for these edits only, not for every applied edit
-        pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record")
+        pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record"),
+        pl.col("t_o").to_physical().alias("__o"),
+        # the coded values as text, once: a cast reads each value from polars' global string
+        # cache (~0.2 µs a value once the cache outgrows the CPU's: millions of ids), and the
+        # texts below and the escape check would each cast them again
+        *[pl.col(c).cast(pl.String) for c in _EDIT_TEXT],
     )
     # JSON written as text when no value needs escaping (ids and labels nearly always):
-    # ``json_encode`` of the nested structs was a third of the table's time. The coded columns
-    # are checked on their distinct values (a cast of every row to text cost 0.06 s at 1 M).
-    coded = [
-        pl.col(c).unique().cast(pl.String).str.contains(_NEEDS_ESCAPE).any()
-        for c in ("t_s", "t_r", "t_o", "subject", "new_str")
-    ]
+    # ``json_encode`` of the nested structs was a third of the table's time.
     plain = not sources.select(
-        pl.any_horizontal(*coded, pl.col("record").str.contains(_NEEDS_ESCAPE).any())
+        pl.any_horizontal(
+            *[pl.col(c).str.contains(_NEEDS_ESCAPE).any() for c in (*_EDIT_TEXT, "record")]
+        )
     ).item()
     sources = (
         # sorted once, in (case, edit) order: a group keeps its rows' order (polars documents
         # it), where sorting inside each of the 58 k groups cost 0.3 s at 1 M cases
         sources.sort("row", "k")
         # (key, object code) is the triple: ``key`` holds the subject's and relation's codes
-        .group_by("key", pl.col("t_o").to_physical().alias("__o"))
+        .group_by("key", "__o")
         .agg(
             pl.col("record").alias("src_records"),
             pl.col("row").alias("src_rows"),
             pl.col("k").alias("src_k"),
             (_value_text(ints) if plain else _value_struct(case_id)).alias("values"),
-            *[pl.col(c).first() for c in ("t_s", "t_r", "t_o", "subject", "new_str")],
+            *[pl.col(c).first() for c in _EDIT_TEXT],
         )
-        .drop("__o")
         .with_columns(
             _edit_text()
             if plain
@@ -400,14 +438,14 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
     # ``key`` equal means subject and relation equal (exact codes), so only the object is
     # compared.
     hop_columns = ("__i", "row", "edited", "hop", "s", "r", "o")
-    slim = sources.select("key", "__t", pl.col("t_o").alias("__to"))
+    slim = sources.select("key", "__t", "__o")
     # (triple, source row) as one integer: is the victim among the triple's sources?
     pair = (pl.col("__t").cast(pl.UInt64) * (1 << 32)) + pl.col("row").cast(pl.UInt64)
     own = sources.select("__t", pl.col("src_rows").alias("row")).explode("row").select(pair)
     hits = (
         cand.lazy()
         .join(slim.lazy(), on="key", maintain_order="left")
-        .filter(pl.col("o").is_null() | (pl.col("o") != pl.col("__to")))
+        .filter(pl.col("o").is_null() | (pl.col("o").to_physical() != pl.col("__o")))
         .select(
             *hop_columns,
             "__t",
@@ -422,17 +460,15 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
         )
         .collect()
     )
-    # the hits of the simple path are the candidates' rows already, in their order
-    simple = hits.filter(~pl.col("general"))
-    at = simple["__t"]
-    per_triple = sources.select(
+    # the hits of the simple path are the candidates' rows already, in their order; their
+    # texts are their triple's (``texts``: the triples' rows, then one per general hop)
+    victims = hits.filter(~pl.col("general")).select(*hop_columns, pl.col("__t").alias("texts"))
+    texts = sources.select(
+        pl.lit(1, pl.UInt32).alias("n_edits"),
         "edits",
-        pl.col("new_str").cast(pl.String).alias("first_target"),
+        pl.col("new_str").alias("first_target"),
         pl.col("src_records").list.first().alias("first_source"),
         "withhold",
-    )
-    victims = simple.select(hop_columns).with_columns(
-        pl.lit(1, pl.UInt32).alias("n_edits"), *[c.gather(at) for c in per_triple]
     )
     general = hits.filter(pl.col("general"))
     if general.height:
@@ -441,14 +477,42 @@ def contamination(data: KEData, edited: pl.Series) -> pl.DataFrame:
             general.select("__i", "row", "__t").join(sources, on="__t", maintain_order="left"),
         )
     if general.height:
-        general = cand.select(hop_columns).join(general, on="__i", maintain_order="left")
-        victims = pl.concat([victims, general]).sort("__i")
+        texts = pl.concat([texts, general.drop("__i")], how="vertical_relaxed")
+        general = cand.select(hop_columns).join(
+            general.select("__i").with_row_index("texts", offset=sources.height),
+            on="__i",
+            maintain_order="left",
+        )
+        victims = pl.concat([victims, general], how="vertical_relaxed").sort("__i")
     at = victims["__i"]
-    return victims.with_columns(
-        data.records_by_row().gather(victims["row"]),
-        data.hops["s_label"].gather(at),
-        data.hops["o_label"].gather(at),
-    ).select(pl.col(c).cast(t) for c, t in CONTAMINATION_SCHEMA.items())
+    victims = victims.with_columns(data.hops["s_label"].gather(at), data.hops["o_label"].gather(at))
+    # The distinct contents, numbered (unedited first), and each hit's number: a group-by
+    # with each group's hits, scattered back (measured 1.5x faster than a unique and a join)
+    key = ["edited", "texts", "hop", "s", "r", "o", "s_label", "o_label"]
+    groups = (
+        victims.select(key)
+        .with_row_index("__h")
+        .group_by(key)
+        .agg("__h")
+        .sort("edited")
+        .with_row_index("content")
+    )
+    members = groups.select("content", "__h").explode("__h")
+    content = pl.repeat(0, victims.height, dtype=pl.UInt32, eager=True).scatter(
+        members["__h"], members["content"]
+    )
+    contents = groups.drop("content", "__h").with_columns(
+        c.gather(groups["texts"]) for c in texts.get_columns()
+    )
+    return Contamination(
+        victims.select(
+            "row",
+            data.records_by_row().gather(victims["row"]),
+            "edited",
+            content.alias("content"),
+        ).select(pl.col(c).cast(t) for c, t in HIT_SCHEMA.items()),
+        contents.select(pl.col(c).cast(t) for c, t in CONTENT_SCHEMA.items()),
+    )
 
 
 def _general_hits(data: KEData, hits: pl.DataFrame) -> pl.DataFrame:
@@ -463,7 +527,7 @@ def _general_hits(data: KEData, hits: pl.DataFrame) -> pl.DataFrame:
         )
         .collect()
     )
-    schema = {c: CONTAMINATION_SCHEMA[c] for c in ("n_edits", "edits", "first_target")}
+    schema = {c: CONTENT_SCHEMA[c] for c in ("n_edits", "edits", "first_target")}
     if hits.is_empty():
         return pl.DataFrame(
             schema={"__i": pl.UInt32, **schema, "first_source": pl.String, "withhold": pl.String}
@@ -561,17 +625,24 @@ def contamination_table(ctx: AuditContext) -> pl.DataFrame:
 
 
 def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
-    j: pl.DataFrame = ctx.table("contamination")
-    j = j.filter(pl.col("edited") == edited_side)
-    if j.is_empty():
+    table: Contamination = ctx.table("contamination")
+    hits = table.hits.filter(pl.col("edited") == edited_side)
+    if hits.is_empty():
         return empty_rule_output()
+    # the texts are written per content (see :class:`Contamination`), then gathered per hit
+    # (strings are views in polars: the gather copies no text); unedited contents come first
+    unedited = int(table.contents["edited"].not_().sum())
+    offset = unedited if edited_side else 0
+    j = table.contents.slice(offset, None if edited_side else unedited).with_columns(
+        # as text once (see the cast in :func:`contamination`)
+        pl.col(c).cast(pl.String).alias(f"__{c}")
+        for c in ("s", "r", "o", "s_label", "o_label")
+    )
     lst = "new_triples" if edited_side else "triples"
-    s, r, o = (pl.col(c).cast(pl.String) for c in ("s", "r", "o"))
-    # each distinct value checked once (a regex over every finding's ids cost 0.1 s at 923 k);
+    s, r, o = pl.col("__s"), pl.col("__r"), pl.col("__o")
     # a null object is written ``null``, not as a string
     escaped = pl.any_horizontal(
-        *[pl.col(c).unique().cast(pl.String).str.contains(_NEEDS_ESCAPE).any() for c in "sro"],
-        pl.col("o").is_null().any(),
+        *[c.str.contains(_NEEDS_ESCAPE).any() for c in (s, r, o)], o.is_null().any()
     )
     if j.select(escaped).item():
         head = (
@@ -598,16 +669,15 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
             pl.lit(',"contaminating_edits":'),
             pl.col("n_edits").cast(pl.String),
         )
-    return finding_frame(
-        j,
+    texts = j.select(
         field=pl.format(f"orig.{lst}[{{}}]", "hop"),
         message=pl.format(
             "hop {} ({}, {}, {}) is overridden by {} edit(s) from other cases, "
             "e.g. → {} from case {}",
             "hop",
-            pl.col("s_label").cast(pl.String).fill_null(s),
+            pl.col("__s_label").fill_null(s),
             r,
-            pl.col("o_label").cast(pl.String).fill_null(o),
+            pl.col("__o_label").fill_null(o),
             "n_edits",
             "first_target",
             "first_source",
@@ -617,6 +687,8 @@ def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
         details=pl.concat_str(head, pl.lit(',"edits":'), "edits", pl.lit("}")),
         fix=pl.col("withhold"),
     )
+    at = hits["content"] - offset
+    return hits.select("row", "record", *[c.gather(at) for c in texts.get_columns()])
 
 
 #: A character JSON writes escaped (a quote, a backslash, a control character).
