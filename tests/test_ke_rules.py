@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from conftest import clone, make_case, simple_case, to_flat, write_json
+from conftest import REL, clone, make_case, simple_case, to_flat, write_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -604,3 +605,83 @@ def test_contaminated_cases_counted_as_cases_when_ids_repeat(tmp_path: Path, har
     assert c["edited_cases"] + c["unedited_cases"] == 2 * len(hard_records)
     assert once["unedited_contaminated"] > 0
     assert c["unedited_contaminated"] > once["unedited_contaminated"]
+
+
+def _loop_hits(
+    records: list[dict[str, Any]], edited: set[int]
+) -> dict[tuple[bool, str, int], list[str]]:
+    """(edited?, case id, hop) -> the source case of each overriding edit (a case once per
+    edit, as the fix's ``refs`` lists them), by a dict keyed by (subject, relation) over the
+    applied edits: the indexed loop of ``bench/bench_ke.py``, as the definition."""
+    index: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for c in records:
+        if c["case_id"] in edited:
+            for s, r, o in c["orig"]["edit_triples"]:
+                index.setdefault((s, r), {}).setdefault(o, []).append(c["case_id"])
+    out = {}
+    for c in records:
+        is_edited = c["case_id"] in edited
+        for h, (s, r, o) in enumerate(c["orig"]["new_triples" if is_edited else "triples"]):
+            found = [x for o2, srcs in index.get((s, r), {}).items() if o2 != o for x in srcs]
+            found = [x for x in found if x != c["case_id"]]
+            if found:
+                out[(is_edited, str(c["case_id"]), h)] = sorted(str(x) for x in found)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    chains=st.lists(
+        st.tuples(
+            st.integers(0, 5),
+            st.lists(st.tuples(st.integers(0, 2), st.integers(0, 5)), min_size=1, max_size=4),
+            st.sets(st.integers(0, 3), min_size=1, max_size=2),
+            st.lists(st.integers(0, 5), min_size=4, max_size=4),
+        ),
+        min_size=2,
+        max_size=25,
+    ),
+    k=st.integers(0, 25),
+    seed=st.integers(0, 1000),
+)
+def test_contamination_matches_indexed_loop_on_colliding_facts(chains, k, seed) -> None:
+    """Cases over six entities and three relations, so that keys collide every way: a subject
+    with several applied relations, a key with several objects, a hop overridden by several
+    triples, a case whose own edit is among a key's sources. Every (case, hop) hit and its
+    source cases (the fix's ``refs``) equal the indexed loop's."""
+    import orjson
+
+    from curate.audits.knowledge_editing.contamination import contamination, resolve_edit_set
+
+    rels = list(REL)[:3]
+    records = []
+    for i, (start, hops, edit_at, new_objects) in enumerate(chains):
+        # a linked chain, and its edited chain: an edit at hop h sets a new object, the
+        # hops after it go on from there (as ``simple_case``)
+        triples, subj = [], f"Q{start}"
+        for r, o in hops:
+            triples.append((subj, rels[r], f"Q{o}"))
+            subj = f"Q{o}"
+        at = sorted({h % len(triples) for h in edit_at})  # a case has at least one edit
+        new, subj, diverged = [], triples[0][0], False
+        for h, (_s, r, o) in enumerate(triples):
+            diverged = diverged or h in at
+            obj = f"Q{new_objects[h]}" if diverged else o
+            new.append((subj, r, obj))
+            subj = obj
+        records.append(make_case(1000 + i, triples, new, at))
+    k = min(k, len(records))
+    data = FAM.load([write_json(Path(tempfile.mkdtemp()) / "c.json", records)])
+    edited_flags = resolve_edit_set(data, f"random:{k}:{seed}")
+    edited = {int(r) for r, e in zip(data.cases["record"], edited_flags, strict=True) if e}
+    report = FAM.audit(data, select=["KE201", "KE202"], edit_set=f"random:{k}:{seed}")
+    got = {
+        (rule == "KE201", rec, orjson.loads(det)["hop"]): sorted(orjson.loads(fix)["refs"])
+        for rule, rec, det, fix in report.findings.select(
+            "rule", "record", "details", "fix"
+        ).iter_rows()
+    }
+    valid = [c for c in records if str(c["case_id"]) in set(data.cases["record"])]
+    assert got == _loop_hits(valid, edited)
+    table = contamination(data, edited_flags)
+    assert table.hits.height == len(got)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import polars as pl
 
@@ -24,6 +25,7 @@ from curate.findings import (
 )
 from curate.io import read_text
 from curate.rules import AuditContext
+from curate.sampling import sample_positions
 from curate.schemas.knowledge_editing_tables import CODE, KEData, with_record
 
 # --------------------------------------------------------------------------- contamination (KE2xx)
@@ -60,17 +62,18 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
         rng = random.Random()
         rng.seed(seed)
         # ``sample`` draws positions from the population's length alone, so sampling the
-        # positions draws the same cases as sampling the ids
-        positions = rng.sample(range(len(data.all_ids)), k)
+        # positions draws the same cases as sampling the ids; ``sample_positions`` draws
+        # exactly those, without CPython's per-position loop
+        positions = sample_positions(rng, len(data.all_ids), k)
         if data.cases.height == len(data.all_ids):
             # one valid case per record: the positions are the cases' rows, and the drawn ids
             # are those rows' records (a scatter and a filter, instead of k ids made strings);
             # every case with a drawn id is edited, as sampling ids means when an id repeats
             chosen = pl.repeat(False, len(data.all_ids), dtype=pl.Boolean, eager=True)
-            chosen = chosen.scatter(pl.Series(positions, dtype=pl.Int64), True)
+            chosen = chosen.scatter(pl.Series(positions), True)
             drawn = records.filter(chosen.gather(data.cases["row"]))
             return records.is_in(drawn.implode()).alias("edited")
-        ids = {str(data.all_ids[i]) for i in positions}
+        ids = {str(data.all_ids[i]) for i in positions.tolist()}
         return records.is_in(pl.Series(list(ids), dtype=pl.String).implode()).alias("edited")
     if kind == "ids":
         path = Path(rest)
@@ -102,19 +105,21 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
     raise UsageError(f"bad edit set {spec!r}: use all, random:K[:SEED], ids:FILE or split:N")
 
 
-def _flag_by_row(data: KEData, flags: pl.Series) -> pl.Expr:
-    """``flags`` (one per row of ``cases``) looked up by the ``row`` column of another table: a
-    gather by position, not a join (``row`` is a record's position, so a dense index)."""
+def _by_row(data: KEData, flags: pl.Series) -> pl.Series:
+    """``flags`` (one per row of ``cases``) indexed by ``row`` (false for a row with no case)."""
     rows = data.cases["row"]
     size = int(rows.max()) + 1 if rows.len() else 0  # type: ignore[arg-type]
     flags = flags.fill_null(False)
     if rows.len() == size and rows.is_sorted():
-        by_row = flags  # every record valid: rows are 0..n-1 already
-    else:
-        by_row = pl.repeat(False, size, dtype=pl.Boolean, eager=True)
-        if size:
-            by_row = by_row.scatter(rows, flags)
-    return pl.lit(by_row.alias("by_row")).gather(pl.col("row"))
+        return flags.alias("by_row")  # every record valid: rows are 0..n-1 already
+    by_row = pl.repeat(False, size, dtype=pl.Boolean, eager=True)
+    return by_row.scatter(rows, flags).alias("by_row") if size else by_row.alias("by_row")
+
+
+def _flag_by_row(data: KEData, flags: pl.Series) -> pl.Expr:
+    """``flags`` (one per row of ``cases``) looked up by the ``row`` column of another table: a
+    gather by position, not a join (``row`` is a record's position, so a dense index)."""
+    return pl.lit(_by_row(data, flags)).gather(pl.col("row"))
 
 
 def _applied(data: KEData, edited: pl.Series) -> pl.LazyFrame:
@@ -310,6 +315,74 @@ def _withhold_json(values: pl.Expr, refs: pl.Expr) -> pl.Expr:
     )
 
 
+#: No entry, in the lookup arrays of :func:`_candidates` (codes never reach it).
+_NONE = np.uint32(0xFFFFFFFF)
+
+
+def _codes(col: pl.Series, null: int) -> np.ndarray:
+    """A coded column's codes as numpy (no copy when it has no nulls), a null as ``null``."""
+    codes = col.to_physical()
+    if codes.null_count():
+        codes = codes.fill_null(null)
+    return codes.to_numpy()
+
+
+def _candidates(data: KEData, edited: pl.Series, per_key: pl.DataFrame) -> pl.DataFrame:
+    """The hops some applied key overrides: each case's correct path (``new_triples`` if edited,
+    else ``triples``) whose (subject, relation) is an applied key, unless that key's only
+    object is the hop's own; with the key's ``o_min``, ``o_max`` and first triple ``__t``.
+
+    Why arrays and not a join: the lookup runs over every hop on its path (4 M at 1 M cases),
+    and codes are dense integers. A table indexed by the subject's code gives the subject's
+    first applied key (``per_key`` is sorted by key, so by subject, then relation); nearly
+    every subject has one key, whose relation is then compared; the hops whose subject has
+    several keys (a few percent) are found among them by a binary search. Measured at 1 M
+    cases, ``random:100000``: 0.23 s against 0.45 s for the filter and hash join it replaces.
+    Memory: one 32-bit entry per distinct code, besides the hops' own columns.
+    """
+    hops = data.hops
+    keys = per_key["key"].to_numpy()
+    k_s = (keys >> np.uint64(32)).astype(np.uint32)
+    k_r = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    size = int(max(hops["s"].to_physical().max() or 0, int(k_s.max()))) + 2  # type: ignore[arg-type]
+    first = np.full(size, _NONE, dtype=np.uint32)
+    # the first key of each subject: the keys are sorted, so written last-to-first
+    first[k_s[::-1]] = np.arange(len(keys) - 1, -1, -1, dtype=np.uint32)
+    # the hops on their path (``new_triples`` of the edited cases, ``triples`` of the others)
+    # whose subject has a key; a null subject, relation or object is a code no key has
+    by_row = _by_row(data, edited).to_numpy()
+    path = hops["path"]
+    new = path.to_physical().to_numpy() == path.dtype.categories.to_list().index("new")  # type: ignore[attr-defined]
+    at = first[_codes(hops["s"], size - 1)]
+    idx = np.flatnonzero((new == by_row[hops["row"].to_numpy()]) & (at != _NONE))
+    at = at[idx]
+    r = _codes(hops["r"], int(_NONE))[idx]
+    hit = k_r[at] == r
+    # subjects with several keys: the hop's key searched among them
+    nxt = np.minimum(at + 1, len(keys) - 1)
+    multi = ~hit & (k_s[nxt] == k_s[at]) & (nxt != at)
+    if multi.any():
+        want = (k_s[at[multi]].astype(np.uint64) << np.uint64(32)) | r[multi].astype(np.uint64)
+        pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+        found = keys[pos] == want
+        m = np.flatnonzero(multi)
+        at[m[found]] = pos[found]
+        hit[m[found]] = True
+    idx, at = idx[hit], at[hit]
+    o = _codes(hops["o"], int(_NONE))[idx]
+    o_min = per_key["o_min"].to_numpy()[at]
+    o_max = per_key["o_max"].to_numpy()[at]
+    keep = (o != o_min) | (o != o_max)
+    idx = pl.Series("__i", idx[keep], dtype=pl.UInt32)
+    found_keys = per_key[pl.Series(at[keep], dtype=pl.UInt32)]
+    return (
+        hops.select("row", (pl.col("path") == "new").alias("edited"), "hop", "s", "r", "o")[idx]
+        .with_columns(idx)
+        .select("__i", "row", "edited", "hop", "s", "r", "o")
+        .hstack(found_keys)
+    )
+
+
 def contamination(data: KEData, edited: pl.Series) -> Contamination:
     """Every (victim case, hop) whose correct path an applied edit of another case overrides.
 
@@ -336,67 +409,83 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
     """
     empty = Contamination.empty()
     applied = _applied(data, edited).select(
-        "row", "k", "t_s", "t_r", "t_o", "subject", "new_str", sr_key("t_s", "t_r").alias("key")
+        "row",
+        "k",
+        *_EDIT_TEXT,
+        sr_key("t_s", "t_r").alias("key"),
+        pl.col("t_o").to_physical().alias("__o"),
     )
     # The streaming engine: measured 2x faster than the default for these million-row
     # group-bys and joins (1 M cases, `all`).
     applied = applied.collect(engine="streaming")
     if applied.is_empty():
         return empty
-    per_key = (
-        applied.lazy()
-        .group_by("key")
-        .agg(
-            # on the codes: equal codes are equal strings, and the codes' order is not needed
-            pl.col("t_o").to_physical().min().alias("o_min"),
-            pl.col("t_o").to_physical().max().alias("o_max"),
-        )
+    # The applied edits sorted by triple, (key, object code), ``key`` holding the subject's and
+    # relation's codes, and within a triple in (case, edit) order: each triple's edits are one
+    # run, numbered ``__t`` in that order, each key's triples one run (its least and greatest
+    # object code its first and last). One sort of the applied edits instead of group-bys and
+    # scatters (1 M cases, ``random:100000``: 0.18 -> 0.05 s).
+    applied = applied.sort("key", "__o", "row", "k").with_columns(
+        pl.col("key").ne_missing(pl.col("key").shift(1)).alias("__new_key")
     )
-    flag = _flag_by_row(data, edited)
-    # The path first: each case is asked along one chain (``new_triples`` if edited), so half
-    # the hops go before any key is looked up (1 M cases: 1.3-1.8x less time than looking up
-    # every hop's key first; the same for ``random:100``). Then the key: a set lookup while the
-    # applied keys are few, a join with their objects when they are many (``all``: 1.8 M keys,
-    # the join 1.5x faster); a null subject or relation makes a null key, which matches
-    # nothing. A hop stays a candidate unless its key's only object is its own. The join is a
-    # left join in the left's order (measured 1.5-2x faster than the inner join polars runs
-    # for the same rows, 1.3 M hops at 1 M cases, ``random:100000``), unmatched hops dropped
-    # by the filter (their ``o_min`` is null).
-    per_key = per_key.collect()
-    hops = (
-        data.hops.lazy()
-        .with_row_index("__i")
-        .with_columns(flag.alias("edited"))
-        .filter((pl.col("path") == "new") == pl.col("edited"))
-        .select("__i", "row", "edited", "hop", "s", "r", "o", sr_key("s", "r").alias("key"))
-        .collect()
+    applied = applied.with_columns(
+        (pl.col("__new_key") | pl.col("__o").ne_missing(pl.col("__o").shift(1)))
+        .cum_sum()
+        .cast(pl.UInt32)
+        .sub(1)
+        .alias("__t")
     )
-    if per_key.height * 10 < data.hops.height:
-        hops = hops.filter(pl.col("key").is_in(per_key["key"].implode()))
-    cand = (
-        hops.join(per_key, on="key", how="left", maintain_order="left")
-        .filter(
-            pl.col("o_min").is_not_null()
-            & (
-                pl.col("o").is_null()
-                | (pl.col("o").to_physical() != pl.col("o_min"))
-                | (pl.col("o").to_physical() != pl.col("o_max"))
-            )
-        )
-        .select("__i", "row", "edited", "hop", "s", "r", "o", "key")
+    last_of_key = applied.select(
+        pl.col("key").ne_missing(pl.col("key").shift(-1)).arg_true()
+    ).to_series()
+    per_key = applied.filter("__new_key").select(
+        "key",
+        pl.col("__o").alias("o_min"),
+        applied["__o"].gather(last_of_key).alias("o_max"),
+        "__t",
     )
+    # each triple's key and object, by triple number
+    triples = applied.filter(pl.col("__t").ne_missing(pl.col("__t").shift(1))).select(
+        "key", "__o", "__t"
+    )
+    cand = _candidates(data, edited, per_key)
     if cand.is_empty():
         return empty
+    # A key with one object overrides the hop with its one triple, known from the lookup; a
+    # key with several (rare) is joined with its triples, each a hit unless its object is
+    # the hop's own.
+    hop_columns = ("__i", "row", "edited", "hop", "s", "r", "o")
+    hits = cand.filter(pl.col("o_min") == pl.col("o_max")).select(*hop_columns, "__t")
+    several = cand.filter(pl.col("o_min") != pl.col("o_max"))
+    if several.height:
+        expanded = (
+            several.select(*hop_columns, "key")
+            .join(triples.select("key", "__o", "__t"), on="key")
+            .filter(pl.col("o").is_null() | (pl.col("o").to_physical() != pl.col("__o")))
+            .select(*hop_columns, "__t")
+        )
+        hits = pl.concat([hits, expanded]).sort("__i", "__t", maintain_order=True)
     ints = _integer_case_ids(data)
     case_id = pl.col("record").cast(pl.Int64) if ints else pl.col("record")
-    sources = applied.join(cand.select("key").unique(), on="key", how="semi").with_columns(
-        # case ids for these edits only, not for every applied edit
+    # The edits of the triples that hit, with their case ids: runs of ``applied``, so in
+    # (triple, case, edit) order already. Their coded values as text, cast once per triple
+    # (each triple's edits share its triple; ``subject`` and ``new_str`` are its first
+    # edit's): a cast reads each value from polars' global string cache (~0.2 µs a value once
+    # the cache outgrows the CPU's: millions of ids), and the texts below and the escape
+    # check would each cast them again.
+    hit_triple = np.zeros(triples.height, dtype=bool)
+    hit_triple[hits["__t"].to_numpy()] = True
+    sources = applied.filter(pl.lit(pl.Series(hit_triple)).gather(pl.col("__t")))
+    first_of = sources.select(
+        pl.col("__t").ne_missing(pl.col("__t").shift(1)).cum_sum().cast(pl.UInt32).sub(1)
+    ).to_series()
+    as_text = sources.filter(pl.col("__t").ne_missing(pl.col("__t").shift(1))).select(
+        pl.col(c).cast(pl.String) for c in _EDIT_TEXT
+    )
+    sources = sources.with_columns(
         pl.lit(data.records_by_row()).gather(pl.col("row")).alias("record"),
-        pl.col("t_o").to_physical().alias("__o"),
-        # the coded values as text, once: a cast reads each value from polars' global string
-        # cache (~0.2 µs a value once the cache outgrows the CPU's: millions of ids), and the
-        # texts below and the escape check would each cast them again
-        *[pl.col(c).cast(pl.String) for c in _EDIT_TEXT],
+        *[c.gather(first_of) for c in as_text.get_columns()],
+        pl.col("__t").set_sorted(),
     )
     # JSON written as text when no value needs escaping (ids and labels nearly always):
     # ``json_encode`` of the nested structs was a third of the table's time.
@@ -405,12 +494,12 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
             *[pl.col(c).str.contains(_NEEDS_ESCAPE).any() for c in (*_EDIT_TEXT, "record")]
         )
     ).item()
+    # (triple, source row) as one integer: is the victim among the triple's sources?
+    pair = (pl.col("__t").cast(pl.UInt64) * (1 << 32)) + pl.col("row").cast(pl.UInt64)
+    own = sources.select(pair).to_series()
     sources = (
-        # sorted once, in (case, edit) order: a group keeps its rows' order (polars documents
-        # it), where sorting inside each of the 58 k groups cost 0.3 s at 1 M cases
-        sources.sort("row", "k")
-        # (key, object code) is the triple: ``key`` holds the subject's and relation's codes
-        .group_by("key", "__o")
+        # a group keeps its rows' order (polars documents it): (case, edit) order
+        sources.group_by("__t", maintain_order=True)
         .agg(
             pl.col("record").alias("src_records"),
             pl.col("row").alias("src_rows"),
@@ -430,39 +519,27 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
         # the ``edits`` list of a hop overridden by this triple alone, written once per triple
         .with_columns(pl.concat_str(pl.lit("["), pl.col("edit"), pl.lit("]")).alias("edits"))
     )
+    # each hit triple's row in ``sources`` (its texts' number), by triple number
+    text_of = pl.repeat(0, triples.height, dtype=pl.UInt32, eager=True).scatter(
+        sources["__t"], pl.int_range(sources.height, dtype=pl.UInt32, eager=True)
+    )
     withholding = data.marks.filter(pl.col("withheld").list.len() > 0)
     marked = _flag_by_row(data, data.cases["row"].is_in(withholding["row"].implode()))
-    sources = sources.with_row_index("__t")
-    # The join carries the triple's index, not its lists and texts: those are gathered for the
-    # hits that take them (a join copying 923 k rows of lists was a sixth of the table's time).
-    # ``key`` equal means subject and relation equal (exact codes), so only the object is
-    # compared.
-    hop_columns = ("__i", "row", "edited", "hop", "s", "r", "o")
-    slim = sources.select("key", "__t", "__o")
-    # (triple, source row) as one integer: is the victim among the triple's sources?
-    pair = (pl.col("__t").cast(pl.UInt64) * (1 << 32)) + pl.col("row").cast(pl.UInt64)
-    own = sources.select("__t", pl.col("src_rows").alias("row")).explode("row").select(pair)
-    hits = (
-        cand.lazy()
-        .join(slim.lazy(), on="key", maintain_order="left")
-        .filter(pl.col("o").is_null() | (pl.col("o").to_physical() != pl.col("__o")))
-        .select(
-            *hop_columns,
-            "__t",
-            # the general path: a hop overridden by several triples, a victim among the
-            # sources, or a victim that withholds edits
-            (
-                pl.col("__i").eq_missing(pl.col("__i").shift(1))
-                | pl.col("__i").eq_missing(pl.col("__i").shift(-1))
-                | pair.is_in(own.to_series().implode())
-                | marked
-            ).alias("general"),
-        )
-        .collect()
+    hits = hits.with_columns(
+        # the general path: a hop overridden by several triples, a victim among the
+        # sources, or a victim that withholds edits
+        (
+            pl.col("__i").eq_missing(pl.col("__i").shift(1))
+            | pl.col("__i").eq_missing(pl.col("__i").shift(-1))
+            | pair.is_in(own.implode())
+            | marked
+        ).alias("general")
     )
     # the hits of the simple path are the candidates' rows already, in their order; their
     # texts are their triple's (``texts``: the triples' rows, then one per general hop)
-    victims = hits.filter(~pl.col("general")).select(*hop_columns, pl.col("__t").alias("texts"))
+    victims = hits.filter(~pl.col("general")).select(
+        *hop_columns, pl.lit(text_of).gather(pl.col("__t")).alias("texts")
+    )
     texts = sources.select(
         pl.lit(1, pl.UInt32).alias("n_edits"),
         "edits",
@@ -486,15 +563,33 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
         victims = pl.concat([victims, general], how="vertical_relaxed").sort("__i")
     at = victims["__i"]
     victims = victims.with_columns(data.hops["s_label"].gather(at), data.hops["o_label"].gather(at))
+
     # The distinct contents, numbered (unedited first), and each hit's number: a group-by
-    # with each group's hits, scattered back (measured 1.5x faster than a unique and a join)
+    # with each group's hits, scattered back (measured 1.5x faster than a unique and a join).
+    # A content is (edited, texts, hop, s, r, o, s_label, o_label); ``texts`` determines s and
+    # r (the hop's key is its triple's; a general hop's texts are its own), so the key is the
+    # rest, packed into three integers and grouped by their 64-bit hash, then checked: every
+    # hit must equal its group's first on the three (a collision, never seen, would make the
+    # exact group-by run instead). 923 k hits at 1 M cases: 0.13 s grouping the eight columns,
+    # four of them categorical; 0.06 s this way.
+    def code(c: str) -> pl.Expr:
+        return pl.col(c).to_physical().cast(pl.UInt64).fill_null(int(_NONE))
+
+    packed = victims.select(
+        (
+            pl.col("texts").cast(pl.UInt64) * (1 << 32)
+            + pl.col("hop").cast(pl.UInt64) * 2
+            + pl.col("edited").cast(pl.UInt64)
+        ).alias("__a"),
+        (code("o") * (1 << 32) + code("s_label")).alias("__b"),
+        code("o_label").alias("__c"),
+    )
+    groups = _groups(packed)
     key = ["edited", "texts", "hop", "s", "r", "o", "s_label", "o_label"]
     groups = (
-        victims.select(key)
-        .with_row_index("__h")
-        .group_by(key)
-        .agg("__h")
-        .sort("edited")
+        victims.select(key)[groups["__f"]]
+        .with_columns(groups["__h"])
+        .sort("edited", maintain_order=True)
         .with_row_index("content")
     )
     members = groups.select("content", "__h").explode("__h")
@@ -512,6 +607,32 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
             content.alias("content"),
         ).select(pl.col(c).cast(t) for c, t in HIT_SCHEMA.items()),
         contents.select(pl.col(c).cast(t) for c, t in CONTENT_SCHEMA.items()),
+    )
+
+
+def _groups(packed: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``packed`` (integer columns) grouped by equal values: per group its rows
+    (``__h``, in order) and its first row (``__f``), in no particular order. Grouped by the
+    rows' 64-bit hash (one integer column hashes several times faster than three), then
+    checked exactly; on a collision the exact group-by is run."""
+    by_hash = (
+        packed.hash_rows()
+        .alias("__k")
+        .to_frame()
+        .with_row_index("__h")
+        .group_by("__k")
+        .agg("__h")
+        .select("__h", pl.col("__h").list.first().alias("__f"))
+    )
+    members = by_hash.select("__f", "__h").explode("__h")
+    firsts = packed[members["__f"]]
+    if packed[members["__h"]].equals(firsts):
+        return by_hash
+    return (
+        packed.with_row_index("__h")
+        .group_by(packed.columns)
+        .agg("__h")
+        .select("__h", pl.col("__h").list.first().alias("__f"))
     )
 
 
