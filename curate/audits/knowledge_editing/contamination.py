@@ -8,6 +8,7 @@ Holds the ``edited`` and ``contamination`` shared tables (KE3xx and the fixes re
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -344,18 +345,24 @@ def _candidates(data: KEData, edited: pl.Series, per_key: pl.DataFrame) -> pl.Da
     keys = per_key["key"].to_numpy()
     k_s = (keys >> np.uint64(32)).astype(np.uint32)
     k_r = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    size = int(max(hops["s"].to_physical().max() or 0, int(k_s.max()))) + 2  # type: ignore[arg-type]
+    subjects = _codes(hops["s"], 0)
+    size = int(max(subjects.max(initial=0), int(k_s.max()))) + 1
     first = np.full(size, _NONE, dtype=np.uint32)
     # the first key of each subject: the keys are sorted, so written last-to-first
     first[k_s[::-1]] = np.arange(len(keys) - 1, -1, -1, dtype=np.uint32)
-    # the hops on their path (``new_triples`` of the edited cases, ``triples`` of the others)
-    # whose subject has a key; a null subject, relation or object is a code no key has
-    by_row = _by_row(data, edited).to_numpy()
+    # The hops whose subject has a key (looked up in a table of flags, a byte a code: a
+    # quarter of the 32-bit table's cache lines), then of those the hops on their path
+    # (``new_triples`` of the edited cases, ``triples`` of the others). A null subject,
+    # relation or object is a code no key has.
+    has = np.zeros(size, dtype=bool)
+    has[k_s] = True
+    idx = np.flatnonzero(has[subjects])
+    if hops["s"].null_count():  # a null read as code 0 above
+        idx = idx[hops["s"].is_not_null().to_numpy()[idx]]
     path = hops["path"]
-    new = path.to_physical().to_numpy() == path.dtype.categories.to_list().index("new")  # type: ignore[attr-defined]
-    at = first[_codes(hops["s"], size - 1)]
-    idx = np.flatnonzero((new == by_row[hops["row"].to_numpy()]) & (at != _NONE))
-    at = at[idx]
+    new = path.to_physical().to_numpy()[idx] == path.dtype.categories.to_list().index("new")  # type: ignore[attr-defined]
+    idx = idx[new == _by_row(data, edited).to_numpy()[hops["row"].to_numpy()[idx]]]
+    at = first[subjects[idx]]
     r = _codes(hops["r"], int(_NONE))[idx]
     hit = k_r[at] == r
     # subjects with several keys: the hop's key searched among them
@@ -388,7 +395,7 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
 
     One row per contaminated hop, with its overriding edits (JSON, at most :data:`MAX_LISTED`,
     by object, each naming its source cases) and the fix that withholds *all* of them. Built by
-    joins, never a loop over hits or pairs of cases:
+    joins and array lookups on the codes, never a loop over hits or pairs of cases:
 
     1. the correct path of each case (``new_triples`` if edited, else ``triples``) is matched to
        the applied edits by (subject, relation) as one 64-bit key of their two codes (exact:
@@ -465,17 +472,83 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
             .select(*hop_columns, "__t")
         )
         hits = pl.concat([hits, expanded]).sort("__i", "__t", maintain_order=True)
-    ints = _integer_case_ids(data)
-    case_id = pl.col("record").cast(pl.Int64) if ints else pl.col("record")
     # The edits of the triples that hit, with their case ids: runs of ``applied``, so in
-    # (triple, case, edit) order already. Their coded values as text, cast once per triple
-    # (each triple's edits share its triple; ``subject`` and ``new_str`` are its first
-    # edit's): a cast reads each value from polars' global string cache (~0.2 µs a value once
-    # the cache outgrows the CPU's: millions of ids), and the texts below and the escape
-    # check would each cast them again.
+    # (triple, case, edit) order already; each hit triple's row among them (its texts' number)
+    # is its rank among the hit triples.
     hit_triple = np.zeros(triples.height, dtype=bool)
     hit_triple[hits["__t"].to_numpy()] = True
     sources = applied.filter(pl.lit(pl.Series(hit_triple)).gather(pl.col("__t")))
+    text_of = pl.Series(np.cumsum(hit_triple, dtype=np.uint32) - np.uint32(1))
+    # (triple, source row) as one integer: is the victim among the triple's sources?
+    pair = (pl.col("__t").cast(pl.UInt64) * (1 << 32)) + pl.col("row").cast(pl.UInt64)
+    own = sources.select(pair).to_series()
+    withholding = data.marks.filter(pl.col("withheld").list.len() > 0)
+    marked = _flag_by_row(data, data.cases["row"].is_in(withholding["row"].implode()))
+    hits = hits.with_columns(
+        # the general path: a hop overridden by several triples, a victim among the
+        # sources, or a victim that withholds edits
+        (
+            pl.col("__i").eq_missing(pl.col("__i").shift(1))
+            | pl.col("__i").eq_missing(pl.col("__i").shift(-1))
+            | pair.is_in(own.implode())
+            | marked
+        ).alias("general")
+    )
+    # the hits of the simple path are the candidates' rows already, in their order; their
+    # texts are their triple's (``texts``: the triples' rows, then one per general hop)
+    victims = hits.filter(~pl.col("general")).select(
+        *hop_columns, pl.lit(text_of).gather(pl.col("__t")).alias("texts")
+    )
+    general = hits.filter(pl.col("general"))
+    if general.height:
+        per_triple = _triple_texts(data, sources)
+        general = _general_hits(
+            data,
+            general.select("__i", "row", "__t").join(per_triple, on="__t", maintain_order="left"),
+        )
+        texts = _texts(per_triple)
+        if general.height:
+            texts = pl.concat([texts, general.drop("__i")], how="vertical_relaxed")
+            general = cand.select(hop_columns).join(
+                general.select("__i").with_row_index("texts", offset=per_triple.height),
+                on="__i",
+                maintain_order="left",
+            )
+            victims = pl.concat([victims, general], how="vertical_relaxed").sort("__i")
+        victims, content, groups = _contents(data, victims)
+    else:
+        # Nearly always: the triples' texts and the hits' contents do not depend on each
+        # other, and each is mostly one polars thread's work, so they run side by side
+        # (1 M cases, ``random:100000``: ~0.15 s each).
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(_triple_texts, data, sources)
+            victims, content, groups = _contents(data, victims)
+            texts = _texts(job.result())
+    contents = groups.drop("content", "__h").with_columns(
+        c.gather(groups["texts"]) for c in texts.get_columns()
+    )
+    return Contamination(
+        victims.select(
+            "row",
+            data.records_by_row().gather(victims["row"]),
+            "edited",
+            content.alias("content"),
+        ).select(pl.col(c).cast(t) for c, t in HIT_SCHEMA.items()),
+        contents.select(pl.col(c).cast(t) for c, t in CONTENT_SCHEMA.items()),
+    )
+
+
+def _triple_texts(data: KEData, sources: pl.DataFrame) -> pl.DataFrame:
+    """Per hit triple, in triple order: its source cases, rows and edit indexes (in (case,
+    edit) order), its first edit's texts, its ``details`` entry (``edit``) and its fix.
+
+    The coded values are cast to text once per triple (each triple's edits share its triple;
+    ``subject`` and ``new_str`` are its first edit's): a cast reads each value from polars'
+    global string cache (~0.2 µs a value once the cache outgrows the CPU's: millions of ids),
+    and the texts below and the escape check would each cast them again.
+    """
+    ints = _integer_case_ids(data)
+    case_id = pl.col("record").cast(pl.Int64) if ints else pl.col("record")
     first_of = sources.select(
         pl.col("__t").ne_missing(pl.col("__t").shift(1)).cum_sum().cast(pl.UInt32).sub(1)
     ).to_series()
@@ -489,15 +562,12 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
     )
     # JSON written as text when no value needs escaping (ids and labels nearly always):
     # ``json_encode`` of the nested structs was a third of the table's time.
-    plain = not sources.select(
-        pl.any_horizontal(
-            *[pl.col(c).str.contains(_NEEDS_ESCAPE).any() for c in (*_EDIT_TEXT, "record")]
-        )
-    ).item()
-    # (triple, source row) as one integer: is the victim among the triple's sources?
-    pair = (pl.col("__t").cast(pl.UInt64) * (1 << 32)) + pl.col("row").cast(pl.UInt64)
-    own = sources.select(pair).to_series()
-    sources = (
+    plain = not pl.concat(
+        [as_text.select(pl.any_horizontal(pl.all().str.contains(_NEEDS_ESCAPE).any())),
+         sources.select(pl.col("record").str.contains(_NEEDS_ESCAPE).any().alias("t_s"))],
+        how="vertical_relaxed",
+    ).to_series().any()  # fmt: skip
+    return (
         # a group keeps its rows' order (polars documents it): (case, edit) order
         sources.group_by("__t", maintain_order=True)
         .agg(
@@ -519,48 +589,22 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
         # the ``edits`` list of a hop overridden by this triple alone, written once per triple
         .with_columns(pl.concat_str(pl.lit("["), pl.col("edit"), pl.lit("]")).alias("edits"))
     )
-    # each hit triple's row in ``sources`` (its texts' number), by triple number
-    text_of = pl.repeat(0, triples.height, dtype=pl.UInt32, eager=True).scatter(
-        sources["__t"], pl.int_range(sources.height, dtype=pl.UInt32, eager=True)
-    )
-    withholding = data.marks.filter(pl.col("withheld").list.len() > 0)
-    marked = _flag_by_row(data, data.cases["row"].is_in(withholding["row"].implode()))
-    hits = hits.with_columns(
-        # the general path: a hop overridden by several triples, a victim among the
-        # sources, or a victim that withholds edits
-        (
-            pl.col("__i").eq_missing(pl.col("__i").shift(1))
-            | pl.col("__i").eq_missing(pl.col("__i").shift(-1))
-            | pair.is_in(own.implode())
-            | marked
-        ).alias("general")
-    )
-    # the hits of the simple path are the candidates' rows already, in their order; their
-    # texts are their triple's (``texts``: the triples' rows, then one per general hop)
-    victims = hits.filter(~pl.col("general")).select(
-        *hop_columns, pl.lit(text_of).gather(pl.col("__t")).alias("texts")
-    )
-    texts = sources.select(
+
+
+def _texts(per_triple: pl.DataFrame) -> pl.DataFrame:
+    """What a hop overridden by one triple alone says (see ``CONTENT_SCHEMA``), per triple."""
+    return per_triple.select(
         pl.lit(1, pl.UInt32).alias("n_edits"),
         "edits",
         pl.col("new_str").alias("first_target"),
         pl.col("src_records").list.first().alias("first_source"),
         "withhold",
     )
-    general = hits.filter(pl.col("general"))
-    if general.height:
-        general = _general_hits(
-            data,
-            general.select("__i", "row", "__t").join(sources, on="__t", maintain_order="left"),
-        )
-    if general.height:
-        texts = pl.concat([texts, general.drop("__i")], how="vertical_relaxed")
-        general = cand.select(hop_columns).join(
-            general.select("__i").with_row_index("texts", offset=sources.height),
-            on="__i",
-            maintain_order="left",
-        )
-        victims = pl.concat([victims, general], how="vertical_relaxed").sort("__i")
+
+
+def _contents(data: KEData, victims: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
+    """The victims with their hops' labels, each victim's content number, and the distinct
+    contents (numbered, unedited first) with the texts row each takes."""
     at = victims["__i"]
     victims = victims.with_columns(data.hops["s_label"].gather(at), data.hops["o_label"].gather(at))
 
@@ -596,18 +640,7 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
     content = pl.repeat(0, victims.height, dtype=pl.UInt32, eager=True).scatter(
         members["__h"], members["content"]
     )
-    contents = groups.drop("content", "__h").with_columns(
-        c.gather(groups["texts"]) for c in texts.get_columns()
-    )
-    return Contamination(
-        victims.select(
-            "row",
-            data.records_by_row().gather(victims["row"]),
-            "edited",
-            content.alias("content"),
-        ).select(pl.col(c).cast(t) for c, t in HIT_SCHEMA.items()),
-        contents.select(pl.col(c).cast(t) for c, t in CONTENT_SCHEMA.items()),
-    )
+    return victims, content, groups
 
 
 def _groups(packed: pl.DataFrame) -> pl.DataFrame:
@@ -747,9 +780,16 @@ def contamination_table(ctx: AuditContext) -> pl.DataFrame:
 
 def _contam_findings(ctx: AuditContext, edited_side: bool) -> pl.DataFrame:
     table: Contamination = ctx.table("contamination")
-    hits = table.hits.filter(pl.col("edited") == edited_side)
-    if hits.is_empty():
+    on_side = int(table.hits["edited"].sum())
+    if not edited_side:
+        on_side = table.hits.height - on_side
+    if not on_side:
         return empty_rule_output()
+    # one side only (every hit unedited, as at ``random:K`` with K well below the cases): no
+    # copy of the hits
+    hits = table.hits
+    if on_side < hits.height:
+        hits = hits.filter(pl.col("edited") == edited_side)
     # the texts are written per content (see :class:`Contamination`), then gathered per hit
     # (strings are views in polars: the gather copies no text); unedited contents come first
     unedited = int(table.contents["edited"].not_().sum())
