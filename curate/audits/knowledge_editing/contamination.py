@@ -18,6 +18,7 @@ import orjson
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import MAX_LISTED, RULES
+from curate.engine import available_cores
 from curate.errors import UsageError
 from curate.findings import (
     empty_rule_output,
@@ -344,50 +345,102 @@ def _candidates(data: KEData, edited: pl.Series, per_key: pl.DataFrame) -> pl.Da
     hops = data.hops
     keys = per_key["key"].to_numpy()
     k_s = (keys >> np.uint64(32)).astype(np.uint32)
-    k_r = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     subjects = _codes(hops["s"], 0)
     size = int(max(subjects.max(initial=0), int(k_s.max()))) + 1
     first = np.full(size, _NONE, dtype=np.uint32)
     # the first key of each subject: the keys are sorted, so written last-to-first
     first[k_s[::-1]] = np.arange(len(keys) - 1, -1, -1, dtype=np.uint32)
-    # The hops whose subject has a key (looked up in a table of flags, a byte a code: a
-    # quarter of the 32-bit table's cache lines), then of those the hops on their path
-    # (``new_triples`` of the edited cases, ``triples`` of the others). A null subject,
-    # relation or object is a code no key has.
     has = np.zeros(size, dtype=bool)
     has[k_s] = True
-    idx = np.flatnonzero(has[subjects])
-    if hops["s"].null_count():  # a null read as code 0 above
-        idx = idx[hops["s"].is_not_null().to_numpy()[idx]]
     path = hops["path"]
-    new = path.to_physical().to_numpy()[idx] == path.dtype.categories.to_list().index("new")  # type: ignore[attr-defined]
-    idx = idx[new == _by_row(data, edited).to_numpy()[hops["row"].to_numpy()[idx]]]
-    at = first[subjects[idx]]
-    r = _codes(hops["r"], int(_NONE))[idx]
-    hit = k_r[at] == r
-    # subjects with several keys: the hop's key searched among them
-    nxt = np.minimum(at + 1, len(keys) - 1)
-    multi = ~hit & (k_s[nxt] == k_s[at]) & (nxt != at)
-    if multi.any():
-        want = (k_s[at[multi]].astype(np.uint64) << np.uint64(32)) | r[multi].astype(np.uint64)
-        pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-        found = keys[pos] == want
-        m = np.flatnonzero(multi)
-        at[m[found]] = pos[found]
-        hit[m[found]] = True
-    idx, at = idx[hit], at[hit]
-    o = _codes(hops["o"], int(_NONE))[idx]
-    o_min = per_key["o_min"].to_numpy()[at]
-    o_max = per_key["o_max"].to_numpy()[at]
-    keep = (o != o_min) | (o != o_max)
-    idx = pl.Series("__i", idx[keep], dtype=pl.UInt32)
-    found_keys = per_key[pl.Series(at[keep], dtype=pl.UInt32)]
+    arrays = _HopArrays(
+        subjects=subjects,
+        s_valid=hops["s"].is_not_null().to_numpy() if hops["s"].null_count() else None,
+        new=path.to_physical().to_numpy() == path.dtype.categories.to_list().index("new"),  # type: ignore[attr-defined]
+        rows=hops["row"].to_numpy(),
+        by_row=_by_row(data, edited).to_numpy(),
+        r=_codes(hops["r"], int(_NONE)),
+        o=_codes(hops["o"], int(_NONE)),
+        has=has,
+        first=first,
+        keys=keys,
+        k_s=k_s,
+        k_r=(keys & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+        o_min=per_key["o_min"].to_numpy(),
+        o_max=per_key["o_max"].to_numpy(),
+    )
+    # numpy releases the GIL in these gathers: the hops in ranges, one per core (1 M cases,
+    # 8 M hops: ~2x faster on two cores than in one range)
+    n = hops.height
+    parts = min(available_cores(), max(1, n // 1_000_000))
+    bounds = [n * i // parts for i in range(parts + 1)]
+    if parts == 1:
+        found = [_candidates_in(arrays, 0, n)]
+    else:
+        with ThreadPoolExecutor(parts) as pool:
+            found = list(pool.map(_candidates_in, [arrays] * parts, bounds[:-1], bounds[1:]))
+    idx = pl.Series("__i", np.concatenate([f[0] for f in found]), dtype=pl.UInt32)
+    found_keys = per_key[pl.Series(np.concatenate([f[1] for f in found]), dtype=pl.UInt32)]
     return (
         hops.select("row", (pl.col("path") == "new").alias("edited"), "hop", "s", "r", "o")[idx]
         .with_columns(idx)
         .select("__i", "row", "edited", "hop", "s", "r", "o")
         .hstack(found_keys)
     )
+
+
+@dataclass(frozen=True)
+class _HopArrays:
+    """What :func:`_candidates_in` reads: the hops' columns as numpy (views where possible) and
+    the lookup tables built from the applied keys."""
+
+    subjects: np.ndarray  # subject codes (a null read as 0, see ``s_valid``)
+    s_valid: np.ndarray | None  # the subjects that are not null, when some are
+    new: np.ndarray  # is the hop on ``new_triples``?
+    rows: np.ndarray
+    by_row: np.ndarray  # is the case edited, by row
+    r: np.ndarray
+    o: np.ndarray
+    has: np.ndarray  # by subject code: has the subject an applied key?
+    first: np.ndarray  # by subject code: its first key
+    keys: np.ndarray  # the applied keys, sorted
+    k_s: np.ndarray
+    k_r: np.ndarray
+    o_min: np.ndarray
+    o_max: np.ndarray
+
+
+def _candidates_in(a: _HopArrays, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates among hops ``lo:hi`` (their positions, and each one's key): a pure
+    function of the arrays, so ranges run on threads side by side.
+
+    The hops whose subject has a key are looked up in a table of flags (a byte a code: a
+    quarter of the 32-bit table's cache lines), then of those the hops on their path
+    (``new_triples`` of the edited cases, ``triples`` of the others). A null subject,
+    relation or object is a code no key has.
+    """
+    idx = np.flatnonzero(a.has[a.subjects[lo:hi]]) + lo
+    if a.s_valid is not None:
+        idx = idx[a.s_valid[idx]]
+    idx = idx[a.new[idx] == a.by_row[a.rows[idx]]]
+    at = a.first[a.subjects[idx]]
+    r = a.r[idx]
+    hit = a.k_r[at] == r
+    # subjects with several keys: the hop's key searched among them
+    last = len(a.keys) - 1
+    nxt = np.minimum(at + 1, last)
+    multi = ~hit & (a.k_s[nxt] == a.k_s[at]) & (nxt != at)
+    if multi.any():
+        want = (a.k_s[at[multi]].astype(np.uint64) << np.uint64(32)) | r[multi].astype(np.uint64)
+        pos = np.minimum(np.searchsorted(a.keys, want), last)
+        found = a.keys[pos] == want
+        m = np.flatnonzero(multi)
+        at[m[found]] = pos[found]
+        hit[m[found]] = True
+    idx, at = idx[hit], at[hit]
+    o = a.o[idx]
+    keep = (o != a.o_min[at]) | (o != a.o_max[at])
+    return idx[keep], at[keep]
 
 
 def contamination(data: KEData, edited: pl.Series) -> Contamination:
