@@ -685,3 +685,23 @@ def test_contamination_matches_indexed_loop_on_colliding_facts(chains, k, seed) 
     assert got == _loop_hits(valid, edited)
     table = contamination(data, edited_flags)
     assert table.hits.height == len(got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=60
+    )
+)
+def test_content_groups_are_the_exact_groups(rows) -> None:
+    """``_groups`` (grouped on one column, regrouped where the others vary) gives the groups an
+    exact group-by on all three columns gives, each with its rows in order."""
+    from curate.audits.knowledge_editing.contamination import _groups
+
+    packed = pl.DataFrame(rows, schema=["__a", "__b", "__c"], orient="row").cast(pl.UInt64)
+    got = _groups(packed)
+    want: dict[tuple[int, int, int], list[int]] = {}
+    for i, r in enumerate(rows):
+        want.setdefault(r, []).append(i)
+    assert sorted(got["__h"].to_list()) == sorted(want.values())
+    assert got["__f"].to_list() == [h[0] for h in got["__h"].to_list()]
