@@ -121,7 +121,14 @@ class Cluster:
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        # the workers import curate from this checkout, as the children do (not from wherever
+        # the interpreter's curate is installed: another worktree's)
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "RAY_AUTH_MODE": "disabled",
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
         port = _free_port()
         self.address = f"127.0.0.1:{port}"
         common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]

@@ -1693,19 +1693,20 @@ def _jsonl_blocks(
             cut = held
         if not cut:
             return
-        nl = buf.count(b"\n", 0, cut)
+        nl, blank = line_stats(buf, 0, cut)
         last_open = buf[cut - 1] != 0x0A  # the file's last line, without a newline
         if nl + last_open > BATCH_ROWS:  # short lines: BATCH_ROWS of them make a batch
             pos = -1
             for _ in range(BATCH_ROWS):
                 pos = buf.find(b"\n", pos + 1, cut)
             cut, nl = pos + 1, BATCH_ROWS
+            blank = _blank_lines(buf, 0, cut)
         with memoryview(buf) as mv:
             data = bytes(mv[:cut])
         buf[: held - cut] = buf[cut:held]  # the partial line after the cut, to the front
         held -= cut
         n_lines = nl + (0 if data.endswith(b"\n") else 1)
-        if not _blank_lines(data, 0, len(data)):  # blank lines are skipped, still counted
+        if not blank:  # blank lines are skipped, still counted
             blob = Lines(data, lineno, at, n_lines)
             yield _jsonl_batch(path, offset, [], [], [], codec, blob)
             offset += n_lines
@@ -2089,7 +2090,7 @@ _BLANK_START = re.compile(rb"\n(?=[ \t\r\n\x0b\x0c])")
 _WS_BYTES = frozenset(b" \t\r\n\x0b\x0c")
 
 
-def _blank_lines(chunk: bytes, start: int, end: int) -> int:
+def _blank_lines(chunk: bytes | bytearray, start: int, end: int) -> int:
     """How many of the whole lines in ``chunk[start:end]`` are blank (whitespace only, as
     :func:`_jsonl_batches` skips them); only lines starting with whitespace are looked at."""
     starts = [m.end() for m in _BLANK_START.finditer(chunk, start, end)]
@@ -2101,6 +2102,39 @@ def _blank_lines(chunk: bytes, start: int, end: int) -> int:
         if not chunk[s : e if e >= 0 else end].strip():
             n += 1
     return n
+
+
+#: Newlines :func:`line_stats` finds one by one before it judges the lines' length.
+_PROBE_LINES = 64
+#: Average line length (bytes) below which :func:`line_stats` counts by whole-buffer scans.
+_SHORT_LINE = 512
+
+
+def line_stats(chunk: bytes | bytearray, start: int, end: int) -> tuple[int, int]:
+    """``(newlines, blank lines)`` in ``chunk[start:end]``: the ``\\n`` bytes there, and how
+    many of the lines starting there are blank (:func:`_blank_lines`).
+
+    Why not ``count`` and a regular expression: each is a byte-by-byte scan (~1.3 GB/s each
+    here), while MQuAKE lines are kilobytes long; ``find`` jumps from newline to newline at
+    ``memchr`` speed and looks at the byte after each (a blank line starts with whitespace),
+    ~4x less CPU on the whole. Lines shorter than :data:`_SHORT_LINE` on average (one Python
+    step per line would cost more) go back to the two scans for the rest of the chunk.
+    """
+    find = chunk.find
+    ws = _WS_BYTES
+    newlines = blank = 0
+    s = start
+    while True:
+        if s < end and chunk[s] in ws:  # a line starting with whitespace: is it blank?
+            e = find(b"\n", s, end)
+            blank += not chunk[s : e if e >= 0 else end].strip()
+        i = find(b"\n", s, end)
+        if i < 0:
+            return newlines, blank
+        newlines += 1
+        s = i + 1
+        if newlines == _PROBE_LINES and s - start < _PROBE_LINES * _SHORT_LINE:
+            return newlines + chunk.count(b"\n", s, end), blank + _blank_lines(chunk, s, end)
 
 
 def count_span(span: Span, fh: BinaryIO | None = None, digest: Any = None) -> tuple[int, int]:
@@ -2116,23 +2150,28 @@ def count_span(span: Span, fh: BinaryIO | None = None, digest: Any = None) -> tu
     fh.seek(a)
     pos = a
     head = b""  # the line in progress: its bytes so far
-    while pos < b:
-        chunk = fh.read(min(_COUNT_CHUNK, b - pos))
-        if not chunk:
-            break
-        if digest is not None:
-            digest.update(chunk)
-        pos += len(chunk)
-        first = chunk.find(b"\n")
-        if first < 0:
-            head += chunk
-            continue
-        lines += 1
-        blank += not (head + chunk[:first]).strip()
-        last = chunk.rfind(b"\n")
-        lines += chunk.count(b"\n", first + 1, last + 1)
-        blank += _blank_lines(chunk, first + 1, last + 1)
-        head = chunk[last + 1 :]
+    # one buffer read into over and over: a fresh 8 MiB ``bytes`` per read is a fresh mapping
+    # whose pages fault in again (~1 CPU-s per 5 GB)
+    chunk = bytearray(min(_COUNT_CHUNK, max(0, b - pos)))
+    with memoryview(chunk) as mv:
+        while pos < b:
+            got = fh.readinto(mv[: min(len(chunk), b - pos)]) or 0
+            if not got:
+                break
+            if digest is not None:
+                digest.update(mv[:got])
+            pos += got
+            first = chunk.find(b"\n", 0, got)
+            if first < 0:
+                head += mv[:got]
+                continue
+            lines += 1
+            blank += not (head + mv[:first]).strip()
+            last = chunk.rfind(b"\n", 0, got)
+            whole, blanks = line_stats(chunk, first + 1, last + 1)
+            lines += whole
+            blank += blanks
+            head = bytes(mv[last + 1 : got])
     if head:  # the file's last line, without a newline
         lines += 1
         blank += not head.strip()

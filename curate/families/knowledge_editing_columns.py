@@ -347,7 +347,10 @@ class DictionaryRun:
         self._dicts.append(arr.dictionary.cast(pa.large_string()))
         self._size += len(arr.dictionary)
         codes = arr.indices.cast(pa.uint32())
-        return pc.add(codes, pa.scalar(start, pa.uint32())) if start else codes
+        if not start:
+            return codes
+        # in polars: pyarrow's scalar from a Python int imports pandas (~0.35 s, once)
+        return (pl.Series(codes) + pl.Series([start], dtype=pl.UInt32)).to_arrow()
 
     def categories(self, dtype: pl.DataType) -> pl.Series:
         """The run's strings as ``dtype`` (categorical or enum): index → its category."""
