@@ -588,3 +588,32 @@ def test_jsonl_blocks_match_line_iteration(tmp_path, lines, crlf, trailing, bloc
         assert [(n, a, r) for n, a, r in zip(nums, ats, raws, strict=True)] == [
             w for w in want if w[0] in set(nums)
         ]
+
+
+_LINE = st.one_of(
+    st.text(alphabet=" \t\r\x0b\x0c", max_size=3),  # blank (whitespace only) or empty
+    st.text(alphabet='ab{}" \t', min_size=1, max_size=40),
+    st.text(alphabet="x", min_size=600, max_size=1200),  # long lines: the find path
+).map(str.encode)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(_LINE, max_size=200),
+    tail=st.binary(max_size=5),
+    cut=st.tuples(st.integers(0, 400), st.integers(0, 400)),
+)
+def test_line_stats_counts_as_the_two_scans(lines, tail, cut) -> None:
+    """``line_stats`` (newline to newline by ``find``) gives the newline and blank-line counts
+    that ``bytes.count`` and the blank-line scan give, on any slice, short lines or long."""
+    from curate.io import _blank_lines, line_stats
+
+    chunk = b"\n".join(lines) + tail
+    start, end = sorted(min(c, len(chunk)) for c in cut)
+    if cut[1] == 400:
+        end = len(chunk)
+    assert line_stats(chunk, start, end) == (
+        chunk.count(b"\n", start, end),
+        _blank_lines(chunk, start, end),
+    )
+    assert line_stats(bytearray(chunk), start, end) == line_stats(chunk, start, end)
