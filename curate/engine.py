@@ -171,8 +171,9 @@ class RayEngine(Engine):
         # Start one worker process per cluster CPU now, while the driver reads the input's
         # metadata: a Ray worker starts on first use (~1-3 s of Python and Ray imports), which
         # would otherwise sit on the critical path of the first units. Spread over the nodes:
-        # left to Ray's default (the driver's node first), the no-ops all ran on the head's
-        # worker and the other node's started only with the first real task (~2.4 s later).
+        # Ray's default prefers the driver's node, where a no-op may take the head's worker
+        # again and leave another node's worker to start with its first real task (seen ~2.4 s
+        # after the head's on a two-node cluster).
         cpus = self.parallelism(1)
         warm = ray.remote(_warm).options(scheduling_strategy="SPREAD")
         self._warm = [warm.remote() for _ in range(cpus)]
