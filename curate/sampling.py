@@ -65,20 +65,19 @@ def _words(rng: random.Random, count: int) -> np.ndarray:
 def _distinct(rng: random.Random, n: int, k: int) -> np.ndarray | None:
     """The set branch: ``randbelow(n)`` until a new value, ``k`` times."""
     b = n.bit_length()
-    taken = np.zeros(0, dtype=np.int64)
     # a word is kept with probability n / 2**b (>= 1/2), then new with probability >= 1 - k/n
     per_word = (n / (1 << b)) * max(1.0 - k / n, 1e-3)
     stream = np.zeros(0, dtype=np.int64)
+    distinct = 0
     for _ in range(_MAX_ROUNDS):
-        need = k - len(taken)
-        words = _words(rng, int(need / per_word * 1.1) + 64)
+        words = _words(rng, int((k - distinct) / per_word * 1.1) + 64)
         r = (words >> np.uint32(32 - b)).astype(np.int64)
         stream = np.concatenate([stream, r[r < n]])
-        _, first = np.unique(stream, return_index=True)
-        if len(first) >= k:
+        _, first = np.unique(stream, return_index=True)  # each value's first draw
+        distinct = len(first)
+        if distinct >= k:
             first.sort()
             return stream[first[:k]]
-        taken = first
     return None
 
 
