@@ -1839,9 +1839,9 @@ def _parquet_batches(
             total += rows[i + run]
             run += 1
         if run > 1:
-            try:  # at most BATCH_ROWS rows: one batch
+            try:  # at most BATCH_ROWS rows: one batch; coded fields as dictionaries too
                 read = list(
-                    pf.iter_batches(
+                    (pf if coded is None else coded).iter_batches(
                         batch_size=BATCH_ROWS, row_groups=todo[i : i + run], use_threads=False
                     )
                 )
