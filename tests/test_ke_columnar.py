@@ -9,6 +9,7 @@ rows naming the same case, field and line, same ids, same noted shape.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
@@ -398,27 +399,67 @@ def test_coded_dictionary_holding_a_null_is_not_vouched_for(hard_records: list[d
     assert conformed[1] is None  # decoded: the null is a null again
 
 
+@pytest.mark.parametrize("kind", ["parquet", "jsonl", "mixed", "collide"])
 def test_shard_round_trip_keeps_tables_and_row_order_note(
-    hard_records: list[dict], tmp_path: Path
+    hard_records: list[dict], tmp_path: Path, kind: str
 ) -> None:
-    """A Ray shard (:class:`_Shard`: tables as Arrow, coded columns as dictionaries) unpacks to
-    the tables the worker built, and ``row`` keeps polars' sorted note that Arrow drops (the
-    rules' group-bys on ``row`` ran 2x slower without it)."""
+    """A Ray shard (:class:`_Shard`: tables as Arrow, coded columns as indexes into the shard's
+    strings) unpacks to the tables the worker built, and ``row`` keeps polars' sorted note that
+    Arrow drops (the rules' group-bys on ``row`` ran 2x slower without it).
+
+    The ways a batch reaches a shard's string pool: parquet row groups whose coded fields come
+    as dictionaries (kept as codes); JSON Lines in several blocks (categories, mapped to indexes
+    once per shard), one of them holding a string case id among integers (that batch goes
+    through pydantic); and ``mixed``, a parquet shard where one row group's dictionary holds an
+    empty subject (that batch is read decoded, as categories, between coded ones). ``collide``:
+    every string of the pool hashes alike, so the pool's distinct strings are not trusted and
+    the repeats travel as they are."""
     import pickle
 
+    from curate.families import knowledge_editing as ke
     from curate.families.knowledge_editing import FAMILY as KE
     from curate.families.knowledge_editing import _load_span
-    from curate.io import input_spans
+    from curate.io import SpanNumbering, input_spans
 
-    path = tmp_path / "hard.parquet"
-    pq.write_table(pa.Table.from_pylist(hard_records), path, row_group_size=50)
-    with mock.patch.object(curate.io, "SPAN_MIN_BYTES", 1):
-        spans = input_spans(path, None, 3)
-    assert spans is not None and len(spans) >= 2
-    for span in spans:
-        shard = pickle.loads(pickle.dumps(_load_span(span, span.first_index, None), protocol=5))
-        got = shard.unpack()
-        want = KE._load([span], progress=None, keep_records=False, first_row=span.first_index)
-        for name in ("cases", "hops", "edits"):
-            assert_frame_equal(getattr(got, name), getattr(want, name))
-            assert getattr(got, name)["row"].flags["SORTED_ASC"], name
+    records = copy.deepcopy(hard_records)
+    if kind == "mixed":
+        records[120]["requested_rewrite"][0]["subject"] = ""
+    if kind == "jsonl":
+        records[260]["case_id"] = "case-260"
+        path = tmp_path / "hard.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    else:
+        path = tmp_path / "hard.parquet"
+        pq.write_table(pa.Table.from_pylist(records), path, row_group_size=50)
+    with (
+        mock.patch.object(curate.io, "SPAN_MIN_BYTES", 1),
+        mock.patch.object(curate.io, "JSONL_BLOCK", 64 << 10),
+    ):
+        spans = input_spans(path, None, 2)
+        assert spans is not None and len(spans) >= 2
+        if kind == "jsonl":
+            spans = list(SpanNumbering(spans))
+        kept, owned = [], []
+        add, own = ke._StringPool.add, ke._StringPool.own
+        same_hash = mock.patch.object(
+            pl.Series, "hash", lambda s, seed=0: pl.zeros(len(s), pl.UInt64, eager=True)
+        )
+        with (
+            mock.patch.object(ke._StringPool, "add", lambda p, *a: kept.append(1) or add(p, *a)),
+            mock.patch.object(ke._StringPool, "own", lambda p, c: owned.append(1) or own(p, c)),
+            same_hash if kind == "collide" else contextlib.nullcontext(),
+        ):
+            shards = [_load_span(span, span.first_index, None) for span in spans]
+        # each way was taken: codes kept for parquet, categories mapped for the rest
+        assert (len(kept) > 0) == (kind != "jsonl"), kept
+        assert len(owned) == len(spans)
+        for span, made in zip(spans, shards, strict=True):
+            # each string once, unless their hashes could not tell them apart
+            assert (len(made.strings.unique()) == len(made.strings)) == (kind != "collide")
+            shard = pickle.loads(pickle.dumps(made, protocol=5))
+            got = shard.unpack()
+            want = KE._load([span], progress=None, keep_records=False, first_row=span.first_index)
+            for name in ("cases", "hops", "edits"):
+                assert_frame_equal(getattr(got, name), getattr(want, name))
+                assert getattr(got, name)["row"].flags["SORTED_ASC"], name
+            assert_frame_equal(got.schema_findings, want.schema_findings)

@@ -242,9 +242,11 @@ class _TableBuilder:
     held is seldom handed back to the system, so the lists must not grow with the file.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, strings: _StringPool | None = None) -> None:
         self.chunks: dict[str, list[pl.DataFrame]] = {"cases": [], "hops": [], "edits": []}
         self.shape = _Shape()
+        #: A Ray worker's (see :class:`_StringPool`): coded columns as indexes into it.
+        self.strings = strings
         self._reset()
 
     def _reset(self) -> None:
@@ -269,6 +271,9 @@ class _TableBuilder:
         frames = [cols.cases, cols.hops, cols.edits]
         if drop:
             frames = [f.filter(~pl.col("row").is_in(drop)) for f in frames]
+        if cols.strings is not None:
+            assert self.strings is not None
+            frames = self.strings.add(frames, cols.strings)
         for name, frame in zip(("cases", "hops", "edits"), frames, strict=True):
             if frame.height:
                 self.chunks[name].append(frame)
@@ -340,10 +345,14 @@ class _TableBuilder:
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         self.flush()
+        schemas = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
+        if self.strings is not None:
+            self.strings.own(self.chunks)
+            schemas = tuple(_uncoded(s) for s in schemas)  # type: ignore[assignment]
         return (
-            _concat(self.chunks.pop("cases"), CASE_SCHEMA),
-            _concat(self.chunks.pop("hops"), HOP_SCHEMA),
-            _concat(self.chunks.pop("edits"), EDIT_SCHEMA),
+            _concat(self.chunks.pop("cases"), schemas[0]),
+            _concat(self.chunks.pop("hops"), schemas[1]),
+            _concat(self.chunks.pop("edits"), schemas[2]),
         )
 
 
@@ -445,7 +454,7 @@ def _portable(batch: Batch) -> Batch:
 
 
 def _ahead(
-    batches: Iterator[Batch], pool: Any, row: int, depth: int = 1
+    batches: Iterator[Batch], pool: Any, row: int, depth: int = 1, keep_codes: bool = False
 ) -> Iterator[tuple[Batch, Future | None, int]]:
     """Each batch with its columnar job (None: read record by record) and its first row,
     yielded once the ``depth`` batches after it have been read and their jobs submitted, so
@@ -461,7 +470,7 @@ def _ahead(
             raise
         if batch is None:
             break
-        job = pool.submit(_columns, _portable(batch), row) if pool is not None else None
+        job = pool.submit(_columns, _portable(batch), row, keep_codes) if pool is not None else None
         pending.append((batch, job, row))
         row += len(batch)
         if len(pending) > depth:
@@ -500,7 +509,7 @@ def _parse_type(id_kind: type) -> pa.StructType | None:
     return _declared_type(shape)
 
 
-def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
+def _columns(batch: Batch, first_row: int, keep_codes: bool = False) -> tuple[Columns, type] | None:
     """The batch laid out by the columnar path, or None (read it record by record): when the
     bytes or Arrow columns are not at hand, the case ids are not all of one kind, or Arrow
     cannot hold the batch in the declared type."""
@@ -541,7 +550,7 @@ def _columns(batch: Batch, first_row: int) -> tuple[Columns, type] | None:
         table, codes = conformed if conformed is not None else (None, None)
     if table is None:
         return None
-    cols = tables(table, first_row, batch.split, id_kind, codes)
+    cols = tables(table, first_row, batch.split, id_kind, codes, keep_codes)
     return (cols, id_kind) if cols is not None else None
 
 
@@ -553,45 +562,71 @@ SHARDS_PER_CPU = 4
 def _load_span(span: Span, first_row: int, encoding: str | None) -> _Shard:
     """One input shard read, validated and laid out where the task runs: :meth:`~
     KnowledgeEditingFamily._load` over the span, its columnar parsing on one thread beside
-    the reading (a task holds one CPU)."""
+    the reading (a task holds one CPU), its coded columns as indexes into the shard's
+    strings (:class:`_StringPool`)."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as load() does
     try:
-        return _Shard(
-            FAMILY._load(
-                [span],
-                progress=None,
-                keep_records=False,
-                encoding=encoding,
-                workers=1,
-                first_row=first_row,
-            )
+        strings = _StringPool()
+        data = FAMILY._load(
+            [span],
+            progress=None,
+            keep_records=False,
+            encoding=encoding,
+            workers=1,
+            first_row=first_row,
+            strings=strings,
         )
+        return _Shard(data, strings)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-class _Shard:
-    """A shard's :class:`KEData` on its way from a Ray worker to the driver.
+class _StringPool:
+    """A Ray worker's strings of one shard: its tables' coded columns (:data:`CODE`) hold
+    ``uint32`` indexes into them instead of categories.
 
-    Why not the frames themselves: a pickled polars frame carries each coded column's strings
-    in full, and the driver coded every value again (~1 CPU-s per 100k cases, the most of
-    Ray's cost over the local engine at 1 M cases). Here the tables travel as Arrow, whose
-    buffers Ray moves without copying them. The coded columns (:data:`CODE`) travel as
-    ``uint32`` indexes into one list of strings for the whole shard, :attr:`strings`: each
-    string the shard's coded columns use, once, so the driver makes each of them a category
-    once and gathers the codes. (Per column and per batch, as Arrow dictionaries, the same
-    strings came ~3x over: an entity is a subject, an object and an edit's target; the cast
-    to categories was ~40 % of the driver's load.)
+    Why: the tables go to the driver, whose categories are its own process's, so the driver
+    makes each string a category there whatever the worker did. A worker that made them
+    categories too did it twice: for a parquet shard, whose coded fields come as the row
+    groups' dictionaries, that cast was a third of the worker's load, plus a pass mapping its
+    categories back to strings for the trip (1 M cases: ~9 and ~3 CPU-s over the shards). So
+    a batch whose coded fields came as codes (:class:`~.knowledge_editing_columns.Codes`) keeps
+    them, its dictionaries' strings appended here (:meth:`add`); any other batch (JSON Lines:
+    the values are strings; records pydantic read) makes categories as locally, and
+    :meth:`own` maps them to indexes once for the shard.
     """
 
-    __slots__ = ("data", "strings", "tables")
+    __slots__ = ("_parts", "_size")
 
-    def __init__(self, data: KEData) -> None:
-        frames = {name: getattr(data, name) for name in _SHARD_TABLES}
-        values = [f[c] for f in frames.values() for c in _code_columns(f)]
-        coded = pl.concat(values).drop_nulls() if values else pl.Series([], dtype=CODE)
+    def __init__(self) -> None:
+        self._parts: list[pa.Array] = []
+        self._size = 0
+
+    def add(self, frames: list[pl.DataFrame], strings: pa.Array) -> list[pl.DataFrame]:
+        """``frames``, whose coded columns index ``strings``, as indexes into the pool."""
+        start = self._size
+        self._parts.append(strings)
+        self._size += len(strings)
+        if not start:
+            return frames
+        shift = pl.lit(start, dtype=pl.UInt32)
+        return [
+            f.with_columns(pl.col(c) + shift for c in _pooled(schema))
+            for f, schema in zip(frames, _SHARD_SCHEMAS, strict=True)
+        ]
+
+    def own(self, chunks: dict[str, list[pl.DataFrame]]) -> None:
+        """The chunks holding categories (see the class), in place, as indexes into the pool:
+        each string they use appended once."""
+        places = [
+            (name, i) for name, fs in chunks.items() for i, f in enumerate(fs) if _code_columns(f)
+        ]
+        values = [chunks[n][i][c] for n, i in places for c in _code_columns(chunks[n][i])]
+        if not values:
+            return
+        coded = pl.concat(values).drop_nulls()
         # This process's category ids of the values, and a place where each id occurs: the
         # strings used, each once, are the values at those places (array indexing: ~4x less
         # CPU than a unique per column and their union)
@@ -600,17 +635,67 @@ class _Shard:
         where = np.full(size, -1, np.int64)
         where[ids] = np.arange(len(ids))
         used = np.flatnonzero(where >= 0)
-        self.strings = coded.gather(where[used]).cast(pl.String).to_arrow()
-        at = np.zeros(size, np.uint32)  # category id → its place in ``strings``
-        at[used] = np.arange(len(used), dtype=np.uint32)
+        at = np.zeros(size, np.uint32)  # category id → its index in the pool
+        at[used] = np.arange(self._size, self._size + len(used), dtype=np.uint32)
+        self._parts.append(coded.gather(where[used]).cast(pl.String).to_arrow())
+        self._size += len(used)
         index = pl.Series(at)
-        self.tables = {
-            name: f.with_columns(
+        for n, i in places:
+            f = chunks[n][i]
+            chunks[n][i] = f.with_columns(
                 index.gather(f[c].to_physical()).alias(c) for c in _code_columns(f)
-            ).to_arrow()
-            for name, f in frames.items()
-        }
-        self.data = dataclasses.replace(data, **{name: f.clear() for name, f in frames.items()})
+            )
+
+    def distinct(self) -> tuple[pa.Array, pl.Series | None]:
+        """The pool's strings each once (``large_string``), and the pool's indexes as indexes
+        into them (None: the same). Why: the row groups' dictionaries repeat a string per field
+        and per batch (an entity is a subject, an object, an edit's target): ~400k strings
+        for ~130k distinct in a 28k-case MQuAKE shard, and the driver's cast to categories
+        costs per string. Found by a 64-bit hash ranked (cheaper than any dictionary: ~60 ms a
+        shard against the driver's ~110 ms saved), then checked string by string; should two
+        strings share a hash, they are kept as they are."""
+        parts = [p.cast(pa.large_string()) for p in self._parts]
+        if not parts:
+            return pa.array([], pa.large_string()), None
+        strings = pl.Series(pa.concat_arrays(parts))
+        index = (strings.hash(_POOL_SEED).rank("dense") - 1).cast(pl.UInt32)
+        one = np.empty(int(index.max()) + 1 if len(index) else 0, np.int64)
+        one[index.to_numpy()] = np.arange(len(index))  # an index of each distinct string
+        distinct = strings.gather(one)
+        if not (distinct.gather(index) == strings).all():
+            return strings.to_arrow(), None  # a hash shared by two strings
+        return distinct.to_arrow(), index
+
+
+class _Shard:
+    """A shard's :class:`KEData` on its way from a Ray worker to the driver.
+
+    Why not the frames themselves: a pickled polars frame carries each coded column's strings
+    in full, and the driver coded every value again (~1 CPU-s per 100k cases, the most of
+    Ray's cost over the local engine at 1 M cases). Here the tables travel as Arrow, whose
+    buffers Ray moves without copying them, the coded columns (:data:`CODE`) as ``uint32``
+    indexes into one list of strings for the whole shard, :attr:`strings` (the worker's
+    :class:`_StringPool`), so the driver makes each of them a category once and gathers the
+    codes. (Per column and per batch, as Arrow dictionaries, the same strings came ~3x over:
+    an entity is a subject, an object and an edit's target; the cast to categories was ~40 %
+    of the driver's load.)
+    """
+
+    __slots__ = ("data", "strings", "tables")
+
+    def __init__(self, data: KEData, pool: _StringPool) -> None:
+        self.strings, index = pool.distinct()
+        frames = {name: getattr(data, name) for name in _SHARD_TABLES}
+        if index is not None:
+            at = pl.lit(index)
+            frames = {
+                name: f.with_columns(at.gather(pl.col(c)).alias(c) for c in _pooled(schema))
+                for (name, f), schema in zip(frames.items(), _SHARD_SCHEMAS, strict=True)
+            }
+        self.tables = {name: f.to_arrow() for name, f in frames.items()}
+        self.data = dataclasses.replace(
+            data, **{name: getattr(data, name).clear() for name in _SHARD_TABLES}
+        )
 
     def __getstate__(self) -> tuple[KEData, pa.Array, dict[str, pa.Table]]:
         return self.data, self.strings, self.tables
@@ -623,17 +708,16 @@ class _Shard:
         categories = pl.Series(self.strings).cast(CODE)  # each string of the shard once
         self.strings = None
         frames = {}
-        for name in _SHARD_TABLES:
+        for name, schema in zip(_SHARD_TABLES, _SHARD_SCHEMAS, strict=True):
             table = self.tables.pop(name)
             frame = pl.from_arrow(table.drop_columns(_dictionary_columns(table)))
             assert isinstance(frame, pl.DataFrame)
-            schema = getattr(self.data, name).schema
-            coded = [categories.gather(frame[c]).alias(c) for c in _code_columns(schema)]
+            coded = [categories.gather(frame[c]).alias(c) for c in _pooled(schema)]
             # the enums (``path``): Arrow dictionaries of their few strings
             coded += [
                 _categories(table.column(c), schema[c]).alias(c) for c in _dictionary_columns(table)
             ]
-            frame = frame.with_columns(coded).select(schema.names())
+            frame = frame.with_columns(coded).select(list(schema))
             # Arrow does not carry polars' note that ``row`` is sorted, which the rules' group-bys
             # and joins on ``row`` rely on to go fast (1 M cases: case_keys 0.7 s with the
             # note, 1.3 s without); checked, not assumed
@@ -644,6 +728,21 @@ class _Shard:
 
 
 _SHARD_TABLES = ("cases", "hops", "edits")
+_SHARD_SCHEMAS = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
+
+
+#: Seed of :meth:`_StringPool.distinct`'s hash (any fixed one: the hash never leaves the worker).
+_POOL_SEED = 0x6375726174
+
+
+def _pooled(schema: dict[str, Any]) -> list[str]:
+    """The coded columns of a table's ``schema``: in a pooled table, indexes."""
+    return [c for c, t in schema.items() if t == CODE]
+
+
+def _uncoded(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its coded columns as a pooled table holds them (``uint32``)."""
+    return {c: pl.UInt32 if t == CODE else t for c, t in schema.items()}
 
 
 def _code_columns(frame: pl.DataFrame | pl.Schema) -> list[str]:
@@ -852,10 +951,12 @@ class KnowledgeEditingFamily(Family):
         encoding: str | None = None,
         workers: int = 1,
         first_row: int = 0,
+        strings: _StringPool | None = None,
     ) -> KEData:
         """The inputs' tables, rows numbered from ``first_row``; a :class:`~curate.io.Span`
-        among ``paths`` is read as one shard of its file (no hash, may hold no record)."""
-        builder = _TableBuilder()
+        among ``paths`` is read as one shard of its file (no hash, may hold no record).
+        ``strings`` (a Ray worker's): the coded columns as indexes into it, not categories."""
+        builder = _TableBuilder(strings)
         schema_rows: list[dict[str, Any]] = []
         inputs: list[InputInfo] = []
         all_ids: list[Any] = []
@@ -905,7 +1006,9 @@ class KnowledgeEditingFamily(Family):
                 )
                 n_file = 0
                 splits: dict[str, int] = {}
-                for batch, job, first in _ahead(src.batches, pool, row, depth):
+                for batch, job, first in _ahead(
+                    src.batches, pool, row, depth, keep_codes=strings is not None
+                ):
                     assert first == row, (first, row)
                     cols = job.result() if job is not None else None
                     if cols is not None:

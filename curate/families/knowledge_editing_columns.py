@@ -352,11 +352,15 @@ class DictionaryRun:
         # in polars: pyarrow's scalar from a Python int imports pandas (~0.35 s, once)
         return (pl.Series(codes) + pl.Series([start], dtype=pl.UInt32)).to_arrow()
 
+    def strings(self) -> pa.Array:
+        """The run's strings (``large_string``): index → its string."""
+        return pa.concat_arrays(self._dicts) if self._dicts else pa.array([], pa.large_string())
+
     def categories(self, dtype: pl.DataType) -> pl.Series:
         """The run's strings as ``dtype`` (categorical or enum): index → its category."""
         if not self._dicts:
             return pl.Series("v", [], dtype=dtype)
-        return pl.Series("v", pa.concat_arrays(self._dicts)).cast(dtype)
+        return pl.Series("v", self.strings()).cast(dtype)
 
 
 class Codes:
@@ -403,6 +407,10 @@ class Codes:
     def categories(self) -> pl.Series:
         """Every coded field's strings, as categories (code → its category)."""
         return self._run.categories(CODE)
+
+    def strings(self) -> pa.Array:
+        """Every coded field's strings (code → its string)."""
+        return self._run.strings()
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -538,7 +546,7 @@ class Columns:
     ids, the records the check cannot vouch for (indexes in the batch; pydantic decides them)
     and the optional fields some record has (what the export's declared type depends on)."""
 
-    __slots__ = ("cases", "edits", "hops", "ids", "present", "unsure")
+    __slots__ = ("cases", "edits", "hops", "ids", "present", "strings", "unsure")
 
     def __init__(
         self,
@@ -548,9 +556,13 @@ class Columns:
         ids: list[Any],
         unsure: list[int],
         present: set[str],
+        strings: pa.Array | None = None,
     ) -> None:
         self.cases, self.hops, self.edits = cases, hops, edits
         self.ids, self.unsure, self.present = ids, unsure, present
+        #: With ``keep_codes`` (see :func:`tables`): the strings the coded columns' ``uint32``
+        #: values index; None: the coded columns are categories.
+        self.strings = strings
 
 
 def tables(
@@ -559,9 +571,15 @@ def tables(
     split: str | None,
     id_kind: type,
     codes: Codes | None = None,
+    keep_codes: bool = False,
 ) -> Columns | None:
     """The batch's three tables, rows numbered from ``first_row`` (one per parsed record);
-    ``codes``: the coded fields' values are codes into these (see :func:`conform`)."""
+    ``codes``: the coded fields' values are codes into these (see :func:`conform`).
+
+    ``keep_codes`` (with ``codes``): the coded columns stay ``uint32`` indexes into
+    :attr:`Columns.strings`, the run's strings, instead of becoming categories. Why: a Ray
+    worker's tables go to the driver, which makes the strings categories of its own process
+    anyway; the worker's cast (a third of its parquet load) would be done twice."""
     check = model_check(id_kind, codes is not None)
     if check is None:
         return None
@@ -669,7 +687,8 @@ def tables(
         ],
         pl.col("idx").alias("idx"),
     )
-    cats = codes.categories() if codes is not None else None
+    kept = codes is not None and keep_codes
+    cats = codes.categories() if codes is not None and not kept else None
     return Columns(
         _typed(cases, CASE_SCHEMA, cats),
         _typed(hops, HOP_SCHEMA, cats),
@@ -677,6 +696,7 @@ def tables(
         case_ids,
         unsure,
         present,
+        codes.strings() if codes is not None and kept else None,
     )
 
 
@@ -704,12 +724,13 @@ def _typed(df: pl.DataFrame, schema: dict[str, Any], cats: pl.Series | None = No
     parsed batch (a question, an alias) keeps that batch's whole string buffers alive, the parts
     no table needs too; measured at 1 M cases, that was ~1.5x the tables themselves. Coded
     columns (categoricals, enums) are fresh arrays of codes already; only text is copied.
-    A coded column that holds :class:`Codes`' integers (``cats`` given) gathers its categories.
+    A coded column that holds :class:`Codes`' integers gathers its categories ``cats``, or
+    stays integers without them (:func:`tables`' ``keep_codes``).
     """
 
     def typed(k: str, v: Any) -> pl.Expr:
-        if cats is not None and v == CODE and df.schema[k] == pl.UInt32:
-            return pl.lit(cats).gather(pl.col(k)).alias(k)
+        if v == CODE and df.schema[k] == pl.UInt32:
+            return pl.lit(cats).gather(pl.col(k)).alias(k) if cats is not None else pl.col(k)
         return pl.col(k).cast(v)
 
     df = df.select(typed(k, v) for k, v in schema.items())
