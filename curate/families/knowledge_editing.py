@@ -613,7 +613,7 @@ class _StringPool:
             return frames
         shift = pl.lit(start, dtype=pl.UInt32)
         return [
-            f.with_columns(pl.col(c) + shift for c in _pooled(schema))
+            f.with_columns(pl.col(c) + shift for c in _code_columns(schema))
             for f, schema in zip(frames, _SHARD_SCHEMAS, strict=True)
         ]
 
@@ -689,7 +689,7 @@ class _Shard:
         if index is not None:
             at = pl.lit(index)
             frames = {
-                name: f.with_columns(at.gather(pl.col(c)).alias(c) for c in _pooled(schema))
+                name: f.with_columns(at.gather(pl.col(c)).alias(c) for c in _code_columns(schema))
                 for (name, f), schema in zip(frames.items(), _SHARD_SCHEMAS, strict=True)
             }
         self.tables = {name: f.to_arrow() for name, f in frames.items()}
@@ -712,7 +712,7 @@ class _Shard:
             table = self.tables.pop(name)
             frame = pl.from_arrow(table.drop_columns(_dictionary_columns(table)))
             assert isinstance(frame, pl.DataFrame)
-            coded = [categories.gather(frame[c]).alias(c) for c in _pooled(schema)]
+            coded = [categories.gather(frame[c]).alias(c) for c in _code_columns(schema)]
             # the enums (``path``): Arrow dictionaries of their few strings
             coded += [
                 _categories(table.column(c), schema[c]).alias(c) for c in _dictionary_columns(table)
@@ -735,18 +735,15 @@ _SHARD_SCHEMAS = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
 _POOL_SEED = 0x6375726174
 
 
-def _pooled(schema: dict[str, Any]) -> list[str]:
-    """The coded columns of a table's ``schema``: in a pooled table, indexes."""
-    return [c for c, t in schema.items() if t == CODE]
-
-
 def _uncoded(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with its coded columns as a pooled table holds them (``uint32``)."""
     return {c: pl.UInt32 if t == CODE else t for c, t in schema.items()}
 
 
-def _code_columns(frame: pl.DataFrame | pl.Schema) -> list[str]:
-    """The columns of a table coded as :data:`CODE` (categories)."""
+def _code_columns(frame: pl.DataFrame | pl.Schema | dict[str, Any]) -> list[str]:
+    """The columns of a table (or of its schema) coded as :data:`CODE` (categories); of a
+    table's schema, also the columns a pooled table (see :class:`_StringPool`) holds as
+    indexes."""
     schema = frame.schema if isinstance(frame, pl.DataFrame) else frame
     return [c for c, t in schema.items() if t == CODE]
 
