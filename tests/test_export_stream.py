@@ -302,12 +302,13 @@ def test_ke_streams_without_keeping_records(hard_path, hard_records):
     assert pa.Table.from_batches(batches).to_pylist() == hard_records
 
 
-def test_ke_stream_follows_the_input_in_batches(tmp_path, hard_records):
+def test_ke_stream_follows_the_input_in_batches(tmp_path, hard_records, monkeypatch):
     """JSON Lines bigger than one reader batch: several record batches, one schema, order kept;
     a field present only in later records (and null-only in a batch) gets one type."""
-    from curate.io import BATCH_ROWS
+    import curate.io
 
-    n = BATCH_ROWS + 100
+    monkeypatch.setattr(curate.io, "BATCH_ROWS", 300)  # the batches of a big file, smaller
+    n = curate.io.BATCH_ROWS + 100
     recs = [dict(hard_records[i % len(hard_records)], case_id=i) for i in range(n)]
     recs[-1] = dict(recs[-1], note="only here")
     src = tmp_path / "many.jsonl"
@@ -335,10 +336,12 @@ def test_ke_declared_type_is_the_inferred_type_without_a_type_pass(
     MQuAKE-hard, and with an optional field only a late record has), and it costs no pass over
     the input: ``to_tables`` opens nothing, each stream reads the input once."""
     import curate.families.knowledge_editing as ke
+    import curate.io
 
-    recs = [dict(r, case_id=i) for i, r in enumerate(hard_records * 20)]  # 8,580: two batches
+    monkeypatch.setattr(curate.io, "BATCH_ROWS", 500)  # the batches of a big file, smaller
+    recs = [dict(r, case_id=i) for i, r in enumerate(hard_records * 2)]  # 858: two batches
     recs[-1] = dict(recs[-1], answer_extended=["late"])
-    for i in (5, 9000 % len(recs)):
+    for i in (5, 700):
         # copies: the hops are the session's MQuAKE-hard records, which later tests read
         recs[i] = dict(recs[i], single_hops=[dict(sh) for sh in recs[i]["single_hops"]])
         for sh in recs[i]["single_hops"]:

@@ -4,9 +4,11 @@ really runs as Ray tasks, a worker killed mid-run is retried and changes nothing
 the flag is one line and exit 2.
 
 The cluster is ``ray start --head`` plus a second ``ray start --address`` node, one CPU each, with
-their own temp dirs under the session's tmp folder; teardown kills exactly the processes those
-commands started (found by their temp dir), never ``ray stop`` (which would stop any Ray on the
-machine). One cluster for the session: starting one costs ~10 s.
+their own temp dirs in a short folder of /tmp made for them (Ray's socket paths must stay under
+107 bytes, which pytest's tmp folders of parallel workers overrun); teardown kills exactly the
+processes those commands started (found by their temp dir), never ``ray stop`` (which would stop
+any Ray on the machine), then removes the folder. One cluster for the session, and the module's
+tests kept on one pytest-xdist worker (``xdist_group``): starting a cluster costs ~10 s.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from curate.cli.main import main
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "curate" / "data" / "samples"
 RAY_BIN = Path(sys.executable).with_name("ray")
+
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 def _free_port() -> int:
@@ -79,10 +83,12 @@ def _start(args: list[str], env: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def ray_cluster() -> Iterator[str]:
     """A head node and a worker node (one CPU each) on 127.0.0.1; yields the address."""
     pytest.importorskip("ray")
-    base = tmp_path_factory.mktemp("ray")
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="curate-ray-", dir="/tmp"))
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     port = _free_port()
     address = f"127.0.0.1:{port}"
@@ -134,6 +140,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     os.kill(pid, sig)
             time.sleep(1.0)
         assert not _processes_under(str(base)), "Ray processes survived the teardown"
+        shutil.rmtree(base, ignore_errors=True)  # made above, for this cluster only
 
 
 @pytest.fixture(scope="session")
