@@ -46,6 +46,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -1627,7 +1628,10 @@ def _jsonl_batches(path: Path | _Blob, encoding: str | None = None) -> Iterator[
             codec, skip = _resolve_encoding(path, _sample(path, 4), encoding)
             fh.read(skip)
         if codec in _UTF8:
-            size = os.fstat(fh.fileno()).st_size - skip if isinstance(path, Path) else None
+            # the bytes left, of a regular file only (a FIFO or device says 0, and would start
+            # the buffer at one byte)
+            st = os.fstat(fh.fileno()) if isinstance(path, Path) else None
+            size = st.st_size - skip if st is not None and stat.S_ISREG(st.st_mode) else None
             batches = _jsonl_blocks(path, fh, skip, codec, size=size)
         else:
             batches = _decoded_jsonl(path, fh, codec, skip)
