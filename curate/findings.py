@@ -203,11 +203,6 @@ def _sorted(f: pl.DataFrame) -> pl.DataFrame:
     return f
 
 
-def _in_order(f: pl.DataFrame, keys: list[str]) -> bool:
-    """Is ``f`` sorted by ``keys`` (ascending, nulls last) already?"""
-    return _scan_order(f, keys)[0]
-
-
 def _scan_order(f: pl.DataFrame, keys: list[str]) -> tuple[bool, bool]:
     """(is ``f`` sorted by ``keys``, ascending and nulls last; do two neighbours tie on all of
     them?), each row compared with the one before it: a pass instead of a sort.

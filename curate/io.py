@@ -26,6 +26,10 @@ Where inputs come from (every one of them is a string, never folded through :cla
   CSV (TSV when the header has tabs and no commas). Its sha256 is of the bytes read. It is
   spooled to memory, then to an anonymous temporary file beyond 64 MiB, because readers need to
   look at its start twice;
+* a named pipe or process substitution (``<(zcat cases.jsonl.gz)``, ``/dev/fd/63``): read once
+  and spooled like standard input, its format from its name's suffix when it has a known one,
+  else sniffed. A pipe can be opened only once, and a second open would take bytes the reader
+  never sees;
 * compressed files: ``.gz`` and ``.zst`` (``data.json.gz``, ``data.jsonl.zst``, ``data.csv.gz``)
   are decompressed as they are read (gzip by the standard library, zstd by pyarrow's codec, both
   verifying the checksum when the file has one). A truncated or corrupt stream is exit 2 naming
@@ -916,10 +920,22 @@ def _resolve(path: str | Path, encoding: str | None = None) -> _Input:
         if config is not None and Path(folder).is_dir():
             return _resolve_local(Path(folder), config)
         raise InputError("no such file or folder", path=p)
-    return _resolve_local(p, None)
+    return _resolve_local(p, None, encoding)
 
 
-def _resolve_local(p: Path, config: str | None) -> _Input:
+def _is_pipe(p: Path) -> bool:
+    """A FIFO or a character device (``/dev/stdin``): bytes that can be read only once."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def _resolve_local(p: Path, config: str | None, encoding: str | None = None) -> _Input:
+    if _is_pipe(p):
+        spool, digest = _pipe_spool(p)
+        return _resolve_spooled(p, spool, digest, encoding, p.name)
     if not p.is_dir():
         where = _local_file(p)
         return _Input(p, _file_kind(p.name, p)[0], where, lambda: sha256_of(p))
@@ -936,20 +952,39 @@ def _resolve_local(p: Path, config: str | None) -> _Input:
     )
 
 
-# Standard input is read once per process and stream; later opens (the sniff, then the reader)
-# see the same bytes.
-_STDIN_CACHE: list[tuple[Any, Any, str]] = []
+# Standard input (and a pipe given by name) is read once per process; later opens (the sniff,
+# then the reader, a second pass) see the same bytes. Keyed by label: "<stdin>" holds the
+# stream it spooled, so a test that swaps sys.stdin gets a new spool.
+_SPOOLS: dict[str, tuple[Any, Any, str]] = {}
 STDIN_LABEL = InputName("<stdin>")
 
 
-def _stdin_spool() -> tuple[Any, str]:
-    """Standard input copied into a spool (memory, then an anonymous temporary file) and its
-    sha256, computed on the bytes as read."""
+def _spool(label: str, stream: Any) -> tuple[Any, str]:
+    """``stream`` copied into a spool (memory, then an anonymous temporary file) and its sha256,
+    computed on the bytes as read."""
     import tempfile
 
+    # Kept open for the life of the process (the cache holds it); closed when it ends.
+    spool = tempfile.SpooledTemporaryFile(max_size=STDIN_SPOOL_MEMORY)  # noqa: SIM115
+    h = hashlib.sha256()
+    what = "standard input" if label == STDIN_LABEL else "the pipe"
+    try:
+        while chunk := stream.read(1 << 20):
+            if isinstance(chunk, str):  # a text stream stood in for stdin
+                chunk = chunk.encode("utf-8")
+            h.update(chunk)
+            spool.write(chunk)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read {what} ({_brief(e, True)})", path=label) from None
+    return spool, h.hexdigest()
+
+
+def _stdin_spool() -> tuple[Any, str]:
+    """Standard input spooled (:func:`_spool`), once per stream."""
     stream = getattr(sys.stdin, "buffer", sys.stdin)
-    if _STDIN_CACHE and _STDIN_CACHE[0][0] is stream:
-        return _STDIN_CACHE[0][1], _STDIN_CACHE[0][2]
+    held = _SPOOLS.get(STDIN_LABEL)
+    if held is not None and held[0] is stream:
+        return held[1], held[2]
     if stream is None:
         raise InputError("there is no standard input", path=STDIN_LABEL)
     try:
@@ -961,45 +996,70 @@ def _stdin_spool() -> tuple[Any, str]:
             "- reads the dataset from standard input, which is a terminal here: pipe or "
             "redirect the data into curate (curate audit FAMILY - < data.jsonl)"
         )
-    # Kept open for the life of the process (the cache holds it); closed when it ends.
-    spool = tempfile.SpooledTemporaryFile(max_size=STDIN_SPOOL_MEMORY)  # noqa: SIM115
-    h = hashlib.sha256()
-    try:
-        while chunk := stream.read(1 << 20):
-            if isinstance(chunk, str):  # a text stream stood in for stdin
-                chunk = chunk.encode("utf-8")
-            h.update(chunk)
-            spool.write(chunk)
-    except (OSError, ValueError) as e:
-        raise InputError(
-            f"cannot read standard input ({_brief(e, True)})", path=STDIN_LABEL
-        ) from None
-    _STDIN_CACHE[:] = [(stream, spool, h.hexdigest())]
-    return spool, h.hexdigest()
+    spool, digest = _spool(STDIN_LABEL, stream)
+    _SPOOLS[STDIN_LABEL] = (stream, spool, digest)
+    return spool, digest
+
+
+def _pipe_spool(p: Path) -> tuple[Any, str]:
+    """A named pipe or process substitution (``<(zcat cases.jsonl.gz)``) spooled, once per
+    process: its bytes can be read only once, and readers look at the start again."""
+    key = os.path.abspath(p)
+    held = _SPOOLS.get(key)
+    if held is None:
+        try:
+            f = open(p, "rb")  # noqa: SIM115 -- closed below
+        except OSError as e:
+            raise InputError(f"cannot read ({e.strerror or e})", path=p) from None
+        with f:
+            spool, digest = _spool(str(p), f)
+        held = _SPOOLS[key] = (None, spool, digest)
+    return held[1], held[2]
 
 
 def _resolve_stdin(encoding: str | None) -> _Input:
     spool, digest = _stdin_spool()
+    return _resolve_spooled(STDIN_LABEL, spool, digest, encoding)
+
+
+def _resolve_spooled(
+    label: Any, spool: Any, digest: str, encoding: str | None, name: str | None = None
+) -> _Input:
+    """A spooled stream as an input: its format from ``name`` when that has a known suffix,
+    else sniffed from its bytes (see the module docstring)."""
 
     def raw() -> BinaryIO:
         return io.BufferedReader(_View(spool))
 
+    if name is not None and _known_suffix(name):
+        fmt, compression, suffix = _file_kind(name, label)
+        return _Input(label, fmt, _Blob(str(label), raw, compression, suffix), lambda: digest)
     with raw() as fh:
         magic = fh.read(4)
     compression = next((codec for m, codec in _MAGIC if magic.startswith(m)), None)
-    probe = _Blob(STDIN_LABEL, raw, compression, "")
+    probe = _Blob(str(label), raw, compression, "")
     start = _read_head(probe)
     if start.startswith(b"PAR1"):
         if compression:
             raise InputError(
                 f"{compression}-compressed parquet is not read: decompress it first",
-                path=STDIN_LABEL,
+                path=label,
             )
         suffix = ".parquet"
     else:
         suffix = _sniff_text(probe, start, encoding)
     fmt = _FILE_FORMATS[suffix]
-    return _Input(STDIN_LABEL, fmt, _Blob(STDIN_LABEL, raw, compression, suffix), lambda: digest)
+    return _Input(label, fmt, _Blob(str(label), raw, compression, suffix), lambda: digest)
+
+
+def _known_suffix(name: str) -> bool:
+    """Whether a file name says its format (``cases.jsonl``, ``cases.jsonl.gz``)."""
+    lower = name.lower()
+    for c in COMPRESSIONS:
+        if lower.endswith(c):
+            lower = lower[: -len(c)]
+            break
+    return Path(lower).suffix in _FILE_FORMATS
 
 
 def _read_head(src: _Blob) -> bytes:

@@ -9,10 +9,13 @@ real-data tests would claim what it never checked.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -82,6 +85,33 @@ def glycan_sample_csv(shared: Callable[[str], Path]) -> Path:
 @pytest.fixture(scope="session")
 def hard_records(hard_path: Path) -> list[dict[str, Any]]:
     return json.loads(hard_path.read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def named_pipe(path: Path, data: bytes) -> Iterator[Path]:
+    """A FIFO at ``path`` that a thread fills with ``data`` once a reader opens it (as a shell's
+    ``<(zcat data.gz)`` or ``mkfifo`` does): its bytes can be read once, and not sought.
+
+    At the end a writer nobody read to the end (a command that refused the input first) is let
+    go: opening the FIFO for reading and closing it ends its wait with a broken pipe. Its
+    thread blocks SIGPIPE, which the CLI restores to the default (die quietly under ``| head``)
+    and which would otherwise kill the whole test process.
+    """
+    os.mkfifo(path)
+
+    def write() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+        with contextlib.suppress(BrokenPipeError), open(path, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        yield path
+    finally:
+        while writer.is_alive():
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            writer.join(0.1)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:

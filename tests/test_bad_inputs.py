@@ -18,6 +18,7 @@ A new family adds its name to ``FAMILIES`` and its own bad inputs to ``CORPUS`` 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -25,14 +26,14 @@ import json
 import random
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, SAMPLE, named_pipe
 
 import curate
 from curate.cli.main import main
@@ -59,6 +60,8 @@ class Case:
     expect_for: dict[str, frozenset[int]] = field(default_factory=dict)
     #: The built file is fed on standard input and the command reads ``-``.
     stdin: bool = False
+    #: The built file comes through a named pipe beside it (``pipe-NAME``), read once.
+    pipe: bool = False
 
 
 # --------------------------------------------------------------------------- input builders
@@ -453,6 +456,8 @@ CORPUS: list[Case] = [
     Case("truncated gzip on stdin", _truncated_gz, UNUSABLE, stdin=True),
     Case("binary on stdin", _binary(".bin"), UNUSABLE, stdin=True),
     Case("- twice", _sample_copy, UNUSABLE, stdin=True, args=("-",)),
+    Case("truncated gzip through a named pipe", _truncated_gz, UNUSABLE, pipe=True),
+    Case("HDF5 through a named pipe", _hdf5("ok.hdf5"), UNUSABLE, pipe=True),
     # Deepfake manifests: malformed values, bad column and value options.
     Case(
         "deepfake rows all malformed",
@@ -547,9 +552,22 @@ def _hashes(root: Path) -> dict[str, str]:
     }
 
 
+@pytest.fixture
+def exit_stack() -> Iterator[contextlib.ExitStack]:
+    with contextlib.ExitStack() as stack:
+        yield stack
+
+
 @pytest.mark.parametrize(("case", "family", "command", "unsafe"), list(_params()))
 def test_bad_input(
-    tmp_path: Path, capsys, monkeypatch, case: Case, family: str, command: str, unsafe: bool
+    tmp_path: Path,
+    capsys,
+    monkeypatch,
+    exit_stack: contextlib.ExitStack,
+    case: Case,
+    family: str,
+    command: str,
+    unsafe: bool,
 ) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -559,6 +577,9 @@ def test_bad_input(
     if case.stdin:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
         path = "-"
+    if case.pipe:
+        pipe = path.with_name(f"pipe-{path.name}")
+        path = exit_stack.enter_context(named_pipe(pipe, path.read_bytes()))
     argv = [command, family, str(path), *(a.format(dir=inputs) for a in case.args)]
     if command in ("fix", "export"):
         argv += ["--out", str(out)]

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, SAMPLE, named_pipe
 from fsspec.implementations.memory import MemoryFileSystem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -694,6 +694,55 @@ def test_stdin_through_a_real_pipe(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["inputs"][0]["sha256"] == hashlib.sha256(packed).hexdigest()
     assert report["inputs"][0]["records"] == 52
+
+
+# --------------------------------------------------------------------------- named pipes
+
+
+def test_a_named_pipe_is_read_whole_once(tmp_path: Path) -> None:
+    """A FIFO named like a file is read like it: every record, hashed as read. Its bytes come
+    once, so nothing may open it a second time (a sniff of its start did, and the records that
+    sniff buffered were lost: 99,618 of 100,000)."""
+    recs = [dict(r, case_id=r["case_id"] + 10**6 * i) for i in range(40) for r in records()]
+    data = jsonl(recs)  # megabytes: many pipe buffers and more than one read block
+    with named_pipe(tmp_path / "cases.jsonl", data) as p:
+        src = open_source(str(p))
+        got = [r for b in src.batches for r in b.rows]
+        assert src.format == "jsonl" and str(src.path) == str(p)
+        assert src.sha256 == hashlib.sha256(data).hexdigest()
+    assert got == recs
+    with named_pipe(tmp_path / "glycans.csv", GLYCANS.read_bytes()) as p:
+        assert GLYCAN.load([str(p)]).inputs[0].records == 639
+
+
+def test_process_substitution_is_sniffed_and_fixed_as_the_file(tmp_path: Path) -> None:
+    """``<(cat cases.jsonl.gz)`` has no suffix (``/dev/fd/63``): its format is sniffed as on
+    standard input, and ``fix`` (which reads its input more than once) writes what it writes
+    from the file itself."""
+    packed = gzip.compress(jsonl(records()))
+    (tmp_path / "cases.jsonl.gz").write_bytes(packed)
+    curate_cmd = f"{sys.executable} -m curate fix mquake"
+    proc = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"{curate_cmd} <(cat cases.jsonl.gz) --out piped && "
+            f"{curate_cmd} cases.jsonl.gz --out plain",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in ("changelog.jsonl", "audit.before.json"):
+        piped, plain = ((tmp_path / d / name).read_text() for d in ("piped", "plain"))
+        assert piped.replace("/dev/fd/63", "cases.jsonl.gz") == plain, name
+    shards = sorted((tmp_path / "plain" / "data").glob("*.parquet"))
+    assert shards
+    for shard in shards:
+        other = tmp_path / "piped" / "data" / shard.name
+        assert pq.read_table(other).equals(pq.read_table(shard))
 
 
 @settings(

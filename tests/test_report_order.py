@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,11 +57,12 @@ def test_report_order_is_one_sort_on_all_four_keys(rows, n_inputs):
     st.lists(st.tuples(_ROW, st.none() | st.sampled_from(["KE101", "KE202"]), _TEXT), max_size=12),
     st.booleans(),
 )
-def test_in_order_says_what_a_sort_would_change(rows, pre_sorted):
-    """The one-pass check that lets the report skip its sort is True exactly when the stable
-    sort (nulls last) would leave the findings as they are; sorted inputs are drawn half the
-    time, so both answers are exercised."""
-    from curate.findings import _in_order
+def test_order_scan_says_what_a_sort_would_change(rows, pre_sorted):
+    """The one-pass check that lets the report skip its sort says "in order" exactly when the
+    stable sort (nulls last) would leave the findings as they are, and of sorted findings
+    whether two neighbours tie on every key (then the message must decide); sorted inputs are
+    drawn half the time, so both answers are exercised."""
+    from curate.findings import _scan_order
 
     keys = ["row", "rule", "field"]
     frame = pl.DataFrame(
@@ -68,5 +71,9 @@ def test_in_order_says_what_a_sort_would_change(rows, pre_sorted):
     if pre_sorted:
         frame = frame.sort(keys, nulls_last=True, maintain_order=True)
     want = frame.sort(keys, nulls_last=True, maintain_order=True).equals(frame)
-    assert _in_order(frame, keys) == want
+    ordered, ties = _scan_order(frame, keys)
+    assert ordered == want
     assert want or not pre_sorted
+    if ordered:
+        listed = frame.rows()
+        assert ties == any(a == b for a, b in itertools.pairwise(listed))

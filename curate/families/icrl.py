@@ -169,6 +169,11 @@ def _local_file(name: str) -> Path:
             + (f"; it holds {len(found)} HDF5 files)" if found else ")"),
             path=path,
         )
+    if not path.is_file():  # a pipe or device: HDF5 is read by offsets, not as a stream
+        raise InputError(
+            "not a regular file (a pipe?): HDF5 is read by offsets; write it to a file first",
+            path=path,
+        )
     return path
 
 
