@@ -36,6 +36,7 @@ from curate.families.base import (
     invalid_section,
 )
 from curate.findings import Report
+from curate.io import input_scope
 from curate.options import FamilyOptions
 from curate.outputs import guard_folder, manifest
 
@@ -87,6 +88,7 @@ def protected_inputs(paths: Sequence[PathLike], options: FamilyOptions) -> list[
     return [*local, *options.input_files()]
 
 
+@input_scope()  # each pipe read once for the whole call
 def load(
     family: str | Family,
     paths: Paths,
@@ -104,6 +106,7 @@ def load(
     )
 
 
+@input_scope()  # each pipe read once for the whole call
 def audit(
     family: str | Family,
     paths: Paths | LoadedDataset,
@@ -184,6 +187,7 @@ def _nothing_written(invalid: pl.DataFrame) -> None:
         )
 
 
+@input_scope()  # each pipe read once for the whole call
 def fix(
     family: str | Family,
     paths: Paths,
@@ -433,6 +437,7 @@ def _published(after: Report | None) -> Report | None:
     return after
 
 
+@input_scope()  # each pipe read once for the whole call
 def export(
     family: str | Family,
     paths: Paths,

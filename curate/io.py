@@ -27,9 +27,10 @@ Where inputs come from (every one of them is a string, never folded through :cla
   spooled to memory, then to an anonymous temporary file beyond 64 MiB, because readers need to
   look at its start twice;
 * a named pipe or process substitution (``<(zcat cases.jsonl.gz)``, ``/dev/fd/63``): read once
-  and spooled like standard input, its format from its name's suffix when it has a known one,
-  else sniffed. A pipe can be opened only once, and a second open would take bytes the reader
-  never sees;
+  per command (:func:`input_scope`) and spooled like standard input, its format from its
+  name's suffix when it has a known one, else sniffed. A pipe can be opened only once, and a
+  second open would take bytes the reader never sees. ``/dev/stdin`` is ``-``; any other
+  device (``/dev/zero``) is exit 2 unread;
 * compressed files: ``.gz`` and ``.zst`` (``data.json.gz``, ``data.jsonl.zst``, ``data.csv.gz``)
   are decompressed as they are read (gzip by the standard library, zstd by pyarrow's codec, both
   verifying the checksum when the file has one). A truncated or corrupt stream is exit 2 naming
@@ -96,7 +97,8 @@ HF_SCHEME = "hf://"
 COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 #: How standard input says it is compressed.
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"))
-#: Standard input is kept in memory up to this size, then in an anonymous temporary file.
+#: Standard input (and a pipe) is kept in memory up to this size, then in an anonymous
+#: temporary file.
 STDIN_SPOOL_MEMORY = 64 << 20
 _FILE_FORMATS = {
     ".json": "json",
@@ -320,15 +322,18 @@ def sha256_of(path: str | Path) -> str:
     ``hf://`` inputs: a file's hash is the Hub's LFS sha256 when it has one (nothing is
     downloaded), else the hash of its bytes; a folder's is the hash of the sorted
     ``relative path NUL sha256`` lines of its card and the data files read. Standard input's hash
-    is known only once it is read: :func:`open_source` gives it.
+    is known only once it is read: :func:`open_source` gives it. A pipe's is of the bytes read
+    (see :func:`input_scope`).
     """
     if not isinstance(path, Path):
         text = str(path)
-        if text == STDIN:
+        if is_stdin(text):
             raise UsageError("the sha256 of standard input is known once it is read")
         if text.startswith(HF_SCHEME):
             return _resolve(text).digest()
         path = Path(text)
+    if _is_pipe(path):
+        return _pipe_spool(path)[1]  # of the bytes read (once per input scope)
     h = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for f in files:
@@ -343,7 +348,8 @@ def sha256_of(path: str | Path) -> str:
 def detect_format(path: str | Path) -> str:
     """Format from the path (folder layout or file suffix); raises InputError when unknown.
 
-    Standard input is sniffed (see the module docstring), which reads it.
+    Standard input and a pipe without a known suffix are sniffed (see the module docstring),
+    which reads them.
     """
     return _resolve(path).format
 
@@ -380,8 +386,12 @@ def open_source(
 def check_inputs(paths: Sequence[str | Path]) -> None:
     """Usage checks over a command's inputs: standard input (``-``) can be read only once, and
     one file given twice would count every record twice (each then a duplicate of itself)."""
-    if sum(str(p) == STDIN for p in paths) > 1:
-        raise UsageError("- (standard input) can be given only once")
+    stdin = [str(p) for p in paths if is_stdin(str(p))]
+    if len(stdin) > 1:
+        names = list(dict.fromkeys(stdin))
+        if len(names) == 1:
+            raise UsageError(f"{names[0]} (standard input) can be given only once")
+        raise UsageError(f"{' and '.join(names)} both name standard input, which is read once")
     seen: dict[tuple[Path, str | None], str] = {}
     for p in paths:
         local = local_input(p)
@@ -401,7 +411,7 @@ def local_input(path: str | Path) -> Path | None:
     if isinstance(path, Path):
         return path
     text = str(path)
-    if text == STDIN or text.startswith(HF_SCHEME):
+    if is_stdin(text) or text.startswith(HF_SCHEME):
         return None
     p = Path(text)
     if not p.exists():
@@ -728,7 +738,8 @@ class _View(io.RawIOBase):
 
 @dataclass(frozen=True, eq=False)
 class _Blob:
-    """One input file that is not a plain local file: compressed, on the Hub, or standard input.
+    """One input file that is not a plain local file: compressed, on the Hub, standard input or
+    a pipe.
 
     :meth:`open` gives a fresh stream of its (decompressed) bytes from the start each time, so a
     reader can take a sample for an error message while it is reading. ``str()`` is its name in
@@ -813,19 +824,23 @@ def _split_config(text: str) -> tuple[str, str | None]:
     return head, tail
 
 
+def _kind_of(name: str) -> tuple[str | None, str | None, str, str]:
+    """(format or None when unknown, compression, format suffix, compression suffix) of a file
+    name."""
+    lower = name.lower()
+    for ext, codec in COMPRESSIONS.items():
+        if lower.endswith(ext):
+            suffix = Path(name[: -len(ext)]).suffix.lower()
+            return _FILE_FORMATS.get(suffix), codec, suffix, ext
+    suffix = Path(name).suffix.lower()
+    return _FILE_FORMATS.get(suffix), None, suffix, ""
+
+
 def _file_kind(name: str, label: Any) -> tuple[str, str | None, str]:
     """(format, compression, format suffix) of a file name; InputError when unknown."""
-    lower = name.lower()
-    compression = None
-    stem = name
-    for suffix, codec in COMPRESSIONS.items():
-        if lower.endswith(suffix):
-            compression, stem = codec, name[: -len(suffix)]
-            break
-    suffix = Path(stem).suffix.lower()
-    fmt = _FILE_FORMATS.get(suffix)
+    fmt, compression, suffix, ext = _kind_of(name)
     if fmt is None:
-        shown = suffix + (lower[len(stem) :] if compression else "")
+        shown = suffix + ext
         raise InputError(
             f"unknown file type {shown or '(no suffix)'!r}: use .json, .jsonl, .parquet, .csv "
             "(.json, .jsonl and .csv may be .gz or .zst) or a dataset folder",
@@ -910,7 +925,7 @@ class _Input:
 def _resolve(path: str | Path, encoding: str | None = None) -> _Input:
     if not isinstance(path, Path):
         text = str(path)
-        if text == STDIN:
+        if is_stdin(text):
             return _resolve_stdin(encoding)
         if text.startswith(HF_SCHEME):
             return _resolve_remote(text)
@@ -924,18 +939,37 @@ def _resolve(path: str | Path, encoding: str | None = None) -> _Input:
 
 
 def _is_pipe(p: Path) -> bool:
-    """A FIFO or a character device (``/dev/stdin``): bytes that can be read only once."""
+    """A FIFO: a named pipe (``mkfifo``) or a process substitution (``<(zcat data.gz)``, which
+    the shell passes as ``/dev/fd/63``), whose bytes can be read only once."""
     try:
-        mode = p.stat().st_mode
+        return stat.S_ISFIFO(p.stat().st_mode)
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def is_stream(path: str | Path) -> bool:
+    """Standard input or a pipe: bytes with no folder of their own. Why: paths inside such an
+    input (a deepfake manifest's media) are relative to the current folder, as for ``-``, not
+    to ``/dev/fd``; and a cache keyed by its folder would be a new one each run."""
+    return is_stdin(str(path)) or _is_pipe(Path(str(path)))
+
+
+#: Names of standard input as a path: read as ``-`` (once per command, its terminal refused).
+STDIN_PATHS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+
+
+def is_stdin(text: str) -> bool:
+    """Whether an input names standard input: ``-``, or ``/dev/stdin`` and its aliases (which
+    the shell may have redirected from a file: the stream is read, not the file)."""
+    return text == STDIN or os.path.normpath(text) in STDIN_PATHS
 
 
 def _resolve_local(p: Path, config: str | None, encoding: str | None = None) -> _Input:
     if _is_pipe(p):
         spool, digest = _pipe_spool(p)
         return _resolve_spooled(p, spool, digest, encoding, p.name)
+    if not p.is_dir() and not p.is_file():  # /dev/zero would be read forever
+        raise InputError("a device, not a file or a pipe", path=p)
     if not p.is_dir():
         where = _local_file(p)
         return _Input(p, _file_kind(p.name, p)[0], where, lambda: sha256_of(p))
@@ -952,11 +986,13 @@ def _resolve_local(p: Path, config: str | None, encoding: str | None = None) -> 
     )
 
 
-# Standard input (and a pipe given by name) is read once per process; later opens (the sniff,
-# then the reader, a second pass) see the same bytes. Keyed by label: "<stdin>" holds the
-# stream it spooled, so a test that swaps sys.stdin gets a new spool.
-_SPOOLS: dict[str, tuple[Any, Any, str]] = {}
+# Standard input is read once per process (and stream); later opens (the sniff, the reader, a
+# second pass) see the same bytes.
+_STDIN_SPOOL: list[tuple[Any, Any, str]] = []  # (the stream spooled, its spool, its sha256)
 STDIN_LABEL = InputName("<stdin>")
+#: The pipes read in the open :func:`input_scope` (at most one: a nested scope is the outer
+#: one), by (device, inode).
+_PIPE_SCOPES: list[dict[tuple[int, int], tuple[Any, str]]] = []
 
 
 def _spool(label: str, stream: Any) -> tuple[Any, str]:
@@ -964,7 +1000,7 @@ def _spool(label: str, stream: Any) -> tuple[Any, str]:
     computed on the bytes as read."""
     import tempfile
 
-    # Kept open for the life of the process (the cache holds it); closed when it ends.
+    # Kept open for the life of the process (stdin) or of the input scope (a pipe).
     spool = tempfile.SpooledTemporaryFile(max_size=STDIN_SPOOL_MEMORY)  # noqa: SIM115
     h = hashlib.sha256()
     what = "standard input" if label == STDIN_LABEL else "the pipe"
@@ -975,6 +1011,7 @@ def _spool(label: str, stream: Any) -> tuple[Any, str]:
             h.update(chunk)
             spool.write(chunk)
     except (OSError, ValueError) as e:
+        spool.close()
         raise InputError(f"cannot read {what} ({_brief(e, True)})", path=label) from None
     return spool, h.hexdigest()
 
@@ -982,9 +1019,8 @@ def _spool(label: str, stream: Any) -> tuple[Any, str]:
 def _stdin_spool() -> tuple[Any, str]:
     """Standard input spooled (:func:`_spool`), once per stream."""
     stream = getattr(sys.stdin, "buffer", sys.stdin)
-    held = _SPOOLS.get(STDIN_LABEL)
-    if held is not None and held[0] is stream:
-        return held[1], held[2]
+    if _STDIN_SPOOL and _STDIN_SPOOL[0][0] is stream:
+        return _STDIN_SPOOL[0][1], _STDIN_SPOOL[0][2]
     if stream is None:
         raise InputError("there is no standard input", path=STDIN_LABEL)
     try:
@@ -997,24 +1033,45 @@ def _stdin_spool() -> tuple[Any, str]:
             "redirect the data into curate (curate audit FAMILY - < data.jsonl)"
         )
     spool, digest = _spool(STDIN_LABEL, stream)
-    _SPOOLS[STDIN_LABEL] = (stream, spool, digest)
+    _STDIN_SPOOL[:] = [(stream, spool, digest)]
     return spool, digest
 
 
+@contextlib.contextmanager
+def input_scope() -> Iterator[None]:
+    """One operation over its inputs (a command, an API call): within it, each pipe is read
+    once, when it is first opened, and every later open of it (the sniff, the reader, the
+    second pass of ``fix``) sees the same bytes. Scopes nest: the outermost one holds.
+
+    Why a scope and not the process: a pipe's name outlives its bytes. A program that feeds
+    the same ``mkfifo`` (or an ``os.pipe()`` whose descriptor number comes back) to two calls
+    means two inputs, and a pipe outside any scope is read anew at each open, as ``cat`` would.
+    """
+    if _PIPE_SCOPES:
+        yield
+        return
+    _PIPE_SCOPES.append({})
+    try:
+        yield
+    finally:
+        for spool, _ in _PIPE_SCOPES.pop().values():
+            spool.close()
+
+
 def _pipe_spool(p: Path) -> tuple[Any, str]:
-    """A named pipe or process substitution (``<(zcat cases.jsonl.gz)``) spooled, once per
-    process: its bytes can be read only once, and readers look at the start again."""
-    key = os.path.abspath(p)
-    held = _SPOOLS.get(key)
-    if held is None:
-        try:
-            f = open(p, "rb")  # noqa: SIM115 -- closed below
-        except OSError as e:
-            raise InputError(f"cannot read ({e.strerror or e})", path=p) from None
-        with f:
-            spool, digest = _spool(str(p), f)
-        held = _SPOOLS[key] = (None, spool, digest)
-    return held[1], held[2]
+    """A pipe spooled: its bytes can be read only once, and readers look at its start again.
+    Once per :func:`input_scope` (by device and inode: ``/dev/fd/63`` and a link to it are one
+    pipe)."""
+    try:
+        st = p.stat()
+        held = _PIPE_SCOPES[0] if _PIPE_SCOPES else {}
+        key = (st.st_dev, st.st_ino)
+        if key not in held:
+            with open(p, "rb") as f:
+                held[key] = _spool(str(p), f)
+    except OSError as e:
+        raise InputError(f"cannot read ({e.strerror or e})", path=p) from None
+    return held[key]
 
 
 def _resolve_stdin(encoding: str | None) -> _Input:
@@ -1031,7 +1088,7 @@ def _resolve_spooled(
     def raw() -> BinaryIO:
         return io.BufferedReader(_View(spool))
 
-    if name is not None and _known_suffix(name):
+    if name is not None and _kind_of(name)[0] is not None:
         fmt, compression, suffix = _file_kind(name, label)
         return _Input(label, fmt, _Blob(str(label), raw, compression, suffix), lambda: digest)
     with raw() as fh:
@@ -1052,16 +1109,6 @@ def _resolve_spooled(
     return _Input(label, fmt, _Blob(str(label), raw, compression, suffix), lambda: digest)
 
 
-def _known_suffix(name: str) -> bool:
-    """Whether a file name says its format (``cases.jsonl``, ``cases.jsonl.gz``)."""
-    lower = name.lower()
-    for c in COMPRESSIONS:
-        if lower.endswith(c):
-            lower = lower[: -len(c)]
-            break
-    return Path(lower).suffix in _FILE_FORMATS
-
-
 def _read_head(src: _Blob) -> bytes:
     """The first 64 KiB of a compressed input; a stream that is corrupt from its start is an
     error here rather than "empty input"."""
@@ -1070,12 +1117,13 @@ def _read_head(src: _Blob) -> bytes:
 
 
 def _sniff_text(src: _Blob, head: bytes, encoding: str | None) -> str:
-    """The format suffix of text on standard input (see the module docstring)."""
+    """The format suffix of text on standard input or a pipe (see the module docstring)."""
     codec, skip = _resolve_encoding(src, head[:4], encoding)
     text = head[skip:].decode(codec, "ignore").lstrip("\ufeff \t\r\n")
     if not text:
         raise InputError(
-            "empty input: expected JSON, JSON Lines, CSV or parquet on standard input",
+            "empty input: expected JSON, JSON Lines, CSV or parquet"
+            + (" on standard input" if str(src) == STDIN_LABEL else ""),
             path=src,
         )
     if text[0] == "[":
@@ -2093,7 +2141,7 @@ def input_spans(path: str | Path, encoding: str | None = None, parts: int = 1) -
     whole-file reader then says what is wrong, as it always does).
     """
     text = str(path)
-    if text == STDIN or text.startswith(HF_SCHEME):
+    if is_stdin(text) or text.startswith(HF_SCHEME):
         return None
     p = Path(text)
     try:

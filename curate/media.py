@@ -98,6 +98,18 @@ def default_cache(manifest_path: str | Path) -> Path:
     return user_cache_root() / "media" / f"{digest}.parquet"
 
 
+def input_cache(path: str | Path | None) -> Path | None:
+    """:func:`default_cache` of a dataset input (a manifest file, or a dataset folder), or None
+    when it has no local folder to key one by: the Hub, standard input, a pipe (``/dev/fd/63``
+    resolves into ``/proc/<pid>``, a new folder each run)."""
+    from curate.io import is_stream
+
+    if path is None or is_stream(path) or not Path(path).exists():
+        return None
+    first = Path(path)
+    return default_cache(first if first.is_file() else first / "manifest")
+
+
 def default_workers() -> int:
     return available_cores()
 

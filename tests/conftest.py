@@ -89,15 +89,17 @@ def hard_records(hard_path: Path) -> list[dict[str, Any]]:
 
 @contextlib.contextmanager
 def named_pipe(path: Path, data: bytes) -> Iterator[Path]:
-    """A FIFO at ``path`` that a thread fills with ``data`` once a reader opens it (as a shell's
-    ``<(zcat data.gz)`` or ``mkfifo`` does): its bytes can be read once, and not sought.
+    """A FIFO at ``path`` (made unless it exists) that a thread fills with ``data`` once a reader
+    opens it (as a shell's ``<(zcat data.gz)`` or ``mkfifo`` does): its bytes can be read once,
+    and not sought.
 
     At the end a writer nobody read to the end (a command that refused the input first) is let
     go: opening the FIFO for reading and closing it ends its wait with a broken pipe. Its
     thread blocks SIGPIPE, which the CLI restores to the default (die quietly under ``| head``)
     and which would otherwise kill the whole test process.
     """
-    os.mkfifo(path)
+    if not path.exists():  # an existing FIFO is fed again
+        os.mkfifo(path)
 
     def write() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})

@@ -458,6 +458,7 @@ CORPUS: list[Case] = [
     Case("- twice", _sample_copy, UNUSABLE, stdin=True, args=("-",)),
     Case("truncated gzip through a named pipe", _truncated_gz, UNUSABLE, pipe=True),
     Case("HDF5 through a named pipe", _hdf5("ok.hdf5"), UNUSABLE, pipe=True),
+    Case("a device, not a file", lambda d: Path("/dev/zero"), UNUSABLE),
     # Deepfake manifests: malformed values, bad column and value options.
     Case(
         "deepfake rows all malformed",

@@ -17,8 +17,10 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -743,6 +745,101 @@ def test_process_substitution_is_sniffed_and_fixed_as_the_file(tmp_path: Path) -
     for shard in shards:
         other = tmp_path / "piped" / "data" / shard.name
         assert pq.read_table(other).equals(pq.read_table(shard))
+
+
+def test_a_pipe_is_read_once_per_scope_and_anew_outside(tmp_path: Path) -> None:
+    """Within one operation (:func:`~curate.io.input_scope`: a command, an API call) a pipe is
+    read once and every open sees its bytes; the same name fed again to a second call is a
+    second input, never the first one's bytes served again (a ``mkfifo`` reused, an
+    ``os.pipe()`` whose descriptor number comes back)."""
+    first, second = records(), records()[:5]
+    fifo = tmp_path / "cases.jsonl"
+    for recs in (first, second):  # one FIFO, two writers in turn
+        with named_pipe(fifo, jsonl(recs)):
+            assert [r for _, r in rows(str(fifo))] == recs
+    for recs in (first, second):
+        r, w = os.pipe()
+
+        def write(w: int = w, data: bytes = jsonl(recs)) -> None:
+            with os.fdopen(w, "wb") as f:
+                f.write(data)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        with curate.io.input_scope():
+            src = open_source(f"/dev/fd/{r}")
+            assert src.format == "jsonl"  # sniffed: the name has no suffix
+            assert [x for b in src.batches for x in b.rows] == recs
+            again = open_source(f"/dev/fd/{r}")  # the same pipe in the scope: its spool
+            assert again.sha256 == src.sha256 == hashlib.sha256(jsonl(recs)).hexdigest()
+            assert sum(len(b.rows) for b in again.batches) == len(recs)
+        writer.join()
+        os.close(r)
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_a_device_is_refused_unread(capsys, device: str) -> None:
+    """A device is not data: ``/dev/zero`` would be read (and spooled) forever."""
+    rc, _, err = run(["audit", "mquake", device], capsys)
+    assert rc == 2 and f"{device}: a device, not a file or a pipe" in one_error_line(err)
+
+
+def test_dev_stdin_is_standard_input(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``/dev/stdin`` is ``-``: read as the stream (redirected from a file, it is still the
+    stream, and its name has no suffix to go by), and never given beside ``-``."""
+    data = jsonl(records())
+    (tmp_path / "cases.jsonl").write_bytes(data)
+    with open(tmp_path / "cases.jsonl", "rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-m", "curate", "audit", "mquake", "/dev/stdin", "--format", "json"],
+            stdin=stdin,
+            capture_output=True,
+            timeout=120,
+        )
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)["inputs"][0]
+    assert report["records"] == 52 and report["sha256"] == hashlib.sha256(data).hexdigest()
+    feed(monkeypatch, data)
+    rc, _, err = run(["validate", "mquake", "-", "/dev/stdin"], capsys)
+    assert rc == 2 and "- and /dev/stdin both name standard input" in one_error_line(err)
+
+
+def test_deepfake_media_through_a_pipe_are_found_from_the_current_folder(tmp_path: Path) -> None:
+    """A manifest's relative media paths through ``<(cat manifest.csv)`` resolve from the
+    current folder, as through ``-``, not under ``/dev/fd``; and a pipe gets no media cache
+    of its own (its folder would be a new one each run)."""
+    from media_data import write_wav
+
+    (tmp_path / "clips").mkdir()
+    lines = ["sample_id,path,label,split"]
+    for i in range(3):
+        write_wav(tmp_path / "clips" / f"c{i}.wav", freq=300.0 + 100 * i)
+        lines.append(f"s{i},clips/c{i}.wav,{'fake' if i % 2 else 'real'},train")
+    (tmp_path / "manifest.csv").write_text("\n".join(lines) + "\n")
+    cache = tmp_path / "cache"
+    audit = f"{sys.executable} -m curate audit deepfake"
+    proc = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"{audit} manifest.csv --format json --out plain.json; "
+            f"{audit} <(cat manifest.csv) --format json --out piped.json; "
+            f"{audit} - --format json --out stdin.json < manifest.csv",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    def findings(name: str) -> list:
+        return json.loads((tmp_path / name).read_text())["findings"]
+
+    assert findings("piped.json") == findings("stdin.json") == findings("plain.json")
+    assert not any("/dev/fd" in f["message"] for f in findings("piped.json"))
+    assert len(list(cache.rglob("*.parquet"))) <= 1  # the manifest file's, none for the pipe
 
 
 @settings(

@@ -31,7 +31,7 @@ from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
 from curate.findings import InputInfo, Report
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import SPLIT_FROM_LAYOUT, read_frame, split_of
+from curate.io import SPLIT_FROM_LAYOUT, is_stream, read_frame, split_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.deepfake import (
@@ -193,7 +193,12 @@ class DeepfakeFamily(Family):
             errors.append(errs)
             mappings.append(cols)
             local = Path(str(path))
-            root = opts.media_root or (local if local.is_dir() else local.parent)
+            if opts.media_root is not None:
+                root = opts.media_root
+            elif is_stream(path):  # standard input, a pipe: paths from the current folder
+                root = Path(".")
+            else:
+                root = local if local.is_dir() else local.parent
             roots.append(str(root))
             splits = dict(
                 norm.group_by("split").len().drop_nulls("split").cast({"split": pl.String}).rows()
@@ -321,16 +326,15 @@ class DeepfakeFamily(Family):
         relative media paths still name the input's files: the re-audit resolves them where
         the input's were (not in the temporary folder the fixed manifest is written to), and
         uses the input's cache, so the fixed data's files are checked and never re-read."""
-        from curate.media import default_cache
+        from curate.media import input_cache
 
         assert isinstance(options, DeepfakeOptions)
         update: dict[str, Any] = {"columns": {}, "values": {}, "split_map": {}}
         if isinstance(data, DeepfakeData) and data.media_roots:
             if options.media_root is None:
                 update["media_root"] = Path(data.media_roots[0])
-            if options.cache is None and data.paths and Path(data.paths[0]).exists():
-                first = Path(data.paths[0])
-                update["cache"] = default_cache(first if first.is_file() else first / "manifest")
+            if options.cache is None:
+                update["cache"] = input_cache(data.paths[0] if data.paths else None)
         return options.model_copy(update=update)
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:

@@ -50,7 +50,7 @@ from curate.families.icrl_publish import (
     write_fixed,
 )
 from curate.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
-from curate.io import HF_SCHEME, STDIN, sha256_of
+from curate.io import HF_SCHEME, is_stdin, sha256_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.scans.icrl import merge, scan_tasks
@@ -152,7 +152,7 @@ def check_hdf5(path: Path) -> None:
 
 
 def _local_file(name: str) -> Path:
-    if name == STDIN:
+    if is_stdin(name):
         raise UsageError("icrl reads HDF5 files by path, not standard input")
     if name.startswith(HF_SCHEME):
         raise UsageError("icrl reads local HDF5 files; download it first (hf:// is not read)")
@@ -171,7 +171,8 @@ def _local_file(name: str) -> Path:
         )
     if not path.is_file():  # a pipe or device: HDF5 is read by offsets, not as a stream
         raise InputError(
-            "not a regular file (a pipe?): HDF5 is read by offsets; write it to a file first",
+            "not a regular file (a pipe or a device): HDF5 is read by offsets; write it to a "
+            "file first",
             path=path,
         )
     return path

@@ -55,11 +55,11 @@ from curate.findings import InputInfo, Report, dumps
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.io import (
     HF_SCHEME,
-    STDIN,
     Batch,
     Span,
     SpanNumbering,
     input_spans,
+    is_stdin,
     open_source,
     sha256_of,
 )
@@ -483,7 +483,7 @@ def _plain_file(path: str | Path) -> Path | None:
     """``path`` when it is a local file read as it is (not standard input, the Hub, a
     ``FOLDER:CONFIG`` or a folder): its hash is then :func:`~curate.io.sha256_of` of it."""
     text = str(path)
-    if text == STDIN or text.startswith(HF_SCHEME):
+    if is_stdin(text) or text.startswith(HF_SCHEME):
         return None
     p = Path(text)
     return p if p.is_file() else None

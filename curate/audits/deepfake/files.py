@@ -24,7 +24,7 @@ import polars as pl
 
 from curate.audits.deepfake.registry import RULES, file_of
 from curate.findings import empty_rule_output, finding_frame, json_struct
-from curate.media import default_cache, default_workers, near_duplicate_pairs, scan_media
+from curate.media import default_workers, input_cache, near_duplicate_pairs, scan_media
 from curate.rules import AuditContext
 from curate.scans.media import EXTENSION_KINDS
 from curate.schemas.deepfake import SPLIT_ORDER, DeepfakeOptions
@@ -54,10 +54,7 @@ def _cache_path(data: DeepfakeData, opts: DeepfakeOptions) -> tuple[Path | None,
     """The cache file and whether failing to write it is an error (an explicit ``--cache``)."""
     if opts.cache is not None:
         return opts.cache, True
-    first = Path(data.paths[0]) if data.paths else None
-    if first is None or not first.exists():
-        return None, False  # not a local manifest (a hub dataset): no place of ours to write
-    return default_cache(first if first.is_file() else first / "manifest"), False
+    return input_cache(data.paths[0] if data.paths else None), False
 
 
 def file_table(data: DeepfakeData, opts: DeepfakeOptions) -> pl.DataFrame:
