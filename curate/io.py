@@ -968,11 +968,11 @@ def _resolve_local(p: Path, config: str | None, encoding: str | None = None) -> 
     if _is_pipe(p):
         spool, digest = _pipe_spool(p)
         return _resolve_spooled(p, spool, digest, encoding, p.name)
-    if not p.is_dir() and not p.is_file():  # /dev/zero would be read forever
-        raise InputError("a device, not a file or a pipe", path=p)
-    if not p.is_dir():
+    if p.is_file():
         where = _local_file(p)
         return _Input(p, _file_kind(p.name, p)[0], where, lambda: sha256_of(p))
+    if not p.is_dir():  # a device: /dev/zero would be read forever
+        raise InputError("a device, not a file or a pipe", path=p)
     tree = _LocalTree(p)
     plan = _plan_folder(tree, config)
     if plan is not None:

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from curate.engine import available_cores
 from curate.engine import current as current_engine
 from curate.errors import UsageError
+from curate.io import is_stream
 from curate.outputs import MANIFEST, MARKER_DIR, atomic_path, guard_file, is_curate_folder, manifest
 from curate.scans.media import COLUMNS, error_row, scan_file
 
@@ -102,8 +103,6 @@ def input_cache(path: str | Path | None) -> Path | None:
     """:func:`default_cache` of a dataset input (a manifest file, or a dataset folder), or None
     when it has no local folder to key one by: the Hub, standard input, a pipe (``/dev/fd/63``
     resolves into ``/proc/<pid>``, a new folder each run)."""
-    from curate.io import is_stream
-
     if path is None or is_stream(path) or not Path(path).exists():
         return None
     first = Path(path)
