@@ -101,12 +101,96 @@ def _get(refs: Any) -> Any:
     from ray.exceptions import RayTaskError
 
     try:
-        return ray.get(refs)
+        with _interruptible():
+            return ray.get(refs)
     except RayTaskError as e:
         cause = getattr(e, "cause", None)
         if isinstance(cause, BaseException):
             raise cause from None
         raise
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """A Ray call during which Ctrl-C or SIGTERM arrives raises curate's :class:`~curate.
+    outputs.Interrupted` (exit 130/143, staging removed), not Ray's wrapper of it: a signal
+    handler that raises inside ``ray.wait``/``ray.get`` (Cython) comes out as ``SystemError:
+    ... returned a result with an exception set``, which read as a bug in curate (exit 3)."""
+    try:
+        yield
+    except SystemError as e:
+        cause = e.__cause__ or e.__context__
+        if cause is not None and not isinstance(cause, Exception):  # Interrupted, Ctrl-C
+            raise cause from None
+        raise
+
+
+def _stop_handlers() -> dict[int, Any]:
+    """The handlers of the stop signals now (none outside the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    from curate.outputs import STOP_SIGNALS
+
+    return {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+
+def _restore_handlers(handlers: dict[int, Any]) -> None:
+    import signal
+
+    for sig, handler in handlers.items():
+        if handler is not None:
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(sig, handler)
+
+
+def _target(address: str | None) -> str | None:
+    """The address Ray will join for ``address`` (RAY_ADDRESS, the latest ``ray start`` of the
+    default temp dir, ``auto``: any running), ``None`` when it will start a cluster of its own;
+    a ``ray://`` address as given. Ray's own resolution, asked before ``ray.init``."""
+    if address and address != "auto":
+        return address  # as ray.init: RAY_ADDRESS only stands in for none or auto
+    try:
+        from ray._private.services import get_ray_address_from_environment
+    except ImportError:  # a Ray without it: let ray.init resolve and say what it found
+        return address or os.environ.get("RAY_ADDRESS") or "auto"
+    try:
+        return get_ray_address_from_environment(address or None, None)
+    except ConnectionError as e:  # "auto" and nothing running
+        raise UsageError(f"--ray-address {address}: {' '.join(str(e).split())}") from None
+
+
+#: Seconds a cluster's address has to accept a connection before curate gives up on it.
+CONNECT_TIMEOUT = 5.0
+
+
+def _check_listening(target: str, given: str | None) -> None:
+    """Refuse an address nothing answers at, in seconds: Ray itself retries a dead GCS
+    address 20 times ~41 s apart (about 14 minutes of C++ warnings before it fails)."""
+    import socket
+
+    if "://" in target:
+        return  # Ray Client: its own connection, which fails fast
+    shown = given or f"{target} (from RAY_ADDRESS or `ray start`)"
+    host, sep, port_text = target.rpartition(":")
+    if not sep or not host:
+        return  # not HOST:PORT: ray.init says what is wrong with it
+    try:
+        port = int(port_text)
+        if not 0 < port < 65536:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--ray-address {shown}: {port_text!r} is not a port") from None
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise UsageError(
+            f"--ray-address {shown}: no Ray cluster answers at {host}:{port} ({why})"
+        ) from None
 
 
 def _warm() -> None:
@@ -153,7 +237,14 @@ class RayEngine(Engine):
         self.address = address
         self._started = False
         self._remotes: dict[Any, Any] = {}
+        #: True when no cluster was there to join and Ray started one for this process.
+        self.started_local = False
         if not ray.is_initialized():
+            target = _target(address)
+            self.started_local = target is None
+            if target is not None:
+                _check_listening(target, address)
+            handlers = _stop_handlers()
             try:
                 # address None: join the cluster RAY_ADDRESS or the latest `ray start` names,
                 # else start a local one (Ray's own resolution).
@@ -167,6 +258,10 @@ class RayEngine(Engine):
             except (ConnectionError, ValueError, RuntimeError) as e:
                 msg = " ".join(str(e).split()) or type(e).__name__
                 raise UsageError(f"--ray-address {address}: cannot join Ray: {msg}") from None
+            finally:
+                # ray.init makes SIGTERM sys.exit(15) (exit 1 or 15, no cleanup message);
+                # curate's handlers unwind, remove what is staged and exit 143 as locally
+                _restore_handlers(handlers)
             self._started = True
         # Start one worker process per cluster CPU now, while the driver reads the input's
         # metadata: a Ray worker starts on first use (~1-3 s of Python and Ray imports), which
@@ -219,7 +314,8 @@ class RayEngine(Engine):
         pending = list(refs)
         done = 0
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
+            with _interruptible():
+                ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
             if ready:
                 done += len(ready)
                 if progress:
@@ -244,7 +340,8 @@ class RayEngine(Engine):
         while order:
             ref = order.pop(0)
             while ref not in finished:
-                ready, unfinished = ray.wait(unfinished, num_returns=1, timeout=1.0)
+                with _interruptible():
+                    ready, unfinished = ray.wait(unfinished, num_returns=1, timeout=1.0)
                 finished.update(ready)
                 done += len(ready)
                 if ready and progress:
@@ -261,7 +358,11 @@ class RayEngine(Engine):
         if self._started:
             import ray
 
-            ray.shutdown()
+            handlers = _stop_handlers()
+            try:
+                ray.shutdown()
+            finally:
+                _restore_handlers(handlers)
             self._started = False
 
 
@@ -299,7 +400,7 @@ def make(name: str | None, address: str | None = None) -> Engine:
         if address:
             raise UsageError("--ray-address needs --engine ray")
         return _LOCAL
-    return RayEngine(address or os.environ.get("CURATE_RAY_ADDRESS") or None)
+    return RayEngine(address or None)
 
 
 @contextlib.contextmanager

@@ -579,6 +579,7 @@ def test_engine_flag_on_every_verb_of_every_family(capsys):
             assert main([verb, fam, "--help"]) == 0
             out = capsys.readouterr().out
             assert "--engine" in out and "--ray-address" in out, (verb, fam)
+            assert "curate[ray]" in out, "the extra's name lost to rich markup"
 
 
 def test_progress_counts_tasks_done_over_total(ray_engine, xland):
@@ -611,3 +612,95 @@ def test_a_unit_error_reaches_the_caller_as_itself(ray_engine):
     assert type(caught.value) is InputError
     assert caught.value.message == "cannot read shard 2"
     assert caught.value.path == "/data/shard-2.jsonl"
+
+
+def _curate(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    """``curate ARGS`` in a fresh process (this one is joined to the session's cluster, so a
+    connection made here would not be a new one); its result and seconds."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "curate", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    return done, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("127.0.0.1:FREE", "no Ray cluster answers at 127.0.0.1:"),
+        ("127.0.0.1:99999", "'99999' is not a port"),
+        ("not-a-host.invalid:6379", "no Ray cluster answers at not-a-host.invalid:6379"),
+    ],
+)
+def test_an_address_nothing_answers_at_is_exit_2_in_seconds(address, says):
+    """Ray itself retries a dead address for ~14 minutes of C++ warnings; curate refuses it
+    in the seconds a connection takes, one line, exit 2."""
+    pytest.importorskip("ray")
+    # a port bound and closed just now (not in the test's id: every xdist worker must
+    # collect the same tests)
+    address = address.replace("FREE", str(_free_port()))
+    sample = str(SAMPLES / "mquake_sample.json")
+    done, seconds = _curate("validate", "ke", sample, "--engine", "ray", "--ray-address", address)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"curate: error: --ray-address {address}: ")
+    assert says in lines[0]
+    assert seconds < 30
+
+
+_STOPPED_SCRIPT = """
+import os, signal, sys, threading, time
+import curate.outputs as outputs
+from curate.engine import RayEngine
+
+outputs.install_signal_handlers()
+engine = RayEngine(sys.argv[1])
+# ray.init makes SIGTERM sys.exit(15); curate's handler must be back
+assert signal.getsignal(signal.SIGTERM) is outputs._raise_interrupted
+assert signal.getsignal(signal.SIGINT) is outputs._raise_interrupted
+
+def slow(k):
+    time.sleep(20)
+    return k
+
+threading.Timer(1.5, os.kill, (os.getpid(), int(sys.argv[2]))).start()
+try:
+    if sys.argv[3] == "map":
+        engine.map(slow, [(1,), (2,)])
+    else:
+        refs = [engine.remote(slow).remote(k) for k in (1, 2)]
+        list(engine.gather(refs))
+except outputs.Interrupted as e:
+    engine.close()
+    assert signal.getsignal(signal.SIGTERM) is outputs._raise_interrupted
+    print("interrupted", e.signum)
+    sys.exit(e.exit_code)
+print("not interrupted")
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "how"), [(signal.SIGINT, "gather"), (signal.SIGTERM, "map"), (signal.SIGINT, "map")]
+)
+def test_a_signal_while_waiting_on_ray_is_curates_interrupt(ray_cluster, tmp_path, sig, how):
+    """Ctrl-C or SIGTERM while the driver waits on Ray tasks unwinds as locally (exit 130/143
+    after cleanup): not ``SystemError`` from inside ``ray.wait`` (exit 3, "internal error"),
+    nor Ray's own SIGTERM handler (exit 1, which reads as findings)."""
+    script = tmp_path / "stopped.py"
+    script.write_text(_STOPPED_SCRIPT, encoding="utf-8")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(script), ray_cluster, str(int(sig)), how],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 128 + sig, done.stdout + done.stderr[-2000:]
+    assert done.stdout.split() == ["interrupted", str(int(sig))]

@@ -254,6 +254,23 @@ def test_progress_bar_is_cleared_on_ctrl_c_and_on_errors(monkeypatch, capsys, tm
     assert capsys.readouterr().err.startswith(f"curate: error: {broken}")
 
 
+def test_ray_tasks_fill_a_bar_not_a_row_count() -> None:
+    """The Ray engine's "ray: <units> k/N" is tasks done over the total (a bar), not "k rows"
+    as a reader's count is."""
+    console, _ = terminal_console()
+    bar = term.TerminalProgress(console)
+    bar("ray: shards of big.jsonl 3/8", 3)
+    (task,) = bar._bar.tasks
+    assert (task.completed, task.total, task.fields["done"]) == (3, 8, "")
+    bar("read big.jsonl", 41_000)
+    (task,) = bar._bar.tasks
+    assert (task.total, task.fields["done"]) == (None, "41,000 rows")
+    bar("ray: shards of big.jsonl 4/8", 4)
+    (task,) = bar._bar.tasks
+    assert (task.completed, task.total) == (4, 8)
+    bar.stop()
+
+
 class FakeTerminal(io.StringIO):
     def isatty(self) -> bool:
         return True

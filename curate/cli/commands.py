@@ -481,7 +481,7 @@ ENGINE_PARAMETERS = [
             typer.Option(
                 "--engine",
                 help="Where the expensive parallel stage runs: this machine (local) or a Ray "
-                "cluster (ray; needs pip install 'curate[ray]'). Same report either way.",
+                "cluster (ray; needs pip install 'curate\\[ray]'). Same report either way.",
                 rich_help_panel="Engine",
             ),
         ],
@@ -494,8 +494,10 @@ ENGINE_PARAMETERS = [
             str | None,
             typer.Option(
                 "--ray-address",
-                help="Ray cluster to join (HOST:PORT, ray://..., auto); default: the one "
-                "RAY_ADDRESS or the latest `ray start` names, else a new local one.",
+                help="Ray cluster to join (HOST:PORT; auto: any running here; ray://... "
+                "needs ray\\[client]); default: the one RAY_ADDRESS or the latest `ray start` "
+                "with Ray's default --temp-dir names, else a new local one for the command "
+                "(said on stderr).",
                 rich_help_panel="Engine",
             ),
         ],
@@ -528,7 +530,14 @@ def family_command(verb: str, fam: Family) -> Any:
         raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
         engine, address = kwargs.pop("engine"), kwargs.pop("ray_address")
         options = fam.options(**raw)
-        with use_engine(engine.value, address):
+        with use_engine(engine.value, address) as running:
+            if getattr(running, "started_local", False):
+                typer.echo(
+                    "curate: ray: no cluster to join (no --ray-address, RAY_ADDRESS or `ray "
+                    "start` with the default --temp-dir): started one on this machine for "
+                    "this command",
+                    err=True,
+                )
             impl(fam, options, **kwargs)
 
     params = base + ENGINE_PARAMETERS + extra

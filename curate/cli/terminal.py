@@ -62,6 +62,8 @@ def color_for(stream) -> bool:
 
 #: The stage string :meth:`curate.families.base.Family.audit` reports for each rule.
 _RULE_STAGE = re.compile(r"rule (\d+)/(\d+): ")
+#: The Ray engine's "ray: <units> done/total" (curate.engine): a bar over the tasks, not rows.
+_TASK_STAGE = re.compile(r"ray: .* (\d+)/(\d+)$")
 
 
 class TerminalProgress:
@@ -98,12 +100,20 @@ class TerminalProgress:
 
     def __call__(self, stage: str, n: int) -> None:
         m = _RULE_STAGE.match(stage)
+        t = None if m else _TASK_STAGE.match(stage)
         if m:  # n rules done of the total: the bar fills over the rules
             fields = {"total": int(m.group(2)), "completed": n, "done": ""}
+        elif t:  # Ray tasks done of the total
+            fields = {"total": int(t.group(2)), "completed": int(t.group(1)), "done": ""}
         else:  # rows read so far; the total is not known before the end of the input
             fields = {"total": None, "completed": 0, "done": f"{n:,} rows"}
         if self._task is None:
             self._bar.start()
+        elif fields["total"] is None and self._bar.tasks[0].total is not None:
+            # a count after a bar: rich's update keeps a total it is given as None
+            self._bar.remove_task(self._task)
+            self._task = None
+        if self._task is None:
             self._task = self._bar.add_task(stage, **fields)
         else:
             self._bar.update(self._task, description=stage, **fields)
