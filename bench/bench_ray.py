@@ -36,6 +36,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -305,6 +306,8 @@ def main() -> None:
                 print(f"{_load()} (after)")
     finally:
         cluster.stop()
+        # the reports and the cluster's logs (~200 MB a run): made here, for this run only
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def project(best: dict[str, dict[str, float]], steps: int) -> None:
