@@ -27,6 +27,8 @@ import contextlib
 import contextvars
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -127,9 +129,6 @@ def _interruptible() -> Iterator[None]:
 
 def _stop_handlers() -> dict[int, Any]:
     """The handlers of the stop signals now (none outside the main thread)."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return {}
     from curate.outputs import STOP_SIGNALS
@@ -138,8 +137,6 @@ def _stop_handlers() -> dict[int, Any]:
 
 
 def _restore_handlers(handlers: dict[int, Any]) -> None:
-    import signal
-
     for sig, handler in handlers.items():
         if handler is not None:
             with contextlib.suppress(ValueError, OSError):

@@ -108,9 +108,6 @@ def cli():
     return root
 
 
-_SIGNAL_NAMES = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: map every failure to one line and an exit code (never a traceback).
 
@@ -151,18 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
     except (Interrupted, KeyboardInterrupt) as e:
         signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
-        name = _SIGNAL_NAMES.get(signum, "terminated")
+        name = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}.get(signum, "terminated")
         typer.echo(f"curate: {name}", err=True)
         return 128 + signum
     except OSError as e:  # permissions, read-only or full disk, a folder where a file goes
         typer.echo(f"curate: error: {_os_error_line(e)}", err=True)
         return 2
     except Exception as e:  # a bug: say so in one line; CURATE_DEBUG=1 shows the traceback
-        cause = e.__cause__ or e.__context__
-        if isinstance(e, SystemError) and isinstance(cause, Interrupted):
-            # a signal that landed inside an extension (Ray's Cython calls wrap it so)
-            typer.echo(f"curate: {_SIGNAL_NAMES.get(cause.signum, 'terminated')}", err=True)
-            return cause.exit_code
         if os.environ.get("CURATE_DEBUG"):
             raise
         typer.echo(
