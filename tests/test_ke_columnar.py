@@ -9,7 +9,6 @@ rows naming the same case, field and line, same ids, same noted shape.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import random
@@ -403,7 +402,36 @@ def test_coded_dictionary_holding_a_null_is_not_vouched_for(hard_records: list[d
     assert conformed[1] is None  # decoded: the null is a null again
 
 
-@pytest.mark.parametrize("kind", ["parquet", "jsonl", "mixed", "collide"])
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["", "a", "b", "Q1", "é", "a\x00", "long " * 5]) | st.text(),
+            max_size=30,
+        ),
+        max_size=4,
+    )
+)
+def test_string_pool_distinct_gives_each_string_once_and_back(parts: list[list[str]]) -> None:
+    """:meth:`_StringPool.distinct` (what a Ray shard sends): each string of the pool once, and
+    indexes that give every pooled string back in order, whatever repeats across the parts."""
+    from curate.families.knowledge_editing import _StringPool
+
+    pool = _StringPool()
+    for i, part in enumerate(parts):
+        # a parquet dictionary is plain or large; the pool holds both
+        pool._parts.append(pa.array(part, pa.string() if i % 2 else pa.large_string()))
+        pool._size += len(part)
+    strings, index = pool.distinct()
+    flat = [x for part in parts for x in part]
+    assert strings.type == pa.large_string()
+    assert len(set(strings.to_pylist())) == len(strings)
+    got = strings.to_pylist() if index is None else strings.take(index.to_arrow()).to_pylist()
+    assert got == flat
+    assert sorted(set(flat)) == sorted(strings.to_pylist())
+
+
+@pytest.mark.parametrize("kind", ["parquet", "jsonl", "mixed"])
 def test_shard_round_trip_keeps_tables_and_row_order_note(
     hard_records: list[dict], tmp_path: Path, kind: str
 ) -> None:
@@ -415,9 +443,7 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
     as dictionaries (kept as codes); JSON Lines in several blocks (categories, mapped to indexes
     once per shard), one of them holding a string case id among integers (that batch goes
     through pydantic); and ``mixed``, a parquet shard where one row group's dictionary holds an
-    empty subject (that batch is read decoded, as categories, between coded ones). ``collide``:
-    every string of the pool hashes alike, so the pool's distinct strings are not trusted and
-    the repeats travel as they are."""
+    empty subject (that batch is read decoded, as categories, between coded ones)."""
     import pickle
 
     from curate.families import knowledge_editing as ke
@@ -445,21 +471,17 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
             spans = list(SpanNumbering(spans))
         kept, owned = [], []
         add, own = ke._StringPool.add, ke._StringPool.own
-        same_hash = mock.patch.object(
-            pl.Series, "hash", lambda s, seed=0: pl.zeros(len(s), pl.UInt64, eager=True)
-        )
         with (
             mock.patch.object(ke._StringPool, "add", lambda p, *a: kept.append(1) or add(p, *a)),
             mock.patch.object(ke._StringPool, "own", lambda p, c: owned.append(1) or own(p, c)),
-            same_hash if kind == "collide" else contextlib.nullcontext(),
         ):
             shards = [_load_span(span, span.first_index, None) for span in spans]
         # each way was taken: codes kept for parquet, categories mapped for the rest
         assert (len(kept) > 0) == (kind != "jsonl"), kept
         assert len(owned) == len(spans)
         for span, made in zip(spans, shards, strict=True):
-            # each string once, unless their hashes could not tell them apart
-            assert (len(made.strings.unique()) == len(made.strings)) == (kind != "collide")
+            # each string once: the driver makes each a category once
+            assert len(made.strings.unique()) == len(made.strings)
             shard = pickle.loads(pickle.dumps(made, protocol=5))
             got = shard.unpack()
             want = KE._load([span], progress=None, keep_records=False, first_row=span.first_index)
