@@ -181,13 +181,46 @@ def _check_listening(target: str, given: str | None) -> None:
     except ValueError:
         raise UsageError(f"--ray-address {shown}: {port_text!r} is not a port") from None
     try:
-        with socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT):
-            pass
+        with socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT) as sock:
+            grpc = _speaks_grpc(sock)
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
         raise UsageError(
             f"--ray-address {shown}: no Ray cluster answers at {host}:{port} ({why})"
         ) from None
+    if not grpc:
+        raise UsageError(
+            f"--ray-address {shown}: a server answers at {host}:{port}, but not a Ray cluster "
+            "(no gRPC there; a head's address is its GCS port, 6379 unless `ray start "
+            "--port` said otherwise)"
+        )
+
+
+#: HTTP/2's client preface and an empty SETTINGS frame (RFC 9113 §3.4): what a gRPC client
+#: sends first on a connection.
+_H2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _speaks_grpc(sock: Any) -> bool:
+    """Whether the server on ``sock`` answers as a gRPC server does: with HTTP/2's SETTINGS
+    frame (frame type 4), sent at once. Why: a Ray GCS is a gRPC server, and an address that
+    accepts connections but is something else (a web server, a database) keeps ``ray.init``
+    retrying for ~20 s of C++ warnings before it fails. A cluster with TLS on
+    (``RAY_USE_TLS``) is not probed in clear text: Ray's own connection says what it says."""
+    if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true", "yes"):
+        return True
+    sock.settimeout(CONNECT_TIMEOUT)
+    try:
+        sock.sendall(_H2_HELLO)
+        head = b""
+        while len(head) < 9:
+            more = sock.recv(9 - len(head))
+            if not more:
+                break
+            head += more
+    except TimeoutError:
+        return False
+    return len(head) == 9 and head[3] == 0x04
 
 
 def _warm() -> None:

@@ -654,6 +654,43 @@ def test_an_address_nothing_answers_at_is_exit_2_in_seconds(address, says):
     assert seconds < 30
 
 
+@pytest.mark.parametrize("server", ["http", "silent"])
+def test_an_address_that_is_not_ray_is_exit_2_in_seconds(server):
+    """An address where something else listens (a web server; a listener that never says a
+    word) kept ``ray.init`` retrying ~20 s with C++ warnings: curate asks for gRPC's hello
+    first and refuses it, one line, exit 2."""
+    import http.server
+    import socket
+    import threading
+
+    pytest.importorskip("ray")
+    if server == "http":
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        port, stop = srv.server_address[1], srv.shutdown
+    else:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()  # the kernel accepts; nothing ever answers
+        port, stop = sock.getsockname()[1], sock.close
+    try:
+        address = f"127.0.0.1:{port}"
+        sample = str(SAMPLES / "mquake_sample.json")
+        done, seconds = _curate(
+            "validate", "ke", sample, "--engine", "ray", "--ray-address", address
+        )
+    finally:
+        stop()
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines == [
+        f"curate: error: --ray-address {address}: a server answers at {address}, but not a Ray "
+        "cluster (no gRPC there; a head's address is its GCS port, 6379 unless `ray start "
+        "--port` said otherwise)"
+    ]
+    assert seconds < 20
+
+
 _STOPPED_SCRIPT = """
 import os, signal, sys, threading, time
 import curate.outputs as outputs
