@@ -659,9 +659,8 @@ class _StringPool:
             return pa.array([], pa.large_string()), None
         strings = pa.concat_arrays(parts)
         coded = pc.dictionary_encode(strings)
-        if coded.indices.null_count:  # not met (the pool holds dictionaries): kept as it is
-            return strings, None
-        if len(coded.dictionary) == len(strings):  # each once already, in the same order
+        # each once already (in the same order), or a null (not met: dictionaries have none)
+        if len(coded.dictionary) == len(strings) or coded.indices.null_count:
             return strings, None
         return coded.dictionary, pl.Series(coded.indices.cast(pa.uint32()))
 
