@@ -15,7 +15,8 @@ checks the engines agree on the benchmark's own data, not only the tests'.
 
 Files (generated once, kept): an XLand-layout HDF5 (``bench_icrl.py``'s generator and file
 name; default 64 tasks × 32 histories × 60,928 steps = 125 M steps, 3.6 GB decompressed, 0.26 GB
-on disk) and a MQuAKE-style JSON Lines file (``bench_ke_scale.py``'s generator; default 1 M
+on disk; ``--tasks 512``: 2.1 GB on disk, 29 GB decompressed, the issue's multi-GB file)
+and a MQuAKE-style JSON Lines file (``bench_ke_scale.py``'s generator; default 1 M
 cases). Then the projection of a full XLand-100B audit (28,876 task groups, 112.6 G steps) on
 1, 8 and 64 two-core machines from the measured per-step (hence per-group) cost and the measured
 Ray efficiency.
