@@ -94,6 +94,124 @@ class Engine:
         pass
 
 
+#: Signals a worker process never sees: the terminal sends Ctrl-C (and a closed terminal its
+#: hang-up) to the whole process group, and the parent alone decides how the run ends.
+_PARENT_ONLY = (signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def process_pool(workers: int) -> Iterator[Any]:
+    """A ``spawn`` process pool that a stop signal cannot leave behind or make hang.
+
+    Why not a bare ``ProcessPoolExecutor``: Ctrl-C reaches every process of the terminal's
+    group, so each worker printed a ``KeyboardInterrupt`` traceback, a worker killed while it
+    held the pool's queue lock left the others blocked on it, and the parent's exit then waited
+    on them forever (``fix icrl`` hung for minutes after saying "interrupted"). Here:
+
+    * workers are started with SIGINT and SIGHUP *blocked* (a spawned child inherits the signal
+      mask of the thread that starts it, and the pool starts its workers inside ``submit``,
+      which the yielded object wraps): they never see the group's signal, while the parent
+      blocks them only for the instant of a ``submit``; SIGTERM keeps its default and ends a
+      worker at once, without Python's traceback;
+    * on any exception (the parent's :class:`~curate.outputs.Interrupted` included) queued
+      units are cancelled and the workers terminated, then killed if they have not gone within
+      a second, before the exception goes on: no process is left and nothing waits on one.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context, resource_tracker
+
+    # The pool talks to its workers over pipes; once a worker is gone, a write to its end is
+    # EPIPE, which the pool handles, but under the CLI's SIGPIPE default (there for `| head`)
+    # it killed curate first (exit -13, no message, no clean-up). Ignored while the pool lives.
+    pipe = _set_handler(signal.SIGPIPE, signal.SIG_IGN)
+    blocked = _block(_PARENT_ONLY)
+    try:
+        # The pool's queues start multiprocessing's resource tracker (a process of its own)
+        # the first time: a Ctrl-C during its start-up killed it, and the parent's next write
+        # to it ended the parent by SIGPIPE (exit -13, "leaked semaphore objects").
+        resource_tracker.ensure_running()
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    finally:
+        _unblock(blocked)
+    try:
+        yield _MaskedSubmit(pool)
+    except BaseException:
+        _kill_pool(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    finally:
+        if pipe is not None:
+            _set_handler(signal.SIGPIPE, pipe)
+
+
+def _set_handler(sig: int, handler: Any) -> Any:
+    """``signal.signal`` where it can be set (the main thread); the previous handler or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(sig, handler)
+    except (OSError, ValueError):
+        return None
+
+
+class _MaskedSubmit:
+    """A process pool's ``submit``, with :data:`_PARENT_ONLY` blocked while it may start a
+    worker."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        blocked = _block(_PARENT_ONLY)
+        try:
+            return self._pool.submit(fn, *args)
+        finally:
+            _unblock(blocked)
+
+
+def _block(signals: Sequence[int]) -> set[int] | None:
+    """Block ``signals`` in this thread; the mask before, to restore (``None`` off the main
+    thread or where the platform has no signal masks)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return set(signal.pthread_sigmask(signal.SIG_BLOCK, signals))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _unblock(previous: set[int] | None) -> None:
+    """Restore the mask :func:`_block` saved: a signal that came meanwhile is delivered now."""
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _kill_pool(pool: Any, grace: float = 1.0) -> None:
+    """Cancel what has not started, end every worker (SIGTERM, then SIGKILL after ``grace``)."""
+    import time
+
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(grace)
+    # The pool's own thread sees its workers gone, closes its queues and ends; waiting for it
+    # here (not at interpreter exit) releases the queues' semaphores before the resource
+    # tracker's last look, which otherwise warns of "leaked semaphore objects". (A second
+    # ``shutdown`` would write to the wake-up pipe that thread has just closed.)
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(grace)
+
+
 def _get(refs: Any) -> Any:
     """``ray.get``, with an exception raised *by a unit* re-raised as itself: the caller sees
     the same :class:`~curate.errors.InputError` (one line, exit 2) or finding as locally, not

@@ -27,7 +27,9 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -66,15 +68,87 @@ class Interrupted(BaseException):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+#: Stop signals received since :func:`install_signal_handlers` (the first decides the exit code).
+_received: list[int] = []
+#: Outputs moved into place since then (what a signal that came late leaves complete).
+_committed: list[Path] = []
+
+
 def _raise_interrupted(signum: int, _frame: Any) -> None:
+    _received.append(signum)
     raise Interrupted(signum)
 
 
+def _unraisable(args: Any) -> None:
+    """``sys.unraisablehook``: an :class:`Interrupted` that Python had to drop is sent again.
+
+    A handler's exception raised while a weakref callback or a ``__del__`` runs cannot leave
+    it: Python printed "Exception ignored in: <function WeakValueDictionary...>" with a
+    traceback, and the run went on (``export icrl`` exited 0 after Ctrl-C). Here the message is
+    not printed and the same signal is sent to the main thread again a moment later, when the
+    callback has returned and the exception can unwind the run as any other.
+    """
+    if isinstance(args.exc_value, Interrupted):
+        _redeliver(args.exc_value.signum)
+        return
+    _previous_unraisable(args)
+
+
+def _redeliver(signum: int) -> None:
+    def send() -> None:
+        time.sleep(0.005)
+        with suppress(OSError, ValueError):
+            signal.pthread_kill(threading.main_thread().ident or 0, signum)
+
+    threading.Thread(target=send, name="curate-redeliver", daemon=True).start()
+
+
+_previous_unraisable = sys.unraisablehook
+
+
 def install_signal_handlers() -> None:
-    """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` so staging is removed."""
+    """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` so staging is removed.
+
+    The signal is also *recorded*: Python cannot deliver an exception raised in a handler that
+    runs inside a weakref callback or a ``__del__`` ("Exception ignored in ..."), and the run
+    would go on and exit 0 as if nothing had happened. Every commit point asks
+    :func:`raise_if_interrupted` before it renames, and the CLI checks once more at the end.
+    """
+    _received.clear()
+    _committed.clear()
+    global _previous_unraisable
+    if sys.unraisablehook is not _unraisable:
+        _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     for sig in STOP_SIGNALS:
         with suppress(ValueError, OSError):  # not the main thread, or no such signal
             signal.signal(sig, _raise_interrupted)
+
+
+def received_signal() -> int | None:
+    """The first stop signal this run received (handled or swallowed), else ``None``."""
+    return _received[0] if _received else None
+
+
+def raise_if_interrupted() -> None:
+    """Raise :class:`Interrupted` for a stop signal whose exception was swallowed on its way.
+
+    Called right before every rename that publishes an output: an interrupted run must leave
+    no output, and the exit code must say what happened.
+    """
+    if _received:
+        raise Interrupted(_received[0])
+
+
+def committed_outputs() -> list[Path]:
+    """The outputs this run has moved into place (complete), oldest first."""
+    return list(_committed)
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    """``os.replace`` that first honours a swallowed signal and afterwards records the output."""
+    raise_if_interrupted()
+    os.replace(tmp, target)
+    _committed.append(target)
 
 
 @contextmanager
@@ -102,6 +176,8 @@ def signals_deferred() -> Iterator[None]:
             handler = previous.get(pending[0])
             if callable(handler):
                 handler(pending[0], None)
+            elif handler == signal.SIG_DFL:  # a library caller's default: the signal's own end
+                signal.raise_signal(pending[0])
 
 
 def current_umask() -> int:
@@ -440,26 +516,32 @@ def staged_folder(
         yield tmp
         info["files"] = _listing(tmp)
         (tmp / MARKER_DIR / MANIFEST).write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2))
-        if target.is_dir() and not any(target.iterdir()):
-            _fill_in_place(tmp, target)
-        elif target.exists():
-            # Checked again now: the folder may have changed while we worked.
-            guard_folder(target, inputs, overwrite=overwrite)
-            old = Path(tempfile.mkdtemp(prefix=_stage_name(target, "old"), dir=parent))
-            try:
-                os.replace(target, old)  # over the empty placeholder folder
-            except BaseException:
-                old.rmdir()
-                raise
-            try:
+        raise_if_interrupted()
+        # The renames are one step as far as a signal is concerned: it waits until the output
+        # is either in place or not (and then ends the run, saying the output is complete).
+        with signals_deferred():
+            if target.is_dir() and not any(target.iterdir()):
+                _fill_in_place(tmp, target)
+            elif target.exists():
+                # Checked again now: the folder may have changed while we worked.
+                guard_folder(target, inputs, overwrite=overwrite)
+                old = Path(tempfile.mkdtemp(prefix=_stage_name(target, "old"), dir=parent))
+                try:
+                    os.replace(target, old)  # over the empty placeholder folder
+                except BaseException:
+                    old.rmdir()
+                    raise
+                try:
+                    os.replace(tmp, target)
+                except BaseException:
+                    os.replace(old, target)
+                    raise
+                remove_staging(old)
+            else:
                 os.replace(tmp, target)
-            except BaseException:
-                os.replace(old, target)
-                raise
-            remove_staging(old)
-        else:
-            os.replace(tmp, target)
-        (target / MARKER_DIR / LOCK).unlink(missing_ok=True)
+            _committed.append(target)
+            tmp = None  # nothing of ours to remove any more
+            (target / MARKER_DIR / LOCK).unlink(missing_ok=True)
     except OSError as e:
         if tmp is not None:
             remove_staging(tmp)
@@ -512,7 +594,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         tmp = Path(name)
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; a report is a normal file
         yield tmp
-        os.replace(tmp, target)
+        with signals_deferred():
+            _publish(tmp, target)
+            tmp = None
     except OSError as e:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

@@ -27,7 +27,12 @@ from curate.cli.terminal import RulesFormat as Format
 from curate.errors import InputError, RemoteError, UsageError
 from curate.families import all_families, broken_families, get_family
 from curate.io import input_scope
-from curate.outputs import Interrupted, install_signal_handlers
+from curate.outputs import (
+    Interrupted,
+    committed_outputs,
+    install_signal_handlers,
+    raise_if_interrupted,
+)
 
 app = typer.Typer(
     name="curate",
@@ -123,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with input_scope():  # each pipe read once for the whole command
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
+        raise_if_interrupted()  # a signal whose exception Python swallowed on its way
         return rc if isinstance(rc, int) else 0
     except typer.Exit as e:
         return e.exit_code
@@ -148,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
     except (Interrupted, KeyboardInterrupt) as e:
         signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
-        name = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}.get(signum, "terminated")
-        typer.echo(f"curate: {name}", err=True)
+        typer.echo(f"curate: {_interrupt_line(signum)}", err=True)
         return 128 + signum
     except OSError as e:  # permissions, read-only or full disk, a folder where a file goes
         typer.echo(f"curate: error: {_os_error_line(e)}", err=True)
@@ -163,6 +168,19 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 3
+
+
+def _interrupt_line(signum: int) -> str:
+    """What a stop signal ended, honestly: outputs already moved into place are complete (a
+    signal that came after the last rename), and the line says so; anything else was removed."""
+    name = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}.get(signum, "terminated")
+    done = committed_outputs()
+    if not done:
+        return name
+    shown = ", ".join(str(p) for p in done[:3]) + (
+        f" and {len(done) - 3} more" if len(done) > 3 else ""
+    )
+    return f"{name} after {shown} was written (complete)"
 
 
 def _silence_stdout() -> None:

@@ -25,8 +25,6 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +36,7 @@ import pyarrow as pa
 from curate.audits.icrl import RULES, SCAN
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
-from curate.engine import available_cores
+from curate.engine import available_cores, process_pool
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
 from curate.families.base import Family, OverlapKey, Progress, no_records
@@ -396,7 +394,7 @@ def _workers(opts: IcrlOptions) -> int:
 
 def _pool_scan(fn: Any, units: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:
     """The local engine's process pool for the scan (``spawn``: see the module docstring)."""
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with process_pool(workers) as pool:
         futures = [pool.submit(fn, *u) for u in units]
         return [fut.result() for fut in futures]
 

@@ -1,0 +1,252 @@
+"""Ctrl-C, SIGTERM and SIGHUP end every command of every family cleanly, whenever they come.
+
+Why a test of whole processes: what goes wrong on a signal is between processes and threads —
+workers that print ``KeyboardInterrupt`` tracebacks (the terminal sends Ctrl-C to the whole
+process group), a pool whose workers died holding its queue lock so that the parent's exit waits
+forever, an exception that Python swallows because the handler ran inside a weakref callback (the
+run then went on and exited 0). None of it shows when a test calls ``main()`` in-process.
+
+Each (family, command) runs once to completion on an input that takes a second or a few, then is
+sent SIGINT to its process group (as a terminal does) at offsets spread over that run: while it
+imports, reads, scans, writes. After each, the test checks:
+
+* it ended within :data:`DEADLINE` seconds of the signal, exit 128 + signal (or 0/1 when it had
+  already finished), with one line on stderr and no traceback from any process;
+* no process of its group is left (zombies waiting for the init process to reap them aside);
+* no staging file or folder is left, and the output is either absent or complete (a folder with
+  curate's marker listing every file, a report that parses) — and complete only when the line
+  says so or the run was not interrupted;
+* every input is byte-identical.
+
+SIGTERM (to the process alone, as ``kill`` does) and SIGHUP (to the group, a closed terminal)
+are sent to the commands that run worker processes or threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from conftest import ROOT, SAMPLE
+from icrl_data import write_file
+
+SAMPLES = ROOT / "curate" / "data" / "samples"
+#: Seconds from the signal to the process's end that the issue allows.
+DEADLINE = 2.0
+COMMANDS = ("audit", "fix", "export")
+#: Each family's input and the arguments that make it use its parallel path (process pool for
+#: in-context RL, threads for MQuAKE's batches).
+FAMILIES = {
+    "mquake": ("mquake.jsonl", ("--workers", "2")),
+    "glycan": ("glycan.csv", ()),
+    "icrl": ("icrl.hdf5", ("--workers", "2")),
+    "deepfake": ("deepfake.csv", ()),
+}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Inputs made from the packaged real samples, big enough that each command runs for about
+    one to four seconds on two cores."""
+    folder = tmp_path_factory.mktemp("interrupt-inputs")
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text(encoding="utf-8"))
+    with open(folder / "mquake.jsonl", "wb") as fh:
+        for r in range(30):
+            for case in cases:
+                fh.write(orjson.dumps(case | {"case_id": case["case_id"] + r * 10**6}) + b"\n")
+    glycans = pl.read_csv(SAMPLES / "glycan_taxonomy_sample.csv", infer_schema_length=0)
+    pl.concat(
+        [glycans.with_columns(pl.col("glycowork_row") + f"{r:03d}") for r in range(15)]
+    ).write_csv(folder / "glycan.csv")
+    write_file(folder / "icrl.hdf5", tasks=60, histories=4, steps=6000, seed=1)
+    from deepfake_data import clean_manifest
+
+    base = clean_manifest().frame()
+    parts = []
+    for r in range(300):
+        tag = f"{r:04x}"
+        parts.append(
+            base.with_columns(
+                (pl.col("sample_id") + f"_{tag}").alias("sample_id"),
+                (pl.col("subject_id") + f"_{tag}").alias("subject_id"),
+                (pl.col("sha256").str.slice(0, 60) + tag).alias("sha256"),
+            )
+        )
+    pl.concat(parts).write_csv(folder / "deepfake.csv")
+    assert SAMPLE.exists()
+    return folder
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.is_file()
+    }
+
+
+def _argv(family: str, command: str, data: Path, out: Path) -> list[str]:
+    name, extra = FAMILIES[family]
+    target = ["--output", str(out)] if command == "audit" else ["--out", str(out)]
+    fmt = ["--format", "json"] if command == "audit" else []
+    return [
+        sys.executable,
+        "-m",
+        "curate",
+        command,
+        family,
+        str(data / name),
+        *target,
+        *fmt,
+        *extra,
+    ]
+
+
+def _group(pgid: int) -> list[str]:
+    """The live (not zombie) processes of a process group."""
+    ps = subprocess.run(
+        ["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True
+    )
+    return [line for line in ps.stdout.splitlines() if line.split()[1:2] != ["Z"] and line.strip()]
+
+
+def _settled(pgid: int, within: float = DEADLINE) -> list[str]:
+    end = time.monotonic() + within
+    while True:
+        left = _group(pgid)
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.05)
+
+
+def _staging(folder: Path) -> list[str]:
+    return sorted(
+        p.name for p in folder.iterdir() if ".curate-tmp-" in p.name or ".curate-old-" in p.name
+    )
+
+
+def _complete(out: Path) -> bool:
+    """Is the output whole: a report that parses, or a folder whose marker lists its files?"""
+    if out.is_file():
+        orjson.loads(out.read_bytes())
+        return True
+    manifest = orjson.loads((out / ".curate" / "manifest.json").read_bytes())
+    listed = set(manifest["files"])
+    present = {
+        str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and ".curate" not in p.parts
+    }
+    assert listed == present, listed ^ present
+    return True
+
+
+def _run(argv: list[str], cwd: Path, sig: int | None, at: float, group: bool) -> dict:
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    sent = None
+    try:
+        if sig is not None:
+            try:
+                proc.wait(timeout=at)
+            except subprocess.TimeoutExpired:
+                sent = time.monotonic()
+                if group:
+                    os.killpg(proc.pid, sig)
+                else:
+                    proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120 if sent is None else DEADLINE + 3)
+        took = None if sent is None else time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{argv[3:5]}: still running {DEADLINE + 3} s after the signal")
+    if took is not None:
+        name = signal.Signals(sig).name
+        print(f"{argv[3:5]} {name} at {at:.2f} s: exit {proc.returncode}, {took:.2f} s later")
+    return {
+        "rc": proc.returncode,
+        "stderr": err.decode("utf-8", "replace"),
+        "took": took,
+        "left": _settled(proc.pid),
+    }
+
+
+def _check(result: dict, sig: int | None, out: Path, what: str) -> None:
+    rc, err = result["rc"], result["stderr"]
+    assert "Traceback" not in err and "Exception ignored" not in err, f"{what}: {err[-2000:]}"
+    assert "leaked" not in err, f"{what}: {err[-2000:]}"
+    assert not result["left"], f"{what}: processes left: {result['left']}"
+    assert not _staging(out.parent), f"{what}: staging left: {_staging(out.parent)}"
+    if sig is not None and result["took"] is not None and rc == 128 + sig:
+        assert result["took"] <= DEADLINE, f"{what}: ended {result['took']:.2f} s after the signal"
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("curate: "), f"{what}: {err!r}"
+        if "(complete)" in lines[0]:
+            assert _complete(out), what
+        else:
+            assert not out.exists(), (
+                f"{what}: {out.name} left behind by an interrupted run: {err!r}"
+            )
+    else:
+        assert rc in (0, 1), f"{what}: exit {rc}: {err[-2000:]}"
+        assert _complete(out), what
+
+
+def _offsets(full: float) -> Iterator[float]:
+    """While Python imports; a third, two thirds and nine tenths of the way through."""
+    yield 0.3
+    for share in (0.33, 0.66, 0.9):
+        yield max(0.35, full * share)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_sigint_at_any_moment(inputs: Path, tmp_path: Path, family: str, command: str) -> None:
+    before = _digest(inputs)
+    out = tmp_path / ("report.json" if command == "audit" else "out")
+    t0 = time.monotonic()
+    whole = _run(_argv(family, command, inputs, out), tmp_path, None, 0, True)
+    full = time.monotonic() - t0
+    _check(whole, None, out, f"{family} {command} uninterrupted")
+    for at in _offsets(full):
+        out = tmp_path / f"at-{at:.2f}" / ("report.json" if command == "audit" else "out")
+        out.parent.mkdir()
+        result = _run(_argv(family, command, inputs, out), tmp_path, signal.SIGINT, at, True)
+        _check(
+            result, signal.SIGINT, out, f"{family} {command}, SIGINT at {at:.2f} s of {full:.2f}"
+        )
+    assert _digest(inputs) == before
+
+
+@pytest.mark.parametrize(
+    ("family", "command", "sig", "group"),
+    [
+        ("icrl", "fix", signal.SIGTERM, False),
+        ("icrl", "audit", signal.SIGHUP, True),
+        ("icrl", "export", signal.SIGTERM, True),
+        ("mquake", "fix", signal.SIGTERM, False),
+        ("mquake", "export", signal.SIGHUP, True),
+    ],
+)
+def test_sigterm_and_sighup(
+    inputs: Path, tmp_path: Path, family: str, command: str, sig: int, group: bool
+) -> None:
+    out = tmp_path / ("report.json" if command == "audit" else "out")
+    result = _run(_argv(family, command, inputs, out), tmp_path, sig, 1.2, group)
+    _check(result, sig, out, f"{family} {command}, {signal.Signals(sig).name} at 1.2 s")
+    assert result["rc"] == 128 + sig, result
+    word = {signal.SIGTERM: "terminated", signal.SIGHUP: "hangup"}[sig]
+    assert result["stderr"].strip().startswith(f"curate: {word}")
