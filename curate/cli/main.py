@@ -27,7 +27,7 @@ from curate.cli.terminal import RulesFormat as Format
 from curate.errors import InputError, RemoteError, UsageError
 from curate.families import all_families, broken_families, get_family
 from curate.io import input_scope
-from curate.outputs import Interrupted, install_signal_handlers
+from curate.outputs import Interrupted, cli_names, install_signal_handlers
 
 app = typer.Typer(
     name="curate",
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     commands.COMMAND_LINE[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
     try:
-        with input_scope():  # each pipe read once for the whole command
+        # cli_names: refusals name the flags a person typed (--overwrite), not API arguments
+        with input_scope(), cli_names():  # each pipe read once for the whole command
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
         return rc if isinstance(rc, int) else 0
     except typer.Exit as e:
