@@ -209,6 +209,12 @@ def test_ids_file_and_mapping_are_inputs(project: Path, capsys) -> None:
     refused(capsys, mapping, "fix", "glycan", GLYCANS, "--mapping", mapping, "--out", mapping)
 
 
+def test_two_reports_of_one_run_never_share_a_file(project: Path, capsys) -> None:
+    refused(capsys, project / "x.xml", "check", "--report", "junit=x.xml", "-o", "x.xml")
+    refused(capsys, project / "q.png", "overlap", "sets.json", "-o", "q.png", "--plot", "q")
+    assert not (project / "x.xml").exists() and not (project / "q.png").exists()
+
+
 # --------------------------------------------------------------------------- curate's own files
 
 

@@ -6,6 +6,7 @@ Exit codes as everywhere: 0 pass, 1 a failing finding (``check``) or a card defe
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -160,8 +161,15 @@ def check(
     targets = [(f"--report {name}", t) for name, t in files.items()]
     if output and str(output) != "-":
         targets.append(("--output", output))
+    seen: dict[str, str] = {}
     for option, target in targets:
         guard_file(target, report_inputs, option=option, overwrite=overwrite)
+        key = os.path.realpath(target)
+        if key in seen:  # one report would silently replace the other
+            raise UsageError(
+                f"{option} {target}: is also {seen[key]}; give each report its own file"
+            )
+        seen[key] = option
     if update_baseline:  # refused now, not after the audits
         assert base is not None
         write_baseline_check(base, protected)

@@ -287,6 +287,13 @@ def render_html(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
         close(*figures)
 
 
+def _same_path(a: Path, b: Path) -> bool:
+    """Do two destinations of one run name the same file (the later would replace the other)?"""
+    import os
+
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 #: A CSV file can carry no generator mark (a comment line breaks readers), so curate knows its
 #: own by the exact header it writes (:func:`render_csv`) on the first line.
 CSV_MARK = re.compile(
@@ -449,6 +456,8 @@ def overlap_command(
 
         for target in plot_paths(plot):
             guard_file(target, inputs, option="--plot", marker=MARKER, overwrite=overwrite)
+            if output is not None and _same_path(output, target):
+                raise UsageError(f"--output {output}: is also a --plot file; give another name")
     if output is not None and str(output) != "-":
         guard_file(
             output,
@@ -491,7 +500,7 @@ def overlap_command(
     if plot is not None:
         from curate.overlap_plot import write_plots
 
-        for written in write_plots(result, plot, title=title):
+        for written in write_plots(result, plot, title=title, overwrite=overwrite, inputs=inputs):
             typer.echo(f"wrote {written}", err=True)
     if fail_above is not None:
         worst = result.pairs.filter(pl.col("jaccard") > fail_above)
