@@ -215,6 +215,26 @@ def test_two_reports_of_one_run_never_share_a_file(project: Path, capsys) -> Non
     assert not (project / "x.xml").exists() and not (project / "q.png").exists()
 
 
+def test_a_file_created_while_the_audit_ran_is_not_replaced(
+    project: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate looks again just before the write: the first look was minutes earlier."""
+    from curate.cli import commands
+
+    target = project / "late.json"
+    audit = commands.load_and_audit
+
+    def audit_then_someone_writes(*args, **kwargs):
+        done = audit(*args, **kwargs)
+        target.write_bytes(USER_NOTE)
+        return done
+
+    monkeypatch.setattr(commands, "load_and_audit", audit_then_someone_writes)
+    rc, _, err = cli(capsys, "audit", "mquake", "in/data.json", "-f", "json", "-o", target)
+    assert rc == 2 and err.count("\n") == 1 and "was not written by curate" in err
+    assert target.read_bytes() == USER_NOTE
+
+
 # --------------------------------------------------------------------------- curate's own files
 
 

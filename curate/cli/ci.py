@@ -161,15 +161,19 @@ def check(
     targets = [(f"--report {name}", t) for name, t in files.items()]
     if output and str(output) != "-":
         targets.append(("--output", output))
-    seen: dict[str, str] = {}
-    for option, target in targets:
-        guard_file(target, report_inputs, option=option, overwrite=overwrite)
-        key = os.path.realpath(target)
-        if key in seen:  # one report would silently replace the other
-            raise UsageError(
-                f"{option} {target}: is also {seen[key]}; give each report its own file"
-            )
-        seen[key] = option
+
+    def guard_reports() -> None:
+        seen: dict[str, str] = {}
+        for option, target in targets:
+            guard_file(target, report_inputs, option=option, overwrite=overwrite)
+            key = os.path.realpath(target)
+            if key in seen:  # one report would silently replace the other
+                raise UsageError(
+                    f"{option} {target}: is also {seen[key]}; give each report its own file"
+                )
+            seen[key] = option
+
+    guard_reports()
     if update_baseline:  # refused now, not after the audits
         assert base is not None
         write_baseline_check(base, protected)
@@ -193,6 +197,9 @@ def check(
     finally:
         terminal.clear_progress(cb)
     broken = result.unusable
+    # again, before anything is written: a target may have changed while the datasets were
+    # audited (and a refusal then must leave the baseline as it was, too)
+    guard_reports()
     if update_baseline:
         # accepting findings is what was asked: say what was recorded, not "check failed"; an
         # unusable dataset keeps its entries (write_baseline) and is still the exit-2 line below

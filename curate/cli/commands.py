@@ -181,12 +181,13 @@ def _guard_output(
     guard_file(output, [*_protected(paths, options), *(read or ())], overwrite=overwrite)
 
 
-def _guard_read(output: Path | None, data: Any, overwrite: bool) -> None:
-    """After the audit: the files it read that the arguments did not name (a manifest's
-    media) are inputs too. Checked before the report is written, never after."""
-    read = getattr(data, "read_files", None)
-    if read and output is not None and str(output) != "-":
-        guard_file(output, read, overwrite=overwrite)
+def _guard_read(
+    output: Path | None, paths: list[str], options: FamilyOptions, data: Any, overwrite: bool
+) -> None:
+    """After the audit, again, just before the report is written: the files the audit read
+    that the arguments did not name (a manifest's media) are inputs too, and the target may
+    have changed while the audit ran (a file of someone else's created there meanwhile)."""
+    _guard_output(output, paths, options, overwrite, getattr(data, "read_files", None))
 
 
 def _protected(paths: list[str], options: FamilyOptions) -> list[Path]:
@@ -215,7 +216,7 @@ def validate(
     data, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=["schema", "integrity"]
     )
-    _guard_read(output, data, overwrite)
+    _guard_read(output, paths, options, data, overwrite)
     text = terminal.render(report, fmt, output, durations=durations, data=data)
     terminal.emit(text, output, fmt)
     terminal.step_summary(report, fmt)
@@ -240,7 +241,7 @@ def audit(
     data, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=select, ignore=ignore
     )
-    _guard_read(output, data, overwrite)
+    _guard_read(output, paths, options, data, overwrite)
     text = terminal.render(
         report, fmt, output, durations=durations, fail_on=fail_on.value, data=data
     )
