@@ -317,8 +317,10 @@ def single(report: Report, fail_on: str = "error", name: str | None = None) -> C
 
 
 def read_baseline(path: Path) -> Counter[str]:
-    """Fingerprint → how many findings the baseline accepts (a missing file accepts none)."""
-    if not path.exists():
+    """Fingerprint → how many findings the baseline accepts (a missing file accepts none, and
+    so does an empty one: a ``touch``ed placeholder that ``--update-baseline`` then fills, as
+    the output gate replaces an empty file)."""
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         return Counter()
     doc = _baseline_doc(path)
     if doc is None:

@@ -354,6 +354,14 @@ def test_an_empty_placeholder_is_replaced(project: Path, capsys) -> None:
     assert written_by_curate(placeholder)
 
 
+def test_an_empty_baseline_placeholder_is_filled(project: Path, capsys) -> None:
+    baseline = project / "curate-baseline.json"
+    baseline.touch()
+    rc, _, err = cli(capsys, "check", "--update-baseline")
+    assert rc == 0, err
+    assert json.loads(baseline.read_text(encoding="utf-8"))["curate-baseline"] == 1
+
+
 # --------------------------------------------------------------------------- API names
 
 
