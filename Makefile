@@ -35,5 +35,9 @@ format: install
 	$(BIN)/ruff format curate tests bench
 	$(BIN)/ruff check --fix curate tests bench
 
+# demo-out only when the demo made it (its .curate-demo mark): never a folder of someone else's
 clean:
-	rm -rf $(VENV) demo-out
+	rm -rf $(VENV)
+	@if [ -d demo-out ] && [ ! -f demo-out/.curate-demo ]; then \
+		echo "make clean: demo-out was not made by scripts/demo.sh (no .curate-demo); left alone" >&2; \
+	elif [ -d demo-out ]; then rm -rf demo-out; fi

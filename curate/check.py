@@ -317,8 +317,10 @@ def single(report: Report, fail_on: str = "error", name: str | None = None) -> C
 
 
 def read_baseline(path: Path) -> Counter[str]:
-    """Fingerprint → how many findings the baseline accepts (a missing file accepts none)."""
-    if not path.exists():
+    """Fingerprint → how many findings the baseline accepts (a missing file accepts none, and
+    so does an empty one: a ``touch``ed placeholder that ``--update-baseline`` then fills, as
+    the output gate replaces an empty file)."""
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         return Counter()
     doc = _baseline_doc(path)
     if doc is None:
@@ -380,17 +382,27 @@ def baseline_entries(result: CheckResult) -> list[dict[str, Any]]:
     )
 
 
-def write_baseline(path: Path, result: CheckResult, protected: Sequence[Path] = ()) -> int:
-    """Rewrite the baseline atomically; refuse a file that is not a curate baseline, or an
-    input. Returns the number of entries written."""
-    from curate.outputs import guard_file, write_bytes_atomic
+def write_baseline_check(path: Path, protected: Sequence[Path] = ()) -> None:
+    """Refuse a baseline destination before the work: an input of the run (a data file, the
+    configuration), a folder, or an existing non-empty file that is not a curate baseline."""
+    from curate.outputs import guard_file
 
-    guard_file(path, list(protected), option="baseline")
-    if path.exists() and _baseline_doc(path) is None:
+    # whether an existing file is a baseline is read from its header below (a clearer message
+    # than the gate's); the gate refuses inputs and folders
+    guard_file(path, list(protected), option="baseline", owned=lambda _: True)
+    if path.is_file() and path.stat().st_size and _baseline_doc(path) is None:
         raise UsageError(
             f'baseline {path}: exists and is not a curate baseline (no "{BASELINE_KEY}" '
             "header); curate overwrites only files it wrote: move it or name another file"
         )
+
+
+def write_baseline(path: Path, result: CheckResult, protected: Sequence[Path] = ()) -> int:
+    """Rewrite the baseline atomically; refuse a file that is not a curate baseline, or an
+    input. Returns the number of entries written."""
+    from curate.outputs import write_bytes_atomic
+
+    write_baseline_check(path, protected)  # again: the file may have changed while we worked
     entries = baseline_entries(result)
     if path.exists():
         # a run over some datasets (--dataset) keeps the others' entries, and so does a dataset
@@ -700,11 +712,22 @@ def run_check(
 
 
 def protected_inputs(loaded: LoadedConfig) -> list[Path]:
-    """Every local input of the configuration: reports and the baseline must not replace one."""
+    """Every local input of the configuration — the configuration file itself, each dataset's
+    files and the files its options name (``ids:`` edit sets, a glycan ``mapping``): reports
+    and the baseline must not replace one. (The baseline is added by the caller: it is an input
+    of the reports, but the output of ``--update-baseline``.)"""
     from curate.api import protected_inputs as api_protected
     from curate.options import FamilyOptions
 
-    out: list[Path] = []
+    out: list[Path] = [loaded.path]
+    try:
+        plans = plan(loaded, ())
+    except UsageError:  # a configuration error: run_check reports it; protect what is readable
+        plans = None
+    if plans is not None:
+        for p in plans:
+            out.extend(api_protected(p.paths, p.options))
+        return out
     for i in range(len(loaded.config.datasets)):
         try:
             paths = loaded.dataset_paths(i)

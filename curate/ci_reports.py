@@ -32,6 +32,7 @@ from curate import __version__
 from curate.check import CheckResult, DatasetOutcome
 from curate.config import shown_path
 from curate.findings import json_bytes
+from curate.outputs import GENERATOR_MARK
 
 #: The SARIF rule of a dataset that could not be audited (its input unusable).
 UNUSABLE_RULE = "unusable-input"
@@ -428,7 +429,12 @@ def render_junit(result: CheckResult) -> str:
     suite's ``system-out``."""
     stamp = _timestamp()
     host = socket.gethostname() or "localhost"
-    out = ['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>"]
+    # the comment is curate's generator mark (curate.outputs): a later run replaces its own file
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f"<!-- {GENERATOR_MARK} {__version__} -->",
+        "<testsuites>",
+    ]
     for k, d in enumerate(result.datasets):
         if d.error is not None:
             out += _junit_unusable(k, d, stamp, host)

@@ -35,6 +35,9 @@ class LoadedDataset:
     schema_findings: pl.DataFrame
     #: The validated options it was loaded with (an audit without options uses these).
     options: FamilyOptions | None = field(default=None, kw_only=True)
+    #: Files the audit read that the arguments did not name (the media a deepfake manifest
+    #: lists): inputs too, which the output gate refuses to write over.
+    read_files: list[str] = field(default_factory=list, kw_only=True)
 
 
 @dataclass

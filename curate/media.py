@@ -37,7 +37,15 @@ from curate.engine import available_cores
 from curate.engine import current as current_engine
 from curate.errors import UsageError
 from curate.io import is_stream
-from curate.outputs import MANIFEST, MARKER_DIR, atomic_path, guard_file, is_curate_folder, manifest
+from curate.outputs import (
+    MANIFEST,
+    MARKER_DIR,
+    atomic_path,
+    guard_file,
+    is_curate_folder,
+    manifest,
+    named,
+)
 from curate.scans.media import COLUMNS, error_row, scan_file
 
 #: One row per file (``cached``: the row came from the cache, the file was not opened).
@@ -150,8 +158,8 @@ def _check_ours(path: Path, meta: dict[bytes, bytes] | None) -> None:
     if is_curate_folder(path.parent) and path.suffix == ".parquet":
         return  # our own folder: a damaged cache of ours is rebuilt
     raise UsageError(
-        f"--cache {path}: exists and is not a curate media cache; curate never overwrites "
-        "files it did not create (give a new file name)"
+        f"{named('--cache', 'cache')} {path}: exists and is not a curate media cache; curate "
+        "never overwrites files it did not create (give a new file name)"
     )
 
 
@@ -164,7 +172,11 @@ def write_cache(
     ours; an existing file is replaced only if it is curate's cache (checked again here).
     """
     target = Path(path)
-    guard_file(target, [str(i) for i in inputs], option="--cache")
+    # inputs (the manifest, every media file scanned) are refused here; whether an existing
+    # file is curate's cache is read_cache's question (its mark is parquet metadata)
+    guard_file(
+        target, [str(i) for i in inputs], option=named("--cache", "cache"), owned=lambda _: True
+    )
     if target.exists():
         read_cache(target)  # refuses a file that is not ours
     folder = target.parent
@@ -248,7 +260,7 @@ def scan_media(
         keep = {k: v for k, v in cached.items() if k[0] not in scanned}
         merged = [v | {"abspath": k[0]} for k, v in {**keep, **fresh}.items()]
         try:
-            write_cache(cache, merged, inputs)
+            write_cache(cache, merged, [*inputs, *absolute])
         except OSError:
             if strict_cache:
                 raise

@@ -8,7 +8,10 @@ must cost an error line, never a dataset. So every writer asks this module first
   inside an input folder, is an existing file, a symbolic link, or the current folder; an existing
   non-empty folder is replaced only with ``overwrite`` *and* only when curate wrote it, which the
   marker ``.curate/manifest.json`` (command, version, input hashes) proves.
-* :func:`guard_file` — a report ``--output`` is refused when it is an input or a folder.
+* :func:`guard_file` — a report ``--output`` (any file: ``--report``, ``--plot``, the baseline,
+  the media cache) is refused when it is an input of the run or a folder, and an existing file
+  is replaced only when curate wrote it (its generator mark, :data:`CURATE_MARKS`) or with
+  ``overwrite``; inputs never, not even with ``overwrite``.
 * :func:`staged_folder` / :func:`atomic_path` — the new content is written beside the target under
   a name that carries our process id and renamed into place only when complete. The staging copy
   is removed on every exit path Python sees (error, Ctrl-C, SIGTERM through
@@ -27,12 +30,14 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -206,43 +211,165 @@ def _inputs(inputs: Sequence[str | Path]) -> list[Path]:
     return [_real(p) for p in inputs if str(p) not in ("", "-")]
 
 
+# --------------------------------------------------------------------------- names in messages
+
+_CLI_NAMES: ContextVar[bool] = ContextVar("curate_cli_names", default=False)
+
+
+@contextmanager
+def cli_names() -> Iterator[None]:
+    """Within it, refusals name command-line flags (``--out``, ``--overwrite``); outside it the
+    API's arguments (``out``, ``overwrite=True``).
+
+    Why a context and not only parameters: the CLI's ``fix``/``export`` run through
+    :mod:`curate.api`, whose guards cannot know whether a person typed a flag or a notebook
+    passed an argument; a message must name the thing its reader can change. Every guard also
+    takes the names explicitly (``option=``, ``overwrite_option=``), which win.
+    """
+    token = _CLI_NAMES.set(True)
+    try:
+        yield
+    finally:
+        _CLI_NAMES.reset(token)
+
+
+def named(cli: str, api: str) -> str:
+    """``cli`` under :func:`cli_names`, else ``api``."""
+    return cli if _CLI_NAMES.get() else api
+
+
+# --------------------------------------------------------------------------- curate's own files
+
+#: The mark curate leaves in every report it writes, in a form each format can carry: the last
+#: line of a text report, an HTML/XML comment at the end of Markdown and after JUnit's XML
+#: declaration, a debug command at the end of GitHub annotations. A later run finds it and
+#: knows the file is its own to replace (re-running CI into the same path just works).
+GENERATOR_MARK = "generator: curate"
+
+#: Marks of curate's files in the formats that carry one natively, searched in the first and
+#: last 4 KB of an existing file: the line above, the HTML ``generator`` meta tag, the JSON
+#: reports' ``"tool": "curate"`` key, SARIF's ``tool.driver.name``, the overlap figures'
+#: metadata (:data:`curate.overlap_plot.MARK`).
+CURATE_MARKS: tuple[re.Pattern[bytes], ...] = (
+    re.compile(rb"generator: curate\b"),
+    re.compile(rb'<meta name="generator" content="curate'),
+    re.compile(rb'"tool":\s*"curate"'),
+    re.compile(rb'"driver":\s*\{\s*"name":\s*"curate"'),
+    re.compile(rb"curate overlap plot"),
+)
+_PROBE = 4096
+
+
+def generator_line(fmt: str) -> str:
+    """The last line curate appends to a ``fmt`` report written to a file ('' when the format
+    carries its mark itself: JSON, SARIF, HTML, JUnit; or cannot carry one: CSV)."""
+    from curate import __version__
+
+    mark = f"{GENERATOR_MARK} {__version__}"
+    return {
+        "text": f"{mark}\n",
+        "markdown": f"<!-- {mark} -->\n",
+        "github": f"::debug::{mark}\n",
+    }.get(fmt, "")
+
+
+def with_generator(text: str, fmt: str) -> str:
+    """A report as curate writes it to a file: with its generator mark (see
+    :func:`generator_line`). Standard output is left as it was: a pipe is nobody's file."""
+    line = generator_line(fmt)
+    if not line:
+        return text
+    return text + ("" if not text or text.endswith("\n") else "\n") + line
+
+
+def written_by_curate(path: str | Path, marker: bytes | re.Pattern[bytes] | None = None) -> bool:
+    """Does the file at ``path`` carry curate's mark (or ``marker``) near its start or end?"""
+    patterns = list(CURATE_MARKS)
+    if isinstance(marker, bytes):
+        patterns.append(re.compile(re.escape(marker)))
+    elif marker is not None:
+        patterns.append(marker)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_PROBE)
+            size = os.fstat(fh.fileno()).st_size
+            tail = b""
+            if size > _PROBE:
+                fh.seek(max(_PROBE, size - _PROBE))
+                tail = fh.read(_PROBE)
+    except OSError:
+        return False
+    return any(p.search(head) or p.search(tail) for p in patterns)
+
+
+def _refuse_inputs(p: Path, inputs: Sequence[str | Path], option: str, extra: str) -> None:
+    """An input of the run (the same file, a hard link, or a file inside an input folder) is
+    never a destination, whatever ``overwrite`` says. One ``stat`` per input: a deepfake
+    manifest's media files may number in the hundred thousands."""
+    real = _real(p)
+    try:
+        st = os.stat(real)
+        ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
+    except OSError:
+        ident = None
+    for raw in inputs:
+        if str(raw) in ("", "-"):
+            continue
+        try:
+            ist = os.stat(raw)
+        except OSError:  # a missing input cannot be overwritten (nor be a folder)
+            continue
+        if ident is not None and (ist.st_dev, ist.st_ino) == ident:
+            raise UsageError(
+                f"{option} {p}: is an input of this run; curate never overwrites input{extra}"
+            )
+        if stat.S_ISDIR(ist.st_mode):
+            inp = _real(raw)
+            if real.is_relative_to(inp):
+                raise UsageError(
+                    f"{option} {p}: is inside the input folder {inp}; write it elsewhere"
+                )
+
+
 def guard_file(
     target: str | Path,
     inputs: Sequence[str | Path],
     *,
-    option: str = "--output",
-    marker: bytes | None = None,
+    option: str | None = None,
+    overwrite: bool = False,
+    overwrite_option: str | None = None,
+    marker: bytes | re.Pattern[bytes] | None = None,
+    owned: Callable[[Path], bool] | None = None,
 ) -> Path:
     """Check a report/file destination before any work; raises :class:`UsageError` (exit 2).
 
-    An existing regular file that is not an input is replaced (reports are rewritten on every run,
-    as ``pytest --junitxml`` does); a device such as ``/dev/null`` is written in place.
+    Refused, whatever ``overwrite`` says: a folder, and every input of the run (``inputs``: the
+    data, the configuration, the baseline, alias, mapping and id files, media a manifest
+    names). An existing non-empty regular file is replaced only when curate wrote it (it carries
+    one of :data:`CURATE_MARKS`, or ``marker``; ``owned`` decides instead for a format no mark
+    fits, such as the media cache) or with ``overwrite`` — the explicit "replace this file of
+    mine". An *empty* file is replaced: it holds nothing to lose, and ``touch report.json`` is
+    a common placeholder. A device such as ``/dev/null`` is written in place.
 
-    With ``marker``, an existing non-empty file is replaced only when its first 4 KB hold the
-    marker (the file is one curate wrote): an HTML report's name is often that of a page a
-    person wrote (``index.html``), and a report must never cost one.
+    ``option``/``overwrite_option`` name the destination and the switch in messages; by default
+    the CLI's flags (``--output``, ``--overwrite``) under :func:`cli_names`, else the API's
+    argument names.
     """
+    option = option or named("--output", "output")
+    switch = overwrite_option or named("--overwrite", "overwrite=True")
     p = Path(target)
-    real = _real(p)
     if p.is_dir():
         raise UsageError(f"{option} {p}: is a folder; give a file name for the report")
-    if marker is not None and p.is_file() and p.stat().st_size:
-        with p.open("rb") as fh:
-            head = fh.read(4096)
-        if marker not in head:
+    _refuse_inputs(p, inputs, option, f" (not even with {switch})" if overwrite else "")
+    if not overwrite and p.is_file() and p.stat().st_size:
+        mine = owned(p) if owned is not None else written_by_curate(p, marker)
+        if not mine:
             raise UsageError(
-                f"{option} {p}: exists and is not a report curate wrote; curate never "
-                "overwrites it (remove it or choose another name)"
+                f"{option} {p}: exists and was not written by curate; pass {switch} to replace "
+                "it, or choose another name"
             )
     if not p.exists() or p.is_file():
         check_writable(p)
-    for inp in _inputs(inputs):
-        if _same(real, inp):
-            raise UsageError(
-                f"{option} {p}: is an input of this run; curate never overwrites input"
-            )
-        if inp.is_dir() and real.is_relative_to(inp):
-            raise UsageError(f"{option} {p}: is inside the input folder {inp}; write it elsewhere")
     return p
 
 
@@ -279,9 +406,20 @@ def is_curate_folder(path: str | Path) -> bool:
 
 
 def guard_folder(
-    target: str | Path, inputs: Sequence[str | Path], *, overwrite: bool, option: str = "--out"
+    target: str | Path,
+    inputs: Sequence[str | Path],
+    *,
+    overwrite: bool,
+    option: str | None = None,
+    overwrite_option: str | None = None,
 ) -> Path:
-    """Check an output folder before any work; raises :class:`UsageError` (exit 2)."""
+    """Check an output folder before any work; raises :class:`UsageError` (exit 2).
+
+    ``option``/``overwrite_option`` name the folder and the switch in messages (default: the
+    CLI's ``--out``/``--overwrite`` under :func:`cli_names`, else ``out``/``overwrite=True``).
+    """
+    option = option or named("--out", "out")
+    switch = overwrite_option or named("--overwrite", "overwrite=True")
     p = Path(target)
     real = _real(p)
     if p.is_symlink():
@@ -306,18 +444,16 @@ def guard_folder(
         if not is_curate_folder(p):
             raise UsageError(
                 f"{option} {p}: exists, is not empty and was not written by curate (no "
-                f"{MARKER_DIR}/{MANIFEST}); --overwrite replaces only curate's own output folders"
+                f"{MARKER_DIR}/{MANIFEST}); {switch} replaces only curate's own output folders"
             )
         if not overwrite:
-            raise UsageError(
-                f"{option} {p}: exists (a curate output); pass --overwrite to replace it"
-            )
+            raise UsageError(f"{option} {p}: exists (a curate output); pass {switch} to replace it")
         foreign = foreign_entries(p)
         if foreign:
             shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
             raise UsageError(
                 f"{option} {p}: holds {len(foreign)} file(s) curate did not write or that changed "
-                f"since ({shown}); move them out first: --overwrite replaces only curate's files"
+                f"since ({shown}); move them out first: {switch} replaces only curate's files"
             )
     return p
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from curate.outputs import write_bytes_atomic
+from curate.outputs import guard_file, named, write_bytes_atomic
 from curate.overlap import Overlap
 
 __all__ = ["close", "heatmap_figure", "plot_paths", "upset_figure", "write_plots"]
@@ -113,10 +114,25 @@ def close(*figures: Any) -> None:
         plt.close(fig)
 
 
-def write_plots(o: Overlap, plot: str | Path, *, title: str = "") -> list[Path]:
-    """Write ``STEM.png``, ``STEM.svg`` (UpSet) and ``STEM-jaccard.png``/``.svg``; the paths."""
+def write_plots(
+    o: Overlap,
+    plot: str | Path,
+    *,
+    title: str = "",
+    overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
+) -> list[Path]:
+    """Write ``STEM.png``, ``STEM.svg`` (UpSet) and ``STEM-jaccard.png``/``.svg``; the paths.
+
+    Each target passes the output gate here too (the library is used without the CLI): a
+    figure of someone else's under the same name is replaced only with ``overwrite``, an input
+    never."""
     plt = _pyplot()
     targets = plot_paths(Path(plot))
+    for target in targets:
+        guard_file(
+            target, inputs, option=named("--plot", "plot"), marker=MARKER, overwrite=overwrite
+        )
     written = []
     for fig, (png, svg) in (
         (upset_figure(o, title), targets[:2]),

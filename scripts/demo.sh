@@ -4,7 +4,17 @@ set -euo pipefail
 BIN=${1:-.venv/bin}
 SAMPLE=$("$BIN/python" -c 'from importlib.resources import files; print(files("curate") / "data" / "samples" / "mquake_sample.json")')
 OUT=demo-out
-rm -rf "$OUT"
+# Never `rm -rf`: curate deletes only what it made, and so does its demo. A demo-out/ the demo
+# did not make (no .curate-demo mark) is refused; the demo's own is updated in place: folders
+# are replaced by curate's --overwrite (only curate's folders, holding only curate's files)
+# and reports by curate's own rule (a file curate wrote carries its generator mark).
+MARK="$OUT/.curate-demo"
+if [[ -e "$OUT" && ! -f "$MARK" && ( ! -d "$OUT" || -n "$(ls -A "$OUT")" ) ]]; then
+    echo "demo.sh: error: $OUT exists and was not made by this demo (no $MARK); move it or remove it yourself" >&2
+    exit 2
+fi
+mkdir -p "$OUT"
+echo "made by scripts/demo.sh; rerunning the demo replaces only curate's outputs in here" > "$MARK"
 # Bold step headers only on a terminal (or with FORCE_COLOR), never with NO_COLOR: a piped or
 # logged demo is plain text, like curate's own output.
 if [[ -z "${NO_COLOR:-}" && ( -t 1 || -n "${FORCE_COLOR:-}" ) ]]; then
@@ -21,19 +31,18 @@ step curate audit mquake "$SAMPLE" --edit-set all
 "$BIN/curate" audit mquake "$SAMPLE" --edit-set all
 
 step curate audit mquake "$SAMPLE" --edit-set all --format html --out "$OUT/audit.html"
-mkdir -p "$OUT"
 "$BIN/curate" audit mquake "$SAMPLE" --edit-set all --format html --out "$OUT/audit.html"
 
 step curate audit mquake "$SAMPLE" --edit-set random:20 --select KE2
 # Exit 1 is expected here: contaminated cases are errors. The demo goes on.
 "$BIN/curate" audit mquake "$SAMPLE" --edit-set random:20 --select KE2 || echo "(exit $? — findings at or above --fail-on error)"
 
-step curate fix mquake "$SAMPLE" --edit-set random:20 --out "$OUT/remastered"
-"$BIN/curate" fix mquake "$SAMPLE" --edit-set random:20 --out "$OUT/remastered"
+step curate fix mquake "$SAMPLE" --edit-set random:20 --out "$OUT/remastered" --overwrite
+"$BIN/curate" fix mquake "$SAMPLE" --edit-set random:20 --out "$OUT/remastered" --overwrite
 head -n 3 "$OUT/remastered/changelog.jsonl" | cut -c1-200
 
-step curate export mquake "$SAMPLE" --out "$OUT/export"
-"$BIN/curate" export mquake "$SAMPLE" --out "$OUT/export"
+step curate export mquake "$SAMPLE" --out "$OUT/export" --overwrite
+"$BIN/curate" export mquake "$SAMPLE" --out "$OUT/export" --overwrite
 
 GLYCANS=$(dirname "$SAMPLE")/glycan_taxonomy_sample.csv
 step curate audit glycan "$GLYCANS"
@@ -41,11 +50,11 @@ step curate audit glycan "$GLYCANS"
 
 # Safe fixes only (labels, spellings, repeated rows); the summary counts what is left for
 # --unsafe-fixes: the hierarchy (chooses a parent label) and the re-split (moves rows).
-step curate fix glycan "$GLYCANS" --out "$OUT/glycan-safe"
-"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-safe"
+step curate fix glycan "$GLYCANS" --out "$OUT/glycan-safe" --overwrite
+"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-safe" --overwrite
 
-step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --unsafe-fixes
-"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --unsafe-fixes
+step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --overwrite --unsafe-fixes
+"$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --overwrite --unsafe-fixes
 grep -m 2 '"GL40' "$OUT/glycan-fixed/changelog.jsonl" | cut -c1-200
 
 # What is left: hierarchy ties (two parents with the same row count), which no fix decides;
@@ -59,8 +68,8 @@ XLAND=$(dirname "$SAMPLE")/xland_format_sample_9x9_random.hdf5
 step curate audit icrl "$XLAND"
 "$BIN/curate" audit icrl "$XLAND"
 
-step curate export icrl "$XLAND" --out "$OUT/xland-episodes"
-"$BIN/curate" export icrl "$XLAND" --out "$OUT/xland-episodes"
+step curate export icrl "$XLAND" --out "$OUT/xland-episodes" --overwrite
+"$BIN/curate" export icrl "$XLAND" --out "$OUT/xland-episodes" --overwrite
 
 # Deepfake manifests: a real source manifest (40 MusicCaps clips, real audio) whose own columns
 # are mapped onto the deepfake schema; no media files ship with it, so files are not opened.
@@ -70,8 +79,8 @@ DF_OPTS=(--column sample_id=ytid --column split=is_audioset_eval --split-map Tru
 step curate audit deepfake "$MUSICCAPS" "${DF_OPTS[@]}"
 "$BIN/curate" audit deepfake "$MUSICCAPS" "${DF_OPTS[@]}"
 
-step curate export deepfake "$MUSICCAPS" "${DF_OPTS[@]}" --out "$OUT/musiccaps"
-"$BIN/curate" export deepfake "$MUSICCAPS" "${DF_OPTS[@]}" --out "$OUT/musiccaps"
+step curate export deepfake "$MUSICCAPS" "${DF_OPTS[@]}" --out "$OUT/musiccaps" --overwrite
+"$BIN/curate" export deepfake "$MUSICCAPS" "${DF_OPTS[@]}" --out "$OUT/musiccaps" --overwrite
 
 # Overlap between datasets: ILLUSION's generator sets reproduce its published Jaccard values
 # exactly; the UpSet plot and the Jaccard heat map are written as PNG and SVG.

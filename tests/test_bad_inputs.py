@@ -661,6 +661,27 @@ OVERLAP_CASES: list[tuple[str, dict[str, str], list[str]]] = [
     ),
     ("wrong-family-file", {"g.csv": "GLYCANS"}, ["{dir}/g.csv", "--key", "fact"]),
     ("plot-over-input", {"p.png": _SETS}, ["{dir}/p.png", "--plot", "{dir}/p.png"]),
+    # issue 30: the alias table is an input of the run, even with --overwrite
+    (
+        "output-over-aliases",
+        {"s.json": _SETS, "a.csv": "x,y\n"},
+        ["{dir}/s.json", "--aliases", "{dir}/a.csv", "-o", "{dir}/a.csv", "--overwrite"],
+    ),
+    (
+        "plot-over-aliases",
+        {"s.json": _SETS, "a.png": "x,y\n"},
+        ["{dir}/s.json", "--aliases", "{dir}/a.png", "--plot", "{dir}/a.png", "--overwrite"],
+    ),
+    (
+        "output-over-foreign-file",
+        {"s.json": _SETS, "notes.md": "mine\n"},
+        ["{dir}/s.json", "-f", "markdown", "-o", "{dir}/notes.md"],
+    ),
+    (
+        "output-is-a-plot-file",
+        {"s.json": _SETS},
+        ["{dir}/s.json", "-o", "{dir}/../p.svg", "--plot", "{dir}/../p"],
+    ),
 ]
 
 

@@ -193,17 +193,21 @@ def test_html_output_never_replaces_a_page_curate_did_not_write(capsys, tmp_path
     mine = tmp_path / "index.html"
     mine.write_text("<html><body>my notes</body></html>", encoding="utf-8")
     rc, _, err = run(capsys, "audit", "icrl", XLAND, "-f", "html", "-o", mine)
-    assert rc == 2 and "not a report curate wrote" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and "not written by curate" in err and len(err.strip().splitlines()) == 1
     assert mine.read_text("utf-8") == "<html><body>my notes</body></html>"
     ours = tmp_path / "report.html"
     for _ in range(2):  # written, then replaced: it carries curate's generator tag
         rc, _, err = run(capsys, "audit", "icrl", XLAND, "-f", "html", "-o", ours)
         assert rc == 0, err
     assert GENERATOR in ours.read_bytes()[:4096]
-    # other formats keep their rule: a report file is rewritten on every run
+    # every format has the same rule now (issue 30): a file curate did not write is replaced
+    # only with --overwrite
     notes = tmp_path / "out.json"
     notes.write_text("{}", encoding="utf-8")
-    assert run(capsys, "audit", "icrl", XLAND, "-f", "json", "-o", notes)[0] == 0
+    assert run(capsys, "audit", "icrl", XLAND, "-f", "json", "-o", notes)[0] == 2
+    assert notes.read_text("utf-8") == "{}"
+    assert run(capsys, "audit", "icrl", XLAND, "-f", "json", "-o", notes, "--overwrite")[0] == 0
+    assert notes.read_text("utf-8").startswith('{\n  "tool": "curate"')
 
 
 def test_many_findings_are_capped_with_every_rule_kept(hard_path):

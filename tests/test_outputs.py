@@ -405,8 +405,15 @@ def test_dash_output_is_stdout_and_symlinks_are_written_through(tmp_path: Path, 
     real.write_text("old")
     link = tmp_path / "latest.json"
     link.symlink_to(real)
-    assert main(["audit", "mquake", str(SAMPLE), "-o", str(link), "-f", "json"]) == 0
+    # "old" is no report of curate's: the link's target is refused like the file itself ...
+    assert main(["audit", "mquake", str(SAMPLE), "-o", str(link), "-f", "json"]) == 2
+    assert real.read_text() == "old"
+    # ... and replaced, through the link, when asked
+    assert main(["audit", "mquake", str(SAMPLE), "-o", str(link), "-f", "json", "--overwrite"]) == 0
     assert link.is_symlink() and real.read_text().startswith("{")
+    # the next run replaces curate's own report without being asked
+    assert main(["audit", "mquake", str(SAMPLE), "-o", str(link), "-f", "text"]) == 0
+    assert link.is_symlink() and real.read_text().endswith("generator: curate 0.1.0\n")
 
 
 def test_closed_pipe_is_quiet(tmp_path: Path) -> None:

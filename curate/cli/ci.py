@@ -6,6 +6,7 @@ Exit codes as everywhere: 0 pass, 1 a failing finding (``check``) or a card defe
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -81,8 +82,22 @@ def check(
         ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the report here (atomically).")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the report here (atomically; an existing file only if curate wrote it, "
+            "or with --overwrite; never over an input, the configuration or the baseline).",
+        ),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace an existing --output/--report file curate did not write (its own "
+            "reports are replaced anyway).",
+        ),
+    ] = False,
     report: Annotated[
         list[str] | None,
         typer.Option(
@@ -108,10 +123,16 @@ def check(
 ) -> None:
     """Check every dataset of the project configuration: exit 1 on a new finding that fails
     (not in the baseline, not in curate-ignore, at or above fail-on or over its threshold)."""
-    from curate.check import accept_all, protected_inputs, run_check, write_baseline
+    from curate.check import (
+        accept_all,
+        protected_inputs,
+        run_check,
+        write_baseline,
+        write_baseline_check,
+    )
     from curate.ci_reports import append_step_summary, render
     from curate.config import load_config
-    from curate.outputs import guard_file, write_bytes_atomic
+    from curate.outputs import guard_file, with_generator, write_bytes_atomic
 
     loaded = load_config(config)
     out_cfg = loaded.config.output
@@ -124,14 +145,6 @@ def check(
         raise UsageError("--no-baseline cannot be combined with --baseline or --update-baseline")
     files = {k: loaded.resolve(v) for k, v in out_cfg.reports.items()}
     files.update(_report_pairs(report))
-    protected = protected_inputs(loaded)
-    from curate.html_report import GENERATOR
-
-    targets = [(name, t) for name, t in files.items()]
-    if output and str(output) != "-":
-        targets.append((fmt, output))
-    for name, target in targets:
-        guard_file(target, protected, marker=GENERATOR if name == "html" else None)
     base = baseline
     if base is None and loaded.config.baseline:
         base = loaded.resolve(loaded.config.baseline)
@@ -140,6 +153,30 @@ def check(
             "--update-baseline: no baseline file; pass --baseline FILE or set `baseline` in "
             f"{loaded.path}"
         )
+    # inputs of the reports: the data, the files options name, the configuration, and the
+    # baseline (also the configured one under --no-baseline: it is the project's file)
+    protected = protected_inputs(loaded)
+    configured = loaded.resolve(loaded.config.baseline) if loaded.config.baseline else None
+    report_inputs = [*protected, *(b for b in (base, configured) if b is not None)]
+    targets = [(f"--report {name}", t) for name, t in files.items()]
+    if output and str(output) != "-":
+        targets.append(("--output", output))
+
+    def guard_reports() -> None:
+        seen: dict[str, str] = {}
+        for option, target in targets:
+            guard_file(target, report_inputs, option=option, overwrite=overwrite)
+            key = os.path.realpath(target)
+            if key in seen:  # one report would silently replace the other
+                raise UsageError(
+                    f"{option} {target}: is also {seen[key]}; give each report its own file"
+                )
+            seen[key] = option
+
+    guard_reports()
+    if update_baseline:  # refused now, not after the audits
+        assert base is not None
+        write_baseline_check(base, protected)
     if base is not None and not no_baseline and not update_baseline and not base.exists():
         # not an error (a first run has none yet), but never silent: every finding is new
         typer.echo(
@@ -160,15 +197,18 @@ def check(
     finally:
         terminal.clear_progress(cb)
     broken = result.unusable
+    # again, before anything is written: a target may have changed while the datasets were
+    # audited (and a refusal then must leave the baseline as it was, too)
+    guard_reports()
     if update_baseline:
         # accepting findings is what was asked: say what was recorded, not "check failed"; an
         # unusable dataset keeps its entries (write_baseline) and is still the exit-2 line below
         assert base is not None
         write_baseline(base, result, protected)
         accept_all(result)
-    terminal.emit(render(result, fmt), output)
+    terminal.emit(render(result, fmt), output, fmt)
     for name, target in files.items():
-        write_bytes_atomic(target, render(result, name).encode("utf-8"))
+        write_bytes_atomic(target, with_generator(render(result, name), name).encode("utf-8"))
         if not broken:  # exit 2 is one line on stderr: the error below
             typer.echo(f"{name} report written to {shown_path(target)}", err=True)
     if step_summary if step_summary is not None else out_cfg.step_summary:

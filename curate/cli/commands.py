@@ -78,13 +78,22 @@ OutputOpt = Annotated[
         "--output",
         "--out",
         "-o",
-        help="Write the report here (atomically; an existing HTML file only if curate wrote it).",
+        help="Write the report here (atomically; an existing file only if curate wrote it, "
+        "or with --overwrite; never over an input).",
     ),
 ]
 OverwriteOpt = Annotated[
     bool,
     typer.Option(
         help="Replace --out if it is a folder curate wrote earlier (other folders are refused)."
+    ),
+]
+OverwriteFileOpt = Annotated[
+    bool,
+    typer.Option(
+        "--overwrite",
+        help="Replace an existing --output file curate did not write (its own reports are "
+        "replaced anyway; an input of the run never is).",
     ),
 ]
 StrictOpt = Annotated[
@@ -157,14 +166,28 @@ def load_and_audit(
     return data, report
 
 
-def _guard_output(output: Path | None, fmt: Format, paths: list[str], options: FamilyOptions):
-    """Refuse a report destination before any work (an input, a folder, a foreign HTML file)."""
+def _guard_output(
+    output: Path | None,
+    paths: list[str],
+    options: FamilyOptions,
+    overwrite: bool,
+    read: list[str] | None = None,
+) -> None:
+    """Refuse a report destination before any work: an input (the data, the files its options
+    name, and with ``read`` the files the audit read besides, such as the media a deepfake
+    manifest lists), a folder, an existing file curate did not write (unless ``--overwrite``)."""
     if output is None or str(output) == "-":
         return
-    from curate.html_report import GENERATOR
+    guard_file(output, [*_protected(paths, options), *(read or ())], overwrite=overwrite)
 
-    marker = GENERATOR if fmt is Format.html else None
-    guard_file(output, _protected(paths, options), marker=marker)
+
+def _guard_read(
+    output: Path | None, paths: list[str], options: FamilyOptions, data: Any, overwrite: bool
+) -> None:
+    """After the audit, again, just before the report is written: the files the audit read
+    that the arguments did not name (a manifest's media) are inputs too, and the target may
+    have changed while the audit ran (a file of someone else's created there meanwhile)."""
+    _guard_output(output, paths, options, overwrite, getattr(data, "read_files", None))
 
 
 def _protected(paths: list[str], options: FamilyOptions) -> list[Path]:
@@ -184,16 +207,18 @@ def validate(
     paths: PathsArg,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
+    overwrite: OverwriteFileOpt = False,
     encoding: EncodingOpt = None,
     durations: DurationsOpt = False,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
-    _guard_output(output, fmt, paths, options)
+    _guard_output(output, paths, options, overwrite)
     data, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=["schema", "integrity"]
     )
+    _guard_read(output, paths, options, data, overwrite)
     text = terminal.render(report, fmt, output, durations=durations, data=data)
-    terminal.emit(text, output)
+    terminal.emit(text, output, fmt)
     terminal.step_summary(report, fmt)
     raise typer.Exit(1 if report.fails("error") else 0)
 
@@ -206,19 +231,21 @@ def audit(
     ignore: IgnoreOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
+    overwrite: OverwriteFileOpt = False,
     fail_on: FailOnOpt = FailOn.error,
     encoding: EncodingOpt = None,
     durations: DurationsOpt = False,
 ) -> None:
     """Run the family's rules and report findings."""
-    _guard_output(output, fmt, paths, options)
+    _guard_output(output, paths, options, overwrite)
     data, report = load_and_audit(
         fam, paths, options, encoding=encoding, select=select, ignore=ignore
     )
+    _guard_read(output, paths, options, data, overwrite)
     text = terminal.render(
         report, fmt, output, durations=durations, fail_on=fail_on.value, data=data
     )
-    terminal.emit(text, output)
+    terminal.emit(text, output, fmt)
     terminal.step_summary(report, fmt, fail_on.value)
     raise typer.Exit(1 if report.fails(fail_on.value) else 0)
 

@@ -29,6 +29,7 @@ from curate.families import all_families, broken_families, get_family
 from curate.io import input_scope
 from curate.outputs import (
     Interrupted,
+    cli_names,
     committed_outputs,
     install_signal_handlers,
     raise_if_interrupted,
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     commands.COMMAND_LINE[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
     try:
-        with input_scope():  # each pipe read once for the whole command
+        # cli_names: refusals name the flags a person typed (--overwrite), not API arguments
+        with input_scope(), cli_names():  # each pipe read once for the whole command
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
         raise_if_interrupted()  # a signal whose exception Python swallowed on its way
         return rc if isinstance(rc, int) else 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ import orjson
 import polars as pl
 import typer
 
+from curate import __version__
 from curate.cli import terminal
 from curate.errors import InputError, UsageError
 from curate.overlap import (
@@ -285,6 +287,20 @@ def render_html(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
         close(*figures)
 
 
+def _same_path(a: Path, b: Path) -> bool:
+    """Do two destinations of one run name the same file (the later would replace the other)?"""
+    import os
+
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+#: A CSV file can carry no generator mark (a comment line breaks readers), so curate knows its
+#: own by the exact header it writes (:func:`render_csv`) on the first line.
+CSV_MARK = re.compile(
+    rb"\A" + re.escape(b"a,b,size_a,size_b,intersection,union,jaccard,a_in_b,b_in_a") + rb"\r?\n"
+)
+
+
 def render_csv(o: Overlap) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -384,10 +400,18 @@ def overlap_command(
             "--output",
             "--out",
             "-o",
-            help="Write the report here (atomically; an existing HTML file only if curate "
-            "wrote it).",
+            help="Write the report here (atomically; an existing file only if curate wrote "
+            "it, or with --overwrite; never over an input).",
         ),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace an existing --output or --plot file curate did not write (its own "
+            "are replaced anyway; an input never is).",
+        ),
+    ] = False,
     fail_above: Annotated[
         float | None,
         typer.Option(
@@ -425,16 +449,23 @@ def overlap_command(
     from curate.outputs import guard_file
 
     parse_shingles(shingles)  # a typo is exit 2 before any input is read
-    table = load_aliases(aliases) if aliases is not None else None
+    # every file this run reads is an input: the alias table as much as the data
+    inputs = [*paths, *([aliases] if aliases is not None else [])]
     if plot is not None:
         from curate.overlap_plot import MARKER, plot_paths
 
         for target in plot_paths(plot):
-            guard_file(target, paths, option="--plot", marker=MARKER)
+            guard_file(target, inputs, option="--plot", marker=MARKER, overwrite=overwrite)
+            if output is not None and _same_path(output, target):
+                raise UsageError(f"--output {output}: is also a --plot file; give another name")
     if output is not None and str(output) != "-":
-        from curate.html_report import GENERATOR
-
-        guard_file(output, paths, marker=GENERATOR if fmt is OverlapFormat.html else None)
+        guard_file(
+            output,
+            inputs,
+            overwrite=overwrite,
+            marker=CSV_MARK if fmt is OverlapFormat.csv else None,
+        )
+    table = load_aliases(aliases) if aliases is not None else None
     members, names, is_text = collect_members(paths, key, family, by)
     if near_duplicates and key is None:
         raise UsageError("--near-duplicates needs a text --key (e.g. question, column:NAME)")
@@ -453,7 +484,7 @@ def overlap_command(
         how = "normalised + aliases"
     title = f"overlap of {len(names)} collections by {key or 'set items'} ({how})"
     if fmt is OverlapFormat.json:
-        doc = {"title": title, **result.to_json()}
+        doc = {"tool": "curate", "version": __version__, "title": title, **result.to_json()}
         if near is not None:
             doc["near_duplicates"] = near.to_dicts()
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -465,11 +496,11 @@ def overlap_command(
         text = render_html(result, title, near)
     else:
         text = render_text(result, title, near)
-    terminal.emit(text, output)
+    terminal.emit(text, output, fmt)
     if plot is not None:
         from curate.overlap_plot import write_plots
 
-        for written in write_plots(result, plot, title=title):
+        for written in write_plots(result, plot, title=title, overwrite=overwrite, inputs=inputs):
             typer.echo(f"wrote {written}", err=True)
     if fail_above is not None:
         worst = result.pairs.filter(pl.col("jaccard") > fail_above)

@@ -19,7 +19,7 @@ from pathlib import Path
 import typer
 
 from curate.findings import json_bytes
-from curate.outputs import write_bytes_atomic
+from curate.outputs import with_generator, write_bytes_atomic
 from curate.reports import RENDERERS, durations_json, render_durations
 
 
@@ -135,11 +135,17 @@ def clear_progress(cb: TerminalProgress | None) -> None:
         cb.stop()
 
 
-def emit(text: str, output: Path | None) -> None:
-    """The report to stdout, or atomically to ``--output`` (``-o -`` is stdout too)."""
+def emit(text: str, output: Path | None, fmt: str | None = None) -> None:
+    """The report to stdout, or atomically to ``--output`` (``-o -`` is stdout too).
+
+    A file gets the ``fmt`` report's generator mark (:func:`curate.outputs.with_generator`),
+    by which the next run knows the file is curate's to replace; stdout is left as it was.
+    """
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:
+        if fmt is not None:
+            text = with_generator(text, str(fmt))
         write_bytes_atomic(output, text.encode("utf-8"))
         typer.echo(f"report written to {output}", err=True)
 

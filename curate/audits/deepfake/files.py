@@ -87,8 +87,9 @@ def file_table(data: DeepfakeData, opts: DeepfakeOptions) -> pl.DataFrame:
     rows = rows.drop("__root").with_columns(pl.Series("file", files, dtype=pl.String))
     cache, strict = _cache_path(data, opts)
     t0 = time.perf_counter()
+    data.read_files = list(dict.fromkeys(files))
     scan = scan_media(
-        list(dict.fromkeys(files)),
+        data.read_files,
         cache=cache,
         workers=opts.workers,
         strict_cache=strict,
