@@ -445,3 +445,89 @@ def test_bad_repo_id_is_refused_before_any_work(tmp_path: Path, capsys) -> None:
     rc = main(["export", "mquake", str(SAMPLE), "--out", str(out), "--push-to-hub", "a b//c"])
     assert rc == 2 and not out.exists()
     assert "not a valid dataset repo id" in capsys.readouterr().err
+
+
+def _subprocess_exit(script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_signal_python_swallows_still_ends_the_run() -> None:
+    """A handler's exception raised while a weakref callback runs cannot leave the callback
+    (Python prints "Exception ignored in ..." and goes on): it is sent again, and the run ends
+    with the signal's exit code and no traceback instead of finishing as if nothing happened."""
+    r = _subprocess_exit(
+        """
+        import signal, sys, time, weakref
+        import curate.outputs as o
+        o.install_signal_handlers()
+
+        class Thing:
+            pass
+
+        def callback(_ref):
+            signal.raise_signal(signal.SIGTERM)  # handled at the next line, inside the callback
+            sum(range(10))
+
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        try:
+            del thing  # the callback runs here; its Interrupted is dropped by Python
+            for _ in range(200):
+                time.sleep(0.01)  # the run goes on: the signal must come back meanwhile
+        except o.Interrupted as e:
+            sys.exit(e.exit_code)
+        sys.exit(0)
+        """
+    )
+    assert r.returncode == 143, (r.returncode, r.stderr)
+    assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_signal_during_the_final_renames_leaves_a_complete_output(tmp_path: Path) -> None:
+    """The renames that publish a folder are one step for a signal: one that comes during them
+    waits until the output is in place, then ends the run, and the CLI says it is complete."""
+    out = tmp_path / "hf"
+    r = _subprocess_exit(
+        f"""
+        import os, signal, sys
+        import curate.outputs as o
+        from curate.cli.main import _interrupt_line
+        o.install_signal_handlers()
+        real = o.os.replace
+        def replace(src, dst):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the renames
+            return real(src, dst)
+        try:
+            with o.staged_folder({str(out)!r}) as tmp:
+                (tmp / "data.parquet").write_text("x")
+                o.os.replace = replace
+        except o.Interrupted as e:
+            print(_interrupt_line(e.signum), file=sys.stderr)
+            sys.exit(e.exit_code)
+        """
+    )
+    assert r.returncode == 130, r.stderr
+    assert r.stderr.strip() == f"interrupted after {out} was written (complete)", r.stderr
+    assert (out / "data.parquet").read_text() == "x" and is_curate_folder(out)
+    assert leftovers(tmp_path) == []
+
+
+def test_a_signal_recorded_before_the_rename_publishes_nothing(tmp_path: Path) -> None:
+    """A signal whose exception was lost on its way is honoured at the rename: no output."""
+    target = tmp_path / "report.json"
+    r = _subprocess_exit(
+        f"""
+        import signal, sys
+        import curate.outputs as o
+        o.install_signal_handlers()
+        o._received.append(signal.SIGHUP)  # as the handler records it before raising
+        try:
+            o.write_bytes_atomic({str(target)!r}, b"{{}}")
+        except o.Interrupted as e:
+            sys.exit(e.exit_code)
+        """
+    )
+    assert r.returncode == 129, r.stderr
+    assert list(tmp_path.iterdir()) == []
