@@ -18,6 +18,8 @@ from typing import Any
 import orjson
 import polars as pl
 
+from curate.errors import MESSAGE_CHARS, QUOTE_CHARS, clip, quoted
+
 
 class Severity(StrEnum):
     """How bad a finding is; ``--fail-on`` compares against this order."""
@@ -185,6 +187,31 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: Longest text each column of a finding shows; ``record`` cut values carry a digest.
+_BOUNDS = {"record": QUOTE_CHARS, "field": QUOTE_CHARS, "message": MESSAGE_CHARS}
+
+
+def _bounded(f: pl.DataFrame) -> pl.DataFrame:
+    """The findings with every record id, field and message cut to a bounded length.
+
+    Why here, once, and not in each format: every report (text, JSON, JUnit, SARIF, HTML,
+    baselines) prints these columns, and one 20 MB record id printed 20 MB in each of them
+    (80 MB in SARIF). A cut record id keeps a digest of the whole (:func:`~curate.errors.clip`),
+    so it still counts as one record and fingerprints the same on every run; the ``row`` and
+    ``input`` of a finding say exactly where the record is. ``details`` stay as the rule wrote
+    them (structured evidence, not a quoted value). One scan of lengths when nothing is long.
+    """
+    if f.is_empty():
+        return f
+    long = f.select(
+        [(pl.col(c).str.len_chars() > n).any().alias(c) for c, n in _BOUNDS.items()]
+    ).row(0, named=True)
+    cut = [
+        clip_expr(c, limit=n, digest=c == "record").alias(c) for c, n in _BOUNDS.items() if long[c]
+    ]
+    return f.with_columns(cut) if cut else f
+
+
 def _sorted(f: pl.DataFrame) -> pl.DataFrame:
     """Findings in report order: by row, rule, field and message, ties in their given order.
 
@@ -256,7 +283,8 @@ class Report:
         for c, t in FINDING_SCHEMA.items():
             if c not in f.columns:
                 f = f.with_columns(pl.lit(None, t).alias(c))
-        self.findings = _sorted(self._locate(f.select(list(FINDING_SCHEMA))))
+        f = _bounded(f.select(list(FINDING_SCHEMA)))
+        self.findings = _sorted(self._locate(f))
 
     def _locate(self, f: pl.DataFrame) -> pl.DataFrame:
         """Fill ``input``/``input_row`` from ``row`` and the inputs' record counts.
@@ -421,13 +449,22 @@ def concat_outputs(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 #: How much of a value a message quotes. Why a cap: one 1 MB cell would otherwise make a
 #: 1 MB line in every report format; the finding's ``details`` keep the value whole.
-MESSAGE_VALUE_CHARS = 200
+MESSAGE_VALUE_CHARS = QUOTE_CHARS
 
 
 def _short_repr(value: object, limit: int | None = MESSAGE_VALUE_CHARS) -> str:
-    if limit is not None and isinstance(value, str) and len(value) > limit:
-        return repr(value[:limit]) + f"… ({len(value):,} characters)"
-    return repr(value)
+    return repr(value) if limit is None else quoted(value, limit)
+
+
+def clip_expr(col: str | pl.Expr, *, limit: int = QUOTE_CHARS, digest: bool = False) -> pl.Expr:
+    """A string column as messages quote it (:func:`curate.errors.clip`): values longer than
+    ``limit`` cut with "…"; the common short value is passed through without a Python call."""
+    c = pl.col(col) if isinstance(col, str) else col
+    return (
+        pl.when(c.str.len_chars() > limit)
+        .then(c.map_elements(lambda v: clip(v, limit, digest=digest), return_dtype=pl.String))
+        .otherwise(c)
+    )
 
 
 def repr_expr(col: str | pl.Expr, *, limit: int | None = MESSAGE_VALUE_CHARS) -> pl.Expr:
@@ -450,7 +487,8 @@ def later_occurrences(
     )
     firsts = records.select(
         pl.col("row").alias("first_row"),
-        pl.col("record").alias("first_record"),
+        # as the findings show the first record's id (cut, see _bounded)
+        clip_expr("record", digest=True).alias("first_record"),
         *[pl.col(c).alias(f"first_{c}") for c in extra],
     )
     return hits.join(firsts, on="first_row").sort("row")

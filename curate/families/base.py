@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.dataset import ChangeEntry, FixResult, LoadedDataset
-from curate.errors import InputError
+from curate.errors import InputError, clip
 from curate.findings import Report
 from curate.options import FamilyOptions, parse_options
 from curate.rules import AuditContext, Rule, RuleSet
@@ -66,14 +66,14 @@ def describe_invalid(invalid: pl.DataFrame, total: int) -> str:
         x
         for x in (
             first["file"],
-            f"record {first['record']}" if first["record"] is not None else None,
-            f"field {first['field']}" if first["field"] else None,
+            f"record {clip(str(first['record']), digest=True)}"
+            if first["record"] is not None
+            else None,
+            f"field {clip(first['field'])}" if first["field"] else None,
         )
         if x
     )
-    message = " ".join(str(first["message"]).split())
-    if len(message) > 200:
-        message = message[:200] + "…"
+    message = clip(" ".join(str(first["message"]).split()))
     n = count_invalid(invalid)
     return (
         f"{n} of {total} records are invalid, nothing written (--strict); "

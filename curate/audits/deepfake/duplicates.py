@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import CONTENT, RULES, file_of
-from curate.findings import finding_frame, json_struct
+from curate.findings import clip_expr, finding_frame, json_struct
 from curate.rules import AuditContext
 from curate.schemas.deepfake import FIELDS
 from curate.schemas.deepfake_tables import DeepfakeData, cross_split_copies, later_copies
@@ -24,7 +24,7 @@ def _with_firsts(hits: pl.DataFrame, data: DeepfakeData, *cols: str) -> pl.DataF
     ``cols`` as ``first_<col>``."""
     firsts = data.rows.select(
         pl.col("row").alias("first_row"),
-        pl.col("record").alias("first_record"),
+        clip_expr("record", digest=True).alias("first_record"),  # as findings show it
         *[pl.col(c).alias(f"first_{c}") for c in cols],
     )
     inputs = data.rows.select("row", "input")

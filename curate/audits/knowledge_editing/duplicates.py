@@ -6,6 +6,7 @@ import polars as pl
 
 from curate.audits.knowledge_editing.registry import RULES
 from curate.findings import (
+    clip_expr,
     empty_rule_output,
     finding_frame,
     json_struct,
@@ -241,7 +242,7 @@ def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     if q.is_empty():
         return empty_rule_output()
     firsts = data.cases.select(
-        pl.col("row").alias("norm_first"), pl.col("record").alias("first_record")
+        pl.col("row").alias("norm_first"), clip_expr("record", digest=True).alias("first_record")
     )
     q = (
         q.join(firsts, on="norm_first", maintain_order="left").unique(
