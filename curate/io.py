@@ -2426,11 +2426,104 @@ def _read_csv(
             position=str(line) if line else None,
         ) from None
     _refuse_repeated_header(df.columns, path)
+    if df.width > 1 and df.height and df[-1, -1] is None:
+        # polars fills a short row's missing fields with nulls; only a null last cell can be one
+        body: bytes | None = None
+        if isinstance(source, bytes):
+            body = source[skip:] if codec in _UTF8 else source
+        _refuse_short_last_row(path, body, skip, sep, df.width)
     if not with_lines:
         return df, None
     if isinstance(source, bytes):
         return df, _csv_row_lines(source[skip:] if codec in _UTF8 else source, sep, df.height)
     return df, _csv_row_lines(path, sep, df.height, skip)
+
+
+#: How much of a CSV file's end is read to find its last row (more only when that row holds a
+#: quoted line break or is longer than this).
+_TAIL_BYTES = 1 << 20
+
+
+def _refuse_short_last_row(
+    path: Path | _Blob, body: bytes | None, skip: int, sep: str, width: int
+) -> None:
+    """A CSV whose last row has fewer fields than the header is a cut file: exit 2 with the
+    row's line.
+
+    Why the last row only: a download or copy that stopped early ends inside a row, and polars
+    reads that row with its missing fields as nulls, so the cut value (``G`` of a glycan, say)
+    reached the rules as data and the missing columns were never mentioned. A short row in the
+    middle of a file is a malformed record, which the family's rules report as such. Called only
+    when the frame's last cell is null; ``body`` is the UTF-8 text without its BOM (None: the
+    plain file ``path``, of which the tail is read, and the whole only when needed).
+    """
+    import csv
+    import io as _io
+
+    whole = body
+    if whole is None:
+        with _open(path) as fh:
+            size = fh.seek(0, io.SEEK_END)
+            at = max(skip, size - _TAIL_BYTES)
+            fh.seek(at)
+            tail = fh.read()
+    else:
+        tail, at = whole, 0
+    found = _last_record(tail, sep, whole is not None or at == skip)
+    if found is None:  # a quoted line break in the last row, or a row longer than the tail
+        whole = _read_bytes(path)[skip:]
+        tail, at = whole, 0
+        found = _last_record(whole, sep, True)
+    if found is None:
+        return
+    start, end = found
+    record = tail[start:end].decode("utf-8", "replace")
+    row = next(csv.reader(_io.StringIO(record, newline=""), delimiter=sep), [])
+    if len(row) >= width:
+        return
+    if whole is not None:
+        line = whole.count(b"\n", 0, start) + 1
+    else:  # newlines before the tail, counted in chunks, then those in it
+        line, left = tail.count(b"\n", 0, start) + 1, at - skip
+        with _open(path) as fh:
+            fh.seek(skip)
+            while left > 0 and (chunk := fh.read(min(DECODE_CHUNK, left))):
+                line, left = line + chunk.count(b"\n"), left - len(chunk)
+    raise InputError(
+        f"truncated file: its last row has {len(row)} of the header's {width} fields (the "
+        "file ends inside a row: a download or copy that stopped early?)",
+        path=path,
+        position=str(line),
+    )
+
+
+def _last_record(data: bytes, sep: str, complete: bool) -> tuple[int, int] | None:
+    """(start, end) offsets of the last non-blank row of CSV text ``data``; ``complete``: the
+    text starts at the file's start (else it is a tail, and a row whose start cannot be told
+    from it gives None)."""
+    end = len(data.rstrip(b"\r\n"))
+    if end == 0:
+        return None
+    nl = data.rfind(b"\n", 0, end)
+    if b'"' not in data[nl + 1 : end]:  # no quote on the last line: it is not inside one
+        if nl < 0 and not complete:
+            return None
+        return nl + 1, end
+    if not complete:
+        return None
+    start = 0  # the last line break outside a quoted field
+    pos = 0
+    for opened, closed in _quoted_spans(data[:end], sep):
+        k = data.rfind(b"\n", pos, opened)
+        if k >= 0:
+            start = k + 1
+        if closed < 0:
+            return start, end
+        pos = closed
+    k = data.rfind(b"\n", pos, end)
+    if k >= 0:
+        start = k + 1
+    return start, end
 
 
 def _refuse_repeated_header(columns: list[str], path: Path | _Blob) -> None:
