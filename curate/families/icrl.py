@@ -25,6 +25,7 @@ import random
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
 from curate.engine import available_cores, process_pool
 from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, quoted
 from curate.families.base import Family, OverlapKey, Progress, no_records
 from curate.families.icrl_publish import (
     config_name,
@@ -179,13 +180,30 @@ def _local_file(name: str) -> Path:
 # --------------------------------------------------------------------------- metadata
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """An attribute that is present but cannot be read (a corrupt heap, an unknown type).
+
+    Why a value of its own and not a bare ``object()``: RL104 quotes the value it got, and an
+    object's repr holds its memory address, so two audits of one file differed; this one says
+    what went wrong, the same way on every run.
+    """
+
+    reason: str
+
+    def __repr__(self) -> str:
+        return f"unreadable ({self.reason})"
+
+
 def _attr_value(group: h5py.Group, name: str) -> tuple[bool, Any]:
     if name not in group.attrs:
         return False, None
     try:
         value = group.attrs[name]
-    except (OSError, TypeError, ValueError):
-        return True, object()
+    except (OSError, TypeError, ValueError) as e:
+        # h5py's reason, without any address (HDF5 prints none in these, but be sure)
+        why = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(str(e).split()))[:120]
+        return True, Unreadable(why or type(e).__name__)
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, np.ndarray) and value.size == 1:
@@ -193,6 +211,13 @@ def _attr_value(group: h5py.Group, name: str) -> tuple[bool, Any]:
     if isinstance(value, np.generic):
         value = value.item()
     return True, value
+
+
+def _wrong(name: str, value: Any) -> str:
+    """``env-id: int 5``: an attribute of the wrong type as RL104 quotes it (its value cut)."""
+    if isinstance(value, Unreadable):
+        return f"{name}: {value!r}"
+    return f"{name}: {type(value).__name__} {quoted(value, 80)}"
 
 
 def _int_name(name: str) -> int | None:
@@ -249,11 +274,11 @@ def _group_row(
             if ok:
                 row["ruleset_id"] = value
             else:
-                bad.append(f"{a}: {type(value).__name__} {value!r}"[:120])
+                bad.append(_wrong(a, value))
         elif isinstance(value, str):
             row[a.replace("-", "_")] = value
         else:
-            bad.append(f"{a}: {type(value).__name__} {value!r}"[:120])
+            bad.append(_wrong(a, value))
     row["attrs_missing"], row["attrs_bad"] = missing, bad
     env = parse_env_id(values.get("env-id"))
     row["max_steps"] = env.max_steps if env else None
