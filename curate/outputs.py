@@ -43,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from curate.errors import UsageError
+from curate.errors import InputError, UsageError
 
 MARKER_DIR = ".curate"
 MANIFEST = "manifest.json"
@@ -682,6 +682,10 @@ def staged_folder(
         if tmp is not None:
             remove_staging(tmp)
         raise _renamed(e, tmp, target) from None
+    except InputError as e:  # a re-audit of what was staged (curate fix): say the user's path
+        if tmp is not None:
+            remove_staging(tmp)
+        raise _unstaged(e, tmp, target) from None
     except BaseException:
         if tmp is not None:
             remove_staging(tmp)
@@ -751,6 +755,22 @@ def _renamed(e: OSError, staging: Path | None, target: Path) -> OSError:
     elif staging is not None and Path(str(name)).is_relative_to(staging):
         name = target / Path(str(name)).relative_to(staging)
     return OSError(e.errno, e.strerror or str(e), str(name))
+
+
+def _unstaged(e: InputError, staging: Path | None, target: Path) -> InputError:
+    """The same InputError, naming the file in ``target`` instead of the staging folder: a
+    fixed file is re-audited where it was written, and ``…/.out.curate-tmp-1396-lhfc25c_/x``
+    is a name the user never asked for and that no longer exists when they read it."""
+    if e.path is None or staging is None:
+        return e
+    where, staging = Path(e.path), Path(staging)
+    if not where.is_relative_to(staging):
+        where, staging = where.absolute(), staging.absolute()
+        if not where.is_relative_to(staging):
+            return e
+    e.path = str(target / where.relative_to(staging))
+    e.args = (e.one_line(),)
+    return e
 
 
 def write_bytes_atomic(target: str | Path, data: bytes) -> None:

@@ -39,7 +39,7 @@ from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
 from curate.engine import available_cores, process_pool
 from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError, quoted
+from curate.errors import InputError, UsageError, clip, quoted
 from curate.families.base import Family, OverlapKey, Progress, no_records
 from curate.families.icrl_publish import (
     config_name,
@@ -863,13 +863,18 @@ class IcrlFamily(Family):
             unsafe,
         )
         applied_rules, _ = choice.rules(self.rules)
+        invalid = self._invalid_findings(data)
         plan = plan_fix(
             data,
-            self._invalid_findings(data),
+            invalid,
             report.findings,
             {r.code for r in applied_rules},
         )
         source = data.files[0]
+        if plan.histories_out == 0:
+            # an HDF5 file without a history is no dataset: said now, naming the input, not
+            # after writing it (its re-audit would name the staging folder's copy)
+            raise _nothing_left(source.path, invalid, plan)
         name = Path(source.path).name
         target = folder / name
         write_fixed(source.path, target, plan, progress)
@@ -899,6 +904,17 @@ class IcrlFamily(Family):
             records=plan.histories_out,
             configs=card_configs,
         )
+
+
+def _nothing_left(path: str, invalid: pl.DataFrame, plan: Any) -> InputError:
+    """``fix`` would write no history: every one is invalid or dropped by a fix."""
+    why = f"all {plan.histories_in} histories are invalid or dropped by the fixes chosen"
+    if invalid.height:
+        first = invalid.row(0, named=True)
+        where = f"group {clip(str(first['record']))}" if first["record"] is not None else ""
+        what = " ".join(x for x in (where, first["rule"], clip(first["message"])) if x)
+        why += f" (first: {what})"
+    return InputError(f"nothing to write: {why}", path=path)
 
 
 def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any]:
