@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from curate.streams import SplitStream
 
 if TYPE_CHECKING:
     from curate.plots import Plot
+    from curate.sniff import Probe
 
 Progress = Callable[[str, int], None]
 
@@ -49,6 +50,84 @@ def no_records(path: str | Path, why: str | None = None) -> InputError:
     message does not repeat the path: the error carries it, and the CLI prints it first.
     """
     return InputError("no records" + (f" ({why})" if why else ""), path=path)
+
+
+def other_family_hint(family: Family, path: str | Path, keys: Iterable[str] | None = None) -> str:
+    """``"; it looks like a glycan table (curate audit glycan FILE)"`` when another registered
+    family recognises ``path`` (:meth:`Family.sniff`), else ``""``: what a family appends to
+    the error for an input none of whose first records is its own.
+
+    ``keys``: the field names the refusing family saw in its first batch (else read from the
+    file's head, :func:`curate.sniff.probe`). Families are asked in registration order; one that
+    cannot be loaded, or whose sniff fails, is skipped: a hint must never turn a clear exit 2
+    into a crash.
+    """
+    import shlex
+
+    from curate.families import all_families
+    from curate.sniff import probe
+
+    try:
+        found = probe(path, keys)
+        others = all_families()
+    except Exception:
+        return ""
+    for other in others.values():
+        if other is family or other.name == family.name:
+            continue
+        try:
+            what = other.sniff(found)
+        except Exception:
+            continue
+        if what:
+            return f"; it looks like {what} (curate audit {other.name} {shlex.quote(str(path))})"
+    return ""
+
+
+def hinted(
+    e: InputError,
+    family: Family,
+    path: str | Path,
+    keys: Iterable[str] | None = None,
+    *,
+    instead: str | None = None,
+) -> InputError:
+    """``e`` with :func:`other_family_hint` appended when another family recognises ``path``
+    (a refusal a family already words its own way: "not an HDF5 file", "no sample id column",
+    "unknown file type '.hdf5'"); ``e`` itself otherwise. ``instead``: a shorter message to say
+    when the hint is given (what this family missed matters less than where to go)."""
+    hint = other_family_hint(family, path, keys)
+    if not hint:
+        return e
+    return InputError(
+        (instead or e.message) + hint,
+        path=e.path,
+        position=e.position,
+        record=e.record,
+        field=e.field,
+    )
+
+
+def not_this_family(
+    family: Family,
+    path: str | Path,
+    expected: str,
+    *,
+    keys: Iterable[str] | None = None,
+    why: str = "",
+) -> InputError:
+    """The error for an input of which not one record of the first batch is ``family``'s:
+    ``FILE: no record matches EXPECTED (WHY); it looks like … (curate audit OTHER FILE)``.
+
+    Why exit 2 and not a finding per record: a file of another family (a glycan table given to
+    the knowledge-editing audit) made thousands of "malformed record" findings and exit 1, as
+    if the data were a damaged dataset of this family. Only the *first batch* is judged, and
+    only "none matches": a file some of whose records are malformed is still audited, each bad
+    record a finding.
+    """
+    hint = other_family_hint(family, path, keys)
+    said = hint or (f" ({why})" if why else "")  # the hint says more than what is missing
+    return InputError(f"no record matches {expected}{said}", path=path)
 
 
 def count_invalid(invalid: pl.DataFrame) -> int:
@@ -161,6 +240,18 @@ class Family(ABC):
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
     #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
     fix_writes_files: bool = False
+
+    def sniff(self, probe: Probe) -> str | None:
+        """Does ``probe`` look like this family's input? A noun phrase saying what it is
+        (``"a glycan table"``) when it does, else None; None by default.
+
+        Asked by another family that found not one of its own records in the first batch of an
+        input (:func:`other_family_hint`), so that the error names the family to use. Must be
+        cheap and certain rather than clever: column names, record keys, a file signature (the
+        probe holds the first bytes and the first records' keys); never a full read, and better
+        None than a wrong suggestion.
+        """
+        return None
 
     def overlap_keys(self) -> dict[str, OverlapKey]:
         """The named keys ``curate overlap --key NAME`` can compare this family's datasets by

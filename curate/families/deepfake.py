@@ -28,13 +28,21 @@ from pydantic import ValidationError
 from curate.audits.deepfake import RULES
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.base import (
+    Family,
+    OverlapKey,
+    Progress,
+    check_not_blank,
+    hinted,
+    no_records,
+)
 from curate.findings import InputInfo, Report
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.io import SPLIT_FROM_LAYOUT, is_stream, read_frame, split_of
 from curate.options import FamilyOptions
 from curate.rules import AuditContext
 from curate.schemas.deepfake import (
+    ALIASES,
     CATEGORICAL_FIELDS,
     FIELDS,
     FLOAT_FIELDS,
@@ -47,6 +55,7 @@ from curate.schemas.deepfake import (
 )
 from curate.schemas.deepfake_tables import AV_LABEL, LABEL, MODALITY, DeepfakeData
 from curate.schemas.deepfake_tables import SPLIT as SPLIT_ENUM
+from curate.sniff import Probe
 from curate.streams import SplitStream
 
 #: Closed vocabularies validated value by value with the row model, and their Enum types.
@@ -142,6 +151,18 @@ class DeepfakeFamily(Family):
     rules = RULES
 
     # ----------------------------------------------------------------- reading
+    def sniff(self, probe: Probe) -> str | None:
+        """A table with a sample id column and at least two more manifest fields (a path, a
+        label, a modality, a generator, a hash, a manipulation), by their known spellings: an
+        ``id`` column alone is in too many tables to tell."""
+        keys = probe.lower_keys
+        if not keys & set(ALIASES["sample_id"]):
+            return None
+        others = ("path", "label", "modality", "generator", "sha256", "manipulation")
+        if sum(bool(keys & set(ALIASES[f])) for f in others) < 2:
+            return None
+        return "a deepfake manifest"
+
     def load(
         self,
         paths: Sequence[str | Path],
@@ -172,6 +193,8 @@ class DeepfakeFamily(Family):
             except InputError as e:
                 if e.message.startswith("no records found"):
                     raise no_records(path) from None
+                if e.message.startswith("unknown file type"):  # an HDF5 file, say
+                    raise hinted(e, self, path) from None
                 raise
             if frame.height == 0:
                 raise no_records(path)
@@ -179,7 +202,18 @@ class DeepfakeFamily(Family):
             given = dict(opts.columns)
             if SPLIT_FROM_LAYOUT in frame.columns and given.get("split") not in (None, *header):
                 given.pop("split")  # a published folder has its splits as files
-            cols = detect_columns(header, given, opts.values, path=str(path))
+            try:
+                cols = detect_columns(header, given, opts.values, path=str(path))
+            except InputError as e:
+                if e.message.startswith("no sample id column"):  # another family's file?
+                    raise hinted(
+                        e,
+                        self,
+                        path,
+                        header,
+                        instead="not a deepfake manifest (no sample id column)",
+                    ) from None
+                raise
             layout = SPLIT_FROM_LAYOUT in frame.columns
             if split_of(path) is not None:
                 # a project configuration's split mapping names this file's split: it wins

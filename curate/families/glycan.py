@@ -34,7 +34,14 @@ from curate.audits.glycan.hierarchy import load_mapping
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.base import (
+    Family,
+    OverlapKey,
+    Progress,
+    check_not_blank,
+    hinted,
+    no_records,
+)
 from curate.findings import InputInfo, Report, dumps, rule_output
 from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame, split_of
@@ -59,6 +66,7 @@ from curate.schemas.glycan_tables import (
     split_tables,
 )
 from curate.schemas.iupac import IUPACError, canonical_key
+from curate.sniff import Probe
 from curate.streams import SplitStream
 
 
@@ -211,6 +219,8 @@ def _read_table(
     except InputError as e:
         if e.message.startswith("no records found"):
             raise no_records(path) from None
+        if e.message.startswith("unknown file type"):  # an HDF5 file, say
+            raise hinted(e, FAMILY, path) from None
         raise
     flagged: Flagged = src.nested_cells
     originals = src.nested_records
@@ -371,6 +381,16 @@ class GlycanFamily(Family):
     rules = RULES
 
     # ----------------------------------------------------------------- reading
+    def sniff(self, probe: Probe) -> str | None:
+        """A table whose header tells a glycan task (as :func:`detect_columns` reads it)."""
+        if not probe.keys:
+            return None
+        try:
+            cols = detect_columns(sorted(probe.keys))
+        except InputError:
+            return None
+        return f"a glycan {cols.task} table"
+
     def load(
         self,
         paths: Sequence[str | Path],
@@ -407,9 +427,17 @@ class GlycanFamily(Family):
                 # A published folder has its splits as files, not as the column the options of
                 # the input named (``--column split=fold``): the same options still read it.
                 given = {k: v for k, v in columns.items() if k != "split"}
-            cols = detect_columns(
-                [c for c in raw.columns if c != SPLIT_FROM_LAYOUT], task, given, path=str(path)
-            )
+            header = [c for c in raw.columns if c != SPLIT_FROM_LAYOUT]
+            try:
+                cols = detect_columns(header, task, given, path=str(path))
+            except InputError as e:
+                if len(unit) > 1 or e.message.startswith(("--column", "unknown glycan task")):
+                    raise
+                # no glycan table: a file of another family, maybe (named when it is, and
+                # then --task is not what the user needs)
+                raise hinted(
+                    e, self, path, header, instead="not a glycan table (no glycan or label columns)"
+                ) from None
             if any(split_of(p) is not None for p in unit):
                 # a project configuration's split mapping names each file's split: it wins
                 # over a split column (or split flags) of the files

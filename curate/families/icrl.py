@@ -40,7 +40,7 @@ from curate.dataset import FixResult, LoadedDataset
 from curate.engine import available_cores, process_pool
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError, clip, quoted
-from curate.families.base import Family, OverlapKey, Progress, no_records
+from curate.families.base import Family, OverlapKey, Progress, hinted, no_records
 from curate.families.icrl_publish import (
     config_name,
     configs,
@@ -70,6 +70,7 @@ from curate.schemas.icrl_tables import (
     IcrlFile,
     ScanTables,
 )
+from curate.sniff import Probe
 from curate.streams import SplitStream
 
 #: The 8-byte HDF5 signature; it sits at offset 0 or, after a user block, at 512, 1024, 2048, …
@@ -514,6 +515,24 @@ class IcrlFamily(Family):
     #: the file's size.
     max_row_group_bytes = 16_000_000
 
+    def sniff(self, probe: Probe) -> str | None:
+        """An HDF5 file one of whose first root groups holds three or more of the task
+        datasets (as :func:`_check_layout` reads a task group); only the first few groups'
+        names are read, no array."""
+        if not probe.is_hdf5:
+            return None
+        try:
+            with h5py.File(probe.path, "r") as f:
+                for i, key in enumerate(f):
+                    if i >= 8:
+                        break
+                    g = f.get(key)
+                    if isinstance(g, h5py.Group) and len(set(DATASETS) & set(g.keys())) >= 3:
+                        return "an in-context RL history file (HDF5, XLand-100B layout)"
+        except (OSError, ValueError, TypeError):
+            return None
+        return None
+
     def load(
         self,
         paths: Sequence[str | Path],
@@ -535,7 +554,12 @@ class IcrlFamily(Family):
         row0 = 0
         for i, name in enumerate(paths):
             path = _local_file(str(name))
-            check_hdf5(path)
+            try:
+                check_hdf5(path)
+            except InputError as e:
+                if "not an HDF5 file" in e.message:  # a table of another family, maybe
+                    raise hinted(e, self, name) from None
+                raise
             meta = read_metadata(path, i, progress)
             _check_layout(path, meta)
             meta = _choose(meta, opts)

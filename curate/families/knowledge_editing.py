@@ -40,7 +40,15 @@ from curate.dataset import ChangeEntry, LoadedDataset
 from curate.engine import available_cores
 from curate.engine import current as current_engine
 from curate.errors import InputError, UsageError
-from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.base import (
+    Family,
+    OverlapKey,
+    Progress,
+    check_not_blank,
+    hinted,
+    no_records,
+    not_this_family,
+)
 from curate.families.knowledge_editing_columns import (
     CODED_FIELDS,
     IRREGULAR_FIELDS,
@@ -89,6 +97,7 @@ from curate.schemas.knowledge_editing_tables import (
     struct_array,
     unify_struct_types,
 )
+from curate.sniff import Probe
 from curate.streams import SplitStream, small_types
 
 _INT64 = range(-(2**63), 2**63)
@@ -983,13 +992,18 @@ class KnowledgeEditingFamily(Family):
                 )
                 # the columnar path takes the coded fields as parquet stores them (see Codes)
                 coded = CODED_FIELDS if pool is not None else ()
-                src = (
-                    span.open(coded)
-                    if span is not None
-                    else open_source(
-                        path, encoding=encoding, hash_input=local is None, dictionary=coded
+                try:
+                    src = (
+                        span.open(coded)
+                        if span is not None
+                        else open_source(
+                            path, encoding=encoding, hash_input=local is None, dictionary=coded
+                        )
                     )
-                )
+                except InputError as e:
+                    if e.message.startswith("unknown file type"):  # an HDF5 file, say
+                        raise hinted(e, self, str(path)) from None
+                    raise
                 digest = (
                     pool.submit(sha256_of, local)
                     if pool is not None and local is not None
@@ -1002,6 +1016,8 @@ class KnowledgeEditingFamily(Family):
                 ):
                     assert first == row, (first, row)
                     cols = job.result() if job is not None else None
+                    if n_file == 0 and (span is None or span.first_index == 0):
+                        self._check_first_batch(path, batch, cols)
                     if cols is not None:
                         columns, id_kind = cols
                         drop = []
@@ -1085,6 +1101,29 @@ class KnowledgeEditingFamily(Family):
             marks=marks_frame,
             shape=builder.shape,
         )
+
+    def _check_first_batch(self, path: Any, batch: Any, cols: Any) -> None:
+        """Refuse an input none of whose first batch's records has a MQuAKE layout (exit 2,
+        naming the family it looks like): a table of another family, not damaged cases."""
+        if cols is not None and len(cols[0].unsure) < len(batch):
+            return  # the columnar check vouched for some records: cases in the original layout
+        rows = batch.rows
+        if not rows or any(isinstance(r, dict) and layout_of(r) is not None for r in rows):
+            return
+        keys = dict.fromkeys(str(k) for r in rows if isinstance(r, dict) for k in r)
+        raise not_this_family(
+            self,
+            str(path),
+            "the MQuAKE layout",
+            keys=keys,
+            why="no 'orig' object, no 'orig_triples'/'new_triples', no requested_rewrite targets",
+        )
+
+    def sniff(self, probe: Probe) -> str | None:
+        """A JSON/parquet input whose records carry a MQuAKE layout's own keys."""
+        if {"requested_rewrite", "orig", "orig_triples", "new_triples"} & probe.keys:
+            return "a MQuAKE (knowledge editing) file"
+        return None
 
     def _load_sharded(
         self,
