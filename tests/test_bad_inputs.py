@@ -224,6 +224,30 @@ def _header_only(d: Path) -> Path:
     return _write("header.csv", _glycan_lines()[0] + "\n")(d)
 
 
+def _cut_mid_row(d: Path) -> Path:
+    """A real glycan table whose copy stopped inside a row: its last row has 2 of 13 fields."""
+    text = "\n".join(_glycan_lines()[:40]) + "\n"
+    last = text.rstrip("\n").rfind("\n") + 1
+    return _write("cut-row.csv", text[: text.index(",", last) + 2])(d)
+
+
+#: Bytes of the case id of :func:`_huge_id` (a 20 MB id once printed 20 MB on stdout).
+HUGE_ID = 20_000_000
+
+
+def _huge_id(d: Path) -> Path:
+    """Real MQuAKE cases, one with a 20 MB case id and a malformed ``orig`` (a KE001 finding
+    that quotes the id)."""
+    recs = _mquake()[:6]
+    recs[1]["case_id"] = "x" * HUGE_ID
+    recs[1]["orig"] = 5
+    return _json("huge-id.json", recs)(d)
+
+
+def _deepfake_copy(d: Path) -> Path:
+    return _deepfake_manifest(_DEEPFAKE_ROWS)(d)
+
+
 def _cut_mid_quote(d: Path) -> Path:
     lines = _glycan_lines()[:30]
     return _write("cut.csv", "\n".join(lines) + '\n9999,"Gal(b1-4)Glc(b1-\n')(d)
@@ -357,6 +381,16 @@ def _truncated_hdf5(d: Path) -> Path:
     return p
 
 
+def _unreadable_attributes(d: Path) -> Path:
+    """A valid file whose string attributes cannot be read: the signature of the global heap
+    holding them is overwritten (h5py: "bad global heap collection signature")."""
+    p = _hdf5("attrs.hdf5")(d)
+    raw = p.read_bytes()
+    at = raw.index(b"GCOL")
+    p.write_bytes(raw[:at] + b"XXXX" + raw[at + 4 :])
+    return p
+
+
 def _other_layout_hdf5(d: Path) -> Path:
     import h5py
 
@@ -442,7 +476,10 @@ CORPUS: list[Case] = [
         READABLE,
         families=("glycan",),
     ),
-    Case("CSV cut mid-quote", _cut_mid_quote, BAD, families=("glycan",)),
+    # cut inside a quoted value of its last row: a truncated file (it was exit 1, the cut value
+    # read as a glycan)
+    Case("CSV cut mid-quote", _cut_mid_quote, UNUSABLE, families=("glycan",)),
+    Case("CSV cut mid-row", _cut_mid_row, UNUSABLE),
     Case("CSV with an unterminated quote", _unterminated_quote, UNUSABLE, families=("glycan",)),
     Case("CSV header naming a column twice", _repeated_header, UNUSABLE, families=("glycan",)),
     Case("corrupt parquet data page", _corrupt_parquet, UNUSABLE),
@@ -494,12 +531,28 @@ CORPUS: list[Case] = [
     Case("empty .hdf5", _write("empty.hdf5", b""), UNUSABLE),
     Case("truncated .hdf5", _truncated_hdf5, UNUSABLE),
     Case("HDF5 of another layout", _other_layout_hdf5, UNUSABLE),
+    Case("HDF5 attributes unreadable", _unreadable_attributes, BAD, families=("icrl",)),
     Case(
         "task group missing a dataset",
         _hdf5("missing.hdf5", lambda f: f["1"].__delitem__("dones")),
         BAD,
         families=("icrl",),
     ),
+    # A file of another family: exit 2 naming the family it looks like (test_input_errors.py
+    # checks the words), never a finding per record.
+    Case("glycan table to another family", _glycan_copy, UNUSABLE, ("mquake", "icrl", "deepfake")),
+    Case("MQuAKE cases to another family", _sample_copy, UNUSABLE, ("glycan", "icrl", "deepfake")),
+    Case(
+        "XLand HDF5 to another family", _hdf5("xl.hdf5"), UNUSABLE, ("mquake", "glycan", "deepfake")
+    ),
+    Case(
+        "deepfake manifest to another family",
+        _deepfake_copy,
+        UNUSABLE,
+        ("mquake", "glycan", "icrl"),
+    ),
+    # A 20 MB record id: read and reported (or refused), never printed whole.
+    Case("20 MB record id", _huge_id, BAD),
     # Well-formed input with a text-format quirk: must be read, not rejected.
     Case("UTF-8 BOM in JSON", _bom_json, expect_for={"mquake": READABLE}, families=("mquake",)),
     Case("UTF-8 BOM in CSV", _bom_csv, expect_for={"glycan": READABLE}, families=("glycan",)),
@@ -599,6 +652,8 @@ def test_bad_input(
     assert rc in expect, f"exit {rc}, expected {sorted(expect)}; stderr: {captured.err!r}"
     assert "Traceback" not in captured.err + captured.out
     assert "internal error" not in captured.err
+    # every quoted value is bounded: no input (a 20 MB record id, 1 MB cells) prints MBs
+    assert len(captured.out) + len(captured.err) < 1_000_000, (len(captured.out), rc)
     if rc == 2:
         lines = captured.err.splitlines()
         assert len(lines) == 1 and lines[0].startswith("curate: error: "), captured.err
@@ -609,6 +664,57 @@ def test_bad_input(
         # what was fixed is gone when the folder is audited again
         fixed = set(json.loads((out / "fix_summary.json").read_text())["fixed"])
         assert not fixed & set(curate.audit(family, out).findings["rule"].to_list())
+
+
+#: Figures of how a run went, not of what it found (README: only timings differ between runs).
+_TIMING = re.compile(r'"(scan_seconds|scan_workers|seconds)": [0-9.]+')
+
+
+def _audit_twice(case: Case, family: str, tmp_path: Path, capsys, monkeypatch) -> list[str]:
+    """The JSON report (or error line) of ``curate audit FAMILY`` on the case's input, twice
+    (standard input and a pipe fed again for the second run: they are read once)."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    built = case.make(inputs)
+    outputs = []
+    for _ in range(2):
+        path = built
+        with contextlib.ExitStack() as stack:
+            if case.stdin:
+                data = built.read_bytes()
+                monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+                path = "-"
+            if case.pipe:
+                pipe = built.with_name(f"pipe-{built.name}")
+                path = stack.enter_context(named_pipe(pipe, built.read_bytes()))
+            argv = ["audit", family, str(path), *(a.format(dir=inputs) for a in case.args)]
+            capsys.readouterr()
+            rc = main([*argv, "--format", "json"])
+            captured = capsys.readouterr()
+        text = f"exit {rc}\n{captured.out}\n{captured.err}"
+        outputs.append(_TIMING.sub(r'"\1": "-"', text))
+    return outputs
+
+
+def _audited() -> Iterator:
+    seen = set()
+    for case in CORPUS:
+        for family in case.families:
+            if "audit" in case.commands and (case.name, family) not in seen:
+                seen.add((case.name, family))
+                yield pytest.param(case, family, id=f"{case.name}-{family}")
+
+
+@pytest.mark.parametrize(("case", "family"), list(_audited()))
+def test_bad_input_report_is_deterministic(
+    tmp_path: Path, capsys, monkeypatch, case: Case, family: str
+) -> None:
+    """Every bad input audited twice gives the same bytes (JSON report, or the error line;
+    timings masked), and no report quotes an object's repr or memory address (RL104 once
+    quoted ``<object object at 0x7f…>``, so two reports of one file differed)."""
+    first, second = _audit_twice(case, family, tmp_path, capsys, monkeypatch)
+    assert first == second
+    assert " at 0x" not in first and "<object object" not in first
 
 
 # --------------------------------------------------------------------------- curate overlap
