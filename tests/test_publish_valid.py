@@ -58,16 +58,17 @@ def changelog(out: Path) -> list[dict[str, Any]]:
 #: Rows appended to the real sample: the glycowork_row id says which defect each one carries.
 BROKEN_LABELLED = "90001,Gal(b1-4)[Fuc(a1-3)GlcNAc,Homo_sapiens,Homo,Hominidae,Primates,Mammalia,Chordata,Animalia,Eukarya,,9606,train"  # noqa: E501
 BROKEN_UNLABELLED = "90002,Man(a1-3)Mam(a1-6)Man,,,,,,,,,,,test"
-CUT_MID_GLYCAN = "90003,Gal(b1-4)GlcNAc(b1-"  # the file ends here: a dump cut short
+CUT_MID_GLYCAN = "90003,Gal(b1-4)GlcNAc(b1-"  # a row of 2 fields, inside the file
 
 
 @pytest.fixture(scope="module")
 def injected(glycan_sample_csv, tmp_path_factory) -> dict[str, Any]:
-    """The sample + 5 all-null lines + a broken labelled glycan, an unknown residue on an
-    unlabelled row and a last line cut in the middle of its glycan."""
+    """The sample + 5 all-null lines + a line cut in the middle of its glycan (a short row
+    inside the file: the rules' to report; as the last line it is a truncated file, exit 2),
+    a broken labelled glycan and an unknown residue on an unlabelled row."""
     text = glycan_sample_csv.read_text(encoding="utf-8").rstrip("\n")
     n_cols = text.splitlines()[0].count(",") + 1
-    lines = ["," * (n_cols - 1)] * 5 + [BROKEN_LABELLED, BROKEN_UNLABELLED, CUT_MID_GLYCAN]
+    lines = ["," * (n_cols - 1)] * 5 + [CUT_MID_GLYCAN, BROKEN_LABELLED, BROKEN_UNLABELLED]
     path = tmp_path_factory.mktemp("inj") / "injected.csv"
     path.write_text(text + "\n" + "\n".join(lines), encoding="utf-8")  # no final newline
     table = pl.read_csv(path, infer_schema=False)
@@ -92,9 +93,9 @@ def test_audit_reports_every_row_labelled_or_not(injected, capsys):
     assert all(f["message"] == "missing glycan" for f in findings if f["rule"] == "GL001")
     parse = {f["record"]: f for f in findings if f["rule"] in ("GL101", "GL102")}
     assert set(parse) == {"line 4907", "line 4908", "line 4909", "line 471"}
-    assert parse["line 4908"]["rule"] == "GL102"  # unlabelled: reported all the same
-    assert parse["line 4909"]["rule"] == "GL101"  # the cut last line
-    assert "unknown residue 'Mam'" in parse["line 4908"]["message"]
+    assert parse["line 4909"]["rule"] == "GL102"  # unlabelled: reported all the same
+    assert parse["line 4907"]["rule"] == "GL101"  # the cut line
+    assert "unknown residue 'Mam'" in parse["line 4909"]["message"]
 
 
 def test_export_leaves_out_exactly_the_invalid_rows(injected, tmp_path, capsys):
@@ -172,6 +173,23 @@ def test_strict_on_a_valid_file_writes_it(glycan_sample_csv, tmp_path, capsys):
     rc, stdout, _ = run(capsys, "export", "glycan", src, "--out", tmp_path / "hf", "--strict")
     assert rc == 0 and "(0 invalid records left out)" in stdout
     assert exported(tmp_path / "hf").height == 300
+
+
+def test_a_file_cut_mid_row_is_one_exit_2_line(injected, tmp_path, capsys):
+    """The same rows with the cut one last: the file ends inside a row (it was read as data,
+    the cut glycan a GL101 finding, the 11 missing fields never mentioned)."""
+    src = tmp_path / "cut.csv"
+    text = injected["path"].read_text(encoding="utf-8")
+    src.write_text(text.replace(CUT_MID_GLYCAN + "\n", "") + "\n" + CUT_MID_GLYCAN)
+    for command in ("audit", "fix", "export"):
+        out = ["--out", tmp_path / command] if command != "audit" else []
+        rc, stdout, err = run(capsys, command, "glycan", src, *out)
+        assert rc == 2 and stdout == ""
+        assert err == (
+            f"curate: error: {src}:4909: truncated file: its last row has 2 of the header's 13 "
+            "fields (the file ends inside a row: a download or copy that stopped early?)\n"
+        )
+        assert not (tmp_path / command).exists()
 
 
 def test_a_line_cut_inside_quotes_is_one_exit_2_line(glycan_sample_csv, tmp_path, capsys):
