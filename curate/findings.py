@@ -203,8 +203,9 @@ def _bounded(f: pl.DataFrame) -> pl.DataFrame:
     """
     if f.is_empty():
         return f
+    # bytes bound characters from above, and are counted without decoding
     long = f.select(
-        [(pl.col(c).str.len_chars() > n).any().alias(c) for c, n in _BOUNDS.items()]
+        [(pl.col(c).str.len_bytes().max() > n).alias(c) for c, n in _BOUNDS.items()]
     ).row(0, named=True)
     cut = [
         clip_expr(c, limit=n, digest=c == "record").alias(c) for c, n in _BOUNDS.items() if long[c]
