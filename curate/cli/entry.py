@@ -56,6 +56,10 @@ def _exit(code: int) -> None:
     """
     import atexit
 
+    # Nothing is written after this but what the hooks send to multiprocessing's resource
+    # tracker; a pipe to a process already gone must not turn the decided exit code into -13.
+    with contextlib.suppress(OSError, ValueError):
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
