@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from curate.arguments import checked
 from curate.dataset import FixResult, LoadedDataset
 from curate.errors import InputError, UsageError
 from curate.families import Family, get_family
@@ -88,6 +89,7 @@ def protected_inputs(paths: Sequence[PathLike], options: FamilyOptions) -> list[
     return [*local, *options.input_files()]
 
 
+@checked(family="a family name or a Family")
 @input_scope()  # each pipe read once for the whole call
 def load(
     family: str | Family,
@@ -106,6 +108,10 @@ def load(
     )
 
 
+@checked(
+    family="a family name or a Family",
+    paths="a path, a list of paths or the data curate.load returned",
+)
 @input_scope()  # each pipe read once for the whole call
 def audit(
     family: str | Family,
@@ -187,6 +193,7 @@ def _nothing_written(invalid: pl.DataFrame) -> None:
         )
 
 
+@checked(family="a family name or a Family")
 @input_scope()  # each pipe read once for the whole call
 def fix(
     family: str | Family,
@@ -437,6 +444,7 @@ def _published(after: Report | None) -> Report | None:
     return after
 
 
+@checked(family="a family name or a Family")
 @input_scope()  # each pipe read once for the whole call
 def export(
     family: str | Family,

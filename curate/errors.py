@@ -7,8 +7,11 @@ names the file and where in it the problem is, never a traceback. Library code r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 #: How many characters of one value (a cell, a record id, a field path) a message quotes.
 #: Why a cap: a record id or cell can be megabytes (a 20 MB id was once printed whole, 20 MB on
@@ -87,3 +90,85 @@ class UsageError(Exception):
 
 class RemoteError(Exception):
     """A remote service (the Hugging Face Hub) refused or could not be reached: exit 2, one line."""
+
+
+class CurateWarning(UserWarning):
+    """Something the user asked for could not be done exactly, and the run went on (``tasks=200``
+    on a file of 2 task groups scans both). The CLI prints it as one ``curate: warning:`` line;
+    API callers can filter it or turn it into an error with :mod:`warnings`."""
+
+
+class ArgumentError(UsageError, TypeError):
+    """A Python API call got an argument it cannot take: a wrong type (``paths=123``), an option
+    the family does not have (``edit_sett=``), an option of the wrong type.
+
+    Why both bases: it is curate's own usage error (one line, naming the argument; the CLI exits
+    2 on it like on any :class:`UsageError`), and it is the :class:`TypeError` Python raises for
+    a wrong argument type or an unexpected keyword, so code written ``except TypeError`` against
+    the bare errors of earlier versions still catches it.
+    """
+
+
+# --------------------------------------------------------------------------- spelling options
+# A message that tells the user what to pass must use the caller's words: ``pass --overwrite``
+# on the command line, ``pass overwrite=True`` to :func:`curate.fix`. Library code writes every
+# such reference through :func:`arg` with the CLI flag; the CLI turns the command-line spelling
+# on for its run (:func:`command_line_spelling`), and every other caller reads Python names.
+#
+# Why a process-wide switch rather than a ContextVar: messages are also built in worker threads
+# (the columnar readers' ThreadPoolExecutor), which do not inherit a ContextVar set by the
+# command; one CLI command is one process, and the switch is restored when it ends, so the API
+# called afterwards in the same process (a test, a notebook) reads Python names again.
+
+_CLI_SPELLING = False
+_UNSET: object = object()
+
+#: Flags whose API argument is not the flag with ``-`` → ``_`` (repeatable flags that fill a
+#: list or a mapping have a singular flag and a plural argument). ``tests/test_api_errors.py``
+#: checks every family option's flag against this table.
+API_NAMES: dict[str, str] = {
+    "--tag": "tags",
+    "--source-dataset": "source_datasets",
+    "--column": "columns",
+    "--value": "values",
+}
+
+
+@contextlib.contextmanager
+def command_line_spelling() -> Iterator[None]:
+    """Messages raised inside name CLI flags (``--overwrite``) instead of API arguments."""
+    global _CLI_SPELLING
+    before, _CLI_SPELLING = _CLI_SPELLING, True
+    try:
+        yield
+    finally:
+        _CLI_SPELLING = before
+
+
+def api_name(flag: str) -> str:
+    """The keyword argument of the Python API behind a CLI flag: ``--edit-set`` → ``edit_set``."""
+    return API_NAMES.get(flag) or flag.removeprefix("--").replace("-", "_")
+
+
+def arg(flag: str, value: Any = _UNSET, *, quoted: bool = False) -> str:
+    """An option as the caller spells it, optionally with a value.
+
+    ``arg("--overwrite", True)`` is ``--overwrite`` on the command line and ``overwrite=True``
+    in Python; ``arg("--edit-set", "random:5")`` is ``--edit-set random:5`` / ``edit_set=
+    'random:5'``; ``arg("--column", {"glycan": "NAME"})`` is ``--column glycan=NAME`` /
+    ``columns={'glycan': 'NAME'}``; ``arg("--files", False)`` is ``--no-files`` /
+    ``files=False``; without a value, only the name. ``quoted``: the flag's value as a Python
+    string literal too (``--license 'cc-by-4'``), for a value the user typed that is wrong.
+    """
+    if not _CLI_SPELLING:
+        name = api_name(flag)
+        return name if value is _UNSET else f"{name}={value!r}"
+    if value is _UNSET or value is True:
+        return flag
+    if value is False:
+        return "--no-" + flag.removeprefix("--")
+    if isinstance(value, dict):
+        return " ".join(f"{flag} {k}={v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return " ".join(f"{flag} {v}" for v in value)
+    return f"{flag} {value!r}" if quoted else f"{flag} {value}"

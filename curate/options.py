@@ -15,13 +15,14 @@ validate/audit/fix/export read it; all when omitted) and ``flag`` (the CLI spell
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from curate.errors import UsageError
+from curate.errors import ArgumentError, UsageError, arg
 
 COMMANDS = ("validate", "audit", "fix", "export")
 
@@ -105,26 +106,38 @@ def parse_options(
     """
     if isinstance(given, FamilyOptions) and not raw:
         if not isinstance(given, model):
-            raise UsageError(
+            raise ArgumentError(
                 f"{family}: options of type {type(given).__name__} given, expected {model.__name__}"
             )
         return given
+    if given is not None and not isinstance(given, FamilyOptions | Mapping):
+        raise ArgumentError(
+            f"options: expected a {model.__name__} or a mapping, got {type(given).__name__}"
+        )
     values: dict[str, Any] = {}
     if isinstance(given, FamilyOptions):
         values.update(given.model_dump(exclude_unset=True))
     elif given is not None:
         values.update(given)
     values.update({k: v for k, v in raw.items() if v is not None})
-    unknown = sorted(set(values) - set(model.model_fields))
+    unknown = sorted(set(values) - set(model.model_fields), key=str)
     if unknown:
-        names = ", ".join(unknown)
+        # Python's words for an unexpected keyword, with the options there are (and the
+        # closest one: a typo is the usual cause).
+        first = str(unknown[0])
+        close = difflib.get_close_matches(first, list(model.model_fields), n=1)
+        names = ", ".join(map(str, unknown))
         have = ", ".join(model.model_fields) or "(none)"
-        raise UsageError(f"{family} has no option {names}; its options: {have}")
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ArgumentError(f"{names}: {family} has no such option{hint}; its options: {have}")
     try:
         return model.model_validate(values)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
-        name = ".".join(str(x) for x in err["loc"]) or "options"
-        flag = field_flag(model, str(err["loc"][0])) if err["loc"] else name
+        loc = [str(x) for x in err["loc"]]
+        where = arg(field_flag(model, loc[0])) if loc and loc[0] in model.model_fields else ""
+        where = ".".join([where, *loc[1:]]) if where else ".".join(loc) or "options"
         msg = str(err["msg"]).removeprefix("Value error, ")
-        raise UsageError(f"{flag}: {msg}") from None
+        if str(err["type"]).endswith("_type"):  # a wrong type: a TypeError, with what was given
+            raise ArgumentError(f"{where}: {msg}, got {type(err['input']).__name__}") from None
+        raise UsageError(f"{where}: {msg}") from None

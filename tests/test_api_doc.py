@@ -21,7 +21,7 @@ def test_api_doc_example_runs(tmp_path: Path, monkeypatch, capsys) -> None:
     for code in blocks:
         exec(compile(code, str(DOC), "exec"), {"__name__": "__doc_example__"})
     out = capsys.readouterr().out
-    assert "refused: glycan has no option edit_set" in out
+    assert "refused: edit_set: glycan has no such option" in out
     assert (tmp_path / "glycans-fixed" / "changelog.jsonl").is_file()
     assert (tmp_path / "mquake-hf" / "README.md").is_file()
 
