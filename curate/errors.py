@@ -145,6 +145,11 @@ def command_line_spelling() -> Iterator[None]:
         _CLI_SPELLING = before
 
 
+def cli_spelling() -> bool:
+    """Do messages name CLI flags now (inside :func:`command_line_spelling`)?"""
+    return _CLI_SPELLING
+
+
 def api_name(flag: str) -> str:
     """The keyword argument of the Python API behind a CLI flag: ``--edit-set`` → ``edit_set``."""
     return API_NAMES.get(flag) or flag.removeprefix("--").replace("-", "_")

@@ -50,7 +50,7 @@ import orjson
 import polars as pl
 
 from curate.dataset import ChangeEntry
-from curate.errors import UsageError
+from curate.errors import UsageError, arg
 from curate.rules import FixSafety, Rule, RuleSet
 
 ROW, RECORD, SPLIT = "__row", "__record", "__split"
@@ -84,9 +84,9 @@ class FixChoice:
         chosen = [r for r in rules.select(self.select or None, self.ignore or None) if r.fixable]
         if self.select and not chosen:
             # A selector that names only unfixable rules is almost certainly a mistake.
-            names = ", ".join(self.select)
             raise UsageError(
-                f"--select {names}: no fixable rule chosen (see `curate rules`: fix: ...)"
+                f"{arg('--select', list(self.select))}: no fixable rule chosen (see `curate "
+                "rules`: fix: ...)"
             )
         applied = [r for r in chosen if self.unsafe or r.safety is FixSafety.SAFE]
         withheld = [r for r in chosen if r not in applied]

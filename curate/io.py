@@ -60,7 +60,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, arg
 from curate.outputs import atomic_path, current_umask, write_bytes_atomic
 
 __all__ = [
@@ -457,7 +457,8 @@ def check_encoding(name: str) -> str:
         return codecs.lookup(name).name
     except LookupError:
         raise UsageError(
-            f"--encoding {name!r}: unknown text encoding (try utf-8, utf-16, latin-1, cp1252)"
+            f"{arg('--encoding', name, quoted=True)}: unknown text encoding (try utf-8, utf-16, "
+            "latin-1, cp1252)"
         ) from None
 
 
@@ -485,8 +486,8 @@ def _resolve_encoding(path: Path, head: bytes, encoding: str | None) -> tuple[st
     if codec in _BOM_COMPATIBLE[bom]:
         return bom, skip
     raise InputError(
-        f"the file starts with a {bom.upper()} byte order mark but --encoding {encoding} was "
-        f"given: drop --encoding or use --encoding {bom}",
+        f"the file starts with a {bom.upper()} byte order mark but {arg('--encoding', encoding)} "
+        f"was given: drop {arg('--encoding')} or use {arg('--encoding', bom)}",
         path=path,
     )
 
@@ -515,7 +516,7 @@ def guess_encoding(sample: bytes) -> str | None:
         if even > 0.3 * (n // 2) and even > 4 * odd:
             return "utf-16-be"
         return None
-    controls = sum(sample.count(c) for c in range(32) if c not in (9, 10, 12, 13))
+    controls = sum(sample.count(c) for c in (*range(32), 0x7F) if c not in (9, 10, 12, 13))
     if controls > 0.05 * len(sample):
         return None
     try:  # non-final: the sample may end inside a character
@@ -524,8 +525,19 @@ def guess_encoding(sample: bytes) -> str | None:
     except UnicodeDecodeError:
         pass
     if any(0x80 <= b <= 0x9F for b in sample):
+        # bytes cp1252 leaves undefined (and latin-1 reads as C1 control codes) are in no
+        # Western text: random or binary bytes, not a file to re-read with another encoding
+        if any(b in _CP1252_UNDEFINED for b in sample):
+            return None
         return "cp1252"
     return "latin-1"
+
+
+_CP1252_UNDEFINED = frozenset({0x81, 0x8D, 0x8F, 0x90, 0x9D})
+
+
+#: Bytes an encoding guess wants to see at least (one line of a file is often much less).
+_GUESS_BYTES = 4096
 
 
 def _encoding_error(
@@ -548,15 +560,21 @@ def _encoding_error(
     msg = f"not valid {label} text: {what} at byte offset {offset}"
     if reason:
         msg += f" ({reason})"
+    if len(sample) < _GUESS_BYTES:
+        # one short line (a JSON Lines record) is too little to tell text from random bytes:
+        # the file's start is added, as the whole-file readers see it
+        sample += _sample(path, _GUESS_BYTES)
     guess = guess_encoding(sample)
     if guess is None:
         msg += "; this looks like binary data, not text"
     elif not option:
         msg += f"; it looks like {guess}: save it as UTF-8"
     elif guess != codec:
-        msg += f"; it looks like {guess}: read it with --encoding {guess}"
+        msg += f"; it looks like {guess}: read it with {arg('--encoding', guess)}"
     else:
-        msg += "; the file may be damaged or in another encoding: pass the right --encoding NAME"
+        msg += "; the file may be damaged or in another encoding: pass the right " + arg(
+            "--encoding", "NAME"
+        )
     return InputError(msg, path=path, position=str(line) if line else None)
 
 
@@ -572,7 +590,7 @@ def _nul_error(
         msg = (
             f"NUL bytes from byte offset {offset}: this looks like {guess} text without a byte "
             f"order mark, not {label}: "
-            + (f"read it with --encoding {guess}" if option else "save it as UTF-8")
+            + (f"read it with {arg('--encoding', guess)}" if option else "save it as UTF-8")
         )
     return InputError(msg, path=path)
 

@@ -37,13 +37,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, cli_spelling, command_line_spelling
 
 MARKER_DIR = ".curate"
 MANIFEST = "manifest.json"
@@ -213,29 +212,17 @@ def _inputs(inputs: Sequence[str | Path]) -> list[Path]:
 
 # --------------------------------------------------------------------------- names in messages
 
-_CLI_NAMES: ContextVar[bool] = ContextVar("curate_cli_names", default=False)
-
-
-@contextmanager
-def cli_names() -> Iterator[None]:
-    """Within it, refusals name command-line flags (``--out``, ``--overwrite``); outside it the
-    API's arguments (``out``, ``overwrite=True``).
-
-    Why a context and not only parameters: the CLI's ``fix``/``export`` run through
-    :mod:`curate.api`, whose guards cannot know whether a person typed a flag or a notebook
-    passed an argument; a message must name the thing its reader can change. Every guard also
-    takes the names explicitly (``option=``, ``overwrite_option=``), which win.
-    """
-    token = _CLI_NAMES.set(True)
-    try:
-        yield
-    finally:
-        _CLI_NAMES.reset(token)
+#: Within it, refusals name command-line flags (``--out``, ``--overwrite``); outside it the
+#: API's arguments (``out``, ``overwrite=True``). The one switch every message reads
+#: (:func:`curate.errors.command_line_spelling`, which the CLI turns on for its command), so
+#: the output gate and the rest of the library never disagree about whose words to use. Every
+#: guard also takes the names explicitly (``option=``, ``overwrite_option=``), which win.
+cli_names = command_line_spelling
 
 
 def named(cli: str, api: str) -> str:
     """``cli`` under :func:`cli_names`, else ``api``."""
-    return cli if _CLI_NAMES.get() else api
+    return cli if cli_spelling() else api
 
 
 # --------------------------------------------------------------------------- curate's own files

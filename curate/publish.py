@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 
 from curate import __version__
 from curate.dataset import ChangeEntry
-from curate.errors import InputError, RemoteError, UsageError
+from curate.errors import InputError, RemoteError, UsageError, arg
 from curate.findings import Report, json_bytes
 from curate.outputs import staged_folder
 from curate.reports import render_json, render_markdown
@@ -97,7 +97,8 @@ def check_license(license: str) -> str:
     close = difflib.get_close_matches(wanted, list(known), n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(close)}?)" if close else ""
     raise UsageError(
-        f"--license {license!r} is not a Hub licence identifier{hint}; use one of: "
+        f"{arg('--license', license, quoted=True)} is not a Hub licence identifier{hint}; "
+        "use one of: "
         + ", ".join(known)
         + " (https://huggingface.co/docs/hub/repositories-licenses)"
     )
@@ -122,8 +123,8 @@ def check_language(code: str) -> str:
     if value.lower() in codes:
         return value.lower()
     raise UsageError(
-        f"--language {code!r} is not an ISO 639-1, 639-2 or 639-3 code the Hub knows "
-        "(e.g. en, de, fra, or 'code', 'multilingual'); see datasets' languages.json"
+        f"{arg('--language', code, quoted=True)} is not an ISO 639-1, 639-2 or 639-3 code the "
+        "Hub knows (e.g. en, de, fra, or 'code', 'multilingual'); see datasets' languages.json"
     )
 
 
@@ -224,7 +225,7 @@ def write_hf_dataset(
         if not _SPLIT_NAME.match(split):
             raise UsageError(f"split name {split!r} is not a valid Hugging Face split name")
     if max_rows_per_shard is not None and max_rows_per_shard < 1:
-        raise UsageError("--max-rows-per-shard must be at least 1")
+        raise UsageError(f"{arg('--max-rows-per-shard')} must be at least 1")
     license = check_license(card.license)
     language = [check_language(c) for c in card.language]
     streams = {split: _as_stream(data) for split, data in tables.items()}

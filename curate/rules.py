@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from curate.errors import UsageError
+from curate.errors import UsageError, arg
 from curate.findings import RULE_OUTPUT_SCHEMA, Category, Severity
 
 
@@ -241,9 +241,9 @@ class RuleSet:
         for flag, given, parsed in (("--select", select, sel), ("--ignore", ignore, ign)):
             # ``--select ""`` (an empty shell variable) must not mean "every rule"
             if given is not None and not isinstance(given, str) and list(given) and not parsed:
-                raise UsageError(f"{flag} names no rule (an empty value)")
+                raise UsageError(f"{arg(flag)} names no rule (an empty value)")
             if isinstance(given, str) and not parsed:
-                raise UsageError(f"{flag} names no rule (an empty value)")
+                raise UsageError(f"{arg(flag)} names no rule (an empty value)")
         for s in sel + ign:
             if not any(_matches(r, s) for r in self):
                 raise UsageError(

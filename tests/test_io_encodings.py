@@ -159,7 +159,8 @@ def test_ke_latin1_reads_with_encoding_and_names_the_byte_without(
     line = ei.value.one_line()
     assert str(legacy) in line
     assert f"byte 0x{raw[first_high]:02X} at byte offset {first_high}" in line
-    assert "looks like latin-1" in line and "--encoding latin-1" in line
+    # the library names the API's argument (the CLI's --encoding: tests/test_api_errors.py)
+    assert "looks like latin-1" in line and "encoding='latin-1'" in line
     assert ei.value.position == str(raw.count(b"\n", 0, first_high) + 1)
     for cmd in ("validate", "audit", "fix", "export"):
         out = ["--out", tmp_path / f"out-{cmd}"] if cmd in ("fix", "export") else []
@@ -259,7 +260,7 @@ def test_cp1252_punctuation_is_guessed_as_cp1252(tmp_path, ke_latin1_records):
     recs = [dict(r) for r in ke_latin1_records[:3]]
     recs[1]["answer"] = "Côte d’Ivoire – République"  # typographic quote and dash: cp1252 only
     p = _write(tmp_path / "word.json", _json_text(recs), "cp1252")
-    with pytest.raises(InputError, match=r"looks like cp1252: read it with --encoding cp1252"):
+    with pytest.raises(InputError, match=r"looks like cp1252: read it with encoding='cp1252'"):
         rows_of(p)
     assert rows_of(p, "cp1252")[1]["answer"] == "Côte d’Ivoire – République"
     assert rows_of(p, "windows-1252") == rows_of(p, "cp1252")
@@ -296,7 +297,7 @@ def test_non_utf8_jsonl_is_decoded_in_chunks_with_exact_offsets(tmp_path, ke_rec
 
 def test_bom_that_contradicts_encoding_is_reported(tmp_path, ke_records):
     p = _write(tmp_path / "c.json", _json_text(ke_records), "utf-16")
-    with pytest.raises(InputError, match=r"UTF-16-LE byte order mark but --encoding latin-1"):
+    with pytest.raises(InputError, match=r"UTF-16-LE byte order mark but encoding='latin-1'"):
         rows_of(p, "latin-1")
 
 

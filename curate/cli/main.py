@@ -15,7 +15,8 @@ import os
 import re
 import signal
 import sys
-from typing import Annotated
+import warnings
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -24,12 +25,17 @@ from curate import __version__
 from curate.api import StrictRefusal
 from curate.cli import commands
 from curate.cli.terminal import RulesFormat as Format
-from curate.errors import InputError, RemoteError, UsageError
+from curate.errors import (
+    CurateWarning,
+    InputError,
+    RemoteError,
+    UsageError,
+    command_line_spelling,
+)
 from curate.families import all_families, broken_families, get_family
 from curate.io import input_scope
 from curate.outputs import (
     Interrupted,
-    cli_names,
     committed_outputs,
     install_signal_handlers,
     raise_if_interrupted,
@@ -43,7 +49,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
+FormatOpt = Annotated[
+    Format, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
+]
 
 
 @app.command()
@@ -127,8 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     commands.COMMAND_LINE[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
     try:
-        # cli_names: refusals name the flags a person typed (--overwrite), not API arguments
-        with input_scope(), cli_names():  # each pipe read once for the whole command
+        # Messages name flags (--overwrite), not the API's arguments (one switch for the whole
+        # library, curate.errors.command_line_spelling); curate's warnings are one line each,
+        # every time (not Python's two lines, once per place in the code). Each pipe is read
+        # once for the whole command.
+        with input_scope(), command_line_spelling(), warnings.catch_warnings():
+            warnings.simplefilter("always", CurateWarning)
+            warnings.showwarning = _show_warning
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
         raise_if_interrupted()  # a signal whose exception Python swallowed on its way
         return rc if isinstance(rc, int) else 0
@@ -145,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         # One line like every other exit 2 (click's own block is four), pointing at the help.
         ctx = getattr(e, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        message = " ".join(e.format_message().split())
+        message = " ".join(e.format_message().split()) or _missing(ctx)
         typer.echo(f"curate: error: {message}{where}", err=True)
         return 2
     except typer.Abort:  # end of input at a prompt
@@ -183,6 +196,26 @@ def _interrupt_line(signum: int) -> str:
         f" and {len(done) - 3} more" if len(done) > 3 else ""
     )
     return f"{name} after {shown} was written (complete)"
+
+
+def _missing(ctx: Any) -> str:
+    """What a usage error without words lacks: click's "no arguments, so the help" error of a
+    group (``curate audit``) has an empty message."""
+    command = getattr(ctx, "command", None)
+    if hasattr(command, "list_commands"):  # a group (typer's, or click's)
+        names = command.list_commands(ctx)
+        what = getattr(command, "subcommand_metavar", None) or "COMMAND"
+        first = what.split()[0]
+        return f"missing {first} (one of: {', '.join(names)})" if names else f"missing {first}"
+    return "missing arguments"
+
+
+def _show_warning(message: Any, category: Any, filename: Any, lineno: Any, *_: Any) -> None:
+    """``curate: warning: ...`` on stderr for curate's warnings; others as Python shows them."""
+    if issubclass(category, CurateWarning):
+        typer.echo(f"curate: warning: {' '.join(str(message).split())}", err=True)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno))
 
 
 def _silence_stdout() -> None:

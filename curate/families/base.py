@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.dataset import ChangeEntry, FixResult, LoadedDataset
-from curate.errors import InputError, clip
+from curate.errors import InputError, arg, clip
 from curate.findings import Report
 from curate.options import FamilyOptions, parse_options
 from curate.rules import AuditContext, Rule, RuleSet
@@ -155,7 +155,7 @@ def describe_invalid(invalid: pl.DataFrame, total: int) -> str:
     message = clip(" ".join(str(first["message"]).split()))
     n = count_invalid(invalid)
     return (
-        f"{n} of {total} records are invalid, nothing written (--strict); "
+        f"{n} of {total} records are invalid, nothing written ({arg('--strict', True)}); "
         f"first: {where}: {first['rule']} {message}"
     )
 

@@ -24,6 +24,7 @@ import math
 import random
 import re
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.dataset import FixResult, LoadedDataset
 from curate.engine import available_cores, process_pool
 from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError, clip, quoted
+from curate.errors import CurateWarning, InputError, UsageError, arg, clip, quoted
 from curate.families.base import Family, OverlapKey, Progress, hinted, no_records
 from curate.families.icrl_publish import (
     config_name,
@@ -382,13 +383,23 @@ def _check_layout(path: Path, meta: pl.DataFrame) -> None:
         )
 
 
-def _choose(meta: pl.DataFrame, opts: IcrlOptions) -> pl.DataFrame:
-    """Mark the groups the scan reads: every scannable one, or the seeded sample."""
+def _choose(meta: pl.DataFrame, opts: IcrlOptions, path: Path) -> pl.DataFrame:
+    """Mark the groups the scan reads: every scannable one, or the seeded sample (of each
+    file)."""
     if opts.metadata_only:
         return meta.with_columns(pl.lit(False).alias("scanned"))
     names = meta.filter(pl.col("scannable"))["name"].to_list()
     if opts.tasks is not None or opts.fraction is not None:
         k = opts.tasks if opts.tasks is not None else math.ceil(opts.fraction * len(names))
+        if opts.tasks is not None and k > len(names):
+            # A cap, not a protocol: more than there are scans all (the same answer a full
+            # audit gives), but said, so that "200 tasks audited" is never believed wrongly.
+            warnings.warn(
+                f"{path}: {arg('--tasks', k)}, but the file has only {len(names)} task "
+                "group(s) to scan: all of them are scanned",
+                CurateWarning,
+                stacklevel=2,
+            )
         names = random.Random(opts.seed).sample(names, min(k, len(names)))
     return meta.with_columns(pl.col("name").is_in(names).alias("scanned"))
 
@@ -562,7 +573,7 @@ class IcrlFamily(Family):
                 raise
             meta = read_metadata(path, i, progress)
             _check_layout(path, meta)
-            meta = _choose(meta, opts)
+            meta = _choose(meta, opts, path)
             # records are histories: a group's first history's row over all inputs
             h = meta["histories"].fill_null(0)
             meta = meta.with_columns((row0 + h.cum_sum() - h).alias("row"))
@@ -709,12 +720,14 @@ class IcrlFamily(Family):
             )
         if opts.metadata_only:
             raise UsageError(
-                f"--metadata-only checks no array data; icrl {command} writes only histories "
+                f"{arg('--metadata-only', True)} checks no array data; icrl {command} writes "
+                "only histories "
                 "the full audit found valid"
             )
         if command == "fix" and opts.sampled:
             raise UsageError(
-                "--tasks/--fraction: icrl fix writes every task of the file, each one checked; "
+                f"{arg('--tasks')}/{arg('--fraction')}: icrl fix writes every task of the file, "
+                "each one checked; "
                 "a sample is for audit and export"
             )
 

@@ -39,7 +39,7 @@ from curate.audits.knowledge_editing.contamination import edit_set_from_data, ed
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.engine import available_cores
 from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, arg
 from curate.families.base import (
     Family,
     OverlapKey,
@@ -1503,7 +1503,7 @@ def output_layout(data: KEData) -> str:
             raise UsageError(
                 f"the input mixes layouts ({counts.get('original', 0)} original, "
                 f"{counts.get('remastered', 0)} MQuAKE-Remastered cases): choose the output's "
-                "with --layout original|remastered"
+                f"with {arg('--layout', 'original')} or {arg('--layout', 'remastered')}"
             )
         chosen = next(iter(counts), "original")
     if chosen == "remastered" and counts.get("original"):
@@ -1513,9 +1513,11 @@ def output_layout(data: KEData) -> str:
         if missing.len():
             shown = ", ".join(missing.head(5).to_list()) + (", ..." if missing.len() > 5 else "")
             raise UsageError(
-                f"--layout remastered: {missing.len()} original-layout cases have no `split` "
+                f"{arg('--layout', 'remastered')}: {missing.len()} original-layout cases have no "
+                "`split` "
                 '(the Remastered labels per edit count, e.g. {"1000": ["edited"]}), which '
-                f"cannot be derived from them (cases {shown}); write them with --layout original"
+                f"cannot be derived from them (cases {shown}); write them with "
+                f"{arg('--layout', 'original')}"
             )
     return chosen
 

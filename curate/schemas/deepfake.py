@@ -36,7 +36,7 @@ from pydantic import (
     field_validator,
 )
 
-from curate.errors import InputError
+from curate.errors import InputError, arg
 from curate.options import FamilyOptions, option
 from curate.schemas.splits import SPLIT_NAMES as COMMON_SPLIT_NAMES
 
@@ -333,7 +333,7 @@ def detect_columns(
     for k, v in overrides.items():
         if v not in header:
             raise InputError(
-                f"--column {k}={v}: no such column ({columns_hint(header, v)})", path=path
+                f"{arg('--column', {k: v})}: no such column ({columns_hint(header, v)})", path=path
             )
     used = set(overrides.values())
     lower: dict[str, str] = {}
@@ -353,7 +353,7 @@ def detect_columns(
     if "sample_id" not in out:
         raise InputError(
             "no sample id column (looked for "
-            f"{', '.join(ALIASES['sample_id'])}; use --column sample_id=NAME; "
+            f"{', '.join(ALIASES['sample_id'])}; use {arg('--column', {'sample_id': 'NAME'})}; "
             f"{columns_hint(header, 'sample_id')})",
             path=path,
         )

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
-from curate.errors import InputError
+from curate.errors import InputError, arg
 from curate.options import FamilyOptions, option
 from curate.schemas.splits import SPLIT_NAMES
 
@@ -131,7 +131,7 @@ def detect_columns(
     for k, v in overrides.items():
         if v not in header:
             raise InputError(
-                f"--column {k}={v}: no such column ({_columns_hint(header, v)})", path=path
+                f"{arg('--column', {k: v})}: no such column ({_columns_hint(header, v)})", path=path
             )
     if task is not None and task not in TASKS:
         raise InputError(f"unknown glycan task {task!r}; use one of {', '.join(TASKS)}", path=path)
@@ -150,7 +150,7 @@ def detect_columns(
         else:
             raise InputError(
                 "cannot tell which glycan task this table is (no taxonomy levels, no "
-                "immunogenicity/link column, no glycan columns): pass --task",
+                f"immunogenicity/link column, no glycan columns): pass {arg('--task')}",
                 path=path,
             )
     cols = Columns(task=task)
@@ -183,7 +183,8 @@ def detect_columns(
     cols.glycan = overrides.get("glycan") or _find(header, GLYCAN_COLUMNS)
     if cols.glycan is None:
         raise InputError(
-            f"no glycan column (looked for {', '.join(GLYCAN_COLUMNS)}; use --column glycan=NAME)",
+            f"no glycan column (looked for {', '.join(GLYCAN_COLUMNS)}; "
+            f"use {arg('--column', {'glycan': 'NAME'})})",
             path=path,
         )
     if task == "taxonomy":
@@ -195,7 +196,7 @@ def detect_columns(
         if col is None:
             raise InputError(
                 f"no {task} label column (looked for "
-                f"{', '.join(LABEL_COLUMNS[task])}; use --column label=NAME)",
+                f"{', '.join(LABEL_COLUMNS[task])}; use {arg('--column', {'label': 'NAME'})})",
                 path=path,
             )
         cols.labels = {task: col}

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from curate.errors import arg
 from curate.options import FamilyOptions, option
 from curate.schemas.icrl_layout import (
     ATTRS,
@@ -191,12 +192,13 @@ class IcrlOptions(FamilyOptions):
     @model_validator(mode="after")
     def _one_sample(self) -> IcrlOptions:
         if self.tasks is not None and self.fraction is not None:
-            raise ValueError("give --tasks or --fraction, not both")
+            raise ValueError(f"give {arg('--tasks')} or {arg('--fraction')}, not both")
         # a length given for episodes would be silently ignored: the user meant segments (no
         # default value, so that even the default length, given, is seen as given)
         if self.segment_length is not None and self.unit != "segment":
             raise ValueError(
-                "--segment-length needs --unit segment (episodes have their own length)"
+                f"{arg('--segment-length')} needs {arg('--unit', 'segment')} (episodes have "
+                "their own length)"
             )
         return self
 

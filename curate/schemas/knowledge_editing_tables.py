@@ -27,7 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.dataset import LoadedDataset
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, arg
 from curate.schemas.knowledge_editing import MQuAKECase
 
 __all__ = [
@@ -384,6 +384,6 @@ def _flat_rewrites(col: pa.Array) -> pa.Array:
 
 def _no_place(field: str) -> UsageError:
     return UsageError(
-        f"--layout remastered: field {field} has no place in the MQuAKE-Remastered layout "
-        "(it would be lost); write these cases with --layout original"
+        f"{arg('--layout', 'remastered')}: field {field} has no place in the MQuAKE-Remastered "
+        f"layout (it would be lost); write these cases with {arg('--layout', 'original')}"
     )

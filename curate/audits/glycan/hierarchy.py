@@ -22,7 +22,7 @@ from curate.audits.glycan.labels import (
     labels_long,
 )
 from curate.audits.glycan.registry import RULES
-from curate.errors import InputError
+from curate.errors import InputError, arg
 from curate.findings import (
     concat_outputs,
     finding_frame,
@@ -319,37 +319,38 @@ def load_mapping(path: str | Path | None) -> dict[str, dict[str, str]]:
     if not path:
         return {}
     shape = 'expected {"<level>": {"<child>": "<parent>"}}'
+    mapping = arg("--mapping")  # the caller's word for the option: --mapping, or mapping
     try:
         m = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
-        raise InputError(f"--mapping: cannot read ({e.strerror or e})", path=path) from None
+        raise InputError(f"{mapping}: cannot read ({e.strerror or e})", path=path) from None
     except UnicodeDecodeError as e:
-        raise InputError(f"--mapping: not UTF-8 text ({e.reason})", path=path) from None
+        raise InputError(f"{mapping}: not UTF-8 text ({e.reason})", path=path) from None
     except json.JSONDecodeError as e:
         raise InputError(
-            f"--mapping: invalid JSON ({e.msg})", path=path, position=f"{e.lineno}:{e.colno}"
+            f"{mapping}: invalid JSON ({e.msg})", path=path, position=f"{e.lineno}:{e.colno}"
         ) from None
     if not isinstance(m, dict):
-        raise InputError(f"--mapping: top level is {type(m).__name__}; {shape}", path=path)
+        raise InputError(f"{mapping}: top level is {type(m).__name__}; {shape}", path=path)
     levels = LEVELS[:-1]  # a child level: the top level (domain) has no parent to set
     out: dict[str, dict[str, str]] = {}
     for level, children in m.items():
         if level.lower() not in levels:
             raise InputError(
-                f"--mapping: {level!r} is not a child taxonomy level ({', '.join(levels)})",
+                f"{mapping}: {level!r} is not a child taxonomy level ({', '.join(levels)})",
                 path=path,
                 field=level,
             )
         if not isinstance(children, dict):
             raise InputError(
-                f"--mapping: {type(children).__name__} under {level!r}; {shape}",
+                f"{mapping}: {type(children).__name__} under {level!r}; {shape}",
                 path=path,
                 field=level,
             )
         for child, parent in children.items():
             if not isinstance(parent, str) or not parent.strip():
                 raise InputError(
-                    f"--mapping: the parent of {child!r} must be a non-empty taxon name, got "
+                    f"{mapping}: the parent of {child!r} must be a non-empty taxon name, got "
                     f"{json.dumps(parent)}",
                     path=path,
                     field=f"{level}.{child}",
