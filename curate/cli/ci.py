@@ -36,6 +36,7 @@ def _report_pairs(values: list[str] | None) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for v in values or []:
         fmt, sep, path = v.partition("=")
+        fmt = fmt.lower()  # choices ignore case, as everywhere (--format JSON)
         if not sep or fmt not in FORMATS or not path:
             raise UsageError(
                 f"--report {v!r}: expected FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}"
@@ -51,7 +52,7 @@ def check(
         typer.Option(
             "--config",
             help="The configuration file (default: the nearest curate.toml or pyproject.toml "
-            "with [tool.curate], from the current folder up).",
+            "with \\[tool.curate], from the current folder up).",
         ),
     ] = None,
     baseline: Annotated[
@@ -136,7 +137,8 @@ def check(
 
     loaded = load_config(config)
     out_cfg = loaded.config.output
-    fmt = fmt or out_cfg.format
+    fmt = (fmt or out_cfg.format).lower()
+    fail_on = fail_on.lower() if fail_on is not None else None
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if fail_on is not None and fail_on not in ("error", "warning", "info", "never"):
@@ -247,6 +249,7 @@ def card_check(
     croissant.json and its checksums (exit 1 on a defect)."""
     from curate.cardcheck import check_card, render_json, render_text
 
+    fmt = fmt.lower()
     if fmt not in ("text", "json"):
         raise UsageError(f"--format {fmt!r}: use text or json")
     problems = check_card(folder, croissant=not no_croissant)

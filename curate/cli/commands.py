@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape as escape_markup
 from typer.core import TyperGroup
 
 from curate.cli import terminal
@@ -70,6 +71,7 @@ FormatOpt = Annotated[
         help="Report format: text, json, markdown, html, or for CI junit (JUnit XML), github "
         "(Actions annotations; also appends a job summary to $GITHUB_STEP_SUMMARY when set), "
         "sarif (SARIF 2.1.0).",
+        case_sensitive=False,
     ),
 ]
 OutputOpt = Annotated[
@@ -130,7 +132,10 @@ DurationsOpt = Annotated[
     ),
 ]
 FailOnOpt = Annotated[
-    FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe.")
+    FailOn,
+    typer.Option(
+        "--fail-on", help="Exit 1 when a finding is at least this severe.", case_sensitive=False
+    ),
 ]
 
 
@@ -475,7 +480,11 @@ def option_parameters(model: type[FamilyOptions], verb: str) -> list[inspect.Par
         decls = [flag] if cli_type is not bool else [f"{flag}/--no-{flag[2:]}"]
         metavar = "KEY=NAME" if typing.get_origin(_strip(info.annotation)) is dict else None
         opt = typer.Option(
-            *decls, help=info.description or "", rich_help_panel="Family options", metavar=metavar
+            *decls,
+            help=escape_markup(info.description or ""),
+            rich_help_panel="Family options",
+            metavar=metavar,
+            case_sensitive=False,  # --layout ORIGINAL as MQUAKE is: choices ignore case
         )
         params.append(
             inspect.Parameter(
@@ -510,6 +519,7 @@ ENGINE_PARAMETERS = [
                 help="Where the expensive parallel stage runs: this machine (local) or a Ray "
                 "cluster (ray; needs pip install 'curate\\[ray]'). Same report either way.",
                 rich_help_panel="Engine",
+                case_sensitive=False,
             ),
         ],
     ),
@@ -535,7 +545,8 @@ ENGINE_PARAMETERS = [
 def _family_hint(fam: Family, name: str, hint: Any) -> Any:
     """A verb's parameter as the family's command shows it: PATHS says what the family reads."""
     if name == "paths" and fam.inputs_help:
-        return Annotated[list[str], typer.Argument(help=fam.inputs_help, metavar="PATHS")]
+        help = escape_markup(fam.inputs_help)  # a family's text: [brackets] are not markup
+        return Annotated[list[str], typer.Argument(help=help, metavar="PATHS")]
     return hint
 
 
@@ -572,7 +583,7 @@ def family_command(verb: str, fam: Family) -> Any:
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     doc = inspect.getdoc(impl) or ""
-    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {fam.title}.")(command)
+    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {escape_markup(fam.title)}.")(command)
     cmd = typer.main.get_command(sub)
     cmd.name = fam.name
     return cmd

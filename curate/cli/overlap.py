@@ -344,7 +344,7 @@ def overlap_command(
     paths: Annotated[
         list[str],
         typer.Argument(
-            help="Dataset files (with --key), or JSON sets files {name: [items]} (without).",
+            help="Dataset files (with --key), or JSON sets files {name: \\[items]} (without).",
             metavar="INPUTS",
         ),
     ],
@@ -361,7 +361,12 @@ def overlap_command(
         str | None, typer.Option("--family", help="The family whose --key is meant.")
     ] = None,
     by: Annotated[
-        By, typer.Option("--by", help="Collections: each input file, or each split of each.")
+        By,
+        typer.Option(
+            "--by",
+            help="Collections: each input file, or each split of each.",
+            case_sensitive=False,
+        ),
     ] = By.dataset,
     normalize: Annotated[
         bool,
@@ -392,6 +397,7 @@ def overlap_command(
             "-f",
             help="Output format (html: one self-contained page with the UpSet plot and the "
             "Jaccard heat map embedded).",
+            case_sensitive=False,
         ),
     ] = OverlapFormat.text,
     output: Annotated[
