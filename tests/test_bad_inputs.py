@@ -109,6 +109,14 @@ def _binary(suffix: str) -> Callable[[Path], Path]:
     return _write(f"binary{suffix}", data)
 
 
+def _records_then_noise(d: Path) -> Path:
+    """Real JSON Lines records, then random bytes on one line (a damaged download): the
+    line alone looked like cp1252 text to the encoding guess; it is binary data."""
+    good = b"".join(json.dumps(r).encode() + b"\n" for r in json.loads(SAMPLE.read_bytes())[:5])
+    noise = random.Random(7).randbytes(4096).replace(b"\n", b"")
+    return _write("damaged.jsonl", good + noise + b"\n")(d)
+
+
 _HTML = (
     "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head>\n"
     "<body><h1>Not Found</h1><p>The requested URL was not found, "
@@ -438,6 +446,7 @@ CORPUS: list[Case] = [
     Case("binary as .jsonl", _binary(".jsonl"), UNUSABLE),
     Case("binary as .csv", _binary(".csv"), UNUSABLE),
     Case("binary as .parquet", _binary(".parquet"), UNUSABLE),
+    Case("records, then random bytes (.jsonl)", _records_then_noise, UNUSABLE),
     Case("HTML saved as .json", _write("page.json", _HTML), UNUSABLE),
     Case("HTML saved as .csv", _write("page.csv", _HTML), BAD),
     Case("unknown suffix", _write("data.txt", "hello"), UNUSABLE),
