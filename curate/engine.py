@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from curate.errors import UsageError
+from curate.errors import UsageError, arg
 
 ENGINES = ("local", "ray")
 #: The one line a user without Ray is told.
@@ -274,7 +274,7 @@ def _target(address: str | None) -> str | None:
     try:
         return get_ray_address_from_environment(address or None, None)
     except ConnectionError as e:  # "auto" and nothing running
-        raise UsageError(f"--ray-address {address}: {' '.join(str(e).split())}") from None
+        raise UsageError(f"{arg('--ray-address', address)}: {' '.join(str(e).split())}") from None
 
 
 #: Seconds a cluster's address has to accept a connection before curate gives up on it.
@@ -297,18 +297,19 @@ def _check_listening(target: str, given: str | None) -> None:
         if not 0 < port < 65536:
             raise ValueError
     except ValueError:
-        raise UsageError(f"--ray-address {shown}: {port_text!r} is not a port") from None
+        raise UsageError(f"{arg('--ray-address', shown)}: {port_text!r} is not a port") from None
     try:
         with socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT) as sock:
             grpc = _speaks_grpc(sock)
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
         raise UsageError(
-            f"--ray-address {shown}: no Ray cluster answers at {host}:{port} ({why})"
+            f"{arg('--ray-address', shown)}: no Ray cluster answers at {host}:{port} ({why})"
         ) from None
     if not grpc:
         raise UsageError(
-            f"--ray-address {shown}: a server answers at {host}:{port}, but not a Ray cluster "
+            f"{arg('--ray-address', shown)}: a server answers at {host}:{port}, but not a Ray "
+            "cluster "
             "(no gRPC there; a head's address is its GCS port, 6379 unless `ray start "
             "--port` said otherwise)"
         )
@@ -381,7 +382,7 @@ class RayEngine(Engine):
         try:
             import ray
         except ImportError:
-            raise UsageError(INSTALL_HINT) from None
+            raise UsageError(INSTALL_HINT.replace("--engine ray", arg("--engine", "ray"))) from None
         self.address = address
         self._started = False
         self._remotes: dict[Any, Any] = {}
@@ -411,7 +412,8 @@ class RayEngine(Engine):
                 )
             except (ConnectionError, ValueError, RuntimeError) as e:
                 msg = " ".join(str(e).split()) or type(e).__name__
-                raise UsageError(f"--ray-address {address}: cannot join Ray: {msg}") from None
+                where = arg("--ray-address", address)
+                raise UsageError(f"{where}: cannot join Ray: {msg}") from None
             finally:
                 # ray.init makes SIGTERM sys.exit(15) (exit 1 or 15, no cleanup message);
                 # curate's handlers unwind, remove what is staged and exit 143 as locally
@@ -549,10 +551,12 @@ def make(name: str | None, address: str | None = None) -> Engine:
     """The engine called ``name`` (``local``/``ray``); a bad name or a missing Ray is exit 2."""
     name = (name or "local").lower()
     if name not in ENGINES:
-        raise UsageError(f"--engine {name}: unknown engine (choose from {', '.join(ENGINES)})")
+        raise UsageError(
+            f"{arg('--engine', name)}: unknown engine (choose from {', '.join(ENGINES)})"
+        )
     if name == "local":
         if address:
-            raise UsageError("--ray-address needs --engine ray")
+            raise UsageError(f"{arg('--ray-address')} needs {arg('--engine', 'ray')}")
         return _LOCAL
     return RayEngine(address or None)
 

@@ -131,6 +131,9 @@ API_NAMES: dict[str, str] = {
     "--source-dataset": "source_datasets",
     "--column": "columns",
     "--value": "values",
+    # curate.engine.use_engine(name, address)
+    "--engine": "name",
+    "--ray-address": "address",
 }
 
 

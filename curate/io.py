@@ -566,7 +566,7 @@ def _encoding_error(
         sample += _sample(path, _GUESS_BYTES)
     guess = guess_encoding(sample)
     if guess is None:
-        msg += "; this looks like binary data, not text"
+        msg += "; this looks like binary data, not a text file"
     elif not option:
         msg += f"; it looks like {guess}: save it as UTF-8"
     elif guess != codec:

@@ -392,3 +392,16 @@ def test_no_help_text_loses_its_brackets_to_markup(
             looked += 1
             assert " ".join(piece.split()) in shown, (path, piece)
     assert looked >= 3  # [tool.curate], curate[ray], ray[client] at least
+
+
+def test_use_engine_names_its_own_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    """``curate.engine.use_engine(name, address)`` is the engine's API (README): its refusals
+    name those arguments; the CLI's name --engine and --ray-address."""
+    from curate.engine import use_engine
+
+    with pytest.raises(UsageError, match=r"^name='nope': unknown engine"):
+        use_engine("nope").__enter__()
+    with pytest.raises(UsageError, match=r"^address needs name='ray'$"):
+        use_engine("local", "127.0.0.1:1").__enter__()
+    rc, _, err = run(capsys, "audit", "mquake", MQUAKE, "--ray-address", "127.0.0.1:1")
+    assert rc == 2 and error_line(err) == "curate: error: --ray-address needs --engine ray"
