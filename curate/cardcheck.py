@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from curate.errors import UsageError
+from curate.errors import UsageError, arg
 from curate.findings import json_bytes
 
 
@@ -392,7 +392,7 @@ def _check_croissant(root: Path) -> list[Problem]:
     except ImportError:
         raise UsageError(
             f"{path}: cannot be validated: mlcroissant is not installed "
-            "(pip install 'curate[croissant]', or --no-croissant to skip it)"
+            f"(pip install 'curate[croissant]', or {arg('--croissant', False)} to skip it)"
         ) from None
     import logging
 
