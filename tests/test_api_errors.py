@@ -161,7 +161,7 @@ def test_overwrite_is_named_as_the_caller_passes_it(
     with pytest.raises(UsageError) as ei:
         curate.export("mquake", MQUAKE, out)
     assert "pass overwrite=True" in str(ei.value) and "--" not in str(ei.value)
-    assert str(ei.value).startswith(f"out={str(out)!r}: exists")
+    assert str(ei.value).startswith(f"out {out}: exists")
     rc, _, err = run(capsys, "export", "mquake", MQUAKE, "--out", out)
     line = error_line(err)
     assert rc == 2 and "pass --overwrite" in line and "overwrite=True" not in line
