@@ -33,7 +33,7 @@ from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.glycan.hierarchy import load_mapping
 from curate.dataset import ChangeEntry, LoadedDataset
 from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, arg
 from curate.families.base import (
     Family,
     OverlapKey,
@@ -431,7 +431,7 @@ class GlycanFamily(Family):
             try:
                 cols = detect_columns(header, task, given, path=str(path))
             except InputError as e:
-                if len(unit) > 1 or e.message.startswith(("--column", "unknown glycan task")):
+                if len(unit) > 1 or e.message.startswith((arg("--column"), "unknown glycan task")):
                     raise
                 # no glycan table: a file of another family, maybe (named when it is, and
                 # then --task is not what the user needs)
