@@ -250,3 +250,20 @@ def test_sigterm_and_sighup(
     assert result["rc"] == 128 + sig, result
     word = {signal.SIGTERM: "terminated", signal.SIGHUP: "hangup"}[sig]
     assert result["stderr"].strip().startswith(f"curate: {word}")
+
+
+def test_an_error_after_a_signal_is_the_signals(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """A signal's exception raised inside a library's own call can come out as that library's
+    error (seen: polars turned one into ``TypeError: ... is not a Polars data type``, reported
+    as exit 3 "internal error"). Once a stop signal has come, the run ends as interrupted."""
+    from curate import outputs
+    from curate.cli import commands
+    from curate.cli.main import main
+
+    def load_and_audit(*_args, **_kwargs):
+        outputs._received.append(signal.SIGINT)  # what the handler records before it raises
+        raise TypeError("'<unprintable str object>' is not a Polars data type")
+
+    monkeypatch.setattr(commands, "load_and_audit", load_and_audit)
+    assert main(["audit", "mquake", str(SAMPLE)]) == 130
+    assert capsys.readouterr().err == "curate: interrupted\n"

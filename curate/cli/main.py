@@ -39,6 +39,7 @@ from curate.outputs import (
     committed_outputs,
     install_signal_handlers,
     raise_if_interrupted,
+    received_signal,
 )
 
 app = typer.Typer(
@@ -145,44 +146,58 @@ def main(argv: list[str] | None = None) -> int:
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
         raise_if_interrupted()  # a signal whose exception Python swallowed on its way
         return rc if isinstance(rc, int) else 0
-    except typer.Exit as e:
+    except Exception as e:
+        signum = received_signal()
+        if signum is None:
+            return _failed(e)
+        # Whatever failed after a stop signal came is the signal's doing: an interrupt raised
+        # inside a library's own call can come out as its error (polars' Rust conversions
+        # turned one into "TypeError: ... is not a Polars data type", exit 3 "internal error").
+        return _interrupted(signum)
+    except (Interrupted, KeyboardInterrupt) as e:
+        return _interrupted(e.signum if isinstance(e, Interrupted) else signal.SIGINT)
+
+
+def _interrupted(signum: int) -> int:
+    typer.echo(f"curate: {_interrupt_line(signum)}", err=True)
+    return 128 + signum
+
+
+def _failed(e: Exception) -> int:
+    """One line and the exit code for an error that ended the command."""
+    if isinstance(e, typer.Exit):
         return e.exit_code
-    except StrictRefusal as e:  # --strict and invalid records: a failed check, nothing written
+    if isinstance(e, StrictRefusal):  # --strict and invalid records: a failed check, no output
         typer.echo(f"curate: {e}", err=True)
         return 1
-    except (InputError, UsageError, RemoteError) as e:
+    if isinstance(e, InputError | UsageError | RemoteError):
         line = e.one_line() if isinstance(e, InputError) else str(e)
         typer.echo(f"curate: error: {line}", err=True)
         return 2
-    except typer.TyperException as e:  # click's usage errors, as typer re-exports them
+    if isinstance(e, typer.TyperException):  # click's usage errors, as typer re-exports them
         # One line like every other exit 2 (click's own block is four), pointing at the help.
         ctx = getattr(e, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(e.format_message().split()) or _missing(ctx)
         typer.echo(f"curate: error: {message}{where}", err=True)
         return 2
-    except typer.Abort:  # end of input at a prompt
+    if isinstance(e, typer.Abort):  # end of input at a prompt
         typer.echo("curate: aborted", err=True)
         return 2
-    except BrokenPipeError:  # `curate ... | head`: the reader left; say nothing, like cat
+    if isinstance(e, BrokenPipeError):  # `curate ... | head`: the reader left; say nothing
         _silence_stdout()
         return 128 + signal.SIGPIPE
-    except (Interrupted, KeyboardInterrupt) as e:
-        signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
-        typer.echo(f"curate: {_interrupt_line(signum)}", err=True)
-        return 128 + signum
-    except OSError as e:  # permissions, read-only or full disk, a folder where a file goes
+    if isinstance(e, OSError):  # permissions, read-only or full disk, a folder for a file
         typer.echo(f"curate: error: {_os_error_line(e)}", err=True)
         return 2
-    except Exception as e:  # a bug: say so in one line; CURATE_DEBUG=1 shows the traceback
-        if os.environ.get("CURATE_DEBUG"):
-            raise
-        typer.echo(
-            f"curate: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
-            "(set CURATE_DEBUG=1 for a traceback)",
-            err=True,
-        )
-        return 3
+    if os.environ.get("CURATE_DEBUG"):  # a bug: one line; CURATE_DEBUG=1 shows the traceback
+        raise e
+    typer.echo(
+        f"curate: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
+        "(set CURATE_DEBUG=1 for a traceback)",
+        err=True,
+    )
+    return 3
 
 
 def _interrupt_line(signum: int) -> str:
