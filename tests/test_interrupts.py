@@ -279,3 +279,26 @@ def test_an_error_after_a_signal_is_the_signals(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(commands, "load_and_audit", load_and_audit)
     assert main(["audit", "mquake", str(SAMPLE)]) == 130
     assert capsys.readouterr().err == "curate: interrupted\n"
+
+
+def test_sigint_during_check_of_every_family(inputs: Path, tmp_path: Path) -> None:
+    """``curate check`` audits each configured dataset in turn and writes its reports: a Ctrl-C
+    at any point of it ends as every other command does (the report written only if whole)."""
+    (tmp_path / "curate.toml").write_text(
+        'fail-on = "never"\n'
+        + "".join(
+            f'[[datasets]]\nname = "{fam}"\nfamily = "{fam}"\npaths = ["{inputs / name}"]\n'
+            for fam, (name, _) in sorted(FAMILIES.items())
+        ),
+        "utf-8",
+    )
+    out = tmp_path / "check.json"
+    argv = [sys.executable, "-m", "curate", "check", "--format", "json", "--output", str(out)]
+    t0 = time.monotonic()
+    _check(_run(argv, tmp_path, None, 0, True), None, out, "check uninterrupted")
+    full = time.monotonic() - t0
+    out.unlink()
+    for at in _offsets(full):
+        result = _run(argv, tmp_path, signal.SIGINT, at, True)
+        _check(result, signal.SIGINT, out, f"check, SIGINT at {at:.2f} s of {full:.2f}")
+        out.unlink(missing_ok=True)
