@@ -40,6 +40,11 @@ import pytest
 from conftest import ROOT, SAMPLE
 from icrl_data import write_file
 
+# On the Ray tests' pytest-xdist worker, one after another: these time whole processes against a
+# 2 s deadline, and two of them side by side (each with two scan workers) measured the scheduler
+# of a two-core machine more than curate.
+pytestmark = pytest.mark.xdist_group("ray")
+
 SAMPLES = ROOT / "curate" / "data" / "samples"
 #: Seconds from the signal to the process's end that the issue allows.
 DEADLINE = 2.0
