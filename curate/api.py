@@ -230,8 +230,12 @@ def fix(
     fam.check_command("fix", opts, files)
     protected = protected_inputs(files, opts)
     if out is not None:
-        guard_folder(out, protected, overwrite=overwrite)
+        guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.names_inputs)
     data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
+    if fam.names_inputs:  # a manifest's media: inputs too, known now, before the audit
+        protected = [*protected, *map(Path, data.named_files())]
+        if out is not None:
+            guard_folder(out, protected, overwrite=overwrite)
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
@@ -477,8 +481,11 @@ def export(
     files = _paths(paths)
     fam.check_command("export", opts, files)
     protected = protected_inputs(files, opts)
-    guard_folder(out, protected, overwrite=overwrite)
+    guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.names_inputs)
     data = fam.load(files, opts, encoding=encoding, progress=progress)
+    if fam.names_inputs:  # a manifest's media: inputs too, known now, before the audit
+        protected = [*protected, *map(Path, data.named_files())]
+        guard_folder(out, protected, overwrite=overwrite)
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)

@@ -30,7 +30,9 @@ one (it could be anyone's JSON).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -158,6 +160,9 @@ class CheckResult:
     baseline_written: bool = False
     #: Findings that were new when ``--update-baseline`` accepted them.
     newly_accepted: int = 0
+    #: Files the datasets named besides their paths (a deepfake manifest's media): inputs of
+    #: the reports and the baseline, as much as the data itself.
+    named_files: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -382,14 +387,17 @@ def baseline_entries(result: CheckResult) -> list[dict[str, Any]]:
     )
 
 
-def write_baseline_check(path: Path, protected: Sequence[Path] = ()) -> None:
+def write_baseline_check(
+    path: Path, protected: Sequence[Path] = (), patterns: Sequence[str] = ()
+) -> None:
     """Refuse a baseline destination before the work: an input of the run (a data file, the
-    configuration), a folder, or an existing non-empty file that is not a curate baseline."""
+    configuration, a path the datasets' globs ``patterns`` match), a folder, or an existing
+    non-empty file that is not a curate baseline."""
     from curate.outputs import guard_file
 
     # whether an existing file is a baseline is read from its header below (a clearer message
     # than the gate's); the gate refuses inputs and folders
-    guard_file(path, list(protected), option="baseline", owned=lambda _: True)
+    guard_file(path, list(protected), option="baseline", owned=lambda _: True, patterns=patterns)
     if path.is_file() and path.stat().st_size and _baseline_doc(path) is None:
         raise UsageError(
             f'baseline {path}: exists and is not a curate baseline (no "{BASELINE_KEY}" '
@@ -397,12 +405,15 @@ def write_baseline_check(path: Path, protected: Sequence[Path] = ()) -> None:
         )
 
 
-def write_baseline(path: Path, result: CheckResult, protected: Sequence[Path] = ()) -> int:
+def write_baseline(
+    path: Path, result: CheckResult, protected: Sequence[Path] = (), patterns: Sequence[str] = ()
+) -> int:
     """Rewrite the baseline atomically; refuse a file that is not a curate baseline, or an
     input. Returns the number of entries written."""
     from curate.outputs import write_bytes_atomic
 
-    write_baseline_check(path, protected)  # again: the file may have changed while we worked
+    # again: the file may have changed while we worked
+    write_baseline_check(path, protected, patterns)
     entries = baseline_entries(result)
     if path.exists():
         # a run over some datasets (--dataset) keeps the others' entries, and so does a dataset
@@ -647,7 +658,6 @@ def run_check(
     progress: Any = None,
 ) -> CheckResult:
     """Audit every configured dataset through :func:`curate.api.audit` and judge it."""
-    import os
 
     from curate import api
 
@@ -669,17 +679,21 @@ def run_check(
     from curate.errors import InputError, RemoteError
 
     outcomes = []
+    named: list[str] = []
     for p in plans:
         try:
-            report = api.audit(
+            t0 = time.perf_counter()
+            data = api.load(
                 p.family,
                 p.paths,
-                select=p.select,
-                ignore=p.ignore,
                 encoding=p.encoding,
                 progress=progress,
                 **p.options.model_dump(exclude_unset=True),
             )
+            seconds = time.perf_counter() - t0
+            named.extend(data.named_files())  # a manifest's media: no report may replace one
+            report = api.audit(p.family, data, select=p.select, ignore=p.ignore, progress=progress)
+            report.durations = {"load": seconds, **report.durations}
         except (InputError, UsageError, RemoteError) as e:
             # one broken dataset must not hide the others' findings, nor the reports CI uploads
             outcomes.append(unusable(p.name, p.family.name, e, fail_on or p.fail_on))
@@ -698,6 +712,7 @@ def run_check(
             )
         )
     result = CheckResult(outcomes, loaded.path, baseline)
+    result.named_files = list(dict.fromkeys(named))
     # a dataset that could not be read found nothing: its baseline entries and ignores are not
     # stale, only unseen this run
     checked = {d.name for d in outcomes if d.error is None}
@@ -709,6 +724,17 @@ def run_check(
     if use_baseline:
         result.stale = stale_entries(baseline, result)
     return result
+
+
+def names_inputs(loaded: LoadedConfig) -> bool:
+    """Does a dataset of the configuration name more inputs once read (a deepfake manifest's
+    media, :attr:`Family.names_inputs`)? Then the output gate's "not written by curate" waits
+    until they are known: such a target must be refused as the input it is."""
+    try:
+        plans = plan(loaded, ())
+    except UsageError:
+        return True
+    return any(p.family.names_inputs for p in plans)
 
 
 def protected_inputs(loaded: LoadedConfig) -> list[Path]:

@@ -295,6 +295,22 @@ class LoadedConfig:
             out.extend(SplitInput(p, split) for p in found)
         return out
 
+    def input_patterns(self) -> list[str]:
+        """Every glob the datasets' ``paths`` and ``splits`` read by, as an absolute pattern.
+
+        Why: a file these match is data to the next ``curate check`` even before it exists, so
+        the output gate refuses a report or baseline there (``--report json=data/r.json`` with
+        ``paths = ["data/*.json"]`` would be read back as a dataset, and fail, on the next run).
+        """
+        out: list[str] = []
+        for ds in self.config.datasets:
+            raws = [*ds.paths, *(f for files in ds.splits.values() for f in files)]
+            for raw in raws:
+                if raw.startswith("hf://") or raw == "-" or not glob.has_magic(raw):
+                    continue
+                out.append(str(self.resolve(raw)))
+        return out
+
     def _expand(self, raws: list[str], key: str) -> list[str]:
         out: list[str] = []
         for j, raw in enumerate(raws):

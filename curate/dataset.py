@@ -39,6 +39,12 @@ class LoadedDataset:
     #: lists): inputs too, which the output gate refuses to write over.
     read_files: list[str] = field(default_factory=list, kw_only=True)
 
+    def named_files(self) -> list[str]:
+        """Every file the data names that the arguments did not (a manifest's media): inputs
+        the output gate protects. By default what the audit read (:attr:`read_files`); a family
+        whose data names files says so as soon as it is loaded, before the audit opens them."""
+        return list(self.read_files)
+
 
 @dataclass
 class ChangeEntry:

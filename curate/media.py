@@ -175,7 +175,11 @@ def write_cache(
     # inputs (the manifest, every media file scanned) are refused here; whether an existing
     # file is curate's cache is read_cache's question (its mark is parquet metadata)
     guard_file(
-        target, [str(i) for i in inputs], option=named("--cache", "cache"), owned=lambda _: True
+        target,
+        [str(i) for i in inputs],
+        option=named("--cache", "cache"),
+        owned=lambda _: True,
+        cache=True,
     )
     if target.exists():
         read_cache(target)  # refuses a file that is not ours
@@ -218,6 +222,16 @@ def scan_media(
     base = Path(root) if root is not None else Path.cwd()
     unique = list(dict.fromkeys(paths))
     absolute = [os.path.abspath(base / p) for p in unique]
+    if cache is not None and strict_cache:
+        # an explicit --cache is judged before the hashing, not after it: an input, a file in
+        # a curate output folder (read_cache then says whether an existing file is a cache)
+        guard_file(
+            cache,
+            [*map(str, inputs), *absolute],
+            option=named("--cache", "cache"),
+            owned=lambda _: True,
+            cache=True,
+        )
     cached = read_cache(cache)
     started = time.time_ns()
     rows: list[dict[str, Any] | None] = [None] * len(unique)

@@ -9,9 +9,13 @@ must cost an error line, never a dataset. So every writer asks this module first
   non-empty folder is replaced only with ``overwrite`` *and* only when curate wrote it, which the
   marker ``.curate/manifest.json`` (command, version, input hashes) proves.
 * :func:`guard_file` — a report ``--output`` (any file: ``--report``, ``--plot``, the baseline,
-  the media cache) is refused when it is an input of the run or a folder, and an existing file
-  is replaced only when curate wrote it (its generator mark, :data:`CURATE_MARKS`) or with
-  ``overwrite``; inputs never, not even with ``overwrite``.
+  the media cache) is refused when it is an input of the run (or a path the run's input globs
+  match), lies inside a curate output folder (the marker included: such a folder is replaced
+  only as a whole), or is a folder; an existing file is replaced only when curate wrote it (its
+  generator mark, :data:`CURATE_MARKS`) or with ``overwrite``; inputs never, not even with
+  ``overwrite``. The input check comes first, so an input is refused as one and never with a
+  hint that ``overwrite`` would do. A character device, FIFO or socket (``-o /dev/stdout``) is
+  written in place: nobody's file, nothing to stage.
 * :func:`staged_folder` / :func:`atomic_path` — the new content is written beside the target under
   a name that carries our process id and renamed into place only when complete. The staging copy
   is removed on every exit path Python sees (error, Ctrl-C, SIGTERM through
@@ -260,9 +264,12 @@ def generator_line(fmt: str) -> str:
     }.get(fmt, "")
 
 
-def with_generator(text: str, fmt: str) -> str:
+def with_generator(text: str, fmt: str, target: str | Path | None = None) -> str:
     """A report as curate writes it to a file: with its generator mark (see
-    :func:`generator_line`). Standard output is left as it was: a pipe is nobody's file."""
+    :func:`generator_line`). Standard output is left as it was, and so is a ``target`` that is
+    a stream (``-o /dev/stdout | grep``, a named pipe): a pipe is nobody's file."""
+    if target is not None and is_stream(target):
+        return text
     line = generator_line(fmt)
     if not line:
         return text
@@ -289,14 +296,34 @@ def written_by_curate(path: str | Path, marker: bytes | re.Pattern[bytes] | None
     return any(p.search(head) or p.search(tail) for p in patterns)
 
 
-def _refuse_inputs(p: Path, inputs: Sequence[str | Path], option: str, extra: str) -> None:
-    """An input of the run (the same file, a hard link, or a file inside an input folder) is
-    never a destination, whatever ``overwrite`` says. One ``stat`` per input: a deepfake
-    manifest's media files may number in the hundred thousands."""
+def is_stream(path: str | Path) -> bool:
+    """Is ``path`` (links followed) a character device, a FIFO or a socket?
+
+    Such a target (``/dev/stdout`` on a pipe, ``/dev/null``, a named pipe) is nobody's file: it
+    is written in place — no staging file beside it, no rename over it, no generator mark, no
+    question of who wrote it (``curate audit … -o /dev/stdout | jq``).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _refuse_inputs(
+    p: Path, inputs: Sequence[str | Path], option: str, extra: str, patterns: Sequence[str] = ()
+) -> None:
+    """An input of the run (the same file, a hard link, a file inside an input folder, or a
+    path one of the run's input globs matches) is never a destination, whatever ``overwrite``
+    says. One ``stat`` per input: a deepfake manifest's media files may number in the hundred
+    thousands. A character device (``/dev/null``, a terminal) is no one's data: read from and
+    written to, it is not refused."""
     real = _real(p)
     try:
-        st = os.stat(real)
+        st = os.stat(p)  # links followed: /dev/stdout's real path (/proc/N/fd/pipe:[…]) is none
         ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        if stat.S_ISCHR(st.st_mode):
+            ident = None
     except OSError:
         ident = None
     for raw in inputs:
@@ -316,6 +343,72 @@ def _refuse_inputs(p: Path, inputs: Sequence[str | Path], option: str, extra: st
                 raise UsageError(
                     f"{option} {p}: is inside the input folder {inp}; write it elsewhere"
                 )
+    for pattern in patterns:
+        if glob_matches(pattern, real):
+            raise UsageError(
+                f"{option} {p}: matches the input pattern {_shown(pattern)} of this run (the "
+                f"next run would read it as data); curate never overwrites input{extra}"
+            )
+
+
+def _shown(path: str | Path) -> str:
+    """``path`` relative to the current folder when under it, as the user typed it."""
+    with suppress(ValueError):
+        rel = os.path.relpath(path)
+        if not rel.startswith(".."):
+            return rel
+    return str(path)
+
+
+def glob_matches(pattern: str | Path, path: str | Path) -> bool:
+    """Would :func:`glob.glob` (``recursive=True``) find ``path`` with ``pattern``, were it there?
+
+    Both are compared as real absolute paths (the pattern's fixed leading folders resolved), one
+    segment at a time: ``*``, ``?`` and ``[...]`` stay within a segment, ``**`` spans any number
+    of them. Why not :func:`fnmatch.fnmatch`: its ``*`` crosses ``/``, so ``data/*.json`` would
+    claim ``data/old/x.json``, which ``curate check`` never reads.
+    """
+    import fnmatch
+    import glob
+
+    parts = Path(os.path.abspath(os.path.expanduser(str(pattern)))).parts
+    fixed = 0
+    while fixed < len(parts) and not glob.has_magic(parts[fixed]):
+        fixed += 1
+    head = _real(Path(*parts[:fixed])) if fixed else Path("/")
+    rest = parts[fixed:]
+    target = _real(path)
+    if not target.is_relative_to(head):
+        return False
+    segs = target.relative_to(head).parts
+
+    def match(i: int, j: int) -> bool:
+        if i == len(rest):
+            return j == len(segs)
+        if rest[i] == "**":
+            return any(match(i + 1, k) for k in range(j, len(segs) + 1))
+        return j < len(segs) and fnmatch.fnmatchcase(segs[j], rest[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def curate_folder_of(path: str | Path) -> Path | None:
+    """The nearest folder holding ``path`` that curate wrote as a whole (it has the marker
+    ``.curate/manifest.json`` naming curate), or None. The marker itself counts as inside."""
+    real = _real(path)
+    for folder in real.parents:
+        if is_curate_folder(folder):
+            return folder
+    return None
+
+
+def _is_cache_folder(folder: Path) -> bool:
+    """A folder curate keeps its media scan cache in (its marker says what it is for)."""
+    try:
+        info = orjson.loads((folder / MARKER_DIR / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(info, dict) and "cache" in str(info.get("purpose", ""))
 
 
 def guard_file(
@@ -327,16 +420,33 @@ def guard_file(
     overwrite_option: str | None = None,
     marker: bytes | re.Pattern[bytes] | None = None,
     owned: Callable[[Path], bool] | None = None,
+    patterns: Sequence[str] = (),
+    all_inputs_known: bool = True,
+    cache: bool = False,
 ) -> Path:
     """Check a report/file destination before any work; raises :class:`UsageError` (exit 2).
 
-    Refused, whatever ``overwrite`` says: a folder, and every input of the run (``inputs``: the
-    data, the configuration, the baseline, alias, mapping and id files, media a manifest
-    names). An existing non-empty regular file is replaced only when curate wrote it (it carries
-    one of :data:`CURATE_MARKS`, or ``marker``; ``owned`` decides instead for a format no mark
-    fits, such as the media cache) or with ``overwrite`` — the explicit "replace this file of
-    mine". An *empty* file is replaced: it holds nothing to lose, and ``touch report.json`` is
-    a common placeholder. A device such as ``/dev/null`` is written in place.
+    The checks run from the most to the least fundamental, so that the message gives the real
+    reason and never suggests a switch that would not help:
+
+    1. an input of the run (``inputs``: the data, the configuration, the baseline, alias,
+       mapping and id files, media a manifest names; ``patterns``: the globs the run reads its
+       data by, absolute) — refused whatever ``overwrite`` says;
+    2. a file inside a curate output folder (one with ``.curate/manifest.json``), the marker
+       included — such a folder is replaced only as a whole (``--out … --overwrite``), and a
+       report written into it would make its file list lie; ``cache=True`` allows curate's own
+       media cache folder;
+    3. a folder;
+    4. an existing non-empty regular file curate did not write (it carries none of
+       :data:`CURATE_MARKS`, nor ``marker``; ``owned`` decides instead for a format no mark fits,
+       such as the media cache) — replaced only with ``overwrite``. An *empty* file is
+       replaced: it holds nothing to lose (``touch report.json`` is a common placeholder).
+       ``all_inputs_known=False`` leaves this check to a later call: the data will name more
+       inputs (the media of a deepfake manifest), and a file that turns out to be one must be
+       refused as an input, not with a hint to pass ``overwrite``.
+
+    A character device, FIFO or socket (``/dev/stdout``, ``/dev/null``, a named pipe) is
+    written in place (:func:`atomic_path`): only the input check applies to it.
 
     ``option``/``overwrite_option`` name the destination and the switch in messages; by default
     the CLI's flags (``--output``, ``--overwrite``) under :func:`cli_names`, else the API's
@@ -345,10 +455,18 @@ def guard_file(
     option = option or named("--output", "output")
     switch = overwrite_option or named("--overwrite", "overwrite=True")
     p = Path(target)
+    _refuse_inputs(p, inputs, option, f" (not even with {switch})" if overwrite else "", patterns)
+    if is_stream(p):
+        return p
+    folder = curate_folder_of(p)
+    if folder is not None and not (cache and _is_cache_folder(folder)):
+        raise UsageError(
+            f"{option} {p}: is inside the curate output folder {_shown(folder)}, which curate "
+            "replaces only as a whole; write it elsewhere"
+        )
     if p.is_dir():
-        raise UsageError(f"{option} {p}: is a folder; give a file name for the report")
-    _refuse_inputs(p, inputs, option, f" (not even with {switch})" if overwrite else "")
-    if not overwrite and p.is_file() and p.stat().st_size:
+        raise UsageError(f"{option} {p}: is a folder; give a file name")
+    if all_inputs_known and not overwrite and p.is_file() and p.stat().st_size:
         mine = owned(p) if owned is not None else written_by_curate(p, marker)
         if not mine:
             raise UsageError(
@@ -399,8 +517,16 @@ def guard_folder(
     overwrite: bool,
     option: str | None = None,
     overwrite_option: str | None = None,
+    all_inputs_known: bool = True,
 ) -> Path:
     """Check an output folder before any work; raises :class:`UsageError` (exit 2).
+
+    The current folder first (never replaced, input or not), then inputs (an input, holding
+    one, inside an input folder), then what the path is (a link, a file, inside a curate output
+    folder), then what an existing folder holds. ``all_inputs_known=False`` stops before the
+    last group and before "is an existing file": the data will name more inputs (a manifest's
+    media), and the folder or file may be one of them or hold one — a later call, with every
+    input, must then say so.
 
     ``option``/``overwrite_option`` name the folder and the switch in messages (default: the
     CLI's ``--out``/``--overwrite`` under :func:`cli_names`, else ``out``/``overwrite=True``).
@@ -409,23 +535,37 @@ def guard_folder(
     switch = overwrite_option or named("--overwrite", "overwrite=True")
     p = Path(target)
     real = _real(p)
-    if p.is_symlink():
-        raise UsageError(f"{option} {p}: is a symbolic link; give the folder itself")
-    if p.exists() and not p.is_dir():
-        raise UsageError(f"{option} {p}: is an existing file; give a folder name")
     cwd = _real(Path.cwd())
     if cwd.is_relative_to(real):
         raise UsageError(
             f"{option} {p}: is the current folder or contains it; give a new folder name"
         )
+    # inputs before what the path is: the real reason, never a hint that another name or a
+    # switch would make writing there fine
     for inp in _inputs(inputs):
-        if _same(real, inp) or inp.is_relative_to(real):
+        if _same(real, inp):
+            raise UsageError(
+                f"{option} {p}: is an input of this run; curate never deletes or overwrites input"
+            )
+        if inp.is_relative_to(real):
             raise UsageError(
                 f"{option} {p}: contains the input {inp}; curate never deletes or overwrites input"
             )
         if real.is_relative_to(inp):
             raise UsageError(f"{option} {p}: is inside the input folder {inp}; write it elsewhere")
+    if p.is_symlink():
+        raise UsageError(f"{option} {p}: is a symbolic link; give the folder itself")
+    if p.exists() and not p.is_dir() and all_inputs_known:
+        raise UsageError(f"{option} {p}: is an existing file; give a folder name")
+    outer = curate_folder_of(p)
+    if outer is not None:
+        raise UsageError(
+            f"{option} {p}: is inside the curate output folder {_shown(outer)}, which curate "
+            "replaces only as a whole; write it elsewhere"
+        )
     check_writable(p)
+    if not all_inputs_known:
+        return p
     sweep_stale(p)
     if p.is_dir() and any(p.iterdir()):
         if not is_curate_folder(p):
@@ -700,11 +840,22 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     device such as ``/dev/null``, a FIFO) is written in place: renaming over it would replace it.
     """
     target = Path(target)
+    if is_stream(target):
+        # Opened by the name given, links and all: ``/dev/stdout`` on a pipe resolves to
+        # ``/proc/N/fd/pipe:[…]``, a name no one can create a file beside (nor open).
+        for stream in (sys.stdout, sys.stderr):  # what was printed comes first
+            with suppress(Exception):
+                stream.flush()
+        try:
+            yield target
+        except OSError as e:
+            raise _renamed(e, None, target) from None
+        return
     if target.is_symlink():  # write the file the link points to, keep the link
         target = Path(os.path.realpath(target))
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder", str(target))
-    if target.exists() and not target.is_file():
+    if target.exists() and not target.is_file():  # anything else that is no regular file
         try:
             yield target
         except OSError as e:

@@ -175,15 +175,15 @@ def test_audit_never_replaces_a_media_file_the_manifest_names(
     manifest: Path, capsys, target: str, overwrite: bool
 ) -> None:
     extra = ["--overwrite"] if overwrite else []
-    # a.png without --overwrite is refused as a file curate did not write; the rest (with
-    # --overwrite, or the empty file a placeholder rule would allow) because it is an input
-    foreign = target.endswith("a.png") and not overwrite
-    refused(
+    # refused as the input it is, with or without --overwrite, and never with a hint that
+    # --overwrite would do (a.png is also a file curate did not write: that is not the reason)
+    err = refused(
         capsys,
         manifest.parent / target,
         *("audit", "deepfake", "man.csv", "--format", "json", "--output", target, *extra),
-        says="was not written by curate" if foreign else "is an input",
+        says="is an input",
     )
+    assert "pass --overwrite" not in err
 
 
 def test_media_cache_never_replaces_a_media_file(manifest: Path, capsys) -> None:
@@ -413,3 +413,275 @@ def test_a_file_without_curates_name_is_never_curates(tmp_path_factory, body: by
     p = tmp_path_factory.mktemp("foreign") / "r"
     p.write_bytes(body.replace(b"curate", b"cura7e"))
     assert not written_by_curate(p)
+
+
+# ------------------------------------------------------------------- review: the gate's order
+
+
+@pytest.fixture
+def exported(project: Path, capsys) -> Path:
+    """A folder ``curate export`` wrote: its marker is a JSON with ``"tool": "curate"``, which
+    passes as a curate report by its mark alone."""
+    rc, _, err = cli(capsys, "export", "mquake", "in/data.json", "--out", "hf")
+    assert rc == 0, err
+    assert (project / "hf" / ".curate" / "manifest.json").is_file()
+    return project / "hf"
+
+
+@pytest.mark.parametrize(
+    "name", [".curate/manifest.json", "audit.json", "README.md", "new-report.json"]
+)
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_no_report_is_written_inside_a_curate_output_folder(
+    exported: Path, capsys, name: str, overwrite: bool
+) -> None:
+    extra = ["--overwrite"] if overwrite else []
+    target = exported / name
+    for argv in (
+        ("audit", "mquake", "in/data.json", "--format", "json", "--output", target),
+        ("validate", "mquake", "in/data.json", "-o", target),
+        ("check", "--report", f"json={target}"),
+        ("overlap", "sets.json", "-f", "json", "-o", target),
+    ):
+        refused(capsys, target, *argv, *extra, says="inside the curate output folder hf")
+    assert not (exported / "new-report.json").exists()
+    # the folder is still whole: curate replaces it as a whole, nothing of it is foreign
+    from curate.outputs import foreign_entries
+
+    assert foreign_entries(exported) == []
+    rc, _, err = cli(capsys, "export", "mquake", "in/data.json", "--out", "hf", "--overwrite")
+    assert rc == 0, err
+
+
+def test_no_output_folder_is_made_inside_a_curate_output_folder(exported: Path, capsys) -> None:
+    for cmd in ("export", "fix"):
+        rc, _, err = cli(capsys, cmd, "mquake", "in/data.json", "--out", "hf/data/more")
+        assert rc == 2 and err.count("\n") == 1, err
+        assert "inside the curate output folder hf" in err
+    assert not (exported / "data" / "more").exists()
+
+
+@pytest.fixture
+def deepfake_project(manifest: Path) -> Path:
+    """The deepfake manifest of :func:`manifest` configured for ``curate check`` too."""
+    (manifest.parent / "df.toml").write_text(
+        '[[datasets]]\nname = "df"\nfamily = "deepfake"\npaths = ["man.csv"]\n', encoding="utf-8"
+    )
+    return manifest.parent
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("audit", "deepfake", "man.csv", "--output", "media/a.png"),
+        ("validate", "deepfake", "man.csv", "--output", "media/a.png"),
+        ("audit", "deepfake", "man.csv", "--no-files", "-f", "json", "-o", "media/a.png"),
+        ("check", "--config", "df.toml", "--report", "json=media/a.png"),
+        ("check", "--config", "df.toml", "-f", "json", "-o", "media/a.png"),
+        ("export", "deepfake", "man.csv", "--out", "media/a.png"),
+        ("export", "deepfake", "man.csv", "--out", "media"),
+        ("fix", "deepfake", "man.csv", "--out", "media"),
+        ("overlap", "sets.json", "-f", "json", "-o", "sets.json"),
+    ],
+    ids=lambda a: " ".join(a[:1] + a[-2:]),
+)
+def test_an_input_is_refused_as_an_input_never_with_a_hint_to_overwrite(
+    deepfake_project: Path, capsys, argv: tuple[str, ...]
+) -> None:
+    """A media file the manifest names is an existing file curate did not write *and* an input;
+    the message must give the second reason, which no switch changes."""
+    target = deepfake_project / ("sets.json" if argv[0] == "overlap" else "media/a.png")
+    for extra in ([], ["--overwrite"]):
+        err = refused(capsys, target, *argv, *extra)
+        assert "is an input" in err or "contains the input" in err, err
+        assert "pass --overwrite" not in err and "existing file" not in err, err
+        assert "not written by curate" not in err, err
+    assert sorted(p.name for p in (deepfake_project / "media").iterdir()) == ["a.png", "empty.png"]
+
+
+def test_an_explicit_cache_is_judged_before_the_media_are_hashed(
+    deepfake_project: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--cache`` inside a curate output folder (its marker, or a new parquet beside it) is
+    refused before any media file is opened, not after the scan."""
+    from curate import media
+
+    rc, _, err = cli(capsys, "export", "mquake", "in/data.json", "--out", "hf")
+    assert rc == 0, err
+    opened: list[str] = []
+    scan = media.scan_file
+    monkeypatch.setattr(media, "scan_file", lambda p, a: opened.append(a) or scan(p, a))
+    for target in ("hf/.curate/manifest.json", "hf/media.parquet"):
+        refused(
+            capsys,
+            deepfake_project / target,
+            *("audit", "deepfake", "man.csv", "--cache", target),
+            says="inside the curate output folder hf",
+        )
+    assert opened == []
+    assert not (deepfake_project / "hf" / "media.parquet").exists()
+
+
+def test_a_foreign_file_that_is_no_input_still_says_overwrite(deepfake_project: Path, capsys):
+    """Waiting for the manifest's media must not lose the ordinary refusal."""
+    notes = deepfake_project / "in" / "notes.txt"
+    for argv in (
+        ("audit", "deepfake", "man.csv", "-o", notes),
+        ("check", "--config", "df.toml", "--report", f"json={notes}"),
+    ):
+        refused(capsys, notes, *argv, says="not written by curate; pass --overwrite")
+
+
+# --------------------------------------------------------------------------- review: streams
+
+
+def curate_cmd(*argv: object) -> list[str]:
+    return [sys.executable, "-m", "curate", *map(str, argv)]
+
+
+@pytest.mark.parametrize("stream", ["/dev/stdout", "/proc/self/fd/1"])
+@pytest.mark.parametrize("cmd", ["audit", "check"])
+def test_a_report_to_stdout_on_a_pipe(project: Path, stream: str, cmd: str) -> None:
+    """``curate audit … -f json -o /dev/stdout | jq``: the path resolves to
+    ``/proc/N/fd/pipe:[…]``, beside which no staging file can be made; written in place."""
+    argv = (
+        ("audit", "mquake", "in/data.json", "-f", "json", "-o", stream)
+        if cmd == "audit"
+        else ("check", "-f", "json", "-o", stream)
+    )
+    r = subprocess.run(curate_cmd(*argv), cwd=project, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["tool"] == "curate"
+    assert not [p for p in project.rglob("*") if ".curate-" in p.name]
+
+
+def test_a_text_report_to_a_stream_carries_no_mark(project: Path) -> None:
+    """A pipe is nobody's file: what ``-o /dev/stdout`` prints is what plain stdout prints."""
+    plain = subprocess.run(
+        curate_cmd("audit", "mquake", "in/data.json"), cwd=project, capture_output=True
+    )
+    via = subprocess.run(
+        curate_cmd("audit", "mquake", "in/data.json", "--output", "/dev/stderr"),
+        cwd=project,
+        capture_output=True,
+        timeout=120,
+    )
+    assert plain.returncode == via.returncode == 0, via.stderr
+    assert via.stdout == b""
+    assert via.stderr.startswith(plain.stdout)
+    assert b"generator: curate" not in via.stderr
+
+
+def test_dev_null_takes_a_report_even_from_a_pipe(project: Path) -> None:
+    r = subprocess.run(
+        curate_cmd("audit", "mquake", "in/data.json", "-f", "json", "-o", "/dev/null"),
+        cwd=project,
+        capture_output=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert Path("/dev/null").is_char_device()
+
+
+def test_a_report_into_a_named_pipe(project: Path, capsys) -> None:
+    import stat
+    import threading
+
+    fifo = project / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    rc, _, err = cli(capsys, "audit", "mquake", "in/data.json", "-f", "sarif", "-o", fifo)
+    reader.join(30)
+    assert rc == 0, err
+    assert json.loads(got[0])["runs"][0]["tool"]["driver"]["name"] == "curate"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe, not a file renamed over it
+    assert sorted(p.name for p in project.iterdir() if p.name.startswith(".")) == []
+
+
+# --------------------------------------------------------------------------- review: globs
+
+
+@pytest.fixture
+def globbed(project: Path) -> Path:
+    """``curate check`` reading its data by globs: ``in/*.json`` and ``more/**/*.jsonl``."""
+    (project / "more" / "a").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[tool.curate]\nbaseline = "curate-baseline.json"\n\n'
+        '[[tool.curate.datasets]]\nname = "mq"\nfamily = "mquake"\npaths = ["in/*.json"]\n',
+        encoding="utf-8",
+    )
+    return project
+
+
+@pytest.mark.parametrize("target", ["in/report.json", "in/../in/r.json", "in/notes.json"])
+def test_check_never_writes_where_its_globs_read(globbed: Path, capsys, target: str) -> None:
+    """The file does not exist yet (so no glob lists it), but the next check would read it as
+    data: a report there is refused as an input, whatever --overwrite says."""
+    path = globbed / target
+    for argv in (
+        ("check", "--report", f"json={target}"),
+        ("check", "-f", "junit", "-o", target),
+        ("check", "--baseline", target, "--update-baseline"),
+    ):
+        for extra in ([], ["--overwrite"]):
+            err = refused(capsys, path, *argv, *extra, says="matches the input pattern in/*.json")
+            assert "pass --overwrite" not in err
+    assert not path.exists()
+    rc, _, err = cli(capsys, "check")  # the data is still only the data
+    assert rc == 0, err
+
+
+def test_check_writes_where_its_globs_do_not_read(globbed: Path, capsys) -> None:
+    for target in ("in/deeper/r.json", "in/report.xml", "reports/r.json"):
+        rc, _, err = cli(capsys, "check", "--report", f"json={target}")
+        assert rc == 0, (target, err)
+        assert written_by_curate(globbed / target)
+
+
+def test_check_globs_in_splits_are_inputs_too(project: Path, capsys) -> None:
+    (project / "pyproject.toml").write_text(
+        '[[tool.curate.datasets]]\nname = "mq"\nfamily = "mquake"\n'
+        'splits = { train = "in/**/data*.json" }\n',
+        encoding="utf-8",
+    )
+    (project / "in" / "x" / "y").mkdir(parents=True)
+    target = project / "in" / "x" / "y" / "data-report.json"
+    refused(
+        capsys,
+        target,
+        *("check", "--report", "json=in/x/y/data-report.json"),
+        says="matches the input pattern in/**/data*.json",
+    )
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["d/*.json", "d/**/*.json", "d/**", "d/?/*.j*", "d/[ab]*/x.json", "**/x.json", "d/*/**/y*"],
+)
+def test_glob_matches_agrees_with_glob(tmp_path: Path, pattern: str) -> None:
+    """What the gate calls an input pattern's match is what :func:`glob.glob` would read."""
+    import glob
+
+    from curate.outputs import glob_matches
+
+    names = [
+        "d/x.json", "d/a/x.json", "d/b/c/x.json", "d/ab/x.json", "d/a/yes.txt", "d/x.jsonl",
+        "e/x.json", "d/a/b/y.json", "x.json",
+    ]  # fmt: skip
+    for n in names:
+        (tmp_path / n).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / n).write_text("{}", encoding="utf-8")
+    full = str(tmp_path / pattern)
+    found = {os.path.realpath(f) for f in glob.glob(full, recursive=True)}
+    for n in names:
+        path = tmp_path / n
+        assert glob_matches(full, path) == (str(path.resolve()) in found), (pattern, n)

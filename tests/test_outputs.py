@@ -64,7 +64,8 @@ def sub(tmp_path: Path) -> Path:
         (".", ["export", "mquake", "sub/in.json", "--out", "sub", "--overwrite"], "input"),
         (".", ["export", "mquake", "sub/in.json", "--out", "sub"], "input"),
         ("sub", ["export", "mquake", "in.json", "--out", "."], "current folder"),
-        ("sub", ["export", "mquake", "in.json", "--out", "in.json"], "existing file"),
+        # the input itself: refused as the input it is, before "is an existing file"
+        ("sub", ["export", "mquake", "in.json", "--out", "in.json"], "is an input"),
         ("sub", ["export", "mquake", "in.json", "--out", "notes.txt"], "existing file"),
         ("sub", ["export", "mquake", "in.json", "--out", "keep", "--overwrite"], "not written"),
         ("sub", ["audit", "mquake", "in.json", "--output", "in.json"], "is an input"),

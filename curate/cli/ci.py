@@ -126,6 +126,7 @@ def check(
     (not in the baseline, not in curate-ignore, at or above fail-on or over its threshold)."""
     from curate.check import (
         accept_all,
+        names_inputs,
         protected_inputs,
         run_check,
         write_baseline,
@@ -160,14 +161,25 @@ def check(
     protected = protected_inputs(loaded)
     configured = loaded.resolve(loaded.config.baseline) if loaded.config.baseline else None
     report_inputs = [*protected, *(b for b in (base, configured) if b is not None)]
+    patterns = loaded.input_patterns()  # a file they match is data to the next run
+    deferred = names_inputs(loaded)  # media a manifest names: known once it is read
     targets = [(f"--report {name}", t) for name, t in files.items()]
     if output and str(output) != "-":
         targets.append(("--output", output))
 
-    def guard_reports() -> None:
+    def guard_reports(named: list[str] | None = None) -> None:
+        """Each report target; ``named`` (the files the datasets named, after the run) None
+        before the run, when a target may yet turn out to be such an input."""
         seen: dict[str, str] = {}
         for option, target in targets:
-            guard_file(target, report_inputs, option=option, overwrite=overwrite)
+            guard_file(
+                target,
+                [*report_inputs, *(named or ())],
+                option=option,
+                overwrite=overwrite,
+                patterns=patterns,
+                all_inputs_known=named is not None or not deferred,
+            )
             key = os.path.realpath(target)
             if key in seen:  # one report would silently replace the other
                 raise UsageError(
@@ -178,7 +190,7 @@ def check(
     guard_reports()
     if update_baseline:  # refused now, not after the audits
         assert base is not None
-        write_baseline_check(base, protected)
+        write_baseline_check(base, protected, patterns)
     if base is not None and not no_baseline and not update_baseline and not base.exists():
         # not an error (a first run has none yet), but never silent: every finding is new
         typer.echo(
@@ -200,17 +212,18 @@ def check(
         terminal.clear_progress(cb)
     broken = result.unusable
     # again, before anything is written: a target may have changed while the datasets were
-    # audited (and a refusal then must leave the baseline as it was, too)
-    guard_reports()
+    # audited (and a refusal then must leave the baseline as it was, too), with every input
+    guard_reports(result.named_files)
     if update_baseline:
         # accepting findings is what was asked: say what was recorded, not "check failed"; an
         # unusable dataset keeps its entries (write_baseline) and is still the exit-2 line below
         assert base is not None
-        write_baseline(base, result, protected)
+        write_baseline(base, result, [*protected, *map(Path, result.named_files)], patterns)
         accept_all(result)
     terminal.emit(render(result, fmt), output, fmt)
     for name, target in files.items():
-        write_bytes_atomic(target, with_generator(render(result, name), name).encode("utf-8"))
+        text = with_generator(render(result, name), name, target)
+        write_bytes_atomic(target, text.encode("utf-8"))
         if not broken:  # exit 2 is one line on stderr: the error below
             typer.echo(f"{name} report written to {shown_path(target)}", err=True)
     if step_summary if step_summary is not None else out_cfg.step_summary:

@@ -151,8 +151,11 @@ def load_and_audit(
     encoding: str | None = None,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    loaded: Callable[[Any], None] | None = None,
 ):
-    """Loaded data and audit report: the first half of every data command."""
+    """Loaded data and audit report: the first half of every data command. ``loaded`` is
+    called with the data between reading and auditing (the output gate, once the data has
+    named every input: a manifest's media are known before the audit hashes them)."""
     from curate.io import check_inputs
 
     check_inputs(paths)
@@ -163,11 +166,13 @@ def load_and_audit(
             data = fam.load(
                 paths, options, progress=cb, keep_records=keep_records, encoding=encoding
             )
-            loaded = time.perf_counter() - t0
+            load_seconds = time.perf_counter() - t0
+            if loaded is not None:
+                loaded(data)
             report = fam.audit(data, options, progress=cb, select=select, ignore=ignore)
     finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
         terminal.clear_progress(cb)
-    report.durations = {"load": loaded, **report.durations}
+    report.durations = {"load": load_seconds, **report.durations}
     return data, report
 
 
@@ -177,22 +182,35 @@ def _guard_output(
     options: FamilyOptions,
     overwrite: bool,
     read: list[str] | None = None,
+    *,
+    fam: Family | None = None,
 ) -> None:
     """Refuse a report destination before any work: an input (the data, the files its options
-    name, and with ``read`` the files the audit read besides, such as the media a deepfake
-    manifest lists), a folder, an existing file curate did not write (unless ``--overwrite``)."""
+    name, and with ``read`` the files the data names besides, such as the media a deepfake
+    manifest lists), a folder, an existing file curate did not write (unless ``--overwrite``).
+
+    With ``fam`` whose data names more inputs (:attr:`Family.names_inputs`), the "not written
+    by curate" refusal waits for :func:`_guard_read`: the file may be one of those inputs, and
+    must then be refused as one, never with a hint that ``--overwrite`` would do."""
     if output is None or str(output) == "-":
         return
-    guard_file(output, [*_protected(paths, options), *(read or ())], overwrite=overwrite)
+    guard_file(
+        output,
+        [*_protected(paths, options), *(read or ())],
+        overwrite=overwrite,
+        all_inputs_known=fam is None or not fam.names_inputs,
+    )
 
 
 def _guard_read(
     output: Path | None, paths: list[str], options: FamilyOptions, data: Any, overwrite: bool
 ) -> None:
-    """After the audit, again, just before the report is written: the files the audit read
-    that the arguments did not name (a manifest's media) are inputs too, and the target may
-    have changed while the audit ran (a file of someone else's created there meanwhile)."""
-    _guard_output(output, paths, options, overwrite, getattr(data, "read_files", None))
+    """Once the data is read (every input it names known), and again after the audit, just
+    before the report is written: the files the data names that the arguments did not (a
+    manifest's media) are inputs too, and the target may have changed while the audit ran (a
+    file of someone else's created there meanwhile)."""
+    named = data.named_files() if hasattr(data, "named_files") else None
+    _guard_output(output, paths, options, overwrite, named)
 
 
 def _protected(paths: list[str], options: FamilyOptions) -> list[Path]:
@@ -217,9 +235,14 @@ def validate(
     durations: DurationsOpt = False,
 ) -> None:
     """Check every record against the family's schema (exit 1 if any record is invalid)."""
-    _guard_output(output, paths, options, overwrite)
+    _guard_output(output, paths, options, overwrite, fam=fam)
     data, report = load_and_audit(
-        fam, paths, options, encoding=encoding, select=["schema", "integrity"]
+        fam,
+        paths,
+        options,
+        encoding=encoding,
+        select=["schema", "integrity"],
+        loaded=lambda data: _guard_read(output, paths, options, data, overwrite),
     )
     _guard_read(output, paths, options, data, overwrite)
     text = terminal.render(report, fmt, output, durations=durations, data=data)
@@ -242,9 +265,15 @@ def audit(
     durations: DurationsOpt = False,
 ) -> None:
     """Run the family's rules and report findings."""
-    _guard_output(output, paths, options, overwrite)
+    _guard_output(output, paths, options, overwrite, fam=fam)
     data, report = load_and_audit(
-        fam, paths, options, encoding=encoding, select=select, ignore=ignore
+        fam,
+        paths,
+        options,
+        encoding=encoding,
+        select=select,
+        ignore=ignore,
+        loaded=lambda data: _guard_read(output, paths, options, data, overwrite),
     )
     _guard_read(output, paths, options, data, overwrite)
     text = terminal.render(

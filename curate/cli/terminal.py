@@ -145,7 +145,7 @@ def emit(text: str, output: Path | None, fmt: str | None = None) -> None:
         sys.stdout.write(text)
     else:
         if fmt is not None:
-            text = with_generator(text, str(fmt))
+            text = with_generator(text, str(fmt), output)
         write_bytes_atomic(output, text.encode("utf-8"))
         typer.echo(f"report written to {output}", err=True)
 

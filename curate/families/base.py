@@ -240,6 +240,10 @@ class Family(ABC):
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
     #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
     fix_writes_files: bool = False
+    #: The data names more files the run reads (a deepfake manifest's media), known only once
+    #: it is loaded (:meth:`LoadedDataset.named_files`): the output gate waits for them before
+    #: it calls a target "not written by curate", which may be one of those inputs.
+    names_inputs: bool = False
 
     def sniff(self, probe: Probe) -> str | None:
         """Does ``probe`` look like this family's input? A noun phrase saying what it is

@@ -139,6 +139,7 @@ class DeepfakeFamily(Family):
     name = "deepfake"
     aliases = ("deepfakes", "illusion")
     title = "Deepfake-detection manifests (audio, image, video samples; labels, generators)"
+    names_inputs = True
     task_categories = ("video-classification", "audio-classification", "image-classification")
     license = "unknown"
     Options = DeepfakeOptions

@@ -23,6 +23,7 @@ Key tables (public, for the rules, ``curate overlap`` and the media scan):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +80,23 @@ class DeepfakeData(LoadedDataset):
 
     def valid_rows(self) -> pl.DataFrame:
         return self.rows.filter(pl.col("valid"))
+
+    def named_files(self) -> list[str]:
+        """Every media file the manifest names, as an absolute path, valid row or not: the
+        user's data, which no report may replace. Known once the manifest is read, so that the
+        output gate refuses such a target as an input before the audit hashes the media."""
+        named: list[str] = []
+        if self.rows.height and {"path", "input"} <= set(self.rows.columns):
+            roots = [str(r) for r in self.media_roots] or [os.getcwd()]
+            rows = (
+                self.rows.filter(pl.col("path").is_not_null())
+                .select("input", pl.col("path").cast(pl.String))
+                .unique(maintain_order=True)
+            )
+            for i, p in rows.iter_rows():
+                root = roots[i] if isinstance(i, int) and 0 <= i < len(roots) else roots[0]
+                named.append(os.path.abspath(os.path.join(root, p)))
+        return list(dict.fromkeys([*named, *self.read_files]))
 
 
 def content_table(data: DeepfakeData) -> pl.DataFrame:
