@@ -134,7 +134,7 @@ def check(
     )
     from curate.ci_reports import append_step_summary, render
     from curate.config import load_config
-    from curate.outputs import guard_file, with_generator, write_bytes_atomic
+    from curate.outputs import guard_file, is_stream, with_generator, write_bytes_atomic
 
     loaded = load_config(config)
     out_cfg = loaded.config.output
@@ -223,8 +223,9 @@ def check(
     terminal.emit(render(result, fmt), output, fmt)
     for name, target in files.items():
         text = with_generator(render(result, name), name, target)
+        stream = is_stream(target)
         write_bytes_atomic(target, text.encode("utf-8"))
-        if not broken:  # exit 2 is one line on stderr: the error below
+        if not broken and not stream:  # exit 2 is one line on stderr: the error below
             typer.echo(f"{name} report written to {shown_path(target)}", err=True)
     if step_summary if step_summary is not None else out_cfg.step_summary:
         append_step_summary(result)

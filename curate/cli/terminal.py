@@ -19,7 +19,7 @@ from pathlib import Path
 import typer
 
 from curate.findings import json_bytes
-from curate.outputs import with_generator, write_bytes_atomic
+from curate.outputs import is_stream, with_generator, write_bytes_atomic
 from curate.reports import RENDERERS, durations_json, render_durations
 
 
@@ -146,8 +146,10 @@ def emit(text: str, output: Path | None, fmt: str | None = None) -> None:
     else:
         if fmt is not None:
             text = with_generator(text, str(fmt), output)
+        stream = is_stream(output)  # /dev/stdout, a FIFO: the reader already has it
         write_bytes_atomic(output, text.encode("utf-8"))
-        typer.echo(f"report written to {output}", err=True)
+        if not stream:
+            typer.echo(f"report written to {output}", err=True)
 
 
 def render(
