@@ -136,3 +136,19 @@ def test_gl402_lists_at_most_twenty_training_labels_when_long(shared) -> None:
         if len(text.encode()) > DETAILS_CHARS:
             assert len(labels) <= DETAILS_ITEMS + 1
     assert max(len(t.encode()) for t in texts) < 2 * DETAILS_CHARS
+
+
+def test_a_repeated_long_case_id_is_quoted_cut(tmp_path: Path, capsys) -> None:
+    """KE's repeated-case-id message quoted the id whole (cut only at 2,000 characters by the
+    message net): now as the record column shows it, 200 characters and the same digest."""
+    from conftest import SAMPLE
+
+    cases = json.loads(SAMPLE.read_text(encoding="utf-8"))[:3]
+    cases[0]["case_id"] = cases[2]["case_id"] = "c" * 50_000
+    p = tmp_path / "repeated.json"
+    p.write_text(json.dumps(cases), encoding="utf-8")
+    report = curate.audit("mquake", p)
+    f = report.findings.filter(report.findings["message"].str.starts_with("case_id "))
+    (record,) = f["record"].to_list()
+    assert record.startswith("c" * QUOTE_CHARS + "… (50,000 characters, sha256 ")
+    assert f["message"].item() == f"case_id {record} occurs 2 times"
