@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -80,8 +82,6 @@ def dumps(obj: Any) -> str:
     try:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
-        import json
-
         return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -91,8 +91,6 @@ def json_bytes(obj: Any, *, indent: bool = False) -> bytes:
         opt = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
         return orjson.dumps(obj, option=opt)
     except TypeError:
-        import json
-
         return json.dumps(
             obj, ensure_ascii=False, indent=2 if indent else None, default=str
         ).encode()
@@ -234,6 +232,8 @@ WHOLE_KEYS = frozenset({"file"})
 #: A JSON string literal longer than DETAILS_STRING_CHARS characters (an escape counts as one
 #: or more: never fewer than the characters it stands for, so no long string is missed; a match
 #: between two strings only sends a details object to be read, which then stays as it was).
+#: 19 digits in a row: an integer orjson may not read exactly (see curate.io's reader).
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
 _LONG_STRING = r'"(?:[^"\\]|\\.){' + str(DETAILS_STRING_CHARS + 1) + ',}"'
 
 
@@ -262,9 +262,9 @@ def _bound_json(text: str | None) -> str | None:
     itself when nothing in it is long (its bytes unchanged)."""
     if not text:
         return text
-    from curate.io import _loads
-
-    doc = _loads(text)
+    # orjson reads an integer beyond 64 bits as a float: the stdlib's json keeps it exact
+    # (few texts come here, so its speed does not matter)
+    doc = json.loads(text) if _LONG_DIGITS.search(text) else orjson.loads(text)
     lists = len(text.encode("utf-8", "surrogatepass")) > DETAILS_CHARS
     if isinstance(doc, dict):
         out: Any = {

@@ -152,3 +152,11 @@ def test_a_repeated_long_case_id_is_quoted_cut(tmp_path: Path, capsys) -> None:
     (record,) = f["record"].to_list()
     assert record.startswith("c" * QUOTE_CHARS + "… (50,000 characters, sha256 ")
     assert f["message"].item() == f"case_id {record} occurs 2 times"
+
+
+def test_a_bounded_details_keeps_an_integer_beyond_64_bits_exact() -> None:
+    import polars as pl
+
+    big = 2**70 + 1
+    (out,) = bounded_details(pl.Series([json.dumps({"n": big, "v": "v" * 3000})])).to_list()
+    assert json.loads(out)["n"] == big
