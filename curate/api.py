@@ -28,7 +28,7 @@ import polars as pl
 
 from curate.arguments import checked
 from curate.dataset import FixResult, LoadedDataset
-from curate.errors import InputError, UsageError
+from curate.errors import ArgumentError, InputError, UsageError
 from curate.families import Family, get_family
 from curate.families.base import (
     Progress,
@@ -65,7 +65,7 @@ def _paths(paths: Paths) -> list[str]:
 
     out = [keep(paths)] if isinstance(paths, str | Path) else [keep(p) for p in paths]
     if not out:
-        raise UsageError("no input given")
+        raise UsageError("paths: no input given (an empty list)")
     check_inputs(out)
     return out
 
@@ -132,6 +132,11 @@ def audit(
     fam = _family(family)
     loaded: dict[str, float] = {}
     if isinstance(paths, LoadedDataset):
+        if paths.family != fam.name:  # its tables and options are another family's
+            raise ArgumentError(
+                f"paths: data loaded as {paths.family}, audited as {fam.name} (load it with "
+                f"curate.load({fam.name!r}, ...))"
+            )
         data = paths
         opts = fam.options(data.options, **options) if options else data.options
     else:

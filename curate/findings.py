@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -80,8 +82,6 @@ def dumps(obj: Any) -> str:
     try:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
-        import json
-
         return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -91,8 +91,6 @@ def json_bytes(obj: Any, *, indent: bool = False) -> bytes:
         opt = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
         return orjson.dumps(obj, option=opt)
     except TypeError:
-        import json
-
         return json.dumps(
             obj, ensure_ascii=False, indent=2 if indent else None, default=str
         ).encode()
@@ -198,8 +196,9 @@ def _bounded(f: pl.DataFrame) -> pl.DataFrame:
     baselines) prints these columns, and one 20 MB record id printed 20 MB in each of them
     (80 MB in SARIF). A cut record id keeps a digest of the whole (:func:`~curate.errors.clip`),
     so it still counts as one record and fingerprints the same on every run; the ``row`` and
-    ``input`` of a finding say exactly where the record is. ``details`` stay as the rule wrote
-    them (structured evidence, not a quoted value). One scan of lengths when nothing is long.
+    ``input`` of a finding say exactly where the record is. ``details`` are bounded the same
+    way (:func:`bounded_details`): a leaking glycan's 20 MB id in ``details.train_records`` made
+    a 24 MB JSON report. One scan of lengths when nothing is long.
     """
     if f.is_empty():
         return f
@@ -210,7 +209,92 @@ def _bounded(f: pl.DataFrame) -> pl.DataFrame:
     cut = [
         clip_expr(c, limit=n, digest=c == "record").alias(c) for c, n in _BOUNDS.items() if long[c]
     ]
+    if f.select(pl.col("details").str.len_bytes().max() > DETAILS_STRING_CHARS).item():
+        cut.append(pl.lit(bounded_details(f["details"])).alias("details"))
     return f.with_columns(cut) if cut else f
+
+
+#: Longest string a finding's ``details`` show whole. Longer than :data:`QUOTE_CHARS` (a
+#: message's quote), because details are the evidence: real values run to a few hundred
+#: characters (glycowork's longest glycan has 687, a species list cell 1,193), and cutting them
+#: would hide what a reader came for; a 20 MB id is still cut to its first 2,000.
+DETAILS_STRING_CHARS = MESSAGE_CHARS
+#: Items of one list a finding's ``details`` keep when the details are long (over
+#: :data:`DETAILS_CHARS`): the rules' own lists of examples stop at 20 too (``MAX_LISTED``).
+DETAILS_ITEMS = 20
+#: Length (JSON bytes) of a finding's ``details`` beyond which their lists are cut to
+#: :data:`DETAILS_ITEMS` items (GL402 listed all 113 training labels of one glycan, 17 kB in
+#: each of its findings). Strings are cut at :data:`DETAILS_STRING_CHARS` whatever the length.
+DETAILS_CHARS = 2 * MESSAGE_CHARS
+#: Keys of ``details`` kept whole: ``file`` names an input the user gave (the OS bounds a
+#: path's length) and places the finding in it (:meth:`Report._locate`, the invalid records).
+WHOLE_KEYS = frozenset({"file"})
+#: A JSON string literal longer than DETAILS_STRING_CHARS characters (an escape counts as one
+#: or more: never fewer than the characters it stands for, so no long string is missed; a match
+#: between two strings only sends a details object to be read, which then stays as it was).
+#: 19 digits in a row: an integer orjson may not read exactly (see curate.io's reader).
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+_LONG_STRING = r'"(?:[^"\\]|\\.){' + str(DETAILS_STRING_CHARS + 1) + ',}"'
+
+
+def bound_value(value: Any, *, lists: bool = True) -> Any:
+    """``value`` (parsed JSON) with every string longer than :data:`DETAILS_STRING_CHARS` cut
+    (:func:`clip`, with a digest: two long ids stay two, and a cut value is the same text on
+    every run), and
+    with ``lists``, every list longer than :data:`DETAILS_ITEMS` cut to its first items and a
+    last ``"… (N more)"`` item saying how many were left out. Dict keys are strings too."""
+    if isinstance(value, str):
+        if len(value) > DETAILS_STRING_CHARS:
+            return clip(value, DETAILS_STRING_CHARS, digest=True)
+        return value
+    if isinstance(value, dict):
+        return {bound_value(k): bound_value(v, lists=lists) for k, v in value.items()}
+    if isinstance(value, list):
+        if lists and len(value) > DETAILS_ITEMS:
+            kept = [bound_value(v, lists=lists) for v in value[:DETAILS_ITEMS]]
+            return [*kept, f"… ({len(value) - DETAILS_ITEMS:,} more)"]
+        return [bound_value(v, lists=lists) for v in value]
+    return value
+
+
+def _bound_json(text: str | None) -> str | None:
+    """A ``details``/``fix`` JSON text as reports show it (:func:`bound_value`); the text
+    itself when nothing in it is long (its bytes unchanged)."""
+    if not text:
+        return text
+    # orjson reads an integer beyond 64 bits as a float: the stdlib's json keeps it exact
+    # (few texts come here, so its speed does not matter)
+    doc = json.loads(text) if _LONG_DIGITS.search(text) else orjson.loads(text)
+    lists = len(text.encode("utf-8", "surrogatepass")) > DETAILS_CHARS
+    if isinstance(doc, dict):
+        out: Any = {
+            k: v if k in WHOLE_KEYS else bound_value(v, lists=lists) for k, v in doc.items()
+        }
+        out = {bound_value(k): v for k, v in out.items()}
+    else:
+        out = bound_value(doc, lists=lists)
+    return text if out == doc else dumps(out)
+
+
+def bounded_details(texts: pl.Series) -> pl.Series:
+    """A ``details`` (or ``fix``) column as reports show it: each JSON text with a string over
+    :data:`DETAILS_STRING_CHARS` or a length over :data:`DETAILS_CHARS` is read and
+    bounded (:func:`bound_value`); the others are not read at all (a regex and a length test
+    over the column find the few that are).
+
+    Why a bound on details at all: they are evidence, not quoted values, but they quote record
+    ids and cells (GL401's ``train_records``, GL402's every training label), and a report
+    printing one 20 MB id was 24 MB long (issue 30). The whole value is in the input, where the
+    finding's ``input`` and ``row`` point.
+    """
+    # only a text longer than the longest string kept can hold one: the regex reads those
+    at = (texts.str.len_bytes() > DETAILS_STRING_CHARS).fill_null(False).arg_true()
+    some = texts.gather(at)
+    at = at.filter((some.str.len_bytes() > DETAILS_CHARS) | some.str.contains(_LONG_STRING))
+    if at.is_empty():
+        return texts
+    bounded = pl.Series([_bound_json(t) for t in texts.gather(at)], dtype=pl.String)
+    return texts.clone().scatter(at, bounded)
 
 
 def _sorted(f: pl.DataFrame) -> pl.DataFrame:
@@ -337,11 +421,16 @@ class Report:
         """The findings as a pandas DataFrame (``details`` and ``fix`` stay JSON text)."""
         return self.findings.to_pandas()
 
-    def iter_findings(self) -> list[Finding]:
+    def iter_findings(self, *, shown: bool = False) -> list[Finding]:
+        """The findings as objects. ``shown``: each ``fix`` as reports show it, its long
+        strings and lists cut (:func:`bounded_details`), where the fix engine reads it whole."""
+        f = self.findings
+        if shown and f.height:
+            f = f.with_columns(pl.lit(bounded_details(f["fix"])).alias("fix"))
         with gc_paused():
-            return self._findings()
+            return self._findings(f)
 
-    def _findings(self) -> list[Finding]:
+    def _findings(self, findings: pl.DataFrame) -> list[Finding]:
         return [
             Finding(
                 rule=r["rule"],
@@ -355,7 +444,7 @@ class Report:
                 input=r["input"],
                 row=r["input_row"],
             )
-            for r in self.findings.iter_rows(named=True)
+            for r in findings.iter_rows(named=True)
         ]
 
     def counts_by_rule(self) -> pl.DataFrame:
@@ -449,7 +538,8 @@ def concat_outputs(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 #: How much of a value a message quotes. Why a cap: one 1 MB cell would otherwise make a
-#: 1 MB line in every report format; the finding's ``details`` keep the value whole.
+#: 1 MB line in every report format (the finding's ``details`` are bounded too, see
+#: :func:`bounded_details`).
 MESSAGE_VALUE_CHARS = QUOTE_CHARS
 
 

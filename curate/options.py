@@ -16,9 +16,12 @@ validate/audit/fix/export read it; all when omitted) and ``flag`` (the CLI spell
 from __future__ import annotations
 
 import difflib
+import os
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -130,6 +133,8 @@ def parse_options(
         have = ", ".join(model.model_fields) or "(none)"
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise ArgumentError(f"{names}: {family} has no such option{hint}; its options: {have}")
+    for name, value in values.items():
+        _check_type(model, str(name), value)
     try:
         return model.model_validate(values)
     except ValidationError as e:
@@ -141,3 +146,44 @@ def parse_options(
         if str(err["type"]).endswith("_type"):  # a wrong type: a TypeError, with what was given
             raise ArgumentError(f"{where}: {msg}, got {type(err['input']).__name__}") from None
         raise UsageError(f"{where}: {msg}") from None
+
+
+def _scalar_ok(member: Any, value: Any) -> bool | None:
+    """Does ``value`` have the type of ``member`` (one member of a field's annotation), for the
+    scalar types options have; None: a type left to the model (a mapping, a custom class)."""
+    from curate.arguments import accepts
+
+    if typing.get_origin(member) is Literal:  # its type here, which value the model checks
+        return any(type(value) is type(a) for a in typing.get_args(member))
+    if member is Path:  # a path is given as a string too (``mapping="m.json"``)
+        return isinstance(value, str | os.PathLike)
+    if member in (bool, int, float, str):
+        return accepts(member, value)
+    return None
+
+
+def _check_type(model: type[FamilyOptions], name: str, value: Any) -> None:
+    """Refuse an option value of the wrong type before the model would convert it.
+
+    Why not the model's own (lax) checks: pydantic reads ``tasks=True`` as 1, ``seed="3"`` as
+    3, ``metadata_only="yes"`` as True and ``workers=2.0`` as 2 — a typo or a wrong variable
+    passed silently — and ``seed="a"`` failed as a value error, not a type error. The CLI and
+    a config file give typed values (the CLI converts its flags, TOML has types), so only a
+    wrong type is refused here: :class:`~curate.errors.ArgumentError` naming the option.
+    """
+    from curate.arguments import describe
+
+    if value is None or name not in model.model_fields:
+        return
+    annotation = model.model_fields[name].annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(annotation) if m is not type(None)]
+    else:
+        members = [annotation]
+    verdicts = [_scalar_ok(m, value) for m in members]
+    if any(v is None for v in verdicts) or any(verdicts):
+        return
+    expected = describe(annotation).removesuffix(" or None")
+    raise ArgumentError(
+        f"{arg(field_flag(model, name))}: expected {expected}, got {type(value).__name__}"
+    )

@@ -37,7 +37,7 @@ def _json_obj(report: Report) -> dict[str, Any]:
         "family": report.family,
         "inputs": [i.to_json() for i in report.inputs],
         "options": report.options,
-        "findings": [f.to_json() for f in report.iter_findings()],
+        "findings": [f.to_json() for f in report.iter_findings(shown=True)],
         "summary": report.summary(),
     }
 

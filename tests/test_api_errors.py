@@ -136,6 +136,70 @@ def test_an_option_of_the_wrong_type_names_it() -> None:
         curate.audit("icrl", XLAND, tasks="many")
 
 
+@pytest.mark.parametrize(
+    ("family", "path", "option", "value", "expected"),
+    [
+        ("icrl", XLAND, "seed", "a", "an integer, got str"),  # was a UsageError on the value
+        ("icrl", XLAND, "tasks", True, "an integer, got bool"),  # bool is an int subclass
+        ("icrl", XLAND, "tasks", "1", "an integer, got str"),  # pydantic read it as 1
+        ("icrl", XLAND, "workers", 2.0, "an integer, got float"),
+        ("icrl", XLAND, "fraction", True, "a number, got bool"),
+        ("icrl", XLAND, "metadata_only", "yes", "True or False, got str"),
+        ("icrl", XLAND, "unit", 5, "'episode' or 'segment', got int"),
+        ("glycan", GLYCANS, "seed", "3", "an integer, got str"),
+        ("glycan", GLYCANS, "resplit", "no", "True or False, got str"),
+        ("glycan", GLYCANS, "mapping", 5, "a path, got int"),
+        ("deepfake", MQUAKE, "near_distance", True, "an integer, got bool"),
+        ("deepfake", MQUAKE, "max_imbalance", "2", "a number, got str"),
+        ("mquake", MQUAKE, "workers", False, "an integer, got bool"),
+    ],
+)
+def test_an_option_value_is_never_converted_from_another_type(
+    family: str, path: Path, option: str, value: Any, expected: str
+) -> None:
+    """pydantic's lax mode took ``tasks=True`` as 1 and ``seed="3"`` as 3: a wrong variable
+    passed silently. Each is curate's ArgumentError naming the option, before any read."""
+    with pytest.raises(ArgumentError) as ei:
+        curate.load(family, path, **{option: value})
+    assert str(ei.value) == f"{option}: expected {expected}"
+    assert isinstance(ei.value, TypeError)
+
+
+def test_option_values_of_the_right_type_still_pass(tmp_path: Path) -> None:
+    """An int for a float, a str for a path, the choices and the CLI's own (typed) values."""
+    assert curate.load("icrl", XLAND, fraction=1, seed=3).options.fraction == 1
+    mapping = tmp_path / "m.json"
+    mapping.write_text("{}", encoding="utf-8")
+    assert curate.load("glycan", GLYCANS, mapping=str(mapping), task="taxonomy").options.mapping
+    rc = main(
+        ["audit", "icrl", str(XLAND), "--tasks", "1", "--seed", "2", "-o", str(tmp_path / "r")]
+    )
+    assert rc in (0, 1)
+
+
+def test_data_of_another_family_names_paths() -> None:
+    data = curate.load("mquake", MQUAKE)
+    with pytest.raises(ArgumentError, match=r"^paths: data loaded as knowledge-editing, audited"):
+        curate.audit("glycan", data)
+    with pytest.raises(UsageError, match=r"^paths: no input given"):
+        curate.audit("mquake", [])
+
+
+def test_another_family_s_file_suggests_the_call_in_python(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The hint of a wrong-family input is the command on the command line and the call in
+    Python: the same InputError, raised by the same family code."""
+    with pytest.raises(InputError) as ei:
+        curate.audit("mquake", GLYCANS)
+    assert f"(curate.audit('glycan', {str(GLYCANS)!r}))" in str(ei.value)
+    assert "curate audit" not in str(ei.value)
+    rc, _, err = run(capsys, "export", "glycan", MQUAKE, "--out", "never")
+    assert rc == 2 and f"(curate audit knowledge-editing {MQUAKE})" in error_line(err)
+    with pytest.raises(InputError, match=r"\(curate\.audit\('knowledge-editing', "):
+        curate.export("glycan", MQUAKE, "never")
+
+
 def test_an_unknown_family_is_a_usage_error_naming_it() -> None:
     with pytest.raises(UsageError, match=r"^unknown family 'mquak'; known: .*mquake"):
         curate.audit("mquak", MQUAKE)
@@ -262,15 +326,18 @@ def test_strict_refusal_names_strict_as_the_caller_passes_it(
 
 @pytest.mark.parametrize(
     ("argv", "missing"),
-    [(["audit"], "FAMILY"), (["fix"], "FAMILY"), ([], "COMMAND")],
+    [(["audit"], "FAMILY"), (["fix"], "FAMILY"), ([], "COMMAND"), (["card"], "COMMAND")],
 )
 def test_a_command_without_its_family_says_what_is_missing(
     capsys: pytest.CaptureFixture[str], argv: list[str], missing: str
 ) -> None:
-    rc, _, err = run(capsys, *argv)
+    """One line naming what is missing, and nothing else: the whole help was printed on
+    stdout before it (typer's no_args_is_help prints while it makes the error)."""
+    rc, out, err = run(capsys, *argv)
     line = error_line(err)
-    assert rc == 2
+    assert rc == 2 and out == ""
     assert line.startswith(f"curate: error: missing {missing} (one of: ")
+    assert line.endswith(f"(see `{' '.join(['curate', *argv])} --help`)")
     if missing == "FAMILY":
         assert "knowledge-editing" in line and "glycan" in line
 

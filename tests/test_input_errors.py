@@ -318,3 +318,25 @@ def test_staged_folder_names_the_target_in_input_errors(tmp_path) -> None:
     assert info.value.path == str(target / "data.hdf5")
     assert str(info.value) == f"{target / 'data.hdf5'}: no records"
     assert sorted(x.name for x in tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- no timings
+
+
+@pytest.mark.parametrize("family", ["icrl", "deepfake"])
+def test_a_report_is_the_same_bytes_on_every_run(tmp_path, capsys, family: str) -> None:
+    """The icrl report said ``stats.scan_seconds`` (and deepfake's ``stats.media.seconds``):
+    two JSON reports of one file differed. The time is ``--durations``' alone now."""
+    path = XLAND if family == "icrl" else _manifest(tmp_path)
+    reports = []
+    for n in range(2):
+        out = tmp_path / f"report{n}.json"
+        rc, _, _ = _run(capsys, "audit", family, str(path), "--format", "json", "-o", str(out))
+        assert rc in (0, 1)
+        reports.append(out.read_bytes())
+    assert reports[0] == reports[1]
+    stats = json.loads(reports[0])["summary"]["stats"]
+    assert ("histories_scanned" if family == "icrl" else "media") in json.dumps(stats)
+    assert "seconds" not in json.dumps(stats)
+    rc, out, _ = _run(capsys, "audit", family, str(path), "--durations")
+    assert "durations (wall seconds" in out

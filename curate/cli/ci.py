@@ -21,7 +21,7 @@ check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 card_app = typer.Typer(
     name="card",
     help="Dataset card tools. `curate card check DIR` verifies offline what the Hub verifies.",
-    no_args_is_help=True,
+    no_args_is_help=False,  # `curate card` alone: one line, not the help (cli.main)
     add_completion=False,
     pretty_exceptions_enable=False,
 )

@@ -660,6 +660,6 @@ def verb_group(verb: str) -> TyperGroup:
     return cls(
         name=verb,
         help=f"{doc} Usage: curate {verb} FAMILY PATHS... [OPTIONS].",
-        no_args_is_help=True,
+        no_args_is_help=False,  # `curate audit` alone: one line, not the help (cli.main)
         subcommand_metavar="FAMILY PATHS...",
     )

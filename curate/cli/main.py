@@ -42,10 +42,14 @@ from curate.outputs import (
     received_signal,
 )
 
+# No group prints its help when called without a command (``no_args_is_help``): typer's rich
+# help is printed while the error is made, so ``curate audit`` printed the whole help and then
+# the error line. A missing command or family is one line (:func:`_missing`), as every other
+# usage error; ``--help`` shows the help.
 app = typer.Typer(
     name="curate",
     help="Validate, audit, fix and republish machine-learning datasets.",
-    no_args_is_help=True,
+    no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -101,11 +105,14 @@ def _is_code(text: str) -> bool:
 
 @app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
 ) -> None:
     if version:
         typer.echo(f"curate {__version__}")
         raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:  # `curate` alone: the one line of a missing command
+        raise UsageError(f"{_missing(ctx)} (see `{ctx.command_path} --help`)")
 
 
 def cli():
@@ -178,7 +185,9 @@ def _failed(e: Exception) -> int:
         # One line like every other exit 2 (click's own block is four), pointing at the help.
         ctx = getattr(e, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        message = " ".join(e.format_message().split()) or _missing(ctx)
+        message = " ".join(e.format_message().split())
+        if not message or message == "Missing command.":  # a group called without one
+            message = _missing(ctx)
         typer.echo(f"curate: error: {message}{where}", err=True)
         return 2
     if isinstance(e, typer.Abort):  # end of input at a prompt

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.dataset import ChangeEntry, FixResult, LoadedDataset
-from curate.errors import InputError, arg, clip
+from curate.errors import InputError, arg, cli_spelling, clip
 from curate.findings import Report
 from curate.options import FamilyOptions, parse_options
 from curate.rules import AuditContext, Rule, RuleSet
@@ -55,7 +55,8 @@ def no_records(path: str | Path, why: str | None = None) -> InputError:
 def other_family_hint(family: Family, path: str | Path, keys: Iterable[str] | None = None) -> str:
     """``"; it looks like a glycan table (curate audit glycan FILE)"`` when another registered
     family recognises ``path`` (:meth:`Family.sniff`), else ``""``: what a family appends to
-    the error for an input none of whose first records is its own.
+    the error for an input none of whose first records is its own. Called through the Python
+    API, the hint is the call: ``(curate.audit('glycan', 'FILE'))``.
 
     ``keys``: the field names the refusing family saw in its first batch (else read from the
     file's head, :func:`curate.sniff.probe`). Families are asked in registration order; one that
@@ -80,7 +81,12 @@ def other_family_hint(family: Family, path: str | Path, keys: Iterable[str] | No
         except Exception:
             continue
         if what:
-            return f"; it looks like {what} (curate audit {other.name} {shlex.quote(str(path))})"
+            # the caller's words: the command on the command line, the call in Python
+            if cli_spelling():
+                run = f"curate audit {other.name} {shlex.quote(str(path))}"
+            else:
+                run = f"curate.audit({other.name!r}, {str(path)!r})"
+            return f"; it looks like {what} ({run})"
     return ""
 
 

@@ -12,6 +12,7 @@ import polars as pl
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import RULES
 from curate.findings import (
+    clip_expr,
     concat_outputs,
     finding_frame,
     json_struct,
@@ -124,7 +125,8 @@ def _leak_rule(data: GlycanData, same: bool, ctx: AuditContext) -> pl.DataFrame:
                     "{} glycan also in train ({} rows, e.g. record {}){}",
                     "split",
                     "train_rows",
-                    pl.col("train_records").list.first(),
+                    # as the findings show that record's id (cut, with a digest)
+                    clip_expr(pl.col("train_records").list.first(), digest=True),
                     pl.lit(" with the same label" if same else " with another label"),
                 ),
                 details=json_struct(

@@ -21,7 +21,7 @@ from curate.audits.icrl.registry import (
     task_findings,
     with_paths,
 )
-from curate.findings import concat_outputs, empty_rule_output
+from curate.findings import clip_expr, concat_outputs, empty_rule_output
 from curate.rules import AuditContext
 from curate.schemas.icrl_tables import IcrlData
 
@@ -229,7 +229,10 @@ def overlap_between_files(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         [
             task_findings(
                 found,
-                pl.format("{} with group {} of {}", "why", "first", "first_file"),
+                # the other group's name as a record column shows it (cut, with a digest)
+                pl.format(
+                    "{} with group {} of {}", "why", clip_expr("first", digest=True), "first_file"
+                ),
                 extra=(
                     pl.col("first").alias("same_as"),
                     pl.col("first_file"),

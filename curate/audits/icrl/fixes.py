@@ -37,6 +37,8 @@ from typing import Any
 import polars as pl
 
 from curate.dataset import ChangeEntry
+from curate.errors import clip
+from curate.findings import DETAILS_STRING_CHARS
 from curate.schemas.icrl_tables import IcrlData
 
 #: Rules whose error findings make a history (or, for :data:`TASK_RULES`, a whole task group)
@@ -140,14 +142,25 @@ def plan_fix(
     group_causes: dict[str, list[dict]] = {}
     history_causes: dict[tuple[str, int], list[dict]] = {}
     renumber_refs: dict[str, dict] = {}
+    # A report's details carry a group name longer than DETAILS_STRING_CHARS cut (with a
+    # digest: one name per group still); the causes are keyed by the cut name, whole or cut as
+    # they came (the invalid records' findings are the rules' own, whole).
+    limit = DETAILS_STRING_CHARS
+    cut = {clip(n, limit, digest=True) for n in tasks["name"].to_list() if len(n) > limit}
+
+    def key(task: str | None) -> str | None:
+        if task is None or len(task) <= limit or task in cut:
+            return task
+        return clip(task, limit, digest=True)
+
     for r in causes.iter_rows(named=True):
-        rule = r["rule"]
+        rule, task = r["rule"], key(r["__task"])
         if rule in RENUMBER_RULES:
-            renumber_refs.setdefault(r["__task"], r)
+            renumber_refs.setdefault(task, r)
         elif r["__history"] is None and (rule in TASK_RULES or rule in DROP_GROUP | DROP_MEMBER):
-            group_causes.setdefault(r["__task"], []).append(r)
+            group_causes.setdefault(task, []).append(r)
         elif r["__history"] is not None and (r["__invalid"] or rule in DROP_HISTORY):
-            history_causes.setdefault((r["__task"], r["__history"]), []).append(r)
+            history_causes.setdefault((task, r["__history"]), []).append(r)
 
     renumber = bool(chosen & RENUMBER_RULES)
     plans: list[GroupPlan] = []
@@ -161,7 +174,7 @@ def plan_fix(
         figures["in"] += h_in
         plan = GroupPlan(name, kind, t["position"], h_in, name, list(range(h_in)))
         plans.append(plan)
-        whole = group_causes.get(name, [])
+        whole = group_causes.get(key(name), [])
         if whole:
             first = whole[0]
             is_invalid = any(c["__invalid"] for c in whole)
@@ -186,7 +199,7 @@ def plan_fix(
             plan.new_name = name  # kept as it is (RL003 not chosen)
             continue
         for h in range(h_in):
-            cs = history_causes.get((name, h))
+            cs = history_causes.get((key(name), h))
             if not cs:
                 continue
             plan.dropped.append(h)
@@ -248,7 +261,7 @@ def plan_fix(
             if plan.kind != "group" or plan.new_name is None or plan.new_name == plan.name:
                 continue
             renamed += 1
-            ref = renumber_refs.get(plan.name)
+            ref = renumber_refs.get(key(plan.name))
             rule = "RL101" if not _canonical(plan.name) else "RL102"
             if ref is not None:
                 rule = ref["rule"]

@@ -11,6 +11,7 @@ import polars as pl
 
 from curate.audits.knowledge_editing.registry import RELATIONS, RULES
 from curate.findings import (
+    clip_expr,
     empty_rule_output,
     finding_frame,
     json_struct,
@@ -48,7 +49,8 @@ def duplicate_case_id(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     return finding_frame(
         hits,
         field=pl.lit("case_id"),
-        message=pl.format("case_id {} occurs {} times", "record", "n"),
+        # the id as the record column shows it (a long one cut, with a digest)
+        message=pl.format("case_id {} occurs {} times", clip_expr("record", digest=True), "n"),
         details=json_struct(pl.col("first_row"), pl.col("n").alias("occurrences")),
     )
 
