@@ -115,7 +115,10 @@ def process_pool(workers: int) -> Iterator[Any]:
       worker at once, without Python's traceback;
     * on any exception (the parent's :class:`~curate.outputs.Interrupted` included) queued
       units are cancelled and the workers terminated, then killed if they have not gone within
-      a second, before the exception goes on: no process is left and nothing waits on one.
+      a second, and the pool's manager thread is waited for, before the exception goes on: no
+      process is left, nothing waits on one, and no thread of the pool still writes to its
+      pipes;
+    * SIGPIPE is ignored from the first pool on (see the comment below).
     """
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context, resource_tracker
