@@ -115,15 +115,21 @@ def process_pool(workers: int) -> Iterator[Any]:
       worker at once, without Python's traceback;
     * on any exception (the parent's :class:`~curate.outputs.Interrupted` included) queued
       units are cancelled and the workers terminated, then killed if they have not gone within
-      a second, before the exception goes on: no process is left and nothing waits on one.
+      a second, and the pool's manager thread is waited for, before the exception goes on: no
+      process is left, nothing waits on one, and no thread of the pool still writes to its
+      pipes;
+    * SIGPIPE is ignored from the first pool on (see the comment below).
     """
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context, resource_tracker
 
     # The pool talks to its workers over pipes; once a worker is gone, a write to its end is
-    # EPIPE, which the pool handles, but under the CLI's SIGPIPE default (there for `| head`)
-    # it killed curate first (exit -13, no message, no clean-up). Ignored while the pool lives.
-    pipe = _set_handler(signal.SIGPIPE, signal.SIG_IGN)
+    # EPIPE, which the pool handles, but under SIGPIPE's default action it killed curate first
+    # (exit -13, no message, no clean-up, "leaked semaphore objects"). Ignored, as Python
+    # itself sets it at start-up, and left ignored afterwards: the resource tracker's pipe
+    # stays open for the rest of the process (every semaphore is unregistered through it at
+    # exit), and a write to it with the default action back would be the same death.
+    _set_handler(signal.SIGPIPE, signal.SIG_IGN)
     blocked = _block(_PARENT_ONLY)
     try:
         # The pool's queues start multiprocessing's resource tracker (a process of its own)
@@ -135,14 +141,12 @@ def process_pool(workers: int) -> Iterator[Any]:
         _unblock(blocked)
     try:
         yield _MaskedSubmit(pool)
+        # Inside the ``try``: a signal while the pool shuts down (waiting for its manager
+        # thread) ends it as one in the block does, not with the pool's threads still running.
+        pool.shutdown(wait=True)
     except BaseException:
         _kill_pool(pool)
         raise
-    else:
-        pool.shutdown(wait=True)
-    finally:
-        if pipe is not None:
-            _set_handler(signal.SIGPIPE, pipe)
 
 
 def _set_handler(sig: int, handler: Any) -> Any:
@@ -188,10 +192,22 @@ def _unblock(previous: set[int] | None) -> None:
 
 
 def _kill_pool(pool: Any, grace: float = 1.0) -> None:
-    """Cancel what has not started, end every worker (SIGTERM, then SIGKILL after ``grace``)."""
+    """Cancel what has not started, end every worker (SIGTERM, then SIGKILL after ``grace``)
+    and wait for the pool's manager thread to finish with them; stop signals are held until
+    then (a second Ctrl-C must not leave the pool half torn down)."""
+    from curate.outputs import signals_deferred
+
+    with signals_deferred():
+        _end_pool(pool, grace)
+
+
+def _end_pool(pool: Any, grace: float) -> None:
     import time
 
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    # Taken before ``shutdown``, which forgets it (``_executor_manager_thread = None``) when
+    # it does not wait: read afterwards, it was always None and the thread never waited for.
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         with contextlib.suppress(Exception):
@@ -203,11 +219,12 @@ def _kill_pool(pool: Any, grace: float = 1.0) -> None:
             if proc.is_alive():
                 proc.kill()
                 proc.join(grace)
-    # The pool's own thread sees its workers gone, closes its queues and ends; waiting for it
-    # here (not at interpreter exit) releases the queues' semaphores before the resource
-    # tracker's last look, which otherwise warns of "leaked semaphore objects". (A second
-    # ``shutdown`` would write to the wake-up pipe that thread has just closed.)
-    manager = getattr(pool, "_executor_manager_thread", None)
+    # The manager thread sees its workers gone, marks the pool broken, sends its shutdown
+    # sentinels through the call queue's feeder thread, closes the queues and ends. Until it
+    # has, those threads still write to pipes whose readers are dead (seen: the feeder's
+    # sentinel, EPIPE, after Ctrl-C in `fix icrl`); waiting here means nothing of the pool runs
+    # once the exception goes on, and its queues' semaphores are released through the resource
+    # tracker at exit instead of reported as "leaked semaphore objects".
     if manager is not None:
         manager.join(grace)
 

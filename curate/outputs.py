@@ -82,9 +82,47 @@ _received: list[int] = []
 _committed: list[Path] = []
 
 
-def _raise_interrupted(signum: int, _frame: Any) -> None:
-    _received.append(signum)
+#: multiprocessing's own source folder (the standard library's): see :func:`_raise_interrupted`.
+_MULTIPROCESSING = os.path.join(os.path.dirname(os.__file__), "multiprocessing") + os.sep
+#: How long a signal may wait for the main thread to leave multiprocessing's code.
+_HOLD_AT_MOST = 0.5
+#: When the signal now waiting for that was first held (``None``: none is).
+_held_since: float | None = None
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    """The stop signals' handler: record the signal and raise :class:`Interrupted`.
+
+    Not while the main thread runs multiprocessing's own code: its bookkeeping is not written
+    to survive an exception half way. Seen: a process pool's queues release their semaphores
+    in the main thread (``sem_unlink``, then a line to the resource tracker); Ctrl-C between
+    the two left the tracker believing in a semaphore that no longer existed, and it said so
+    after curate's one line ("There appear to be 1 leaked semaphore objects", "[Errno 2] No
+    such file or directory": five lines on stderr). The signal is taken again a few
+    milliseconds later, once the main thread is back in curate's code (at most
+    :data:`_HOLD_AT_MOST` seconds later, whatever it is doing).
+    """
+    global _held_since
+    now = time.monotonic()
+    if _in_multiprocessing(frame) and (_held_since is None or now - _held_since < _HOLD_AT_MOST):
+        if _held_since is None:
+            _held_since = now
+            _received.append(signum)
+        _redeliver(signum)
+        return
+    if _held_since is None:
+        _received.append(signum)
+    _held_since = None
     raise Interrupted(signum)
+
+
+def _in_multiprocessing(frame: Any) -> bool:
+    """Is ``frame``, or any frame that called it, multiprocessing's code?"""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_MULTIPROCESSING):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _unraisable(args: Any) -> None:
@@ -124,7 +162,8 @@ def install_signal_handlers() -> None:
     """
     _received.clear()
     _committed.clear()
-    global _previous_unraisable
+    global _previous_unraisable, _held_since
+    _held_since = None
     if sys.unraisablehook is not _unraisable:
         _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     for sig in STOP_SIGNALS:

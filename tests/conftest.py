@@ -95,8 +95,8 @@ def named_pipe(path: Path, data: bytes) -> Iterator[Path]:
 
     At the end a writer nobody read to the end (a command that refused the input first) is let
     go: opening the FIFO for reading and closing it ends its wait with a broken pipe. Its
-    thread blocks SIGPIPE, which the CLI restores to the default (die quietly under ``| head``)
-    and which would otherwise kill the whole test process.
+    thread blocks SIGPIPE, whose default action (should anything in the test process set it)
+    would kill the whole test process.
     """
     if not path.exists():  # an existing FIFO is fed again
         os.mkfifo(path)

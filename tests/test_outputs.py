@@ -434,6 +434,42 @@ def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr and "Exception" not in r.stderr
 
 
+def test_a_closed_stdout_is_141_after_a_process_pool_and_for_a_short_report(
+    tmp_path: Path,
+) -> None:
+    """``| head`` ends quietly with 141 however the report reached the closed pipe: after a
+    process pool (SIGPIPE ignored, so a BrokenPipeError that click and typer would turn into
+    exit 1), and for a report small enough to sit in stdout's buffer until the end."""
+    from icrl_data import write_file
+
+    data = write_file(tmp_path / "icrl.hdf5", tasks=8, histories=2, steps=2000)
+    for command in (
+        f"{sys.executable} -m curate audit icrl {data} --workers 2",
+        f"{sys.executable} -m curate audit mquake {SAMPLE}",
+    ):
+        r = subprocess.run(
+            f"{command} | true; echo ${{PIPESTATUS[0]}}",
+            shell=True,
+            executable="/bin/bash",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.stdout.strip() == "141", (command, r)
+        assert r.stderr == "", (command, r.stderr)
+
+
+def test_the_cli_leaves_sigpipe_ignored(capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGPIPE's default action killed the whole process for a write to *any* closed pipe (a
+    process pool's, its resource tracker's: ``fix icrl`` died with -13 after Ctrl-C, its
+    staging folder left). The CLI leaves it ignored, as Python sets it."""
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    assert main(["rules", "KE001"]) == 0
+    assert "KE001" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    assert sys.stdout is not None and type(sys.stdout).__name__ != "_GuardedStdout"
+
+
 def test_sighup_cleans_up_like_sigint(tmp_path: Path) -> None:
     out = tmp_path / "hf"
     script = _SIGNAL_DURING_WRITE.format(sig="SIGHUP", sample=str(SAMPLE), out=str(out))

@@ -9,7 +9,6 @@ family's options model); terminal rendering in :mod:`curate.cli.terminal`.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -138,10 +137,21 @@ def main(argv: list[str] | None = None) -> int:
     """
     install_signal_handlers()
     # `curate ... | head`: end quietly when the reader leaves, as cat does (exit 141 in the
-    # shell), instead of a flush error and an exit code that reads like "findings".
-    with contextlib.suppress(ValueError, AttributeError):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # shell). Not by SIGPIPE's default action, which killed the whole process for a write to
+    # *any* closed pipe (a process pool's or its resource tracker's: exit -13, staging left):
+    # SIGPIPE stays ignored, as Python sets it, and a closed standard output is seen here.
+    stdout = sys.stdout
+    if stdout is not None:
+        sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]
     commands.COMMAND_LINE[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
+    try:
+        return _main(argv)
+    finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         # Messages name flags (--overwrite), not the API's arguments (one switch for the whole
         # library, curate.errors.command_line_spelling); curate's warnings are one line each,
@@ -151,8 +161,17 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always", CurateWarning)
             warnings.showwarning = _show_warning
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
+            # A reader that left is found now, not by the flush at exit (which would end 0).
+            if sys.stdout is not None:
+                sys.stdout.flush()
         raise_if_interrupted()  # a signal whose exception Python swallowed on its way
         return rc if isinstance(rc, int) else 0
+    except ReaderGone:
+        signum = received_signal()
+        if signum is not None:
+            return _interrupted(signum)
+        _silence_stdout()
+        return 128 + signal.SIGPIPE
     except Exception as e:
         signum = received_signal()
         if signum is None:
@@ -163,6 +182,42 @@ def main(argv: list[str] | None = None) -> int:
         return _interrupted(signum)
     except (Interrupted, KeyboardInterrupt) as e:
         return _interrupted(e.signum if isinstance(e, Interrupted) else signal.SIGINT)
+
+
+class ReaderGone(BaseException):
+    """Standard output's reader has left (``curate ... | head``): the run ends quietly, 141.
+
+    A BaseException, not the BrokenPipeError it replaces: click and typer catch an EPIPE
+    OSError around every command and turn it into exit 1, which reads like "findings". Like
+    :class:`~curate.outputs.Interrupted`, it unwinds through every clean-up on its way.
+    """
+
+
+class _GuardedStdout:
+    """``sys.stdout`` during a command: a write or flush to a closed pipe raises
+    :class:`ReaderGone`; everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise ReaderGone from None
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise ReaderGone from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _interrupted(signum: int) -> int:
