@@ -272,7 +272,7 @@ def child_peer(n: int, spec: str, repeat: int) -> dict[str, Any]:
 
 def child_rules(folder: Path) -> dict[str, Any]:
     """The full audit's rules one by one, each shared table first and on its own."""
-    from curate.rules import AuditContext
+    from curate.core.rules import AuditContext
 
     data = load_tables(folder)
     opts = FAM.options(None, edit_set="all")

@@ -156,7 +156,7 @@ def child(what: str, path: str, out: str) -> None:
     res: dict[str, Any] = {}
     if what == "staged":
         from curate.families import get_family
-        from curate.reports import render_json
+        from curate.reports.render import render_json
 
         fam = get_family("knowledge-editing")
         t = time.perf_counter()

@@ -9,9 +9,9 @@ Hashing (``--files`` files of ``--mb`` MB of random bytes; not media, so only th
 * ``sha256sum -P2``        two cores (``xargs -P2 -n K sha256sum``)
 * ``openssl dgst``         ``openssl dgst -sha256 FILES`` (OpenSSL's SHA-NI/AVX2 code, which
                            Python's hashlib also uses; coreutils 9.1 has its own, slower one)
-* ``curate, 1 thread``     :func:`curate.media.scan_media` with ``workers=1``
+* ``curate, 1 thread``     :func:`curate.io.media.scan_media` with ``workers=1``
 * ``curate, 2 threads``    ``workers=2`` (the library's pool)
-* ``curate, 2 procs``      :func:`curate.scans.media.scan_file` in a 2-process pool (spawn)
+* ``curate, 2 procs``      :func:`curate.io.media_scan.scan_file` in a 2-process pool (spawn)
 * ``curate, cached``       the 2-thread scan again with its cache warm (nothing read but it)
 
 Files are read from the page cache in every row (they were just written, and each tool reads
@@ -48,7 +48,7 @@ def _child(args: argparse.Namespace) -> None:
         from concurrent.futures import ProcessPoolExecutor
         from multiprocessing import get_context
 
-        from curate.scans.media import scan_file
+        from curate.io.media_scan import scan_file
 
         t0 = time.perf_counter()  # the pool's start-up counts: it is part of choosing processes
         with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
@@ -56,7 +56,7 @@ def _child(args: argparse.Namespace) -> None:
         assert all(r["sha256"] for r in rows)
         print(time.perf_counter() - t0, len(rows), 0)
         return
-    from curate.media import scan_media
+    from curate.io.media import scan_media
 
     cache = args.child_cache or None
     t0 = time.perf_counter()

@@ -1,6 +1,7 @@
 """Overlap benchmark: near-duplicate texts against datasketch, and the Jaccard matrix against sets.
 
-**Near-duplicates** (``curate.minhash.near_duplicates`` vs ``datasketch``): N short texts (default
+**Near-duplicates** (``curate.audits.shared.minhash.near_duplicates`` vs ``datasketch``): N short
+texts (default
 100k) made from the real MQuAKE-hard questions — the multi-hop questions with their quoted first
 subject replaced by another entity of the data, and single-hop questions (each rewrite's
 question turned into a template by cutting out its subject) filled with entities — plus planted
@@ -10,7 +11,8 @@ sides get the same texts, the same shingles (character 5-grams of the text as wr
 shorter than 5 characters being one shingle), the same number of permutations (128) and the
 same threshold (0.8; datasketch's MinHashLSH picks bands × rows from it, curate picks the same).
 
-* ``curate``: :func:`curate.minhash.near_duplicates` step by step — shingling, one-permutation
+* ``curate``: :func:`curate.audits.shared.minhash.near_duplicates` step by step — shingling,
+one-permutation
   signatures with optimal densification, LSH banding (= "to candidates"), then the estimates and
   the exact Jaccard of every candidate whose estimate is within :func:`verify_margin` of the
   threshold (= "end to end");
@@ -30,7 +32,7 @@ pairs. Each side runs in a child process of its own; its peak RSS is the child's
 texts the count moves by ±40 % with the seed on *both* sides, so one run's counts differ
 between the tools by chance.
 
-**Jaccard matrix** (``curate.overlap.overlap`` vs Python sets): C collections (default 30) of K
+**Jaccard matrix** (``curate.overlap.sets.overlap`` vs Python sets): C collections (default 30) of K
 keys each (default 300k, text keys drawn from a universe of 10·K so that every pair overlaps),
 the full pairwise matrix of intersection counts: curate (with the UpSet patterns too) against
 ``len(a & b)`` over built-in ``set`` objects for all C·(C−1)/2 pairs (set building included).
@@ -140,9 +142,10 @@ def char_shingles(t: str, k: int) -> set[str]:
 
 
 def child_curate(folder: Path, threshold: float, perm: int, k: int, method: str) -> dict[str, Any]:
-    """:func:`curate.minhash.near_duplicates` step by step (the same calls in the same order),
+    """:func:`curate.audits.shared.minhash.near_duplicates` step by step (the same calls in the
+    same order),
     timing the candidates (signatures + LSH) apart from the whole (+ estimates + exact check)."""
-    from curate import minhash as mh
+    from curate.audits.shared import minhash as mh
 
     texts = pl.read_parquet(folder / "texts.parquet")["text"]
     t = time.perf_counter()
@@ -166,7 +169,7 @@ def child_datasketch(folder: Path, threshold: float, perm: int, k: int) -> dict[
     margin as curate's) with Python set operations on the shingle sets already built."""
     from datasketch import MinHash, MinHashLSH
 
-    from curate.minhash import verify_margin
+    from curate.audits.shared.minhash import verify_margin
 
     texts = pl.read_parquet(folder / "texts.parquet")["text"].to_list()
     t = time.perf_counter()
@@ -225,7 +228,7 @@ def child_seeds(folder: Path, threshold: float, perm: int, k: int, seeds: int) -
     fall on a template's shingles makes that template's texts candidates by the thousand)."""
     from datasketch import MinHash
 
-    from curate import minhash as mh
+    from curate.audits.shared import minhash as mh
 
     texts = pl.read_parquet(folder / "texts.parquet")["text"]
     b, r = mh.lsh_params(threshold, perm)
@@ -249,7 +252,7 @@ def _recall(folder: Path, pairs: set[tuple[int, int]]) -> int:
 def child_matrix(folder: Path, side: str) -> dict[str, Any]:
     members = pl.read_parquet(folder / "members.parquet")
     if side == "curate":
-        from curate.overlap import overlap
+        from curate.overlap.sets import overlap
 
         t = time.perf_counter()
         o = overlap(members)
@@ -295,7 +298,7 @@ def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> None:
     should = [(i, j) for i, j, jac in truth if jac >= a.threshold]
     pl.DataFrame({"text": texts}).write_parquet(folder / "texts.parquet")
     pl.DataFrame(should, schema=["i", "j"], orient="row").write_parquet(folder / "truth.parquet")
-    from curate.minhash import lsh_params
+    from curate.audits.shared.minhash import lsh_params
 
     b, r = lsh_params(a.threshold, a.perm)
     print(

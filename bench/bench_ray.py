@@ -64,8 +64,8 @@ def child(family: str, path: str, engine: str, address: str, workers: int, out: 
     """One audit in this process; writes the JSON report to ``out``, prints the seconds."""
     t0 = time.perf_counter()
     import curate
-    from curate.engine import use_engine
-    from curate.reports import render_json
+    from curate.core.engine import use_engine
+    from curate.reports.render import render_json
 
     kw = {"workers": workers} if family == "icrl" else {}
     with use_engine(engine, address or None):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from curate.core.version import __version__
 
 _API = ("load", "audit", "fix", "export", "Outcome", "StrictRefusal")
 

@@ -13,7 +13,7 @@ script needs the findings as a table, not a rendered report to parse; and one im
 fix/export means the API can never publish what the CLI would refuse (invalid records, unsafe
 output paths). Options are the family's own (see ``curate rules FAMILY`` and
 ``curate audit FAMILY --help``) and are validated the same way: a misspelt option raises
-:class:`~curate.errors.UsageError`.
+:class:`~curate.core.errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ from typing import Any
 
 import polars as pl
 
-from curate.arguments import checked
-from curate.dataset import FixResult, LoadedDataset
-from curate.errors import ArgumentError, InputError, UsageError
+from curate.core.arguments import checked
+from curate.core.dataset import FixResult, LoadedDataset
+from curate.core.errors import ArgumentError, InputError, UsageError
+from curate.core.findings import Report
+from curate.core.options import FamilyOptions
+from curate.core.outputs import guard_folder, manifest
 from curate.families import Family, get_family
 from curate.families.base import (
     Progress,
@@ -36,10 +39,7 @@ from curate.families.base import (
     describe_invalid,
     invalid_section,
 )
-from curate.findings import Report
-from curate.io import input_scope
-from curate.options import FamilyOptions
-from curate.outputs import guard_folder, manifest
+from curate.io.read import input_scope
 
 PathLike = str | Path
 Paths = PathLike | Sequence[PathLike]
@@ -58,7 +58,7 @@ def _paths(paths: Paths) -> list[str]:
 
     Kept as strings: ``hf://datasets/...`` and ``FOLDER:CONFIG`` are not file-system paths.
     """
-    from curate.io import check_inputs
+    from curate.io.read import check_inputs
 
     def keep(p: str | Path) -> str:  # a SplitInput is a str and keeps its split
         return p if isinstance(p, str) else str(p)
@@ -81,7 +81,7 @@ def _stem(path: str) -> str:
 def protected_inputs(paths: Sequence[PathLike], options: FamilyOptions) -> list[Path]:
     """Every local file or folder a run reads — the data (the folder behind ``FOLDER:CONFIG``)
     and the files its options name (``ids:``, ``--mapping``) — for the output guard."""
-    from curate.io import check_inputs, local_input
+    from curate.io.read import check_inputs, local_input
 
     names = [str(p) for p in paths]
     check_inputs(names)
@@ -226,7 +226,8 @@ def fix(
     ``unsafe_fixes=True`` also applies fixes marked unsafe (see ``curate rules``).
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
-    from curate.publish import CardInfo, check_language, write_hf_dataset
+    from curate.publish.folder import write_hf_dataset
+    from curate.publish.metadata import CardInfo, check_language
 
     fam = _family(family)
     opts = fam.options(**options)
@@ -339,8 +340,8 @@ def _fix_files(
     reports; without ``out`` into a temporary folder that is removed afterwards."""
     import tempfile
 
-    from curate.outputs import staged_folder
-    from curate.publish import write_files_card
+    from curate.core.outputs import staged_folder
+    from curate.publish.folder import write_files_card
 
     def run(folder: Path) -> FixResult:
         result = fam.fix_files(
@@ -476,7 +477,8 @@ def export(
     """Write the valid records of ``paths`` as a Hugging Face dataset folder at ``out`` (parquet
     shards per split, a card with the audit summary, ``audit.json``); invalid records are left
     out and counted (``strict=True``: :class:`StrictRefusal`, nothing written)."""
-    from curate.publish import CardInfo, check_language, check_license, write_hf_dataset
+    from curate.publish.folder import write_hf_dataset
+    from curate.publish.metadata import CardInfo, check_language, check_license
 
     fam = _family(family)
     opts = fam.options(**options)

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, SAMPLE
 
 import curate
-from curate.errors import UsageError
+from curate.core.errors import UsageError
 
 DOC = ROOT / "docs" / "api.md"
 

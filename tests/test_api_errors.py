@@ -26,9 +26,9 @@ import pytest
 import curate
 from curate.cli.main import cli as command_tree
 from curate.cli.main import main
-from curate.errors import ArgumentError, CurateWarning, InputError, UsageError, api_name
+from curate.core.errors import ArgumentError, CurateWarning, InputError, UsageError, api_name
+from curate.core.options import field_flag
 from curate.families import all_families
-from curate.options import field_flag
 
 SAMPLES = Path(curate.__file__).parent / "data" / "samples"
 MQUAKE = SAMPLES / "mquake_sample.json"
@@ -462,9 +462,9 @@ def test_no_help_text_loses_its_brackets_to_markup(
 
 
 def test_use_engine_names_its_own_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    """``curate.engine.use_engine(name, address)`` is the engine's API (README): its refusals
+    """``curate.core.engine.use_engine(name, address)`` is the engine's API (README): its refusals
     name those arguments; the CLI's name --engine and --ray-address."""
-    from curate.engine import use_engine
+    from curate.core.engine import use_engine
 
     with pytest.raises(UsageError, match=r"^name='nope': unknown engine"):
         use_engine("nope").__enter__()

@@ -2,7 +2,8 @@
 
 Why: orjson reads ``18446744073709551616`` as ``1.8446744073709552e19`` without a word, which
 would change an id or a count; the readers send such documents to the stdlib parser
-(:func:`curate.io._loads`). What cannot be stored (parquet has no integer beyond 64 bits) is
+(:func:`curate.io.json_files._loads`). What cannot be stored (parquet has no integer beyond 64
+bits) is
 one exit-2 line, not a crash and not a float.
 """
 
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curate.cli.main import main
-from curate.io import open_source, read_frame
+from curate.io.read import open_source, read_frame
 
 BIG = st.one_of(
     st.integers(min_value=2**63 - 5, max_value=2**64 + 5),

@@ -17,8 +17,8 @@ from conftest import ROOT
 
 import curate
 from curate.cli.main import main
-from curate.errors import QUOTE_CHARS
-from curate.findings import (
+from curate.core.errors import QUOTE_CHARS
+from curate.core.findings import (
     DETAILS_CHARS,
     DETAILS_ITEMS,
     DETAILS_STRING_CHARS,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from curate.check import fingerprint, normalise_message
 from curate.cli.main import main
+from curate.reports.verdict import fingerprint, normalise_message
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataset-repo"
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -510,7 +510,7 @@ def pl_col(path: Path) -> list[str]:
 def test_a_split_mapping_tags_records_of_a_record_family(tmp_path, shared):
     """Records of JSON Lines files carry the split their file is mapped to."""
     from curate.api import load
-    from curate.config import load_config
+    from curate.check.config import load_config
 
     folder = _split_repo(tmp_path, shared)
     (folder / "curate.toml").write_text(

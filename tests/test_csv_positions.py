@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from curate.cli.main import main
 from curate.families.glycan import FAMILY as GLYCAN
-from curate.io import read_frame
+from curate.io.read import read_frame
 
 
 def run(capsys, *argv: Any) -> tuple[int, str, str]:

@@ -15,7 +15,7 @@ from media_data import picture, write_media_set, write_mp4, write_wav
 
 import curate
 from curate.audits.deepfake.registry import CONTENT
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.deepfake_tables import content_table
 
 FIELDS = ["sample_id", "path", "split", "modality", "label", "generator", "sha256", "width",
@@ -157,7 +157,7 @@ def test_no_file_found_is_one_finding(tmp_path):
 
 
 def test_no_files_opens_nothing(planted, monkeypatch):
-    import curate.media as media
+    import curate.io.media as media
 
     def boom(*_a, **_k):
         raise AssertionError("a file was opened")
@@ -185,7 +185,7 @@ def test_computed_hashes_win_and_the_cache_is_reused(planted, monkeypatch):
     assert set(content.filter(pl.col("record") == "s05")["hash_source"].cast(str)) == {"computed"}
     assert content_table(data) is content  # cached on the data from now on
 
-    import curate.media as m
+    import curate.io.media as m
 
     def boom(*_a, **_k):
         raise AssertionError("a file was opened")
@@ -198,7 +198,7 @@ def test_computed_hashes_win_and_the_cache_is_reused(planted, monkeypatch):
     assert again.stats["media"] == data.stats["media"]  # the first scan's, which opened them
     assert "from_cache" not in again.stats["media"]
     # the cache is in the user's cache folder, never in the dataset's folder
-    from curate.media import default_cache
+    from curate.io.media import default_cache
 
     assert default_cache(planted).is_file()
     assert not (planted.parent / ".curate-cache").exists()

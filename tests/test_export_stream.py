@@ -25,19 +25,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curate.cli.main import main
-from curate.errors import InputError, UsageError
+from curate.core.errors import InputError, UsageError
+from curate.core.streams import SplitStream
 from curate.families import get_family
 from curate.families.glycan import numeric_columns
-from curate.publish import (
+from curate.publish.card import footer
+from curate.publish.folder import write_hf_dataset
+from curate.publish.metadata import (
     SIZE_BUCKETS,
     CardInfo,
     check_license,
-    footer,
     hub_licenses,
     size_category,
-    write_hf_dataset,
 )
-from curate.streams import SplitStream
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
@@ -305,10 +305,11 @@ def test_ke_streams_without_keeping_records(hard_path, hard_records):
 def test_ke_stream_follows_the_input_in_batches(tmp_path, hard_records, monkeypatch):
     """JSON Lines bigger than one reader batch: several record batches, one schema, order kept;
     a field present only in later records (and null-only in a batch) gets one type."""
-    import curate.io
+    import curate.io.read
+    import curate.io.records
 
-    monkeypatch.setattr(curate.io, "BATCH_ROWS", 300)  # the batches of a big file, smaller
-    n = curate.io.BATCH_ROWS + 100
+    monkeypatch.setattr(curate.io.records, "BATCH_ROWS", 300)  # the batches of a big file, smaller
+    n = curate.io.records.BATCH_ROWS + 100
     recs = [dict(hard_records[i % len(hard_records)], case_id=i) for i in range(n)]
     recs[-1] = dict(recs[-1], note="only here")
     src = tmp_path / "many.jsonl"
@@ -336,9 +337,9 @@ def test_ke_declared_type_is_the_inferred_type_without_a_type_pass(
     MQuAKE-hard, and with an optional field only a late record has), and it costs no pass over
     the input: ``to_tables`` opens nothing, each stream reads the input once."""
     import curate.families.knowledge_editing as ke
-    import curate.io
+    import curate.io.read
 
-    monkeypatch.setattr(curate.io, "BATCH_ROWS", 500)  # the batches of a big file, smaller
+    monkeypatch.setattr(curate.io.records, "BATCH_ROWS", 500)  # the batches of a big file, smaller
     recs = [dict(r, case_id=i) for i, r in enumerate(hard_records * 2)]  # 858: two batches
     recs[-1] = dict(recs[-1], answer_extended=["late"])
     for i in (5, 700):

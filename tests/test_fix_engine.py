@@ -1,4 +1,4 @@
-"""The generic fix engine (curate.fixes): edits carried by findings, applied the same way for
+"""The generic fix engine (curate.core.fixes): edits carried by findings, applied the same way for
 every family. Family-level behaviour (what MQuAKE or glycan fixes produce) is tested with the
 families; here the engine's own contract: old-value checks, order independence, drops that keep
 the whole record, merges that log what they discard, and the select/unsafe choice."""
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.errors import UsageError
-from curate.findings import RULE_OUTPUT_SCHEMA
-from curate.fixes import FixChoice, apply_edits, edits_of
-from curate.rules import RuleSet
+from curate.core.errors import UsageError
+from curate.core.findings import RULE_OUTPUT_SCHEMA
+from curate.core.fixes import FixChoice, apply_edits, edits_of
+from curate.core.rules import RuleSet
 
 
 def _rules() -> RuleSet:

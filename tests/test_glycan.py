@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from curate.audits.glycan import regroup_split
 from curate.cli.main import main
-from curate.errors import InputError
+from curate.core.errors import InputError
 from curate.families.glycan import FAMILY
 from curate.schemas.glycan import detect_columns
 from curate.schemas.iupac import IUPACError, canonical_key

@@ -21,17 +21,17 @@ import polars as pl
 import pytest
 
 from curate import api
-from curate.check import single
 from curate.cli.main import main
+from curate.core.plots import Plot, plot_bytes
 from curate.families import get_family
-from curate.html_report import (
+from curate.reports.html import (
     GENERATOR,
     embedded_findings,
     family_plots,
     render_audit,
     script_json,
 )
-from curate.plots import Plot, plot_bytes
+from curate.reports.verdict import single
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "curate" / "data" / "samples"
@@ -169,7 +169,7 @@ def test_same_input_same_bytes(capsys, tmp_path):
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes().startswith(b"<!DOCTYPE html>")
     # and a figure saved twice in this process is the same bytes too
-    from curate.plots import bars
+    from curate.core.plots import bars
 
     fig = bars([("x", 1.0), ("y", 2.0)])
     assert plot_bytes(fig) == plot_bytes(fig)
@@ -177,7 +177,7 @@ def test_same_input_same_bytes(capsys, tmp_path):
 
 
 def test_plot_takes_figures_and_image_bytes():
-    from curate.plots import bars
+    from curate.core.plots import bars
 
     svg = plot_bytes(bars([("a", 3.0)]))[1]
     png = plot_bytes(bars([("a", 3.0)]), "png")[1]
@@ -319,8 +319,8 @@ def test_plots_cost_stays_small_on_many_rows():
     """Aggregated first: 1 M cases' worth of hop counts are one group-by and a few bars."""
     import time
 
+    from curate.core.rules import AuditContext
     from curate.families.knowledge_editing_plots import ke_plots
-    from curate.rules import AuditContext
     from curate.schemas.knowledge_editing_tables import KEData
 
     n = 1_000_000
@@ -487,8 +487,8 @@ def test_markup_in_record_ids_stays_text_in_chromium(browser, capsys, tmp_path):
 
 def test_paging_keeps_a_large_table_responsive(browser, tmp_path):
     """Thousands of findings: 100 rows drawn per page, the filter runs over all of them."""
-    from curate.findings import InputInfo, Report
-    from curate.html_report import render_check
+    from curate.core.findings import InputInfo, Report
+    from curate.reports.html import render_check
 
     n = 30_000
     findings = pl.DataFrame(

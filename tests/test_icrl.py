@@ -18,7 +18,7 @@ from icrl_data import episode_of, write_file
 
 import curate
 from curate.cli.main import main
-from curate.errors import InputError, UsageError
+from curate.core.errors import InputError, UsageError
 from curate.families import get_family
 
 SAMPLES = ("xland_format_sample_9x9_random.hdf5", "xland_format_sample_13x13_random.hdf5")

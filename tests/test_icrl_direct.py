@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from icrl_data import write_file
 
-from curate.scans import icrl as scan
-from curate.schemas.icrl_layout import DATASETS
+from curate.io import xland_scan as scan
+from curate.io.xland_layout import DATASETS
 
 SAMPLES = ("xland_format_sample_9x9_random.hdf5", "xland_format_sample_13x13_random.hdf5")
 

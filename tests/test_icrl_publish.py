@@ -19,7 +19,7 @@ from icrl_data import write_file
 
 import curate
 from curate.cli.main import main
-from curate.errors import UsageError
+from curate.core.errors import UsageError
 from curate.families import get_family
 
 datasets.disable_progress_bars()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.scans.icrl import EXAMPLES, HistoryScan
+from curate.io.xland_scan import EXAMPLES, HistoryScan
 
 MAX_STEPS = 12  # small, so that too-long and zero-reward-early episodes are common
 

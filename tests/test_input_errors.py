@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import curate
 from curate.cli.main import main
-from curate.errors import InputError, clip, quoted
-from curate.io import _last_record
-from curate.outputs import staged_folder
+from curate.core.errors import InputError, clip, quoted
+from curate.core.outputs import staged_folder
+from curate.io.csv_files import _last_record
 
 SAMPLES = ROOT / "curate" / "data" / "samples"
 GLYCANS = SAMPLES / "glycan_taxonomy_sample.csv"

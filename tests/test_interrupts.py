@@ -273,9 +273,9 @@ def test_an_error_after_a_signal_is_the_signals(monkeypatch: pytest.MonkeyPatch,
     """A signal's exception raised inside a library's own call can come out as that library's
     error (seen: polars turned one into ``TypeError: ... is not a Polars data type``, reported
     as exit 3 "internal error"). Once a stop signal has come, the run ends as interrupted."""
-    from curate import outputs
     from curate.cli import commands
     from curate.cli.main import main
+    from curate.core import outputs
 
     def load_and_audit(*_args, **_kwargs):
         outputs._received.append(signal.SIGINT)  # what the handler records before it raises
@@ -325,7 +325,8 @@ def _slow_pool_teardown() -> object:
 
 
 def test_a_pool_ended_by_an_exception_leaves_nothing_running() -> None:
-    """When the block of :func:`curate.engine.process_pool` raises (Ctrl-C is one case), nothing
+    """When the block of :func:`curate.core.engine.process_pool` raises (Ctrl-C is one case),
+    nothing
     of the pool runs afterwards and SIGPIPE stays ignored.
 
     Why: the pool's manager thread was not waited for (``shutdown(wait=False)`` forgets it
@@ -336,7 +337,7 @@ def test_a_pool_ended_by_an_exception_leaves_nothing_running() -> None:
     """
     from concurrent.futures import process
 
-    from curate.engine import process_pool
+    from curate.core.engine import process_pool
 
     original = _slow_pool_teardown()
     before = signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as curate's CLI used to set it
@@ -374,7 +375,7 @@ def _threads(name: str) -> list:
 _FIX_ICRL_CTRL_C = """
 import contextlib, os, signal, sys, threading, time
 from concurrent.futures import process
-import curate.engine as engine
+import curate.core.engine as engine
 import curate.families.icrl as icrl
 when, data, out, stamp = sys.argv[1:5]
 made, sent = [], threading.Event()

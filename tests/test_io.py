@@ -1,4 +1,4 @@
-"""Readers (``curate.io``) and unusable input.
+"""Readers (``curate.io.read``) and unusable input.
 
 The same real MQuAKE records are written in every supported format and read back through the
 knowledge-editing family; every kind of unusable input must become one ``InputError`` line (and
@@ -23,11 +23,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import curate.io
+import curate.io.json_files
+import curate.io.read
+import curate.io.records
 from curate.cli.main import main
-from curate.errors import InputError
+from curate.core.errors import InputError
+from curate.core.outputs import atomic_path, write_bytes_atomic
 from curate.families import get_family
-from curate.io import atomic_path, open_source, write_bytes_atomic
+from curate.io.read import open_source
 from curate.schemas.knowledge_editing_tables import with_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +43,7 @@ def sample_records() -> list[dict]:
     return json.loads(SAMPLE.read_text(encoding="utf-8"))
 
 
-def read_all(path: Path) -> list[curate.io.Batch]:
+def read_all(path: Path) -> list[curate.io.records.Batch]:
     """Open and drain a source, records included (readers are lazy: most errors surface while
     iterating, a JSON Lines line's when its batch's records are asked for)."""
     batches = list(open_source(path).batches)
@@ -49,7 +52,7 @@ def read_all(path: Path) -> list[curate.io.Batch]:
     return batches
 
 
-def rows_of(batches: list[curate.io.Batch]) -> list[dict]:
+def rows_of(batches: list[curate.io.records.Batch]) -> list[dict]:
     return [r for b in batches for r in b.rows]
 
 
@@ -173,7 +176,7 @@ def test_jsonl_batches_carry_line_numbers(roundtrip_dir):
 
 
 def test_reader_batches_are_bounded_and_contiguous(roundtrip_dir, sample_records):
-    with mock.patch.object(curate.io, "BATCH_ROWS", 7):
+    with mock.patch.object(curate.io.records, "BATCH_ROWS", 7):
         for fmt in ("json", "jsonl", "parquet", "disk"):
             batches = read_all(roundtrip_dir[fmt])
             assert all(0 < len(b) <= 7 for b in batches), fmt
@@ -502,7 +505,10 @@ _records = st.lists(
 )
 @given(records=_records, batch_rows=st.integers(min_value=1, max_value=6))
 def test_jsonl_and_json_readers_yield_the_same_rows(records, batch_rows):
-    with tempfile.TemporaryDirectory() as d, mock.patch.object(curate.io, "BATCH_ROWS", batch_rows):
+    with (
+        tempfile.TemporaryDirectory() as d,
+        mock.patch.object(curate.io.records, "BATCH_ROWS", batch_rows),
+    ):
         pj = Path(d) / "r.json"
         pl_ = Path(d) / "r.jsonl"
         pj.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
@@ -521,7 +527,7 @@ def test_jsonl_and_json_readers_yield_the_same_rows(records, batch_rows):
 
 def test_csv_path_with_glob_characters_is_read_as_a_path(tmp_path):
     """``[``, ``*`` and ``?`` are ordinary characters in a file name, not a pattern."""
-    from curate.io import read_frame
+    from curate.io.read import read_frame
 
     src = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
     odd = tmp_path / "taxonomy [v2] *final?.csv"
@@ -568,8 +574,8 @@ def test_jsonl_blocks_match_line_iteration(tmp_path, lines, crlf, trailing, bloc
     p = tmp_path / "x.jsonl"
     p.write_bytes(data)
     with (
-        mock.patch.object(curate.io, "BATCH_ROWS", rows),
-        mock.patch.object(curate.io, "JSONL_BLOCK", block),
+        mock.patch.object(curate.io.records, "BATCH_ROWS", rows),
+        mock.patch.object(curate.io.json_files, "JSONL_BLOCK", block),
     ):
         if not want:
             with pytest.raises(InputError, match="empty file"):
@@ -606,7 +612,7 @@ _LINE = st.one_of(
 def test_line_stats_counts_as_the_two_scans(lines, tail, cut) -> None:
     """``line_stats`` (newline to newline by ``find``) gives the newline and blank-line counts
     that ``bytes.count`` and the blank-line scan give, on any slice, short lines or long."""
-    from curate.io import _blank_lines, line_stats
+    from curate.io.json_files import _blank_lines, line_stats
 
     chunk = b"\n".join(lines) + tail
     start, end = sorted(min(c, len(chunk)) for c in cut)

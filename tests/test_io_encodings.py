@@ -1,4 +1,4 @@
-"""Text encodings, robust tables and damaged binary files in the readers (``curate.io``).
+"""Text encodings, robust tables and damaged binary files in the readers (``curate.io.read``).
 
 Real MQuAKE-hard cases and real glycowork rows are re-encoded (latin-1, cp1252, UTF-16/32, with
 and without a byte order mark) and must give the same records and the same findings as the UTF-8
@@ -26,11 +26,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import curate.io
+import curate.io.encodings
+import curate.io.read
+import curate.io.records
 from curate.cli.main import main
-from curate.errors import InputError, UsageError
+from curate.core.errors import InputError, UsageError
 from curate.families import get_family
-from curate.io import guess_encoding, open_source, read_frame, read_text
+from curate.io.encodings import guess_encoding, read_text
+from curate.io.read import open_source, read_frame
 
 KE = get_family("mquake")
 GLYCAN = get_family("glycan")
@@ -283,7 +286,7 @@ def test_non_utf8_jsonl_is_decoded_in_chunks_with_exact_offsets(tmp_path, ke_rec
     """A lone surrogate in UTF-16: its offset must not drift with the decoder's chunking."""
     text = _jsonl_text(ke_records[:4])
     good = _write(tmp_path / "good.jsonl", text, "utf-16-le")
-    with mock.patch.object(curate.io, "DECODE_CHUNK", chunk):
+    with mock.patch.object(curate.io.records, "DECODE_CHUNK", chunk):
         assert rows_of(good, "utf-16-le") == rows_of(_write(tmp_path / "u8.jsonl", text, "utf-8"))
         data = good.read_bytes()
         at = len(text[: text.index("\n", len(text) // 2)].encode("utf-16-le"))
@@ -707,7 +710,10 @@ _records = st.lists(
 )
 def test_text_records_survive_any_utf_with_the_right_encoding(records, case, chunk):
     enc, option = case
-    with tempfile.TemporaryDirectory() as d, mock.patch.object(curate.io, "DECODE_CHUNK", chunk):
+    with (
+        tempfile.TemporaryDirectory() as d,
+        mock.patch.object(curate.io.records, "DECODE_CHUNK", chunk),
+    ):
         pj, pl_ = Path(d) / "r.json", Path(d) / "r.jsonl"
         pj.write_bytes(json.dumps(records, ensure_ascii=False).encode(enc))
         pl_.write_bytes(

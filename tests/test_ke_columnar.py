@@ -25,11 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-import curate.io
+import curate.io.json_files
+import curate.io.read
+import curate.io.records
+import curate.io.spans
 from curate.families import get_family
 from curate.families.knowledge_editing import _columns, _parse_type
 from curate.families.knowledge_editing_columns import model_check
-from curate.io import open_source
+from curate.io.read import open_source
 
 FAM = get_family("knowledge-editing")
 
@@ -75,7 +78,7 @@ def _columnar_batches(path: Path) -> int:
 
 def test_real_cases_as_json_lines_identical(hard_records: list[dict], tmp_path: Path) -> None:
     path = _write_jsonl(tmp_path / "hard.jsonl", hard_records)
-    with mock.patch.object(curate.io, "BATCH_ROWS", 100):
+    with mock.patch.object(curate.io.records, "BATCH_ROWS", 100):
         assert _columnar_batches(path) == 5
         fast, slow = _load_both([path])
     _same(fast, slow)
@@ -180,7 +183,7 @@ def test_invalid_records_mixed_in_identical(
             rec = rng.choice(ODD)(rec)
         records.append(rec)
     path = _write_jsonl(tmp_path / "mixed.jsonl", records)
-    with mock.patch.object(curate.io, "BATCH_ROWS", 50):
+    with mock.patch.object(curate.io.records, "BATCH_ROWS", 50):
         assert _columnar_batches(path) >= 3  # several clean batches take the columnar path
         fast, slow = _load_both([path])
     _same(fast, slow)
@@ -200,7 +203,7 @@ def test_workers_do_not_change_the_result(hard_records: list[dict], tmp_path: Pa
             _mutate(rec, rng) if roll < 0.03 else rng.choice(ODD)(rec) if roll < 0.04 else rec
         )
     path = _write_jsonl(tmp_path / "mixed.jsonl", records)
-    with mock.patch.object(curate.io, "BATCH_ROWS", 40):
+    with mock.patch.object(curate.io.records, "BATCH_ROWS", 40):
         loads = [FAM.load([path], workers=w) for w in (1, 2, 3)]
         slow = FAM.load([path], keep_records=True)
     assert loads[0].schema_findings.height > 0
@@ -246,7 +249,7 @@ def test_parquet_of_the_raw_cases_identical(
     batch (10-row groups: 6 to a 64-row batch)."""
     path = tmp_path / "hard.parquet"
     pq.write_table(pa.Table.from_pylist(hard_records), path, row_group_size=group)
-    with mock.patch.object(curate.io, "BATCH_ROWS", 64):
+    with mock.patch.object(curate.io.records, "BATCH_ROWS", 64):
         n = _columnar_batches(path)
         assert n >= 5 and (group > 64 or n == -(-len(hard_records) // 60))
         fast, slow = _load_both([path])
@@ -319,7 +322,7 @@ def test_parquet_coded_fields_identical(
     # 100-row groups above a 64-row batch: each read alone, with its dictionaries
     with (
         mock.patch.object(kc.Codes, "categories", counted),
-        mock.patch.object(curate.io, "BATCH_ROWS", 64),
+        mock.patch.object(curate.io.records, "BATCH_ROWS", 64),
     ):
         fast, slow = _load_both([path])
     _same(fast, slow)
@@ -364,7 +367,7 @@ def test_parquet_codes_round_trip(tmp_path: Path, data: Any, group: int, cases: 
     folder.mkdir()
     path = folder / "cases.parquet"
     pq.write_table(pa.Table.from_pylist(records), path, row_group_size=group)
-    with mock.patch.object(curate.io, "BATCH_ROWS", 4):  # groups of 1-4 rows read together
+    with mock.patch.object(curate.io.records, "BATCH_ROWS", 4):  # groups of 1-4 rows read together
         got = FAM.load([path])
     want = FAM.load([_write_jsonl(folder / "cases.jsonl", records)])
     for name in ("cases", "hops", "edits"):
@@ -394,7 +397,7 @@ def test_coded_dictionary_holding_a_null_is_not_vouched_for(hard_records: list[d
     batch = batch.set_column(at, "requested_rewrite", rewrites)
     assert batch.column(at).to_pylist()[0][0]["subject"] is None
 
-    cols = _columns(curate.io.Batch(None, 0, arrow=batch), 0)
+    cols = _columns(curate.io.records.Batch(None, 0, arrow=batch), 0)
     assert cols is not None
     assert cols[0].unsure == [0]
     conformed = conform(batch, _parse_type(int), Codes(int))
@@ -449,7 +452,7 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
     from curate.families import knowledge_editing as ke
     from curate.families.knowledge_editing import FAMILY as KE
     from curate.families.knowledge_editing import _load_span
-    from curate.io import SpanNumbering, input_spans
+    from curate.io.spans import SpanNumbering, input_spans
 
     records = copy.deepcopy(hard_records)
     if kind == "mixed":
@@ -462,8 +465,8 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
         path = tmp_path / "hard.parquet"
         pq.write_table(pa.Table.from_pylist(records), path, row_group_size=50)
     with (
-        mock.patch.object(curate.io, "SPAN_MIN_BYTES", 1),
-        mock.patch.object(curate.io, "JSONL_BLOCK", 64 << 10),
+        mock.patch.object(curate.io.spans, "SPAN_MIN_BYTES", 1),
+        mock.patch.object(curate.io.json_files, "JSONL_BLOCK", 64 << 10),
     ):
         spans = input_spans(path, None, 2)
         assert spans is not None and len(spans) >= 2

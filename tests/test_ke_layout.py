@@ -34,7 +34,7 @@ import pytest
 from conftest import clone, to_flat, write_json
 
 from curate.cli.main import main
-from curate.errors import UsageError
+from curate.core.errors import UsageError
 from curate.families.knowledge_editing import FAMILY as FAM
 
 #: The release's columns, in the order curate writes them.

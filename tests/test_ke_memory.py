@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import curate
 from curate.audits.knowledge_editing.duplicates import normalised_question
 from curate.families import get_family
-from curate.reports import render_json
+from curate.reports.render import render_json
 from curate.schemas.knowledge_editing_tables import CODE, EDIT_SCHEMA, HOP_SCHEMA, with_record
 
 ROOT = Path(__file__).resolve().parents[1]

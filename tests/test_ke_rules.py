@@ -408,7 +408,7 @@ def test_messages_quote_at_most_a_slice_of_a_huge_value(tmp_path, hard_records, 
     import json as _json
 
     from curate.cli.main import main
-    from curate.findings import MESSAGE_VALUE_CHARS
+    from curate.core.findings import MESSAGE_VALUE_CHARS
 
     recs = [dict(r) for r in hard_records[:20]]
     recs[0]["answer"] = "x" * 1_000_000

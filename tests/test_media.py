@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from media_data import write_media_set
 
-import curate.media as media
-from curate.errors import UsageError
-from curate.media import near_duplicate_pairs, scan_media
+import curate.io.media as media
+from curate.core.errors import UsageError
+from curate.io.media import near_duplicate_pairs, scan_media
 
 OLD_NS = 1_600_000_000_000_000_000  # 2020: far from "racy"
 

@@ -1,4 +1,5 @@
-"""MinHash + LSH near-duplicates (:mod:`curate.minhash`): shingles, estimator, banding, recall."""
+"""MinHash + LSH near-duplicates (:mod:`curate.audits.shared.minhash`): shingles, estimator,
+banding, recall."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.errors import UsageError
-from curate.minhash import (
+from curate.audits.shared.minhash import (
     Shingles,
     candidate_pairs,
     estimated_jaccard,
@@ -23,6 +23,7 @@ from curate.minhash import (
     shingle,
     signatures,
 )
+from curate.core.errors import UsageError
 
 texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import curate
 from curate.cli.main import main
-from curate.errors import UsageError
-from curate.outputs import generator_line, with_generator, written_by_curate
+from curate.core.errors import UsageError
+from curate.core.outputs import generator_line, with_generator, written_by_curate
 
 SAMPLES = SAMPLE.parent
 GLYCANS = SAMPLES / "glycan_taxonomy_sample.csv"
@@ -446,7 +446,7 @@ def test_no_report_is_written_inside_a_curate_output_folder(
         refused(capsys, target, *argv, *extra, says="inside the curate output folder hf")
     assert not (exported / "new-report.json").exists()
     # the folder is still whole: curate replaces it as a whole, nothing of it is foreign
-    from curate.outputs import foreign_entries
+    from curate.core.outputs import foreign_entries
 
     assert foreign_entries(exported) == []
     rc, _, err = cli(capsys, "export", "mquake", "in/data.json", "--out", "hf", "--overwrite")
@@ -504,7 +504,7 @@ def test_an_explicit_cache_is_judged_before_the_media_are_hashed(
 ) -> None:
     """``--cache`` inside a curate output folder (its marker, or a new parquet beside it) is
     refused before any media file is opened, not after the scan."""
-    from curate import media
+    from curate.io import media
 
     rc, _, err = cli(capsys, "export", "mquake", "in/data.json", "--out", "hf")
     assert rc == 0, err
@@ -672,7 +672,7 @@ def test_glob_matches_agrees_with_glob(tmp_path: Path, pattern: str) -> None:
     """What the gate calls an input pattern's match is what :func:`glob.glob` would read."""
     import glob
 
-    from curate.outputs import glob_matches
+    from curate.core.outputs import glob_matches
 
     names = [
         "d/x.json", "d/a/x.json", "d/b/c/x.json", "d/ab/x.json", "d/a/yes.txt", "d/x.jsonl",

@@ -19,7 +19,7 @@ import pytest
 from conftest import SAMPLE
 
 from curate.cli.main import main
-from curate.outputs import MANIFEST, MARKER_DIR, is_curate_folder, staged_folder, sweep_stale
+from curate.core.outputs import MANIFEST, MARKER_DIR, is_curate_folder, staged_folder, sweep_stale
 
 CURATE = [sys.executable, "-m", "curate"]
 
@@ -243,7 +243,7 @@ def test_sigkill_leftovers_are_swept_by_the_next_run(tmp_path: Path) -> None:
     killed = textwrap.dedent(
         f"""
         import os, signal
-        from curate.outputs import staged_folder
+        from curate.core.outputs import staged_folder
         with staged_folder({str(out)!r}) as tmp:
             (tmp / "data").mkdir()
             (tmp / "data" / "train-00000-of-00001.parquet").write_bytes(b"partial")
@@ -325,7 +325,7 @@ def test_second_signal_during_cleanup_still_cleans_up(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import os, signal, sys
-        import curate.outputs as o
+        import curate.core.outputs as o
         o.install_signal_handlers()
         real = o.shutil.rmtree
         def slow_rmtree(path, *a, **kw):
@@ -368,7 +368,7 @@ def test_a_live_run_in_another_pid_namespace_is_not_swept(tmp_path: Path) -> Non
             textwrap.dedent(
                 f"""
                 import sys, time
-                from curate.outputs import staged_folder
+                from curate.core.outputs import staged_folder
                 with staged_folder({str(out)!r}) as tmp:
                     print(tmp.name, flush=True)
                     sys.stdin.readline()
@@ -498,7 +498,7 @@ def test_a_signal_python_swallows_still_ends_the_run() -> None:
     r = _subprocess_exit(
         """
         import signal, sys, time, weakref
-        import curate.outputs as o
+        import curate.core.outputs as o
         o.install_signal_handlers()
 
         class Thing:
@@ -530,7 +530,7 @@ def test_a_signal_during_the_final_renames_leaves_a_complete_output(tmp_path: Pa
     r = _subprocess_exit(
         f"""
         import os, signal, sys
-        import curate.outputs as o
+        import curate.core.outputs as o
         from curate.cli.main import _interrupt_line
         o.install_signal_handlers()
         real = o.os.replace
@@ -558,7 +558,7 @@ def test_a_signal_recorded_before_the_rename_publishes_nothing(tmp_path: Path) -
     r = _subprocess_exit(
         f"""
         import signal, sys
-        import curate.outputs as o
+        import curate.core.outputs as o
         o.install_signal_handlers()
         o._received.append(signal.SIGHUP)  # as the handler records it before raising
         try:

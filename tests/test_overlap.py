@@ -1,4 +1,5 @@
-"""``curate overlap`` and :mod:`curate.overlap` on real data: the ILLUSION table and figure, MQuAKE
+"""``curate overlap`` and :mod:`curate.overlap.sets` on real data: the ILLUSION table and figure,
+MQuAKE
 halves with a planted overlap, the glycan sample's train/test split — and against brute force."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from curate.cli.main import main
-from curate.overlap import members_from_sets, normalise_members, overlap, read_sets_file
+from curate.overlap.sets import members_from_sets, normalise_members, overlap, read_sets_file
 
 ILLUSION = "data/deepfake/illusion_technique_sets.json"
 

@@ -22,7 +22,7 @@ from conftest import ROOT, SAMPLE
 
 import curate.families as families
 from curate.cli.main import main
-from curate.errors import UsageError
+from curate.core.errors import UsageError
 from curate.families import BUILTIN, FamilyLoadError, entries, get_family
 
 PLUGIN = """

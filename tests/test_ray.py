@@ -146,7 +146,7 @@ def ray_cluster() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def ray_engine(ray_cluster: str):
     """One driver connection for the session (each CLI run below joins it, not a new one)."""
-    from curate.engine import RayEngine
+    from curate.core.engine import RayEngine
 
     engine = RayEngine(ray_cluster)
     yield engine
@@ -156,7 +156,7 @@ def ray_engine(ray_cluster: str):
 @pytest.fixture
 def ray_calls(monkeypatch: pytest.MonkeyPatch) -> Counter:
     """Names of the functions the Ray engine sends as tasks during a test."""
-    from curate.engine import RayEngine
+    from curate.core.engine import RayEngine
 
     calls: Counter = Counter()
     original = RayEngine.remote
@@ -250,10 +250,11 @@ def shards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Small input shards (64 KiB of JSON Lines or of parquet row groups), so a test file is
     cut into many; the list receives the number of shards of each sharded input."""
     import curate.families.knowledge_editing as ke
-    import curate.io
+    import curate.io.read
+    import curate.io.spans
 
-    monkeypatch.setattr(curate.io, "SPAN_MIN_BYTES", 1)
-    monkeypatch.setattr(curate.io, "SPAN_BYTES", 64 << 10)
+    monkeypatch.setattr(curate.io.spans, "SPAN_MIN_BYTES", 1)
+    monkeypatch.setattr(curate.io.spans, "SPAN_BYTES", 64 << 10)
     seen: list[int] = []
     original = ke.input_spans
 
@@ -398,10 +399,10 @@ def test_ke_shards_match_the_recorded_hashes(
     back from the workers are decoded and re-coded consistently on the driver."""
     from test_ke_memory import BEFORE, audit_hash
 
-    import curate.io
-    from curate.engine import use_engine
+    import curate.io.read
+    from curate.core.engine import use_engine
 
-    monkeypatch.setattr(curate.io, "SPAN_BYTES", 1 << 20)
+    monkeypatch.setattr(curate.io.spans, "SPAN_BYTES", 1 << 20)
     with use_engine(ray_engine):
         digest = audit_hash(generated_ke, edit_set)
     assert shards[-1] >= 20
@@ -508,7 +509,7 @@ def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_pa
         import os as _os
         import time as _time
 
-        from curate.scans.icrl import scan_tasks
+        from curate.io.xland_scan import scan_tasks
 
         if groups[0] == first_group and not _os.path.exists(pid_file):
             tmp = f"{pid_file}.tmp"
@@ -587,7 +588,7 @@ def test_engine_flag_on_every_verb_of_every_family(capsys):
 def test_progress_counts_tasks_done_over_total(ray_engine, xland):
     """The terminal's progress callback sees ``tasks done / total`` as Ray tasks finish."""
     import curate
-    from curate.engine import progress_to, use_engine
+    from curate.core.engine import progress_to, use_engine
 
     seen: list[tuple[str, int]] = []
     with use_engine(ray_engine), progress_to(lambda msg, n: seen.append((msg, n))):
@@ -599,10 +600,10 @@ def test_progress_counts_tasks_done_over_total(ray_engine, xland):
 def test_a_unit_error_reaches_the_caller_as_itself(ray_engine):
     """An input error raised in a Ray task is the same InputError (one line, exit 2) as
     locally, with its path, not Ray's wrapper carrying a remote traceback."""
-    from curate.errors import InputError
+    from curate.core.errors import InputError
 
     def unit(k: int) -> int:
-        from curate.errors import InputError
+        from curate.core.errors import InputError
 
         if k == 2:
             raise InputError("cannot read shard 2", path="/data/shard-2.jsonl")
@@ -695,8 +696,8 @@ def test_an_address_that_is_not_ray_is_exit_2_in_seconds(server):
 
 _STOPPED_SCRIPT = """
 import os, signal, sys, threading, time
-import curate.outputs as outputs
-from curate.engine import RayEngine
+import curate.core.outputs as outputs
+from curate.core.engine import RayEngine
 
 outputs.install_signal_handlers()
 engine = RayEngine(sys.argv[1])

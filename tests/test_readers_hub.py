@@ -1,4 +1,4 @@
-"""Readers for the Hub's layouts and for inputs that are not plain local files (``curate.io``).
+"""Readers for the Hub's layouts and for inputs that are not plain local files (``curate.io.read``).
 
 * the multi-config layout: a folder whose README.md card declares ``configs`` is read through the
   card's ``data_files``, the default config (as ``datasets`` picks it) or ``FOLDER:CONFIG``;
@@ -31,11 +31,14 @@ from fsspec.implementations.memory import MemoryFileSystem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import curate.io
+import curate.io.folders
+import curate.io.hub
+import curate.io.read
 from curate.cli.main import main
-from curate.errors import InputError, UsageError
+from curate.core.errors import InputError, UsageError
 from curate.families import get_family
-from curate.io import detect_format, hub_configs, local_input, open_source, sha256_of
+from curate.io.folders import hub_configs
+from curate.io.read import detect_format, local_input, open_source, sha256_of
 
 GLYCANS = ROOT / "curate" / "data" / "samples" / "glycan_taxonomy_sample.csv"
 KE = get_family("mquake")
@@ -359,7 +362,7 @@ def hub(monkeypatch, multi) -> FakeHub:
     fs.pipe_file("datasets/org/mquake/extra/cases.json", SAMPLE.read_bytes())
     fs.pipe_file("datasets/org/mquake/extra/cases.jsonl.zst", zstd(jsonl(records())))
     fs.pipe_file("datasets/org/glycans/taxonomy.csv.gz", gzip.compress(GLYCANS.read_bytes()))
-    monkeypatch.setattr(curate.io, "_hub_fs", lambda: fs)
+    monkeypatch.setattr(curate.io.hub, "hub_fs", lambda: fs)
     return fs
 
 
@@ -444,7 +447,7 @@ class DropsMidway(FakeHub):
 
 
 def test_hub_unreachable_is_one_line(monkeypatch, capsys) -> None:
-    monkeypatch.setattr(curate.io, "_hub_fs", lambda: Offline(skip_instance_cache=True))
+    monkeypatch.setattr(curate.io.hub, "hub_fs", lambda: Offline(skip_instance_cache=True))
     rc, _, err = run(["validate", "mquake", "hf://datasets/org/mquake"], capsys)
     line = one_error_line(err)
     assert rc == 2 and "ConnectionError" in line and "network" in line
@@ -453,7 +456,7 @@ def test_hub_unreachable_is_one_line(monkeypatch, capsys) -> None:
 def test_hub_download_breaking_midway_is_one_line(monkeypatch, capsys) -> None:
     fs = DropsMidway(skip_instance_cache=True)
     fs.pipe_file("datasets/org/x/cases.jsonl", jsonl(records()))
-    monkeypatch.setattr(curate.io, "_hub_fs", lambda: fs)
+    monkeypatch.setattr(curate.io.hub, "hub_fs", lambda: fs)
     rc, _, err = run(["validate", "mquake", "hf://datasets/org/x/cases.jsonl"], capsys)
     line = one_error_line(err)
     assert rc == 2 and "failed after" in line and "TimeoutError" in line
@@ -571,7 +574,7 @@ def test_any_truncation_is_an_input_error(tmp_path: Path, ext: str, fmt: str, ke
     p.write_bytes(data[: int(len(data) * keep)])
     with pytest.raises(InputError):
         if fmt == "csv":
-            curate.io.read_frame(p)
+            curate.io.read.read_frame(p)
         else:
             list(open_source(p).batches)
 
@@ -748,7 +751,7 @@ def test_process_substitution_is_sniffed_and_fixed_as_the_file(tmp_path: Path) -
 
 
 def test_a_pipe_is_read_once_per_scope_and_anew_outside(tmp_path: Path) -> None:
-    """Within one operation (:func:`~curate.io.input_scope`: a command, an API call) a pipe is
+    """Within one operation (:func:`~curate.io.read.input_scope`: a command, an API call) a pipe is
     read once and every open sees its bytes; the same name fed again to a second call is a
     second input, never the first one's bytes served again (a ``mkfifo`` reused, an
     ``os.pipe()`` whose descriptor number comes back)."""
@@ -766,7 +769,7 @@ def test_a_pipe_is_read_once_per_scope_and_anew_outside(tmp_path: Path) -> None:
 
         writer = threading.Thread(target=write)
         writer.start()
-        with curate.io.input_scope():
+        with curate.io.read.input_scope():
             src = open_source(f"/dev/fd/{r}")
             assert src.format == "jsonl"  # sniffed: the name has no suffix
             assert [x for b in src.batches for x in b.rows] == recs

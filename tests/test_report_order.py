@@ -8,7 +8,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.findings import FINDING_SCHEMA, InputInfo, Report
+from curate.core.findings import FINDING_SCHEMA, InputInfo, Report
 
 _ROW = st.none() | st.integers(0, 4)
 _TEXT = st.none() | st.sampled_from(["a", "b", "c"])
@@ -62,7 +62,7 @@ def test_order_scan_says_what_a_sort_would_change(rows, pre_sorted):
     stable sort (nulls last) would leave the findings as they are, and of sorted findings
     whether two neighbours tie on every key (then the message must decide); sorted inputs are
     drawn half the time, so both answers are exercised."""
-    from curate.findings import _scan_order
+    from curate.core.findings import _scan_order
 
     keys = ["row", "rule", "field"]
     frame = pl.DataFrame(

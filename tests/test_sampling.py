@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.sampling import _bounded_draws, _distinct, _pool, sample_positions
+from curate.core.sampling import _bounded_draws, _distinct, _pool, sample_positions
 
 
 def reference(n: int, k: int, seed: int) -> list[int]:

@@ -1,4 +1,4 @@
-"""Input shards (:class:`curate.io.Span`): a file cut into spans anywhere reads, span by span,
+"""Input shards (:class:`curate.io.spans.Span`): a file cut into spans anywhere reads, span by span,
 as exactly the records of the whole-file reader — same bytes, line numbers, record indexes —
 and the counting pass numbers the spans as the whole-file reader would.
 
@@ -18,8 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import curate.io
-from curate.io import SpanNumbering, SplitInput, input_spans, open_source
+import curate.io.read
+import curate.io.records
+import curate.io.spans
+from curate.io.read import open_source
+from curate.io.records import SplitInput
+from curate.io.spans import SpanNumbering, input_spans
 
 
 def _records(batches) -> list[tuple]:
@@ -68,9 +72,9 @@ def test_spans_read_as_the_whole_file(tmp_path_factory, lines, bom, trailing, si
         return
     whole = list(open_source(str(path)).batches) if any(line.strip() for line in lines) else []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(curate.io, "SPAN_MIN_BYTES", 1)
-        mp.setattr(curate.io, "SPAN_BYTES", size)
-        mp.setattr(curate.io, "_COUNT_CHUNK", chunk)  # lines across the counting pass's reads
+        mp.setattr(curate.io.spans, "SPAN_MIN_BYTES", 1)
+        mp.setattr(curate.io.spans, "SPAN_BYTES", size)
+        mp.setattr(curate.io.spans, "_COUNT_CHUNK", chunk)  # lines across the counting pass's reads
         spans = input_spans(str(path), None, 1000)
         assert spans is not None and spans[0].start == 0 and spans[-1].end == len(data)
         sha = hashlib.sha256()
@@ -85,9 +89,9 @@ def test_spans_read_as_the_whole_file(tmp_path_factory, lines, bom, trailing, si
 
 def test_large_spans_and_batches(tmp_path, monkeypatch):
     """Spans of many batches (a batch boundary inside a span, not at its start)."""
-    monkeypatch.setattr(curate.io, "BATCH_ROWS", 7)
-    monkeypatch.setattr(curate.io, "SPAN_MIN_BYTES", 1)
-    monkeypatch.setattr(curate.io, "SPAN_BYTES", 1000)
+    monkeypatch.setattr(curate.io.records, "BATCH_ROWS", 7)
+    monkeypatch.setattr(curate.io.spans, "SPAN_MIN_BYTES", 1)
+    monkeypatch.setattr(curate.io.spans, "SPAN_BYTES", 1000)
     path = tmp_path / "x.jsonl"
     path.write_bytes(b"".join(b'{"i": %d}\n%s' % (i, b"\n" * (i % 3 == 0)) for i in range(500)))
     spans = input_spans(str(path), None, 4)
@@ -111,8 +115,8 @@ def test_what_is_not_split(tmp_path):
 
 
 def test_parquet_spans_are_row_group_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr(curate.io, "SPAN_MIN_BYTES", 1)
-    monkeypatch.setattr(curate.io, "SPAN_BYTES", 1)
+    monkeypatch.setattr(curate.io.spans, "SPAN_MIN_BYTES", 1)
+    monkeypatch.setattr(curate.io.spans, "SPAN_BYTES", 1)
     path = tmp_path / "x.parquet"
     pq.write_table(pa.table({"a": list(range(100))}), path, row_group_size=30)
     spans = input_spans(SplitInput(str(path), "test"))

@@ -13,9 +13,10 @@ from typing import Annotated
 
 import typer
 
+from curate.check.config import FORMATS
 from curate.cli import terminal
-from curate.config import FORMATS, shown_path
-from curate.errors import UsageError
+from curate.core.errors import UsageError
+from curate.reports.verdict import shown_path
 
 check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 card_app = typer.Typer(
@@ -124,17 +125,11 @@ def check(
 ) -> None:
     """Check every dataset of the project configuration: exit 1 on a new finding that fails
     (not in the baseline, not in curate-ignore, at or above fail-on or over its threshold)."""
-    from curate.check import (
-        accept_all,
-        names_inputs,
-        protected_inputs,
-        run_check,
-        write_baseline,
-        write_baseline_check,
-    )
-    from curate.ci_reports import append_step_summary, render
-    from curate.config import load_config
-    from curate.outputs import guard_file, is_stream, with_generator, write_bytes_atomic
+    from curate.check.baseline import accept_all, write_baseline, write_baseline_check
+    from curate.check.config import load_config
+    from curate.check.run import names_inputs, protected_inputs, run_check
+    from curate.core.outputs import guard_file, is_stream, with_generator, write_bytes_atomic
+    from curate.reports.ci import append_step_summary, render
 
     loaded = load_config(config)
     out_cfg = loaded.config.output
@@ -237,12 +232,12 @@ def check(
             more += "; the baseline was updated for the other datasets, this one's entries kept"
         raise UsageError(f"dataset {first.name!r}: {first.error}{more}")
     if update_baseline:
-        from curate.ci_reports import baseline_line
+        from curate.reports.verdict import baseline_line
 
         typer.echo(f"{baseline_line(result)}; later runs fail only on findings not in it", err=True)
         raise typer.Exit(0)
     if fmt in ("json", "junit", "sarif", "html") and (output is None or str(output) == "-"):
-        from curate.ci_reports import footer_lines
+        from curate.reports.verdict import footer_lines
 
         for line in footer_lines(result):
             typer.echo(line, err=True)
@@ -261,7 +256,7 @@ def card_check(
     """Verify a dataset folder offline as the Hub does on upload: the card's YAML, configs and
     data_files, features against the parquet schemas, license, size_categories, num_examples,
     croissant.json and its checksums (exit 1 on a defect)."""
-    from curate.cardcheck import check_card, render_json, render_text
+    from curate.publish.cardcheck import check_card, render_json, render_text
 
     fmt = fmt.lower()
     if fmt not in ("text", "json"):

@@ -1,7 +1,8 @@
 """The data commands — ``validate``, ``audit``, ``fix``, ``export`` — one subcommand per family.
 
 Why per-family subcommands: each family declares its options as a Pydantic model
-(:mod:`curate.options`), and ``curate audit glycan --help`` must show exactly the glycan options,
+(:mod:`curate.core.options`), and ``curate audit glycan --help`` must show exactly the glycan
+options,
 while ``curate audit glycan data.csv --edit-set random:5`` must be a usage error (exit 2) that
 lists them, not a flag silently ignored. So ``audit`` is a group whose commands are the families,
 built on demand from the family's options model; a family added as a plug-in gets its commands
@@ -25,10 +26,10 @@ from typer.core import TyperGroup
 
 from curate.cli import terminal
 from curate.cli.terminal import Format
-from curate.engine import progress_to
+from curate.core.engine import progress_to
+from curate.core.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
+from curate.core.outputs import guard_file
 from curate.families import Family, all_families, get_family
-from curate.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
-from curate.outputs import guard_file
 
 #: The command line of this run, for the output folder's marker (set by ``curate.cli.main``).
 COMMAND_LINE: list[str] = []
@@ -41,7 +42,7 @@ class FailOn(StrEnum):
     never = "never"
 
 
-# Strings, not Paths: a Path folds hf://datasets/... into hf:/datasets/... (see curate.io).
+# Strings, not Paths: a Path folds hf://datasets/... into hf:/datasets/... (see curate.io.read).
 PathsArg = Annotated[
     list[str],
     typer.Argument(
@@ -156,7 +157,7 @@ def load_and_audit(
     """Loaded data and audit report: the first half of every data command. ``loaded`` is
     called with the data between reading and auditing (the output gate, once the data has
     named every input: a manifest's media are known before the audit hashes them)."""
-    from curate.io import check_inputs
+    from curate.io.read import check_inputs
 
     check_inputs(paths)
     cb = terminal.progress()
@@ -423,8 +424,8 @@ def export(
     the card); ``--strict`` refuses instead (exit 1, nothing written).
     """
     from curate import api
-    from curate.publish import check_repo_id
-    from curate.publish import push_to_hub as push
+    from curate.publish.hub import check_repo_id
+    from curate.publish.hub import push_to_hub as push
 
     if push_to_hub:
         check_repo_id(push_to_hub)  # before the work, not after it
@@ -535,7 +536,7 @@ class EngineName(StrEnum):
 
 
 #: ``--engine`` and ``--ray-address``: declared once here, so every verb of every family has
-#: them (a family only lists its parallel units; see :mod:`curate.engine`).
+#: them (a family only lists its parallel units; see :mod:`curate.core.engine`).
 ENGINE_PARAMETERS = [
     inspect.Parameter(
         "engine",
@@ -592,7 +593,7 @@ def family_command(verb: str, fam: Family) -> Any:
     extra = option_parameters(fam.Options, verb)
 
     def command(**kwargs: Any) -> None:
-        from curate.engine import use_engine
+        from curate.core.engine import use_engine
 
         raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
         engine, address = kwargs.pop("engine"), kwargs.pop("ray_address")

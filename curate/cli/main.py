@@ -20,26 +20,26 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from curate import __version__
 from curate.api import StrictRefusal
 from curate.cli import commands
 from curate.cli.terminal import RulesFormat as Format
-from curate.errors import (
+from curate.core.errors import (
     CurateWarning,
     InputError,
     RemoteError,
     UsageError,
     command_line_spelling,
 )
-from curate.families import all_families, broken_families, get_family
-from curate.io import input_scope
-from curate.outputs import (
+from curate.core.outputs import (
     Interrupted,
     committed_outputs,
     install_signal_handlers,
     raise_if_interrupted,
     received_signal,
 )
+from curate.core.version import __version__
+from curate.families import all_families, broken_families, get_family
+from curate.io.read import input_scope
 
 # No group prints its help when called without a command (``no_args_is_help``): typer's rich
 # help is printed while the error is made, so ``curate audit`` printed the whole help and then
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     try:
         # Messages name flags (--overwrite), not the API's arguments (one switch for the whole
-        # library, curate.errors.command_line_spelling); curate's warnings are one line each,
+        # library, curate.core.errors.command_line_spelling); curate's warnings are one line each,
         # every time (not Python's two lines, once per place in the code). Each pipe is read
         # once for the whole command.
         with input_scope(), command_line_spelling(), warnings.catch_warnings():
@@ -189,7 +189,7 @@ class ReaderGone(BaseException):
 
     A BaseException, not the BrokenPipeError it replaces: click and typer catch an EPIPE
     OSError around every command and turn it into exit 1, which reads like "findings". Like
-    :class:`~curate.outputs.Interrupted`, it unwinds through every clean-up on its way.
+    :class:`~curate.core.outputs.Interrupted`, it unwinds through every clean-up on its way.
     """
 
 

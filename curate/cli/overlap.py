@@ -4,8 +4,8 @@ Inputs are either *sets files* (JSON ``{name: [items]}``, or one such object ins
 one, as the ILLUSION file keeps its technique lists) — then no ``--key`` is needed, every named
 set is a collection — or dataset files read by a family (or as plain tables with
 ``--key column:NAME``), each file (``--by dataset``) or each split of each file
-(``--by split``) a collection. The numbers come from :mod:`curate.overlap`; near-duplicate
-text from :mod:`curate.minhash`.
+(``--by split``) a collection. The numbers come from :mod:`curate.overlap.sets`; near-duplicate
+text from :mod:`curate.audits.shared.minhash`.
 
 Exit codes: 0 done, 1 some pair's Jaccard index is above ``--fail-above`` (a CI gate such as
 "train and test share nothing": ``--fail-above 0``), 2 unusable input or usage (one line).
@@ -24,10 +24,10 @@ import orjson
 import polars as pl
 import typer
 
-from curate import __version__
 from curate.cli import terminal
-from curate.errors import InputError, UsageError
-from curate.overlap import (
+from curate.core.errors import InputError, UsageError
+from curate.core.version import __version__
+from curate.overlap.sets import (
     Overlap,
     load_aliases,
     members_from_sets,
@@ -92,7 +92,7 @@ def _find_key(key: str, family: str | None) -> tuple[Any, Any]:
 
 def _column_frame(path: str, column: str) -> pl.DataFrame:
     """``record, split, key`` from a plain table's column (a list column is set-valued)."""
-    from curate.io import SPLIT_FROM_LAYOUT, check_inputs, read_frame
+    from curate.io.read import SPLIT_FROM_LAYOUT, check_inputs, read_frame
 
     check_inputs([path])
     df, _ = read_frame(path)
@@ -121,7 +121,7 @@ def _key_frame(path: str, key: str, family: str | None) -> tuple[pl.DataFrame, b
             raise UsageError("--key column:NAME needs a column name")
         return _column_frame(path, column), True
     fam, spec = _find_key(key, family)
-    from curate.io import check_inputs
+    from curate.io.read import check_inputs
 
     check_inputs([path])
     data = fam.load([path])
@@ -263,9 +263,9 @@ def render_markdown(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
 
 def render_html(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
     """The HTML page with the UpSet plot and the Jaccard heat map embedded (as SVG)."""
-    from curate.html_report import render_overlap
-    from curate.overlap_plot import close, heatmap_figure, upset_figure
-    from curate.plots import Plot
+    from curate.core.plots import Plot
+    from curate.overlap.plot import close, heatmap_figure, upset_figure
+    from curate.reports.html import render_overlap
 
     figures = [upset_figure(o), heatmap_figure(o)]
     try:
@@ -317,7 +317,7 @@ def near_duplicate_pairs(
     members: pl.DataFrame, threshold: float, shingles: str, permutations: int
 ) -> pl.DataFrame:
     """Near-duplicate pairs among the distinct texts, each with the collections holding it."""
-    from curate.minhash import near_duplicates
+    from curate.audits.shared.minhash import near_duplicates
 
     texts = members.group_by("key", maintain_order=True).agg(
         pl.col("collection").unique(maintain_order=True).str.join(", ").alias("where")
@@ -451,14 +451,14 @@ def overlap_command(
 ) -> None:
     """Pairwise Jaccard index, containment and shared counts, plus UpSet intersections, of the
     keys of several datasets, splits or named sets."""
-    from curate.minhash import parse_shingles
-    from curate.outputs import guard_file
+    from curate.audits.shared.minhash import parse_shingles
+    from curate.core.outputs import guard_file
 
     parse_shingles(shingles)  # a typo is exit 2 before any input is read
     # every file this run reads is an input: the alias table as much as the data
     inputs = [*paths, *([aliases] if aliases is not None else [])]
     if plot is not None:
-        from curate.overlap_plot import MARKER, plot_paths
+        from curate.overlap.plot import MARKER, plot_paths
 
         for target in plot_paths(plot):
             guard_file(target, inputs, option="--plot", marker=MARKER, overwrite=overwrite)
@@ -504,7 +504,7 @@ def overlap_command(
         text = render_text(result, title, near)
     terminal.emit(text, output, fmt)
     if plot is not None:
-        from curate.overlap_plot import write_plots
+        from curate.overlap.plot import write_plots
 
         for written in write_plots(result, plot, title=title, overwrite=overwrite, inputs=inputs):
             typer.echo(f"wrote {written}", err=True)

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import typer
 
-from curate.findings import json_bytes
-from curate.outputs import is_stream, with_generator, write_bytes_atomic
-from curate.reports import RENDERERS, durations_json, render_durations
+from curate.core.findings import json_bytes
+from curate.core.outputs import is_stream, with_generator, write_bytes_atomic
+from curate.reports.render import RENDERERS, durations_json, render_durations
 
 
 class Format(StrEnum):
     """Report formats of the data commands: the three views of a report, then the CI ones
-    (:mod:`curate.ci_reports`)."""
+    (:mod:`curate.reports.ci`)."""
 
     text = "text"
     json = "json"
@@ -44,7 +44,8 @@ class RulesFormat(StrEnum):
     markdown = "markdown"
 
 
-#: Formats rendered from a check result (:func:`curate.check.single` wraps an audit report).
+#: Formats rendered from a check result (:func:`curate.reports.verdict.single` wraps an audit
+#: report).
 CI_FORMATS = frozenset({Format.html, Format.junit, Format.github, Format.sarif})
 
 
@@ -62,7 +63,7 @@ def color_for(stream) -> bool:
 
 #: The stage string :meth:`curate.families.base.Family.audit` reports for each rule.
 _RULE_STAGE = re.compile(r"rule (\d+)/(\d+): ")
-#: The Ray engine's "ray: <units> done/total" (curate.engine): a bar over the tasks, not rows.
+#: The Ray engine's "ray: <units> done/total" (curate.core.engine): a bar over the tasks, not rows.
 _TASK_STAGE = re.compile(r"ray: .* (\d+)/(\d+)$")
 
 
@@ -138,7 +139,7 @@ def clear_progress(cb: TerminalProgress | None) -> None:
 def emit(text: str, output: Path | None, fmt: str | None = None) -> None:
     """The report to stdout, or atomically to ``--output`` (``-o -`` is stdout too).
 
-    A file gets the ``fmt`` report's generator mark (:func:`curate.outputs.with_generator`),
+    A file gets the ``fmt`` report's generator mark (:func:`curate.core.outputs.with_generator`),
     by which the next run knows the file is curate's to replace; stdout is left as it was.
     """
     if output is None or str(output) == "-":
@@ -172,12 +173,12 @@ def render(
     """
     t0 = time.perf_counter()
     if fmt is Format.html:
-        from curate.html_report import render_audit
+        from curate.reports.html import render_audit
 
         text = render_audit(report, data=data, fail_on=fail_on)
     elif fmt in CI_FORMATS:
-        from curate.check import single
-        from curate.ci_reports import render as render_ci
+        from curate.reports.ci import render as render_ci
+        from curate.reports.verdict import single
 
         text = render_ci(single(report, fail_on), fmt.value)
     else:
@@ -195,8 +196,8 @@ def render(
 def step_summary(report, fmt: Format, fail_on: str = "error") -> None:
     """``--format github`` in GitHub Actions: append the Markdown job summary too."""
     if fmt is Format.github and os.environ.get("GITHUB_STEP_SUMMARY"):
-        from curate.check import single
-        from curate.ci_reports import append_step_summary
+        from curate.reports.ci import append_step_summary
+        from curate.reports.verdict import single
 
         append_step_summary(single(report, fail_on))
 

@@ -27,6 +27,9 @@ when no entry-point name matches, the families are loaded (each guarded) and the
 Source checkouts: when curate runs from a folder that was never ``pip install``-ed (no ``curate``
 distribution metadata, or metadata written before families were plug-ins), the built-ins are taken
 from :data:`BUILTIN`, the same table as ``pyproject.toml``, so tests and ``python -m curate`` work.
+
+May import: ``curate.core``, ``curate.io``, ``curate.schemas`` and ``curate.audits``; a
+family's own modules here import its schema and rules, never the reports or publishing above.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 
-from curate.dataset import FixResult, LoadedDataset
-from curate.errors import UsageError
+from curate.core.dataset import FixResult, LoadedDataset
+from curate.core.errors import UsageError
 from curate.families.base import Family
 
 __all__ = [

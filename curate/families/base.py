@@ -1,14 +1,15 @@
 """The contract every family implements, and the audit engine they share.
 
 The data types of the contract (:class:`LoadedDataset`, :class:`FixResult`,
-:class:`ChangeEntry`) live in :mod:`curate.dataset`, below the rules that read and produce them.
+:class:`ChangeEntry`) live in :mod:`curate.core.dataset`, below the rules that read and produce
+them.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from curate.dataset import ChangeEntry, FixResult, LoadedDataset
-from curate.errors import InputError, arg, cli_spelling, clip
-from curate.findings import Report
-from curate.options import FamilyOptions, parse_options
-from curate.rules import AuditContext, Rule, RuleSet
-from curate.streams import SplitStream
+from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset
+from curate.core.errors import InputError, arg, clip
+from curate.core.findings import Report
+from curate.core.options import FamilyOptions, parse_options
+from curate.core.rules import AuditContext, Rule, RuleSet
+from curate.core.streams import SplitStream
 
 if TYPE_CHECKING:
-    from curate.plots import Plot
-    from curate.sniff import Probe
+    from curate.core.plots import Plot
+    from curate.io.sniff import Probe
 
 Progress = Callable[[str, int], None]
 
@@ -50,90 +51,6 @@ def no_records(path: str | Path, why: str | None = None) -> InputError:
     message does not repeat the path: the error carries it, and the CLI prints it first.
     """
     return InputError("no records" + (f" ({why})" if why else ""), path=path)
-
-
-def other_family_hint(family: Family, path: str | Path, keys: Iterable[str] | None = None) -> str:
-    """``"; it looks like a glycan table (curate audit glycan FILE)"`` when another registered
-    family recognises ``path`` (:meth:`Family.sniff`), else ``""``: what a family appends to
-    the error for an input none of whose first records is its own. Called through the Python
-    API, the hint is the call: ``(curate.audit('glycan', 'FILE'))``.
-
-    ``keys``: the field names the refusing family saw in its first batch (else read from the
-    file's head, :func:`curate.sniff.probe`). Families are asked in registration order; one that
-    cannot be loaded, or whose sniff fails, is skipped: a hint must never turn a clear exit 2
-    into a crash.
-    """
-    import shlex
-
-    from curate.families import all_families
-    from curate.sniff import probe
-
-    try:
-        found = probe(path, keys)
-        others = all_families()
-    except Exception:
-        return ""
-    for other in others.values():
-        if other is family or other.name == family.name:
-            continue
-        try:
-            what = other.sniff(found)
-        except Exception:
-            continue
-        if what:
-            # the caller's words: the command on the command line, the call in Python
-            if cli_spelling():
-                run = f"curate audit {other.name} {shlex.quote(str(path))}"
-            else:
-                run = f"curate.audit({other.name!r}, {str(path)!r})"
-            return f"; it looks like {what} ({run})"
-    return ""
-
-
-def hinted(
-    e: InputError,
-    family: Family,
-    path: str | Path,
-    keys: Iterable[str] | None = None,
-    *,
-    instead: str | None = None,
-) -> InputError:
-    """``e`` with :func:`other_family_hint` appended when another family recognises ``path``
-    (a refusal a family already words its own way: "not an HDF5 file", "no sample id column",
-    "unknown file type '.hdf5'"); ``e`` itself otherwise. ``instead``: a shorter message to say
-    when the hint is given (what this family missed matters less than where to go)."""
-    hint = other_family_hint(family, path, keys)
-    if not hint:
-        return e
-    return InputError(
-        (instead or e.message) + hint,
-        path=e.path,
-        position=e.position,
-        record=e.record,
-        field=e.field,
-    )
-
-
-def not_this_family(
-    family: Family,
-    path: str | Path,
-    expected: str,
-    *,
-    keys: Iterable[str] | None = None,
-    why: str = "",
-) -> InputError:
-    """The error for an input of which not one record of the first batch is ``family``'s:
-    ``FILE: no record matches EXPECTED (WHY); it looks like … (curate audit OTHER FILE)``.
-
-    Why exit 2 and not a finding per record: a file of another family (a glycan table given to
-    the knowledge-editing audit) made thousands of "malformed record" findings and exit 1, as
-    if the data were a damaged dataset of this family. Only the *first batch* is judged, and
-    only "none matches": a file some of whose records are malformed is still audited, each bad
-    record a finding.
-    """
-    hint = other_family_hint(family, path, keys)
-    said = hint or (f" ({why})" if why else "")  # the hint says more than what is missing
-    return InputError(f"no record matches {expected}{said}", path=path)
 
 
 def count_invalid(invalid: pl.DataFrame) -> int:
@@ -227,13 +144,14 @@ class Family(ABC):
     #: Dataset-card defaults for exports.
     task_categories: tuple[str, ...] = ()
     license: str = "unknown"
-    #: The family's options model (see :mod:`curate.options`); the CLI builds its flags from it.
+    #: The family's options model (see :mod:`curate.core.options`); the CLI builds its flags from
+    #: it.
     Options: type[FamilyOptions] = FamilyOptions
     #: How many fix passes (apply, re-audit) ``curate fix`` runs at most before it reports the
-    #: fixes as not converged; None: the engine's default (:data:`curate.fixes.MAX_PASSES`).
+    #: fixes as not converged; None: the engine's default (:data:`curate.core.fixes.MAX_PASSES`).
     fix_passes: int | None = None
     #: Uncompressed bytes per parquet row group of an export (None: the writer's default,
-    #: :data:`curate.publish.MAX_ROW_GROUP_BYTES`). A family whose rows are long nested lists
+    #: :data:`curate.publish.shards.MAX_ROW_GROUP_BYTES`). A family whose rows are long nested lists
     #: sets less: parquet writes a nested column's levels beside its values, several times the
     #: row group's Arrow size in memory.
     max_row_group_bytes: int | None = None
@@ -304,7 +222,7 @@ class Family(ABC):
     def output_note(self, data: LoadedDataset) -> str:
         """A sentence the card's (and croissant's) description adds about how the written
         records are laid out (e.g. which of a family's layouts); nothing by default. May raise
-        :class:`~curate.errors.UsageError` when the options ask for a layout the data cannot
+        :class:`~curate.core.errors.UsageError` when the options ask for a layout the data cannot
         take: it is called before the long work of writing."""
         return ""
 
@@ -320,14 +238,15 @@ class Family(ABC):
         progress: Progress | None = None,
         **raw: Any,
     ) -> FixResult:
-        """Apply the edits ``report``'s findings propose (:mod:`curate.fixes`), re-audit, repeat.
+        """Apply the edits ``report``'s findings propose (:mod:`curate.core.fixes`), re-audit,
+        repeat.
 
         ``select``/``ignore`` choose rules as in ``audit``; ``unsafe`` also applies fixes marked
         unsafe. Never modifies ``data`` or the inputs. The family contributes only the records
         as a frame (:meth:`fix_frame`), their published layout (:meth:`fix_tables`) and its side
         files (:meth:`fix_summary`); what changes is decided by the findings alone.
         """
-        from curate.fixes import FixChoice, run_fixes
+        from curate.core.fixes import FixChoice, run_fixes
 
         opts = self.options(options or data.options, **raw)
         # one string is one selector (``select="KE2"``), not its characters
@@ -400,7 +319,7 @@ class Family(ABC):
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame
     ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
-        """The valid records as one frame for :func:`curate.fixes.apply_edits` (bookkeeping
+        """The valid records as one frame for :func:`curate.core.fixes.apply_edits` (bookkeeping
         columns ``__row``, ``__record``, ``__split`` plus the record's columns), and a changelog
         entry for each record of ``invalid`` left out (logged whole, as read)."""
         raise NotImplementedError(f"family {self.name} has no fixes")
@@ -474,7 +393,7 @@ class Family(ABC):
         """Run the selected rules and collect their findings into one :class:`Report`.
 
         Options default to those the data was loaded with. Each rule gets an
-        :class:`~curate.rules.AuditContext` serving the shared tables it declared; the context
+        :class:`~curate.core.rules.AuditContext` serving the shared tables it declared; the context
         is kept on the report (``report.context``) for the family's summary figures.
         """
         if options is None and not raw and data.options is not None:
@@ -515,7 +434,7 @@ class Family(ABC):
             if frames
             else pl.DataFrame(schema={"rule": pl.String})
         )
-        from curate.findings import FINDING_SCHEMA
+        from curate.core.findings import FINDING_SCHEMA
 
         findings = findings.select(
             [
@@ -550,8 +469,8 @@ class Family(ABC):
         Draw them from what the audit already holds — ``data``'s tables and the shared tables
         (``ctx.table(name)`` builds one only if no rule did) — never by reading the input again,
         and aggregate in polars before drawing (a chart gets counts, not rows), so that a
-        million-row dataset costs a group-by. Each :class:`~curate.plots.Plot` is a title, a
-        caption and a matplotlib figure (or SVG/PNG bytes); :mod:`curate.plots` has the chart
+        million-row dataset costs a group-by. Each :class:`~curate.core.plots.Plot` is a title, a
+        caption and a matplotlib figure (or SVG/PNG bytes); :mod:`curate.core.plots` has the chart
         shapes (bars, grouped bars, histogram) in curate's fixed style, so the same data gives
         the same bytes.
         """

@@ -4,7 +4,7 @@ Schema, vocabularies and options: :mod:`curate.schemas.deepfake`. Normalised tab
 tables: :mod:`curate.schemas.deepfake_tables`. Rules and fixes: :mod:`curate.audits.deepfake`.
 
 A manifest (CSV, JSON Lines, parquet, or a published folder of them) is read as text
-(:func:`curate.io.read_frame`), its columns mapped to the schema's fields (known spellings,
+(:func:`curate.io.read.read_frame`), its columns mapped to the schema's fields (known spellings,
 ``--column FIELD=COLUMN``, ``--value FIELD=VALUE``), and every field normalised in columnar
 passes: each *distinct* value of a closed vocabulary is validated once with
 :class:`~curate.schemas.deepfake.DeepfakeRow` and mapped back with a join, numbers are cast
@@ -26,21 +26,18 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.audits.deepfake import RULES
-from curate.dataset import ChangeEntry, LoadedDataset
-from curate.errors import InputError, UsageError
-from curate.families.base import (
-    Family,
-    OverlapKey,
-    Progress,
-    check_not_blank,
-    hinted,
-    no_records,
-)
-from curate.findings import InputInfo, Report
-from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import SPLIT_FROM_LAYOUT, is_stream, read_frame, split_of
-from curate.options import FamilyOptions
-from curate.rules import AuditContext
+from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.errors import InputError, UsageError
+from curate.core.findings import InputInfo, Report
+from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.options import FamilyOptions
+from curate.core.rules import AuditContext
+from curate.core.streams import SplitStream
+from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.hints import hinted
+from curate.io.read import SPLIT_FROM_LAYOUT, is_stream, read_frame
+from curate.io.records import split_of
+from curate.io.sniff import Probe
 from curate.schemas.deepfake import (
     ALIASES,
     CATEGORICAL_FIELDS,
@@ -55,8 +52,6 @@ from curate.schemas.deepfake import (
 )
 from curate.schemas.deepfake_tables import AV_LABEL, LABEL, MODALITY, DeepfakeData
 from curate.schemas.deepfake_tables import SPLIT as SPLIT_ENUM
-from curate.sniff import Probe
-from curate.streams import SplitStream
 
 #: Closed vocabularies validated value by value with the row model, and their Enum types.
 _ENUMS = {"modality": MODALITY, "label": LABEL, "av_label": AV_LABEL}
@@ -361,7 +356,7 @@ class DeepfakeFamily(Family):
         relative media paths still name the input's files: the re-audit resolves them where
         the input's were (not in the temporary folder the fixed manifest is written to), and
         uses the input's cache, so the fixed data's files are checked and never re-read."""
-        from curate.media import input_cache
+        from curate.io.media import input_cache
 
         assert isinstance(options, DeepfakeOptions)
         update: dict[str, Any] = {"columns": {}, "values": {}, "split_map": {}}

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
-    from curate.findings import Report
-    from curate.plots import Plot
-    from curate.rules import AuditContext
+    from curate.core.findings import Report
+    from curate.core.plots import Plot
+    from curate.core.rules import AuditContext
     from curate.schemas.deepfake_tables import DeepfakeData
 
 NO_SPLIT = "(no split)"
@@ -60,7 +60,7 @@ def _series(
 
 
 def _label_modality(rows: pl.DataFrame, splits: list[str]) -> Plot:
-    from curate.plots import Plot, grouped_bars
+    from curate.core.plots import Plot, grouped_bars
 
     counts = (
         rows.with_columns(
@@ -81,7 +81,7 @@ def _label_modality(rows: pl.DataFrame, splits: list[str]) -> Plot:
 
 
 def _generators(rows: pl.DataFrame, splits: list[str]) -> Plot | None:
-    from curate.plots import Plot, grouped_bars
+    from curate.core.plots import Plot, grouped_bars
 
     fakes = rows.filter(pl.col("generator").is_not_null() & (pl.col("label") == "fake"))
     if fakes.is_empty():
@@ -112,7 +112,7 @@ def _generators(rows: pl.DataFrame, splits: list[str]) -> Plot | None:
 
 
 def _demographics(cells: pl.DataFrame) -> Plot | None:
-    from curate.plots import Plot, grouped_bars
+    from curate.core.plots import Plot, grouped_bars
 
     if cells.is_empty():
         return None

@@ -31,22 +31,19 @@ from pydantic import ValidationError
 
 from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.glycan.hierarchy import load_mapping
-from curate.dataset import ChangeEntry, LoadedDataset
-from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError, arg
-from curate.families.base import (
-    Family,
-    OverlapKey,
-    Progress,
-    check_not_blank,
-    hinted,
-    no_records,
-)
-from curate.findings import InputInfo, Report, dumps, rule_output
-from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import SPLIT_FROM_LAYOUT, Source, nested_kind, read_frame, split_of
-from curate.options import FamilyOptions
-from curate.rules import AuditContext
+from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.engine import current as current_engine
+from curate.core.errors import InputError, UsageError, arg
+from curate.core.findings import InputInfo, Report, dumps, rule_output
+from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.options import FamilyOptions
+from curate.core.rules import AuditContext
+from curate.core.streams import SplitStream
+from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.hints import hinted
+from curate.io.read import SPLIT_FROM_LAYOUT, nested_kind, read_frame
+from curate.io.records import Source, split_of
+from curate.io.sniff import Probe
 from curate.schemas.glycan import (
     LEVELS,
     PLACEHOLDERS,
@@ -66,8 +63,6 @@ from curate.schemas.glycan_tables import (
     split_tables,
 )
 from curate.schemas.iupac import IUPACError, canonical_key
-from curate.sniff import Probe
-from curate.streams import SplitStream
 
 
 def key_strings(strings: Sequence[str]) -> tuple[list, list, list, list]:
@@ -99,7 +94,7 @@ def key_glycans(glycans: pl.Series) -> pl.DataFrame:
     """Canonical key or parse error for each distinct glycan string (parsed once each).
 
     The parsing is the family's parallel stage: in this process on the local engine, as
-    batches of distinct strings on Ray (:mod:`curate.engine`)."""
+    batches of distinct strings on Ray (:mod:`curate.core.engine`)."""
     uniq = glycans.drop_nulls().unique(maintain_order=True)
     strings = uniq.to_list()
     engine = current_engine()
@@ -175,7 +170,7 @@ _ARTICLE = {"list": "a list", "object": "an object", "nested list": "a nested li
 
 
 def _dtype_kind(dtype: pl.DataType) -> str | None:
-    """:func:`curate.io.nested_kind` for a whole column of one Arrow type."""
+    """:func:`curate.io.read.nested_kind` for a whole column of one Arrow type."""
     if isinstance(dtype, pl.List | pl.Array):
         return "nested list" if dtype.inner.is_nested() else "list"  # type: ignore[union-attr]
     if isinstance(dtype, pl.Struct) or dtype == pl.Object:
@@ -244,7 +239,7 @@ def _binary_labels(labels: pl.Expr) -> pl.Expr:
 
 def _tables_of(paths: Sequence[str | Path]) -> list[list[str | Path]]:
     """The tables the inputs make: each input is its own table (a task of its own), except the
-    files of a split mapping (:class:`~curate.io.SplitInput`, from a project configuration's
+    files of a split mapping (:class:`~curate.io.records.SplitInput`, from a project configuration's
     ``splits``), which are together one table whose split each file gives — as the files of a
     dataset folder are. Why: ``train.csv`` and ``test.csv`` mapped to their splits are one
     task's two halves; read as two tables they would be two tasks, and a glycan in both would
@@ -771,7 +766,7 @@ class GlycanFamily(Family):
         tables = _published(table, raw, table.rows["split"].filter(keep))
         return {name: SplitStream.from_table(t, max_rows=8192) for name, t in tables.items()}
 
-    # The fix engine (curate.fixes) applies the findings' edits; the family lays the rows out.
+    # The fix engine (curate.core.fixes) applies the findings' edits; the family lays the rows out.
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame
     ) -> tuple[pl.DataFrame, list[ChangeEntry]]:

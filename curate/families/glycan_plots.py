@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
-    from curate.findings import Report
-    from curate.plots import Plot
-    from curate.rules import AuditContext
+    from curate.core.findings import Report
+    from curate.core.plots import Plot
+    from curate.core.rules import AuditContext
     from curate.schemas.glycan_tables import GlycanData, GlycanTable
 
 NO_SPLIT = "(no split)"
@@ -54,7 +54,7 @@ def _counts(rows: pl.DataFrame, level: str) -> pl.DataFrame:
 
 
 def _table_plots(t: GlycanTable, where: str) -> list[Plot]:
-    from curate.plots import Plot, grouped_bars
+    from curate.core.plots import Plot, grouped_bars
 
     rows = _valid(t)
     names = [n for n in t.label_names if f"lab_{n}" in rows.columns]

@@ -1,7 +1,7 @@
 """The in-context RL family (XLand-100B-style learning histories in HDF5): reader and registration.
 
 Layout and invariants: :mod:`curate.schemas.icrl`. Tables: :mod:`curate.schemas.icrl_tables`.
-The scan over the arrays: :mod:`curate.scans.icrl`. Rules: :mod:`curate.audits.icrl`.
+The scan over the arrays: :mod:`curate.io.xland_scan`. Rules: :mod:`curate.audits.icrl`.
 
 Reading happens in two steps. :meth:`IcrlFamily.load` checks that each input really is an HDF5
 file (by its signature, before any HDF5 library call: a saved HTML or XML error page, an empty
@@ -13,7 +13,7 @@ and ``--tasks N`` / ``--fraction F`` scan a seeded sample of the task groups.
 
 Why a process pool: h5py serialises every call on one lock, so threads cannot decompress two
 chunks at once; processes can. The scan is split into contiguous ranges of task groups, each
-scanned by :func:`curate.scans.icrl.scan_tasks` in a worker started with ``spawn`` (no
+scanned by :func:`curate.io.xland_scan.scan_tasks` in a worker started with ``spawn`` (no
 HDF5 or polars state is forked), and the results are concatenated in order. Small scans run in
 the calling process: starting workers costs more than it saves below a few million steps.
 """
@@ -37,11 +37,16 @@ import pyarrow as pa
 
 from curate.audits.icrl import RULES, SCAN
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
-from curate.dataset import FixResult, LoadedDataset
-from curate.engine import available_cores, process_pool
-from curate.engine import current as current_engine
-from curate.errors import CurateWarning, InputError, UsageError, arg, clip, quoted
-from curate.families.base import Family, OverlapKey, Progress, hinted, no_records
+from curate.core.dataset import FixResult, LoadedDataset
+from curate.core.engine import available_cores, process_pool
+from curate.core.engine import current as current_engine
+from curate.core.errors import CurateWarning, InputError, UsageError, arg, clip, quoted
+from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
+from curate.core.options import FamilyOptions
+from curate.core.rules import AuditContext
+from curate.core.streams import SplitStream
+from curate.families.base import Family, OverlapKey, Progress, no_records
+from curate.families.hints import hinted
 from curate.families.icrl_publish import (
     config_name,
     configs,
@@ -49,11 +54,10 @@ from curate.families.icrl_publish import (
     kept_per_group,
     write_fixed,
 )
-from curate.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
-from curate.io import HF_SCHEME, is_stdin, sha256_of
-from curate.options import FamilyOptions
-from curate.rules import AuditContext
-from curate.scans.icrl import merge, scan_tasks
+from curate.io.read import sha256_of
+from curate.io.records import HF_SCHEME, is_stdin
+from curate.io.sniff import Probe
+from curate.io.xland_scan import merge, scan_tasks
 from curate.schemas.icrl import (
     ATTRS,
     DATASET_SPECS,
@@ -71,8 +75,6 @@ from curate.schemas.icrl_tables import (
     IcrlFile,
     ScanTables,
 )
-from curate.sniff import Probe
-from curate.streams import SplitStream
 
 #: The 8-byte HDF5 signature; it sits at offset 0 or, after a user block, at 512, 1024, 2048, …
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -892,7 +894,7 @@ class IcrlFamily(Family):
         """The cleaned HDF5 file (:mod:`curate.audits.icrl.fixes` decides what is left out and
         renamed, :func:`curate.families.icrl_publish.write_fixed` copies the rest chunk by
         chunk), written into ``folder`` under the input's file name and re-audited."""
-        from curate.fixes import FixChoice
+        from curate.core.fixes import FixChoice
 
         assert isinstance(data, IcrlData)
         choice = FixChoice(

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
-    from curate.findings import Report
-    from curate.plots import Plot
-    from curate.rules import AuditContext
+    from curate.core.findings import Report
+    from curate.core.plots import Plot
+    from curate.core.rules import AuditContext
     from curate.schemas.icrl_tables import IcrlData
 
 #: Tasks drawn one box each at most; more tasks are drawn as a histogram over tasks.
@@ -24,7 +24,7 @@ MAX_BOXES = 30
 
 def icrl_plots(data: IcrlData, report: Report, ctx: AuditContext) -> list[Plot]:
     from curate.audits.icrl.registry import SCAN
-    from curate.plots import Plot, boxes, histogram
+    from curate.core.plots import Plot, boxes, histogram
 
     scan = data._scanned or ctx.built(SCAN)
     if scan is None or scan.histories.height == 0:

@@ -45,9 +45,9 @@ import polars as pl
 import pyarrow as pa
 
 from curate.audits.icrl.fixes import FixPlan
-from curate.scans.icrl import BLOCK_STEPS, block_edges
+from curate.core.streams import SplitStream
+from curate.io.xland_scan import BLOCK_STEPS, block_edges
 from curate.schemas.icrl import DATASETS, DROPPED_ATTR, VIEW
-from curate.streams import SplitStream
 
 #: Steps per exported record batch (about 3.8 MB of arrays; at least one row per batch).
 BATCH_STEPS = 1 << 17

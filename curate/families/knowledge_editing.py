@@ -36,19 +36,17 @@ from pydantic import BaseModel, ValidationError
 
 from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
-from curate.dataset import ChangeEntry, LoadedDataset
-from curate.engine import available_cores
-from curate.engine import current as current_engine
-from curate.errors import InputError, UsageError, arg
-from curate.families.base import (
-    Family,
-    OverlapKey,
-    Progress,
-    check_not_blank,
-    hinted,
-    no_records,
-    not_this_family,
-)
+from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.engine import available_cores
+from curate.core.engine import current as current_engine
+from curate.core.errors import InputError, UsageError, arg
+from curate.core.findings import InputInfo, Report, dumps
+from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.options import FamilyOptions
+from curate.core.rules import AuditContext
+from curate.core.streams import SplitStream, small_types
+from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.hints import hinted, not_this_family
 from curate.families.knowledge_editing_columns import (
     CODED_FIELDS,
     IRREGULAR_FIELDS,
@@ -60,20 +58,10 @@ from curate.families.knowledge_editing_columns import (
     parse_json,
     tables,
 )
-from curate.findings import InputInfo, Report, dumps
-from curate.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
-from curate.io import (
-    HF_SCHEME,
-    Batch,
-    Span,
-    SpanNumbering,
-    input_spans,
-    is_stdin,
-    open_source,
-    sha256_of,
-)
-from curate.options import FamilyOptions
-from curate.rules import AuditContext
+from curate.io.read import open_source, sha256_of
+from curate.io.records import HF_SCHEME, Batch, is_stdin
+from curate.io.sniff import Probe
+from curate.io.spans import Span, SpanNumbering, input_spans
 from curate.schemas.knowledge_editing import (
     KEOptions,
     MQuAKECase,
@@ -97,8 +85,6 @@ from curate.schemas.knowledge_editing_tables import (
     struct_array,
     unify_struct_types,
 )
-from curate.sniff import Probe
-from curate.streams import SplitStream, small_types
 
 _INT64 = range(-(2**63), 2**63)
 #: The models' optional fields (``None`` by default, left out of a record by ``exclude_none``)
@@ -491,7 +477,7 @@ def _ahead(
 
 def _plain_file(path: str | Path) -> Path | None:
     """``path`` when it is a local file read as it is (not standard input, the Hub, a
-    ``FOLDER:CONFIG`` or a folder): its hash is then :func:`~curate.io.sha256_of` of it."""
+    ``FOLDER:CONFIG`` or a folder): its hash is then :func:`~curate.io.read.sha256_of` of it."""
     text = str(path)
     if is_stdin(text) or text.startswith(HF_SCHEME):
         return None
@@ -953,7 +939,7 @@ class KnowledgeEditingFamily(Family):
         first_row: int = 0,
         strings: _StringPool | None = None,
     ) -> KEData:
-        """The inputs' tables, rows numbered from ``first_row``; a :class:`~curate.io.Span`
+        """The inputs' tables, rows numbered from ``first_row``; a :class:`~curate.io.spans.Span`
         among ``paths`` is read as one shard of its file (no hash, may hold no record).
         ``strings`` (a Ray worker's): the coded columns as indexes into it, not categories."""
         builder = _TableBuilder(strings)
@@ -1081,7 +1067,7 @@ class KnowledgeEditingFamily(Family):
         # pages back and faulted them in again (1 M cases: 68 s → 34 s of load, 5.8 M → 2.7 M
         # page faults, peak RSS 2.43 → 2.51 GiB; bench/RESULTS.md).
         _release_freed()
-        from curate.findings import rule_output
+        from curate.core.findings import rule_output
 
         marks_frame = pl.DataFrame(marks, schema=MARK_SCHEMA, orient="row")
 
@@ -1136,7 +1122,7 @@ class KnowledgeEditingFamily(Family):
     ) -> KEData:
         """:meth:`_load` on a cluster (``--engine ray``): whole input shards read by the workers.
 
-        Each input that splits soundly (:func:`~curate.io.input_spans`: an uncompressed UTF-8
+        Each input that splits soundly (:func:`~curate.io.spans.input_spans`: an uncompressed UTF-8
         JSON Lines file by byte ranges at line boundaries, a parquet file by row groups) is
         read, validated and laid out by one Ray task per shard (:func:`_load_span`: the local
         reader over the shard), which opens the file itself and returns the shard's compact
@@ -1144,7 +1130,7 @@ class KnowledgeEditingFamily(Family):
         Rows, line numbers and record indexes are those of the whole file: a parquet shard
         learns where it starts from the footer, a JSON Lines shard from the newlines and blank
         lines before it, counted here in the same sequential read that hashes the file
-        (:class:`~curate.io.SpanNumbering`; each shard is sent as soon as the read has passed
+        (:class:`~curate.io.spans.SpanNumbering`; each shard is sent as soon as the read has passed
         its start, so the workers start at once). The parts are put together in input order
         (:func:`_merged`), so the rules see the tables :meth:`_load` builds, row for row; the
         coded columns are decoded and coded again in this process as each part arrives. Any
@@ -1352,7 +1338,8 @@ class KnowledgeEditingFamily(Family):
         assert isinstance(data, KEData)
         return layout_note(data)
 
-    # The fix engine (curate.fixes) applies the findings' edits; the family lays the records out.
+    # The fix engine (curate.core.fixes) applies the findings' edits; the family lays the records
+    # out.
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame
     ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
@@ -1472,7 +1459,7 @@ class KnowledgeEditingFamily(Family):
 
 def _edited(data: KEData) -> pl.Series:
     """The edit set per row of ``cases``, as the audit's ``edited`` table resolves it."""
-    from curate.rules import AuditContext
+    from curate.core.rules import AuditContext
 
     return edited_table(AuditContext(data, data.options))
 

@@ -50,7 +50,7 @@ __all__ = [
 
 #: The string fields (dotted paths, list levels left out) whose values the tables keep coded
 #: (categorical columns of ``hops`` and ``edits``). A parquet reader hands them over as
-#: dictionaries when asked (:func:`curate.io.open_source`'s ``dictionary``): their codes then
+#: dictionaries when asked (:func:`curate.io.read.open_source`'s ``dictionary``): their codes then
 #: go through the tables as integers, and each distinct string is made a category once per
 #: batch, not once per value (1 M cases: 75 M values, ~3 CPU-s of casts, and the strings need
 #: not be decoded at all).
@@ -278,7 +278,8 @@ def _str_ok(meta: list[Any], e: pl.Expr) -> pl.Expr:
 def parse_json(data: bytes, n: int, schema: pa.Schema) -> pa.Table | None:
     """``n`` JSON Lines records as one table of ``schema``; None when Arrow cannot hold them
     in it (an extra field, a key given twice, another type, an integer beyond 64 bits, ...) or
-    might accept what :func:`curate.io._loads` refuses: the caller then reads the batch record
+    might accept what :func:`curate.io.json_files._loads` refuses: the caller then reads the batch
+    record
     by record, and that names any broken line exactly as before.
 
     What Arrow's parser accepts is valid JSON to orjson too, with two exceptions it checks

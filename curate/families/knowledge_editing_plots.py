@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
-    from curate.findings import Report
-    from curate.plots import Plot
-    from curate.rules import AuditContext
+    from curate.core.findings import Report
+    from curate.core.plots import Plot
+    from curate.core.rules import AuditContext
     from curate.schemas.knowledge_editing_tables import KEData
 
 NO_SPLIT = "(no split)"
 
 
 def ke_plots(data: KEData, report: Report, ctx: AuditContext) -> list[Plot]:
-    from curate.plots import Plot, grouped_bars
+    from curate.core.plots import Plot, grouped_bars
 
     cases = data.cases
     if cases.is_empty():

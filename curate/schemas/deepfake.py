@@ -36,8 +36,8 @@ from pydantic import (
     field_validator,
 )
 
-from curate.errors import InputError, arg
-from curate.options import FamilyOptions, option
+from curate.core.errors import InputError, arg
+from curate.core.options import FamilyOptions, option
 from curate.schemas.splits import SPLIT_NAMES as COMMON_SPLIT_NAMES
 
 

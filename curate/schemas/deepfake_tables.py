@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from curate.dataset import LoadedDataset
+from curate.core.dataset import LoadedDataset
 from curate.schemas.deepfake import IDENTITY_FIELDS, SPLIT_ORDER, AvLabel, Label, Modality
 
 __all__ = [

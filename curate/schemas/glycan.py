@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
-from curate.errors import InputError, arg
-from curate.options import FamilyOptions, option
+from curate.core.errors import InputError, arg
+from curate.core.options import FamilyOptions, option
 from curate.schemas.splits import SPLIT_NAMES
 
 TASKS = ("taxonomy", "immunogenicity", "glycosylation", "interaction")

@@ -20,9 +20,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from curate.dataset import LoadedDataset
-from curate.errors import InputError, UsageError
-from curate.io import SPLIT_FROM_LAYOUT
+from curate.core.dataset import LoadedDataset
+from curate.core.errors import InputError, UsageError
+from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.schemas.glycan import Columns
 
 __all__ = [

@@ -23,7 +23,7 @@ and an episode that reaches it ends with a done and reward 0.
 Why models parameterised by the environment: every numeric invariant the rules check (the
 reward an episode of a given length must carry, the longest episode) follows from ``max_steps``,
 and ``max_steps`` follows from the grid size in ``env-id``. The formulas live in one place,
-:mod:`curate.schemas.icrl_layout` (no dependencies, so the scan's worker processes import it
+:mod:`curate.io.xland_layout` (no dependencies, so the scan's worker processes import it
 without pydantic), and are re-exported here.
 """
 
@@ -33,9 +33,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from curate.errors import arg
-from curate.options import FamilyOptions, option
-from curate.schemas.icrl_layout import (
+from curate.core.errors import arg
+from curate.core.options import FamilyOptions, option
+from curate.io.xland_layout import (
     ATTRS,
     CHUNK_STEPS,
     DATASETS,

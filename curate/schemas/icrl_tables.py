@@ -3,7 +3,7 @@
 ``tasks``       one row per member of each file's root (task groups, and anything else found
                 there): name, attributes, and for each of the five datasets its dtype, shape,
                 chunks and compression — metadata only, no array data
-``histories``   one row per scanned history (:mod:`curate.scans.icrl`): steps, episodes,
+``histories``   one row per scanned history (:mod:`curate.io.xland_scan`): steps, episodes,
                 returns (first and last tenth, final), action and expert-action histograms,
                 out-of-range step counts with their first/last step, a content digest, a read
                 error if a block could not be read
@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from curate.dataset import LoadedDataset
+from curate.core.dataset import LoadedDataset
 from curate.schemas.icrl import DATASETS, NUM_ACTIONS
 
 __all__ = [

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le, Len
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from curate.options import FamilyOptions, option
+from curate.core.options import FamilyOptions, option
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 #: An index into a chain. Bounded to 64 bits because the tables (and any parquet export) store

@@ -26,8 +26,8 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from curate.dataset import LoadedDataset
-from curate.errors import InputError, UsageError, arg
+from curate.core.dataset import LoadedDataset
+from curate.core.errors import InputError, UsageError, arg
 from curate.schemas.knowledge_editing import MQuAKECase
 
 __all__ = [
@@ -183,7 +183,8 @@ def struct_array(rows: list[dict[str, Any]], path: str | None = None) -> pa.Stru
 
     ``pa.array`` infers one struct type over *all* rows (keys missing in a row become null) and
     keeps strings as strings; pyarrow's JSON reader would turn date-like text into timestamps.
-    An integer beyond 64 bits (read exactly, see :func:`curate.io._loads`) has no Arrow type:
+    An integer beyond 64 bits (read exactly, see :func:`curate.io.json_files._loads`) has no Arrow
+    type:
     that is one exit-2 line naming the case and field (``path``: the input, when known), not a
     crash, and never a silent float.
     """

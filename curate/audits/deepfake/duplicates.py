@@ -13,8 +13,8 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import CONTENT, RULES, file_of
-from curate.findings import clip_expr, finding_frame, json_struct
-from curate.rules import AuditContext
+from curate.core.findings import clip_expr, finding_frame, json_struct
+from curate.core.rules import AuditContext
 from curate.schemas.deepfake import FIELDS
 from curate.schemas.deepfake_tables import DeepfakeData, cross_split_copies, later_copies
 

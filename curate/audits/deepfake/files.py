@@ -1,6 +1,6 @@
 """Files and media (DF201-DF210): what the media files themselves say against the manifest.
 
-The shared table :data:`FILES` runs the media scan (:func:`curate.media.scan_media`) once per
+The shared table :data:`FILES` runs the media scan (:func:`curate.io.media.scan_media`) once per
 audit over every distinct file the valid rows name — each file's bytes hashed once, its real
 kind read from its content, its metadata read with Pillow / soundfile / PyAV, results cached by
 (path, size, mtime) — and joins the result back to the rows. Building it also hands the
@@ -9,7 +9,7 @@ and leakage rules (DF3xx) compare what the files hold, not what the manifest cla
 ``--no-files`` opens nothing: the table is empty and the DF2xx rules report nothing.
 
 Near-duplicate images (DF208-DF210) come from the 64-bit pHash the scan computes, paired by
-:func:`curate.media.near_duplicate_pairs` (banded joins, no loop over pairs). Byte-identical
+:func:`curate.io.media.near_duplicate_pairs` (banded joins, no loop over pairs). Byte-identical
 files are left to the exact-duplicate rules; here are the re-encoded, resized and lightly
 cropped copies that an exact hash cannot see.
 """
@@ -22,10 +22,10 @@ from pathlib import Path
 import polars as pl
 
 from curate.audits.deepfake.registry import RULES, file_of
-from curate.findings import empty_rule_output, finding_frame, json_struct
-from curate.media import default_workers, input_cache, near_duplicate_pairs, scan_media
-from curate.rules import AuditContext
-from curate.scans.media import EXTENSION_KINDS
+from curate.core.findings import empty_rule_output, finding_frame, json_struct
+from curate.core.rules import AuditContext
+from curate.io.media import default_workers, input_cache, near_duplicate_pairs, scan_media
+from curate.io.media_scan import EXTENSION_KINDS
 from curate.schemas.deepfake import SPLIT_ORDER, DeepfakeOptions
 from curate.schemas.deepfake_tables import DeepfakeData
 
@@ -62,7 +62,7 @@ def file_table(data: DeepfakeData, opts: DeepfakeOptions) -> pl.DataFrame:
     Columns: ``row, record, input, split, modality, path`` (as the manifest wrote it), ``file``
     (the absolute path read), the manifest's ``declared_<field>`` for the fields of
     :data:`METADATA_TOLERANCE` and ``declared_sha256``, then the scan's columns
-    (:data:`curate.media.SCHEMA` minus ``path``). Sets ``data.computed_hashes``.
+    (:data:`curate.io.media.SCHEMA` minus ``path``). Sets ``data.computed_hashes``.
     """
     rows = data.valid_rows().filter(pl.col("path").is_not_null())
     roots = [str(r) for r in data.media_roots] or [os.getcwd()]

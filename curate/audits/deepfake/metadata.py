@@ -9,8 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import RULES, file_of, valid
-from curate.findings import concat_outputs, finding_frame, json_struct
-from curate.rules import AuditContext
+from curate.core.findings import concat_outputs, finding_frame, json_struct
+from curate.core.rules import AuditContext
 from curate.schemas.deepfake_tables import DeepfakeData
 
 #: Plausible ranges (inclusive) of the stated metadata. Why these: the largest common frame

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.findings import empty_rule_output
-from curate.rules import AuditContext, RuleSet
+from curate.core.findings import empty_rule_output
+from curate.core.rules import AuditContext, RuleSet
 from curate.schemas.deepfake_tables import DeepfakeData, content_table, identity_table
 
 RULES = RuleSet("deepfake")

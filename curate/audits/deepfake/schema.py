@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import RULES
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.deepfake_tables import DeepfakeData
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import IDENTITIES, RULES, file_of, valid
-from curate.findings import empty_rule_output, finding_frame, json_struct, rule_output
-from curate.rules import AuditContext
+from curate.core.findings import empty_rule_output, finding_frame, json_struct, rule_output
+from curate.core.rules import AuditContext
 from curate.schemas.deepfake_tables import DeepfakeData, cross_split_copies
 
 

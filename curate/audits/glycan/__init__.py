@@ -9,7 +9,7 @@ and duplicates, ``GL4xx`` leakage, ``GL5xx`` class distribution, ``GL6xx`` inter
 Modules: :mod:`.registry` (the rule set), :mod:`.labels` (label forms, GL2xx), :mod:`.sequences`
 (GL0xx, GL1xx), :mod:`.hierarchy` (GL301 and its resolution), :mod:`.duplicates` (GL302–GL304),
 :mod:`.leakage` (GL4xx and the grouped re-split), :mod:`.distribution` (GL501), :mod:`.matrix`
-(GL6xx). Fixes are edits carried by the findings (:mod:`curate.fixes` applies them). The rule
+(GL6xx). Fixes are edits carried by the findings (:mod:`curate.core.fixes` applies them). The rule
 modules are imported here in code order, so importing this package registers every rule, in
 that order.
 """

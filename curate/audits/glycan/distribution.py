@@ -6,13 +6,13 @@ import polars as pl
 
 from curate.audits.glycan.labels import code_names, columns_of, label_tables, row_codes
 from curate.audits.glycan.registry import RULES
-from curate.findings import (
+from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
     repr_expr,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.glycan_tables import (
     GlycanData,
 )

@@ -13,15 +13,15 @@ import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import MAX_LISTED, RULES, SINGLE_LABEL
-from curate.findings import (
+from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
     later_occurrences,
     repr_expr,
 )
-from curate.io import SPLIT_FROM_LAYOUT
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
+from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.schemas.glycan_tables import (
     ID_COLUMNS,
     GlycanData,

@@ -22,14 +22,14 @@ from curate.audits.glycan.labels import (
     labels_long,
 )
 from curate.audits.glycan.registry import RULES
-from curate.errors import InputError, arg
-from curate.findings import (
+from curate.core.errors import InputError, arg
+from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
     repr_expr,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.glycan import LEVELS
 from curate.schemas.glycan_tables import (
     GlycanData,

@@ -13,13 +13,13 @@ import orjson
 import polars as pl
 
 from curate.audits.glycan.registry import RULES
-from curate.findings import (
+from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
     repr_expr,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.glycan import PLACEHOLDERS, parse_list_cell
 from curate.schemas.glycan_tables import (
     GlycanData,

@@ -11,13 +11,13 @@ import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import RULES
-from curate.findings import (
+from curate.core.findings import (
     clip_expr,
     concat_outputs,
     finding_frame,
     json_struct,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.glycan_tables import (
     GlycanData,
     GlycanTable,

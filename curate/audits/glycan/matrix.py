@@ -5,13 +5,13 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.glycan.registry import RULES
-from curate.findings import (
+from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
     later_occurrences,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.glycan_tables import (
     GlycanData,
     GlycanTable,

@@ -7,7 +7,7 @@ importing the others; the package's ``__init__`` imports them in code order, whi
 
 from __future__ import annotations
 
-from curate.rules import RuleSet
+from curate.core.rules import RuleSet
 
 RULES = RuleSet("glycan")
 MAX_LISTED = 20

@@ -13,7 +13,7 @@ from curate.audits.icrl.registry import (
     step_findings,
     with_paths,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.icrl import MAX_STATE_VALUE, NEAR_CONSTANT_SHARE, NUM_ACTIONS, NUM_COLORS
 from curate.schemas.icrl_tables import IcrlData
 

@@ -21,8 +21,8 @@ from curate.audits.icrl.registry import (
     task_findings,
     with_paths,
 )
-from curate.findings import clip_expr, concat_outputs, empty_rule_output
-from curate.rules import AuditContext
+from curate.core.findings import clip_expr, concat_outputs, empty_rule_output
+from curate.core.rules import AuditContext
 from curate.schemas.icrl_tables import IcrlData
 
 _KEY = ["env_id", "benchmark_id", "ruleset_id"]

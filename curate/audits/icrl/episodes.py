@@ -8,7 +8,7 @@ other step pays 0. A history whose rewards and dones disagree, was shifted by a 
 cut and re-joined breaks one of them at a step the finding names.
 
 The scan counts every broken episode of each history and keeps the first few
-(:data:`curate.scans.icrl.EXAMPLES`) with their step ranges: one finding per history
+(:data:`curate.io.xland_scan.EXAMPLES`) with their step ranges: one finding per history
 and rule, naming the first broken episode's steps and how many there are.
 """
 
@@ -25,8 +25,8 @@ from curate.audits.icrl.registry import (
     steps_text,
     with_paths,
 )
-from curate.findings import empty_rule_output
-from curate.rules import AuditContext
+from curate.core.findings import empty_rule_output
+from curate.core.rules import AuditContext
 from curate.schemas.icrl_tables import IcrlData
 
 

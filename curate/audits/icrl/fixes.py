@@ -36,9 +36,9 @@ from typing import Any
 
 import polars as pl
 
-from curate.dataset import ChangeEntry
-from curate.errors import clip
-from curate.findings import DETAILS_STRING_CHARS
+from curate.core.dataset import ChangeEntry
+from curate.core.errors import clip
+from curate.core.findings import DETAILS_STRING_CHARS
 from curate.schemas.icrl_tables import IcrlData
 
 #: Rules whose error findings make a history (or, for :data:`TASK_RULES`, a whole task group)

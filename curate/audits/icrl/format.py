@@ -17,8 +17,8 @@ from curate.audits.icrl.registry import (
     task_findings,
     with_paths,
 )
-from curate.findings import concat_outputs
-from curate.rules import AuditContext
+from curate.core.findings import concat_outputs
+from curate.core.rules import AuditContext
 from curate.schemas.icrl import DATASETS
 from curate.schemas.icrl_tables import IcrlData
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.findings import dumps, empty_rule_output, json_struct
-from curate.rules import AuditContext, RuleSet
+from curate.core.findings import dumps, empty_rule_output, json_struct
+from curate.core.rules import AuditContext, RuleSet
 from curate.schemas.icrl_tables import IcrlData, ScanTables
 
 RULES = RuleSet("icrl")

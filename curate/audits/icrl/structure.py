@@ -9,8 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.icrl.registry import RULES, task_findings, with_paths
-from curate.findings import concat_outputs, empty_rule_output, rule_output
-from curate.rules import AuditContext
+from curate.core.findings import concat_outputs, empty_rule_output, rule_output
+from curate.core.rules import AuditContext
 from curate.schemas.icrl import DATASET_SPECS, DATASETS, PUBLISHED_BENCHMARKS
 from curate.schemas.icrl_tables import IcrlData
 

@@ -11,7 +11,7 @@ for an edit set, ``KE3xx`` conflicting edits, ``KE4xx`` duplicates.
 Modules: :mod:`.registry` (the rule set, relations), :mod:`.structure` (KE0xx, KE1xx),
 :mod:`.contamination` (edit sets, the ``edited`` and ``contamination`` tables, KE2xx),
 :mod:`.conflicts` (KE3xx), :mod:`.duplicates` (KE4xx). Fixes are the findings' edits
-(KE110, KE201/202, KE401), applied by :mod:`curate.fixes`. They are
+(KE110, KE201/202, KE401), applied by :mod:`curate.core.fixes`. They are
 imported here in code order, so importing this package registers every rule, in that order.
 """
 

@@ -6,13 +6,13 @@ import polars as pl
 
 from curate.audits.knowledge_editing.contamination import applied_edits, sr_key
 from curate.audits.knowledge_editing.registry import MAX_LISTED, RULES
-from curate.findings import (
+from curate.core.findings import (
     empty_rule_output,
     finding_frame,
     json_struct,
     repr_expr,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.knowledge_editing_tables import KEData
 
 # --------------------------------------------------------------------------- conflicts (KE3xx)

@@ -18,16 +18,16 @@ import orjson
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import MAX_LISTED, RULES
-from curate.engine import available_cores
-from curate.errors import UsageError
-from curate.findings import (
+from curate.core.engine import available_cores
+from curate.core.errors import UsageError
+from curate.core.findings import (
     empty_rule_output,
     finding_frame,
     json_struct,
 )
-from curate.io import read_text
-from curate.rules import AuditContext
-from curate.sampling import sample_positions
+from curate.core.rules import AuditContext
+from curate.core.sampling import sample_positions
+from curate.io.encodings import read_text
 from curate.schemas.knowledge_editing_tables import CODE, KEData, with_record
 
 # --------------------------------------------------------------------------- contamination (KE2xx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import RULES
-from curate.findings import (
+from curate.core.findings import (
     clip_expr,
     empty_rule_output,
     finding_frame,
@@ -13,7 +13,7 @@ from curate.findings import (
     later_occurrences,
     repr_expr,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.knowledge_editing_tables import KEData
 
 # --------------------------------------------------------------------------- duplicates (KE4xx)

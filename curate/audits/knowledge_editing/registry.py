@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
-from curate.rules import RuleSet
+from curate.core.rules import RuleSet
 
 RULES = RuleSet("knowledge-editing")
 

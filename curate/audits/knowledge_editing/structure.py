@@ -10,14 +10,14 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import RELATIONS, RULES
-from curate.findings import (
+from curate.core.findings import (
     clip_expr,
     empty_rule_output,
     finding_frame,
     json_struct,
     repr_expr,
 )
-from curate.rules import AuditContext
+from curate.core.rules import AuditContext
 from curate.schemas.knowledge_editing_tables import KEData, with_record
 
 # --------------------------------------------------------------------------- schema / integrity

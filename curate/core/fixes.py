@@ -1,0 +1,527 @@
+"""Fixes are findings applied: one engine for every family (ruff's model).
+
+A rule that can repair what it finds puts the repair in its findings' ``fix`` column, as one JSON
+edit per finding. This module picks the findings ``curate fix`` should apply (``--select``,
+``--ignore``, ``--unsafe-fixes``), applies their edits to the records, and writes one changelog
+entry per change naming the rule and the finding that asked for it. The family only supplies the
+records as a frame and lays the result out again; it never decides what to change.
+
+Why edits in findings rather than a fix function per family: the audit already located every
+defect (record, field, evidence); recomputing it in a fixer is how the two drifted apart before
+(fixes that ignored ``--select``, split moves logged under the wrong rule, payloads nobody read).
+With the edit in the finding, what the report proposes is exactly what the fix does.
+
+Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
+
+* ``{"op": "set", "field": F, "old": O, "new": N}`` — set column ``F`` of the row to ``N``;
+  applied only while the cell still holds ``O`` (another fix may have changed it first: the next
+  pass re-audits and proposes again from the new value);
+* ``{"op": "drop"}`` — leave the row out (the changelog keeps it whole, so it can be restored);
+* ``{"op": "move", "old": S, "new": T, "with": [[R, S2], ...]}`` — move the row from split
+  ``S`` to split ``T``, and with it each row whose finding row is ``R`` that still sits in split
+  ``S2`` (``with`` is optional). Why a group: a leak is fixed by putting every row of one glycan
+  in one split, and the rows that must move are not all rows the rule reports on (the training
+  rows of a leaking glycan are not findings). Every finding of a group states the whole group,
+  so whichever is applied first moves it and the others find nothing left to do;
+* ``{"op": "extend", "field": F, "values": [...], "refs": [...]}`` — add values to the list
+  column ``F`` (values already there are not repeated). ``refs`` (optional) names, per value,
+  the record the value points at: a value whose record a fix drops is not added (a withheld
+  edit of a dropped duplicate would point at nothing);
+* ``{"op": "remove", "field": F, "match": [{...}, ...]}`` — take out of the list column ``F``
+  every item (an object) that has all the keys and values of one of the ``match`` patterns;
+* ``{"op": "merge_rows", "into": R}`` — copy this row's values into the empty cells of the row
+  whose finding row is ``R``, then drop this row (a value that differs from ``R``'s is logged as
+  discarded);
+* ``{"op": "merge_columns", "into": C, "from": D}`` — a table edit (the finding names no row):
+  fill the empty cells of column ``C`` from column ``D``, log every value of ``D`` that differs
+  from ``C``'s as discarded, then drop ``D``.
+
+Records are a polars frame with three bookkeeping columns: ``__row`` (the finding row numbering
+of the audited data), ``__record`` (the record id findings name) and ``__split``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import polars as pl
+
+from curate.core.dataset import ChangeEntry
+from curate.core.errors import UsageError, arg
+from curate.core.rules import FixSafety, Rule, RuleSet
+
+ROW, RECORD, SPLIT = "__row", "__record", "__split"
+BOOKKEEPING = (ROW, RECORD, SPLIT)
+
+#: Record edits are applied in this order within one pass: a dropped row takes no other edit,
+#: merges see the values before cell edits, cell edits before split moves.
+_OP_ORDER = {
+    "drop": 0,
+    "merge_rows": 1,
+    "merge_columns": 2,
+    "set": 3,
+    "extend": 4,
+    "remove": 5,
+    "move": 6,
+}
+
+
+@dataclass(frozen=True)
+class FixChoice:
+    """Which findings' edits ``curate fix`` applies."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    unsafe: bool = False
+
+    def rules(self, rules: RuleSet) -> tuple[list[Rule], list[Rule]]:
+        """``(applied, withheld_unsafe)``: the fixable rules chosen, and the chosen ones whose
+        fixes are unsafe and not enabled (``curate fix`` says how many it left for
+        ``--unsafe-fixes``)."""
+        chosen = [r for r in rules.select(self.select or None, self.ignore or None) if r.fixable]
+        if self.select and not chosen:
+            # A selector that names only unfixable rules is almost certainly a mistake.
+            raise UsageError(
+                f"{arg('--select', list(self.select))}: no fixable rule chosen (see `curate "
+                "rules`: fix: ...)"
+            )
+        applied = [r for r in chosen if self.unsafe or r.safety is FixSafety.SAFE]
+        withheld = [r for r in chosen if r not in applied]
+        return applied, withheld
+
+
+@dataclass
+class PassResult:
+    """What one pass of the engine did."""
+
+    frame: pl.DataFrame
+    changes: list[ChangeEntry]
+    applied: int = 0  # findings whose edit changed something
+    skipped: int = 0  # findings whose edit no longer applied (an earlier edit changed the cell)
+    by_rule: dict[str, int] = field(default_factory=dict)
+
+
+def _finding_ref(r: dict[str, Any], record: Any = None) -> dict[str, Any]:
+    """How a changelog entry names its finding: rule, record, field and message, which find it
+    in ``audit.before.json`` (pass 1) or in the re-audit it came from (pass 2+).
+
+    ``record`` is the finding's record as the input names it: a re-audit reads the temporary
+    published folder, whose positional ids (``#7235``) would name nothing the user has.
+    """
+    rec = r["record"] if record is None else record
+    return {"rule": r["rule"], "record": rec, "field": r["field"], "message": r["message"]}
+
+
+def edits_of(
+    findings: pl.DataFrame,
+    rules: Iterable[Rule],
+    *,
+    unsafe: bool = True,
+    held_back: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """The chosen rules' findings that carry an edit, decoded, in a stable order.
+
+    An edit may itself say ``"unsafe": true`` (ruff's per-fix applicability): a rule whose fix
+    is safe in general can have findings where it is not (dropping a duplicate case that is in
+    the edit set changes the edit set). Without ``unsafe`` those are left out and counted per
+    rule in ``held_back``.
+    """
+    codes = sorted({r.code for r in rules})
+    f = findings.filter(pl.col("rule").is_in(codes) & pl.col("fix").is_not_null())
+    out = []
+    for r in f.select("rule", "row", "record", "field", "message", "fix").iter_rows(named=True):
+        edit = orjson.loads(r["fix"])
+        if not isinstance(edit, dict) or edit.get("op") not in _OP_ORDER:
+            raise ValueError(f"{r['rule']}: malformed fix {r['fix'][:200]}")
+        if edit.get("unsafe") and not unsafe:
+            if held_back is not None:
+                held_back[r["rule"]] = held_back.get(r["rule"], 0) + 1
+            continue
+        out.append({**r, "edit": edit})
+    out.sort(
+        key=lambda e: (
+            _OP_ORDER[e["edit"]["op"]],
+            e["rule"],
+            -1 if e["row"] is None else e["row"],
+            e["field"] or "",
+        )
+    )
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A cell as JSON would hold it (tuples → lists), so ``old`` compares with what was read."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def apply_edits(
+    frame: pl.DataFrame,
+    edits: Sequence[dict[str, Any]],
+    *,
+    original: Callable[[int, dict[str, Any]], Any] | None = None,
+    pass_no: int = 1,
+) -> PassResult:
+    """Apply ``edits`` (from :func:`edits_of`) to ``frame`` and log every change.
+
+    ``original(row, cells)`` gives the whole record as the user wrote it, for the changelog of
+    a dropped row (default: the row's cells). Edits are applied in :data:`_OP_ORDER`; within an
+    op by rule code and row, so the same findings always give the same result.
+    """
+    columns = [c for c in frame.columns if c not in BOOKKEEPING]
+    rows: list[int] = frame[ROW].to_list()
+    records: list[Any] = frame[RECORD].to_list()
+    pos = {r: i for i, r in enumerate(rows)}
+    cells: dict[str, list[Any]] = {}
+
+    def col(name: str) -> list[Any]:
+        if name not in cells:
+            cells[name] = frame[name].to_list()
+        return cells[name]
+
+    def record_cells(i: int) -> dict[str, Any]:
+        return {c: _plain(col(c)[i]) for c in columns if c not in dropped_cols}
+
+    def whole(i: int) -> Any:
+        return original(rows[i], record_cells(i)) if original else record_cells(i)
+
+    split = col(SPLIT)
+    dropped: set[int] = set()
+    index_of = {r: i for i, r in enumerate(records)}
+
+    def live(record: Any) -> bool:
+        """A record an ``extend`` value refers to is still there (not dropped in this pass)."""
+        k = index_of.get(record)
+        return k is not None and k not in dropped
+
+    dropped_cols: set[str] = set()
+    changes: list[ChangeEntry] = []
+    applied = skipped = 0
+    by_rule: dict[str, int] = {}
+
+    def ref(e: dict[str, Any]) -> dict[str, Any]:
+        k = pos.get(e["row"]) if e["row"] is not None else None
+        return _finding_ref(e, records[k] if k is not None else None)
+
+    def log(i: int | None, fld: str, old: Any, new: Any, e: dict[str, Any], reason: str) -> None:
+        changes.append(
+            ChangeEntry(
+                records[i] if i is not None else e["record"],
+                fld,
+                old,
+                new,
+                e["rule"],
+                reason,
+                finding=ref(e),
+                pass_no=pass_no,
+            )
+        )
+
+    for e in edits:
+        op = e["edit"]
+        kind = op["op"]
+        i = pos.get(e["row"]) if e["row"] is not None else None
+        if kind != "merge_columns" and (i is None or i in dropped):
+            skipped += 1
+            continue
+        done = satisfied = False
+        if kind == "drop":
+            log(i, "", whole(i), None, e, "dropped: " + e["message"])
+            dropped.add(i)
+            done = True
+        elif kind == "merge_rows":
+            j = pos.get(op["into"])
+            if j is not None and j not in dropped and j != i:
+                for c in columns:
+                    if c in dropped_cols:
+                        continue
+                    values = col(c)
+                    mine, theirs = values[i], values[j]
+                    if mine is None or mine == theirs:
+                        continue
+                    if theirs is None:
+                        values[j] = mine
+                        log(j, c, None, _plain(mine), e, f"value taken from {records[i]}")
+                    else:
+                        why = f"discarded: {records[j]} holds {theirs!r}"
+                        log(i, c, _plain(mine), None, e, why)
+                log(i, "", whole(i), None, e, "dropped: " + e["message"])
+                dropped.add(i)
+                done = True
+        elif kind == "merge_columns":
+            into, src = op["into"], op["from"]
+            if into in frame.columns and src in frame.columns and src not in dropped_cols:
+                a, b = col(into), col(src)
+                for k, v in enumerate(b):
+                    if v is None or k in dropped or v == a[k]:
+                        continue
+                    if a[k] is None:
+                        a[k] = v
+                        log(k, into, None, _plain(v), e, f"value moved from column {src!r}")
+                    else:
+                        why = f"discarded: column {into!r} holds {a[k]!r}"
+                        log(k, src, _plain(v), None, e, why)
+                dropped_cols.add(src)
+                changes.append(
+                    ChangeEntry(
+                        e["record"],
+                        src,
+                        None,
+                        None,
+                        e["rule"],
+                        f"column dropped: merged into {into!r}",
+                        finding=ref(e),
+                        pass_no=pass_no,
+                    )
+                )
+                done = True
+        elif kind == "set":
+            fld = op["field"]
+            if fld in frame.columns and fld not in dropped_cols:
+                values = col(fld)
+                now = _plain(values[i])
+                if now == op.get("old"):
+                    values[i] = op["new"]
+                    log(i, fld, op.get("old"), op["new"], e, _reason(e))
+                    done = True
+                elif now == op["new"]:
+                    # Another finding on the same cell proposed the same value (a cell with two
+                    # stray spaces is two findings, one edit): already done, nothing to log.
+                    satisfied = True
+        elif kind == "extend":
+            fld = op["field"]
+            if fld in frame.columns:
+                values = col(fld)
+                have = _plain(list(values[i] or []))
+                refs = op.get("refs")
+                new = [
+                    v
+                    for k, v in enumerate(op["values"])
+                    if v not in have and (refs is None or live(refs[k]))
+                ]
+                if new:
+                    values[i] = have + new
+                    log(i, fld, have, have + new, e, _reason(e))
+                    done = True
+                else:
+                    satisfied = True  # every value already there (an identical finding)
+        elif kind == "remove":
+            fld = op["field"]
+            if fld in frame.columns:
+                values = col(fld)
+                have = _plain(list(values[i] or []))
+                match = op["match"]
+                keep = [v for v in have if not any(_matches(v, m) for m in match)]
+                if len(keep) < len(have):
+                    values[i] = keep
+                    log(i, fld, have, keep, e, _reason(e))
+                    done = True
+                else:
+                    satisfied = True
+        elif kind == "move":
+            group = [(i, op.get("old"))] + [(pos.get(r), s) for r, s in op.get("with", ())]
+            for k, was in group:
+                if k is None or k in dropped or split[k] != was or split[k] == op["new"]:
+                    continue
+                log(k, "split", split[k], op["new"], e, _reason(e))
+                split[k] = op["new"]
+                done = True
+        if done:
+            applied += 1
+            by_rule[e["rule"]] = by_rule.get(e["rule"], 0) + 1
+        elif not satisfied:
+            skipped += 1
+    out = frame.with_columns(
+        [pl.Series(c, v, dtype=frame.schema[c], strict=False) for c, v in cells.items()]
+    ).drop(sorted(dropped_cols))
+    if dropped:
+        out = out.filter(~pl.Series(range(out.height)).is_in(sorted(dropped)))
+    return PassResult(out, changes, applied, skipped, by_rule)
+
+
+#: Passes before ``curate fix`` gives up converging (ruff uses 100; a dataset fix that needs more
+#: than a few re-audits is a rule whose edit does not remove its own finding: a bug to report).
+MAX_PASSES = 4
+
+
+@dataclass
+class FixRun:
+    """Everything :func:`run_fixes` produced: the fixed tables per split, the changelog, the
+    re-audit of the last pass, and what was left (unsafe fixes not enabled, non-convergence)."""
+
+    tables: dict[str, Any]
+    changelog: list[ChangeEntry]
+    frame: pl.DataFrame
+    passes: int
+    applied: dict[str, int]
+    unsafe_available: dict[str, int]
+    converged: bool
+    after: Any = None  # the Report of the last re-audit
+
+
+def run_fixes(
+    family: Any,
+    data: Any,
+    report: Any,
+    options: Any,
+    choice: FixChoice,
+    *,
+    progress: Callable[[str, int], None] | None = None,
+    max_passes: int = MAX_PASSES,
+) -> FixRun:
+    """Apply the chosen findings' edits, re-audit, and repeat while the re-audit proposes more.
+
+    Why passes: one fix can reveal another (labels stripped of whitespace become exact
+    duplicate rows), and a rule states its edit against the data it saw. Each pass writes the
+    fixed tables to a private temporary folder in the published layout and loads them back with
+    the family's own reader, so every re-audit sees exactly what will be published. The
+    records keep the ids of the input in the changelog (a positional id of a temporary file
+    would mean nothing), mapped back by split and position.
+    """
+    import tempfile
+    from pathlib import Path
+
+    rules, withheld = choice.rules(family.rules)
+    invalid = family.invalid_records(data)
+    frame, changes = family.fix_frame(data, invalid)
+    _name_invalid_findings(changes, invalid)
+    applied: dict[str, int] = {}
+    current, audit_report = data, report
+    reaudit = family.reaudit_options(options, data)
+    passes = 0
+    converged = False
+    after = None
+    held_back: dict[str, int] = {}
+    edits_of(report.findings, rules, unsafe=choice.unsafe, held_back=held_back)
+    with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
+        for n in range(1, max_passes + 1):
+            if not frame.height:  # every record invalid: nothing to fix or re-audit
+                converged = True
+                break
+            edits = edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
+            if n > 1 and not edits:
+                converged = True
+                break
+            result = apply_edits(
+                frame,
+                edits,
+                original=lambda row, cells, d=current: family.fix_original(d, row, cells),
+                pass_no=n,
+            )
+            passes = n
+            changes.extend(result.changes)
+            for code, k in result.by_rule.items():
+                applied[code] = applied.get(code, 0) + k
+            frame = result.frame
+            tables = family.fix_tables(frame, current)
+            if progress:
+                progress(f"re-audit after pass {n}", frame.height)
+            current, audit_report = reaudit_tables(family, tables, reaudit, Path(tmp) / f"p{n}")
+            after = audit_report
+            frame = _same_records(
+                family.fix_frame(current, family.invalid_records(current))[0], frame
+            )
+            if result.applied == 0:
+                converged = True
+                break
+        else:
+            converged = not edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
+    unsafe_available = dict(held_back)
+    unsafe_available |= {
+        r.code: n
+        for r in withheld
+        if (
+            n := int(
+                report.findings.filter(
+                    (pl.col("rule") == r.code) & pl.col("fix").is_not_null()
+                ).height
+            )
+        )
+    }
+    return FixRun(
+        tables=family.fix_tables(frame, current),
+        changelog=changes,
+        frame=frame,
+        passes=passes,
+        applied=applied,
+        unsafe_available=unsafe_available,
+        converged=converged,
+        after=after,
+    )
+
+
+def _name_invalid_findings(changes: list[ChangeEntry], invalid: pl.DataFrame) -> None:
+    """Records left out as invalid are logged by the family before any pass; name the finding
+    that rejected each one too (pass 0: before fixing), so every changelog line has one."""
+    refs: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for r in invalid.iter_rows(named=True):
+        ref = {k: r[k] for k in ("rule", "record", "field", "message")}
+        refs.setdefault((r["rule"], r["record"]), ref)
+        if r["record"] is None:
+            refs.setdefault((r["rule"], r["field"]), ref)
+    for c in changes:
+        c.finding = refs.get((c.rule, c.record)) or refs.get((c.rule, c.field))
+        c.pass_no = 0
+
+
+def reaudit_tables(
+    family: Any, tables: dict[str, Any], options: Any, folder: Any
+) -> tuple[Any, Any]:
+    """Write ``tables`` to ``folder`` in the published layout, read them back with the family's
+    reader and audit them: what a user gets from ``curate audit FAMILY OUT``."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    (folder / "data").mkdir(parents=True)
+    for split, table in tables.items():
+        pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet")
+    data = family.load([str(folder)], options, keep_records=True)
+    return data, family.audit(data, options)
+
+
+def _same_records(reloaded: pl.DataFrame, written: pl.DataFrame) -> pl.DataFrame:
+    """``reloaded`` with the record ids of ``written``: the k-th row of a split read back is the
+    k-th row of that split as written (readers keep file order)."""
+    rank = pl.int_range(pl.len()).over(SPLIT).alias("__rank")
+    ids = written.select(SPLIT, RECORD).with_columns(rank)
+    if reloaded.height != written.height:
+        raise RuntimeError("fixed tables read back with a different number of rows")
+    return (
+        reloaded.with_columns(rank)
+        .drop(RECORD)
+        .join(ids, on=[SPLIT, "__rank"], how="left", maintain_order="left")
+        .drop("__rank")
+        .select(reloaded.columns)
+    )
+
+
+def _matches(value: Any, pattern: dict[str, Any]) -> bool:
+    """A list item matches a ``remove`` pattern when it has every key of it with that value."""
+    return isinstance(value, dict) and all(value.get(k) == v for k, v in pattern.items())
+
+
+def _reason(e: dict[str, Any]) -> str:
+    """The changelog reason: the edit's own wording, else the finding's message."""
+    return e["edit"].get("reason") or e["message"]
+
+
+__all__ = [
+    "BOOKKEEPING",
+    "FixChoice",
+    "FixRun",
+    "PassResult",
+    "apply_edits",
+    "edits_of",
+    "reaudit_tables",
+    "run_fixes",
+]

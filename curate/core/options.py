@@ -1,0 +1,189 @@
+"""Family options: each family declares its own as a Pydantic model; the CLI and the API build
+from it.
+
+Why a model per family rather than flags in the core: a flag the chosen family does not read was
+silently ignored before (``--task`` on MQuAKE, ``--edit-set`` on glycans), and every new family
+had to edit the CLI. Now a family owns its options (name, type, help, default, the commands that
+use them); the CLI turns each field into a flag of that family's subcommand, the library
+validates keyword arguments against the same model, and an option the family does not have is a
+usage error that lists the ones it has.
+
+Field metadata (through :func:`option`): ``help`` (the flag's help text), ``commands`` (which of
+validate/audit/fix/export read it; all when omitted) and ``flag`` (the CLI spelling when it is not
+``--field-name``, e.g. ``--column`` for ``columns``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from curate.core.errors import ArgumentError, UsageError, arg
+
+COMMANDS = ("validate", "audit", "fix", "export")
+
+
+class FamilyOptions(BaseModel):
+    """Base class of every family's options (a family with none uses it as is)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    def input_files(self) -> list[Path]:
+        """Files these options make curate read (an id list, a mapping): inputs to protect.
+
+        The output gate refuses to write over them exactly as over the data itself.
+        """
+        return []
+
+    def public(self, command: str | None = None) -> dict[str, Any]:
+        """The options as a report shows them: set values only, JSON-friendly.
+
+        With ``command``, only the options that command takes: an audit report listing
+        ``seed=0, resplit=True`` (options of ``fix`` alone) would claim they shaped the audit.
+        """
+        fields = type(self).model_fields
+        return {
+            k: (str(v) if not isinstance(v, str | int | float | bool | list | dict) else v)
+            for k, v in self.model_dump().items()
+            if v is not None and v != {} and v != []
+            if command is None or k not in fields or command in field_commands(type(self), k)
+        }
+
+
+def option(
+    default: Any = None,
+    *,
+    help: str,
+    commands: Iterable[str] = COMMANDS,
+    flag: str | None = None,
+) -> Any:
+    """A family option: a pydantic ``Field`` with the help, commands and flag the CLI reads."""
+    cmds = tuple(commands)
+    unknown = set(cmds) - set(COMMANDS)
+    if unknown:
+        raise ValueError(f"unknown commands {sorted(unknown)}")
+    extra: dict[str, Any] = {"commands": list(cmds)}
+    if flag:
+        extra["flag"] = flag
+    return Field(default=default, description=help, json_schema_extra=extra)
+
+
+def field_commands(model: type[FamilyOptions], name: str) -> tuple[str, ...]:
+    extra = model.model_fields[name].json_schema_extra
+    return tuple(extra.get("commands", COMMANDS)) if isinstance(extra, dict) else COMMANDS
+
+
+def field_flag(model: type[FamilyOptions], name: str) -> str:
+    extra = model.model_fields[name].json_schema_extra
+    flag = extra.get("flag") if isinstance(extra, dict) else None
+    return str(flag) if flag else "--" + name.replace("_", "-")
+
+
+def describe(model: type[FamilyOptions], command: str | None = None) -> str:
+    """``--edit-set, --task`` — the flags a family has (for one command), for error messages."""
+    names = [
+        field_flag(model, n)
+        for n in model.model_fields
+        if command is None or command in field_commands(model, n)
+    ]
+    return ", ".join(names) if names else "(none)"
+
+
+def parse_options(
+    model: type[FamilyOptions],
+    family: str,
+    given: FamilyOptions | Mapping[str, Any] | None = None,
+    **raw: Any,
+) -> FamilyOptions:
+    """Validate options for ``family``: a model instance, a mapping, keyword arguments, or a mix.
+
+    Unknown names and bad values raise :class:`~curate.core.errors.UsageError` (exit 2) naming the
+    option and listing the family's options: a typo must not be silently ignored.
+    """
+    if isinstance(given, FamilyOptions) and not raw:
+        if not isinstance(given, model):
+            raise ArgumentError(
+                f"{family}: options of type {type(given).__name__} given, expected {model.__name__}"
+            )
+        return given
+    if given is not None and not isinstance(given, FamilyOptions | Mapping):
+        raise ArgumentError(
+            f"options: expected a {model.__name__} or a mapping, got {type(given).__name__}"
+        )
+    values: dict[str, Any] = {}
+    if isinstance(given, FamilyOptions):
+        values.update(given.model_dump(exclude_unset=True))
+    elif given is not None:
+        values.update(given)
+    values.update({k: v for k, v in raw.items() if v is not None})
+    unknown = sorted(set(values) - set(model.model_fields), key=str)
+    if unknown:
+        # Python's words for an unexpected keyword, with the options there are (and the
+        # closest one: a typo is the usual cause).
+        first = str(unknown[0])
+        close = difflib.get_close_matches(first, list(model.model_fields), n=1)
+        names = ", ".join(map(str, unknown))
+        have = ", ".join(model.model_fields) or "(none)"
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ArgumentError(f"{names}: {family} has no such option{hint}; its options: {have}")
+    for name, value in values.items():
+        _check_type(model, str(name), value)
+    try:
+        return model.model_validate(values)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        loc = [str(x) for x in err["loc"]]
+        where = arg(field_flag(model, loc[0])) if loc and loc[0] in model.model_fields else ""
+        where = ".".join([where, *loc[1:]]) if where else ".".join(loc) or "options"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if str(err["type"]).endswith("_type"):  # a wrong type: a TypeError, with what was given
+            raise ArgumentError(f"{where}: {msg}, got {type(err['input']).__name__}") from None
+        raise UsageError(f"{where}: {msg}") from None
+
+
+def _scalar_ok(member: Any, value: Any) -> bool | None:
+    """Does ``value`` have the type of ``member`` (one member of a field's annotation), for the
+    scalar types options have; None: a type left to the model (a mapping, a custom class)."""
+    from curate.core.arguments import accepts
+
+    if typing.get_origin(member) is Literal:  # its type here, which value the model checks
+        return any(type(value) is type(a) for a in typing.get_args(member))
+    if member is Path:  # a path is given as a string too (``mapping="m.json"``)
+        return isinstance(value, str | os.PathLike)
+    if member in (bool, int, float, str):
+        return accepts(member, value)
+    return None
+
+
+def _check_type(model: type[FamilyOptions], name: str, value: Any) -> None:
+    """Refuse an option value of the wrong type before the model would convert it.
+
+    Why not the model's own (lax) checks: pydantic reads ``tasks=True`` as 1, ``seed="3"`` as
+    3, ``metadata_only="yes"`` as True and ``workers=2.0`` as 2 — a typo or a wrong variable
+    passed silently — and ``seed="a"`` failed as a value error, not a type error. The CLI and
+    a config file give typed values (the CLI converts its flags, TOML has types), so only a
+    wrong type is refused here: :class:`~curate.core.errors.ArgumentError` naming the option.
+    """
+    from curate.core.arguments import describe
+
+    if value is None or name not in model.model_fields:
+        return
+    annotation = model.model_fields[name].annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(annotation) if m is not type(None)]
+    else:
+        members = [annotation]
+    verdicts = [_scalar_ok(m, value) for m in members]
+    if any(v is None for v in verdicts) or any(verdicts):
+        return
+    expected = describe(annotation).removesuffix(" or None")
+    raise ArgumentError(
+        f"{arg(field_flag(model, name))}: expected {expected}, got {type(value).__name__}"
+    )

@@ -1,0 +1,642 @@
+"""The one pass over an XLand-style HDF5 file's arrays: task groups in, compact tables out.
+
+:func:`scan_tasks` is a pure function of ``(path, task groups)``: it reads every array of those
+groups once, in chunk-aligned blocks of one history, and returns plain numpy columns — one row
+per history (lengths, episode counts, returns, action histograms, out-of-range counts with their
+first and last step, a content digest), a few example rows per history for each kind of broken
+episode, and a histogram of episode lengths. Outputs of disjoint group ranges merge by
+concatenation (:func:`merge`), so the same function runs in a process pool here and, unchanged,
+as tasks on a cluster. It imports only numpy, h5py, xxhash, zlib-ng and the dependency-free layout
+constants (:mod:`curate.io.xland_layout`) — not :mod:`curate.families`, whose registry and data
+contract load polars, pyarrow and pydantic — so a worker process starts in about the time numpy
+and h5py take; it keeps no state between calls.
+
+Why per-history aggregates and *examples* of broken episodes rather than a row per episode:
+XLand-100B holds 2.5 billion episodes; a row each would be tens of GB, while a history's row is
+~200 bytes (0.2 GB for its 924k histories) and broken episodes are bounded by
+:data:`EXAMPLES` per history and kind (the count is kept in full). Memory is therefore bounded
+by one block of one history (``block_steps`` × 29 bytes, 3.8 MB at the default) plus the
+compact tables, whatever the file size.
+
+Everything per step is numpy over a whole block (no Python loop over steps or episodes); the
+Python loop is over blocks and histories (and, on the direct path, chunks: a block's plain-deflate
+chunks are read as stored and inflated with zlib-ng, about twice as fast as HDF5's pipeline with
+the system zlib; see :class:`_Buffer`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import h5py
+import numpy as np
+import xxhash
+
+try:  # zlib-ng inflates HDF5's deflate chunks about twice as fast as the system zlib
+    from zlib_ng.zlib_ng import adler32 as _adler32
+    from zlib_ng.zlib_ng import decompressobj as _inflater
+except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 reads everything
+    _inflater = None
+    _adler32 = zlib.adler32
+
+from curate.io.xland_layout import (
+    DATASETS,
+    MAX_STATE_VALUE,
+    NUM_ACTIONS,
+    REWARD_SLOPE,
+    max_steps_of,
+)
+
+#: Broken episodes kept per history and kind (their total count is always kept).
+EXAMPLES = 10
+#: Steps read per block: a multiple of the published chunk length (4096), ~3.8 MB of arrays.
+BLOCK_STEPS = 1 << 17
+#: Kinds of broken episode the scan flags (the rules that report them: RL201-RL203).
+EPISODE_KINDS = ("reward-length", "too-long", "zero-reward-early")
+#: Kinds of out-of-range step the scan counts, each with first/last step (RL204-RL206, RL30x).
+STEP_KINDS = (
+    "reward_nonfinite",
+    "reward_range",
+    "reward_off_done",
+    "action_range",
+    "expert_range",
+    "state_range",
+)
+
+#: Blocks are whole multiples of this many steps as well as of the chunk (the published chunk
+#: length, and the default export segment).
+SEGMENT_STEPS = 4096
+
+_INT_COLUMNS = (
+    "group_index",
+    "history",
+    "steps",
+    "steps_read",
+    "episodes",
+    "successes",
+    "tail",
+    "error_start",
+    "error_end",
+    *[f"{k}_{p}" for k in EPISODE_KINDS for p in ("n",)],
+    *[f"{k}_{p}" for k in STEP_KINDS for p in ("n", "first", "last")],
+    "state_value",
+    "action_value",
+    "expert_value",
+    *[f"action_{a}" for a in range(NUM_ACTIONS)],
+    *[f"expert_{a}" for a in range(NUM_ACTIONS)],
+)
+_FLOAT_COLUMNS = ("return_sum", "first_tenth", "last_tenth", "final_return")
+_STR_COLUMNS = ("group", "digest", "error", "error_field")
+_EPISODE_INT = ("group_index", "history", "start", "end", "length", "implied", "done")
+_EPISODE_FLOAT = ("reward",)
+
+
+def _empty_columns() -> dict[str, list[Any]]:
+    return {c: [] for c in (*_STR_COLUMNS, *_INT_COLUMNS, *_FLOAT_COLUMNS)}
+
+
+def _attr(group: h5py.Group, name: str) -> Any:
+    try:
+        value = group.attrs.get(name)
+    except (OSError, TypeError, ValueError):  # an attribute of a type h5py cannot read
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _hashers() -> list[Any]:
+    """One streaming XXH3-128 per dataset of a history (see :meth:`HistoryScan.block`)."""
+    return [xxhash.xxh3_128() for _ in DATASETS]
+
+
+def _at(n: int, steps: np.ndarray) -> np.ndarray:
+    """A block's boolean mask that is true at ``steps``."""
+    mask = np.zeros(n, dtype=bool)
+    mask[steps] = True
+    return mask
+
+
+class HistoryScan:
+    """Running state of one history's scan across its blocks."""
+
+    def __init__(self, steps: int, max_steps: int | None) -> None:
+        self.steps = steps
+        self.max_steps = max_steps
+        self.read = 0
+        self.ep_start = 0  # first step of the open episode (history coordinates)
+        self.carry = 0.0  # return of the open episode so far
+        self.returns: list[np.ndarray] = []
+        self.lengths = np.zeros(0, dtype=np.int64)
+        self.successes = 0
+        self.flagged = {k: 0 for k in EPISODE_KINDS}
+        self.examples: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
+        self.counts = {k: [0, -1, -1] for k in STEP_KINDS}
+        self.state_value = -1
+        #: the first out-of-range action and expert action (-1: none), for the findings' text
+        self.action_value = -1
+        self.expert_value = -1
+        self.actions = np.zeros(256, dtype=np.int64)
+        self.experts = np.zeros(256, dtype=np.int64)
+        #: one streaming hash per dataset, each fed its dataset's bytes in step order
+        self.hashers = _hashers()
+        self.error = ""
+        #: the dataset whose block could not be read
+        self.error_field = ""
+        self.error_span = (-1, -1)
+
+    def steps_where(self, kind: str, mask: np.ndarray, offset: int) -> np.ndarray | None:
+        """Count ``mask``'s steps under ``kind`` (first and last kept); the hits, or None."""
+        if not mask.any():
+            return None
+        hits = np.flatnonzero(mask)
+        c = self.counts[kind]
+        if c[0] == 0:
+            c[1] = int(hits[0]) + offset
+        c[0] += int(hits.size)
+        c[2] = int(hits[-1]) + offset
+        return hits
+
+    def block(
+        self,
+        a: int,
+        states: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        experts: np.ndarray,
+    ) -> None:
+        n = actions.shape[0]
+        # the content digest: XXH3-128 streams at several GB/s (SHA-1 managed ~0.6 GB/s, as
+        # much time as decompressing the observations); one hasher per dataset, so the digest
+        # depends on the bytes only, never on where blocks or chunks begin. It finds copies of
+        # histories (RL40x), which needs no cryptographic strength.
+        for hasher, arr in zip(
+            self.hashers, (states, actions, rewards, dones, experts), strict=True
+        ):
+            hasher.update(np.ascontiguousarray(arr).data)
+        # actions and expert actions: histograms (out-of-range values counted past 5)
+        self.actions += np.bincount(actions, minlength=256)
+        self.experts += np.bincount(experts, minlength=256)
+        if self.actions[NUM_ACTIONS:].any():
+            hits = self.steps_where("action_range", actions >= NUM_ACTIONS, a)
+            if hits is not None and self.action_value < 0:
+                self.action_value = int(actions[hits[0]])
+        if self.experts[NUM_ACTIONS:].any():
+            hits = self.steps_where("expert_range", experts >= NUM_ACTIONS, a)
+            if hits is not None and self.expert_value < 0:
+                self.expert_value = int(experts[hits[0]])
+        # observations: every cell must decode to a tile < 13 (colour is always < 12)
+        if n and int(states.max()) > MAX_STATE_VALUE:
+            bad = (states > MAX_STATE_VALUE).reshape(n, -1)
+            hits = self.steps_where("state_range", bad.any(axis=1), a)
+            if hits is not None and self.state_value < 0:
+                row = states.reshape(n, -1)[hits[0]]
+                self.state_value = int(row[row > MAX_STATE_VALUE][0])
+        # rewards: checked on float16's bits, widened only where paid. numpy emulates float16
+        # arithmetic (widening a block cost as much as every other check together), while the
+        # bit tests are integer ops: magnitude 0 is ±0, >= 0x7C00 is inf/NaN, > 0x3C00 is > 1.
+        r, paid = self._rewards(a, rewards, dones)
+        # episodes: a done at step t ends the episode that started after the previous done;
+        # an episode's return is the sum of the paid rewards up to its done (bincount by the
+        # episode each paid step falls in; the last bin is the still-open episode)
+        ends = np.flatnonzero(dones)
+        episode_of = np.searchsorted(ends, paid)
+        sums = np.bincount(episode_of, weights=r, minlength=ends.size + 1).astype(
+            np.float64, copy=False
+        )  # (an empty bincount is integer, whatever its weights)
+        if ends.size:
+            starts = np.empty_like(ends)
+            starts[0] = self.ep_start - a
+            starts[1:] = ends[:-1] + 1
+            returns = sums[: ends.size].copy()
+            returns[0] += self.carry
+            lengths = ends - starts + 1
+            end_raw = rewards[ends].astype(np.float64)  # NaN stays NaN in the examples
+            end_rewards = np.where(np.isfinite(end_raw), end_raw, 0.0)
+            self.returns.append(returns)
+            self.lengths = np.concatenate((self.lengths, lengths))
+            self.successes += int((end_rewards > 0).sum())
+            self._flag(starts + a, lengths, end_raw, done=True)
+            self.ep_start = int(ends[-1]) + 1 + a
+            self.carry = float(sums[ends.size])
+        else:
+            self.carry += float(sums[0])
+        self.read = a + n
+
+    def _rewards(
+        self, a: int, rewards: np.ndarray, dones: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Count non-finite, out-of-range and off-done rewards; the paid steps' rewards (as
+        float64, a non-finite one as 0) and the paid steps."""
+        if rewards.dtype != np.float16:  # not the published dtype (RL104 says so): any float
+            return self._rewards_any(a, rewards, dones)
+        bits = np.ascontiguousarray(rewards).view(np.uint16)
+        mag = bits & np.uint16(0x7FFF)
+        paid = np.flatnonzero(mag)  # few: rewards are paid on goal-reaching steps only
+        if not paid.size:
+            return np.zeros(0), paid
+        pm = mag[paid]
+        nonfinite = pm >= 0x7C00
+        if nonfinite.any():
+            self.steps_where("reward_nonfinite", _at(bits.size, paid[nonfinite]), a)
+            paid, pm = paid[~nonfinite], pm[~nonfinite]  # counted as 0 from here on
+        negative = (bits[paid] & np.uint16(0x8000)) != 0
+        out_of_range = negative | (pm > 0x3C00)
+        if out_of_range.any():
+            self.steps_where("reward_range", _at(bits.size, paid[out_of_range]), a)
+        r = rewards[paid].astype(np.float64)
+        off = ~negative & (dones[paid] == 0)
+        if off.any():
+            self.steps_where("reward_off_done", _at(bits.size, paid[off]), a)
+        return r, paid
+
+    def _rewards_any(
+        self, a: int, rewards: np.ndarray, dones: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_rewards` for rewards of another dtype, with float arithmetic."""
+        rf = np.asarray(rewards, dtype=np.float64)
+        finite = np.isfinite(rf)
+        if not finite.all():
+            self.steps_where("reward_nonfinite", ~finite, a)
+            rf = np.where(finite, rf, 0.0)
+        self.steps_where("reward_range", (rf < 0) | (rf > 1), a)
+        paid = np.flatnonzero(rf)
+        r = rf[paid]
+        off = (r > 0) & (dones[paid] == 0)
+        if off.any():
+            self.steps_where("reward_off_done", _at(rf.size, paid[off]), a)
+        return r, paid
+
+    def _flag(
+        self, starts: np.ndarray, lengths: np.ndarray, rewards: np.ndarray, *, done: bool
+    ) -> None:
+        if self.max_steps is None:
+            return
+        m = self.max_steps
+        with np.errstate(invalid="ignore"):
+            implied = np.rint((1.0 - rewards) * m / REWARD_SLOPE)
+            implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
+            kinds = {"too-long": lengths > m}
+            if done:
+                # a non-finite reward is RL205's; it implies no length (NaN > 0 is already
+                # false, +inf is not)
+                kinds["reward-length"] = (rewards > 0) & np.isfinite(rewards) & (implied != lengths)
+                kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
+        for kind, mask in kinds.items():
+            if not mask.any():
+                continue
+            idx = np.flatnonzero(mask)
+            self.flagged[kind] += int(idx.size)
+            # episodes kept so far (each entry holds a block's worth of them)
+            have = sum(int(e[1].size) for e in self.examples if e[0] == kind)
+            take = idx[: max(0, EXAMPLES - have)]
+            if take.size:
+                self.examples.append(
+                    (kind, starts[take], lengths[take], rewards[take], implied[take], done)
+                )
+
+    def finish(self) -> None:
+        tail = self.read - self.ep_start
+        if tail > 0 and not self.error:
+            self._flag(
+                np.array([self.ep_start]),
+                np.array([tail]),
+                np.array([np.nan]),
+                done=False,
+            )
+
+    def hexdigest(self) -> str:
+        """The history's content digest: XXH3-128 over the datasets' digests and the steps
+        read (a history cut short by an unreadable block is not its full self)."""
+        whole = xxhash.xxh3_128()
+        for hasher in self.hashers:
+            whole.update(hasher.digest())
+        whole.update(np.int64(self.read).tobytes())
+        return whole.hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        returns = np.concatenate(self.returns) if self.returns else np.zeros(0)
+        n = int(returns.size)
+        k = n // 10
+        row: dict[str, Any] = {
+            "steps": self.steps,
+            "steps_read": self.read,
+            "episodes": n,
+            "successes": self.successes,
+            "tail": self.read - self.ep_start,
+            "return_sum": float(returns.sum()),
+            "first_tenth": float(returns[:k].mean()) if k else float("nan"),
+            "last_tenth": float(returns[-k:].mean()) if k else float("nan"),
+            "final_return": float(returns[-max(k, 1) :].mean()) if n else float("nan"),
+            "digest": self.hexdigest(),
+            "error": self.error,
+            "error_field": self.error_field,
+            "error_start": self.error_span[0],
+            "error_end": self.error_span[1],
+            "state_value": self.state_value,
+            "action_value": self.action_value,
+            "expert_value": self.expert_value,
+        }
+        for kind in EPISODE_KINDS:
+            row[f"{kind}_n"] = self.flagged[kind]
+        for kind, (count, first, last) in self.counts.items():
+            row[f"{kind}_n"], row[f"{kind}_first"], row[f"{kind}_last"] = count, first, last
+        for a in range(NUM_ACTIONS):
+            row[f"action_{a}"] = int(self.actions[a])
+            row[f"expert_{a}"] = int(self.experts[a])
+        return row
+
+
+class ShortChunk(RuntimeError):
+    """A stored chunk whose deflate stream ends cleanly before the chunk's size: HDF5 reads it
+    without an error and hands back whatever its buffer held for the rest, so the block's values
+    (and the history's digest) are not the file's. Reported as the history's unreadable block
+    (RL001), at the chunk's steps."""
+
+    def __init__(self, ds: h5py.Dataset, h: int, c: int, rows: int, got: int, size: int) -> None:
+        end = min(c + rows, int(ds.shape[1]))
+        super().__init__(
+            f"chunk of {ds.name} at history {h}, steps [{c}, {end}): its deflate stream ends "
+            f"after {got:,} of the chunk's {size:,} bytes (HDF5 reads it without an error and "
+            "returns unset memory for the rest)"
+        )
+        self.span = (c, end)
+
+
+class _Buffer:
+    """One dataset's reusable block buffer: ``read_direct`` into it instead of a fresh array
+    per read (a fresh multi-MB array costs a page fault per 4 KB on every block).
+
+    With ``direct`` and a dataset :func:`direct_chunk_rows` accepts, a block is read chunk by
+    chunk as the stored bytes (``read_direct_chunk``) and inflated with zlib-ng instead of
+    HDF5's filter pipeline (the system zlib): the same bytes, about twice as fast. Any doubt
+    about a chunk (a filter skipped, not allocated, a stream that does not end or inflates past
+    the chunk, any exception) sends the whole block to ``read_direct``, so fill values, corrupt
+    chunks and their error text are exactly HDF5's.
+
+    The one thing HDF5 does not say: a stream that ends cleanly *short* of the chunk's size
+    (:class:`ShortChunk`). The direct path raises it; after a ``read_direct`` of such a dataset
+    (``CURATE_ICRL_DIRECT=0``, or a block the direct path left to HDF5) :meth:`_check_chunks`
+    finds it from the zlib stream's trailer, the Adler-32 of the bytes the stream inflates to,
+    compared with the bytes HDF5 returned: a checksum pass over the block (a few percent of
+    inflating it) and the stored bytes re-read, no second inflate unless they differ.
+    """
+
+    def __init__(self, ds: h5py.Dataset, steps: int, *, direct: bool = False) -> None:
+        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype)
+        #: steps per chunk of a plain-deflate dataset chunked by history, else 0
+        self.rows = direct_chunk_rows(ds, need_inflater=False)
+        self.direct = bool(direct and _inflater is not None and self.rows)
+        if self.rows:
+            self.row_bytes = self.array[:1].nbytes
+            self.bytes = memoryview(self.array.reshape(-1).view(np.uint8))
+            self.tail = (0,) * (ds.ndim - 2)
+            self.zeros = bytes(self.rows * self.row_bytes)
+
+    def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
+        if b - a <= 0:
+            return self.array[:0]
+        aligned = bool(self.rows) and a % self.rows == 0
+        if self.direct and aligned:
+            try:
+                self._inflate_chunks(ds, h, a, b)
+                return self.array[: b - a]
+            except ShortChunk:
+                raise
+            except Exception:  # any doubt: HDF5 reads the block (and says what is wrong)
+                pass
+        ds.read_direct(self.array, np.s_[h, a:b], np.s_[0 : b - a])
+        if aligned:
+            self._check_chunks(ds, h, a, b)
+        return self.array[: b - a]
+
+    def _inflate_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
+        rows, row_bytes, out, tail = self.rows, self.row_bytes, self.bytes, self.tail
+        chunk_bytes = rows * row_bytes
+        dsid = ds.id
+        for c in range(a, b, rows):
+            mask, stored = dsid.read_direct_chunk((h, c, *tail))
+            if mask:  # a filter was skipped for this chunk: not plain deflate
+                raise _NotDirect
+            # at most one byte past a chunk (memory stays bounded whatever the stored bytes
+            # claim); the stream must end exactly at the chunk's size: a chunk is stored whole,
+            # edge chunks too
+            inflater = _inflater()
+            data = inflater.decompress(stored, chunk_bytes + 1)
+            if len(data) != chunk_bytes:
+                if inflater.eof and len(data) < chunk_bytes:
+                    raise ShortChunk(ds, h, c, rows, len(data), chunk_bytes)
+                raise _NotDirect
+            if not inflater.eof:
+                raise _NotDirect
+            n = min(rows, b - c) * row_bytes
+            o = (c - a) * row_bytes
+            out[o : o + n] = memoryview(data)[:n]
+
+    def _check_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
+        """Raise :class:`ShortChunk` for a chunk of the block just read by HDF5 whose stream
+        ends short. A chunk whose trailer (the Adler-32 of what it inflates to) matches the
+        bytes HDF5 returned is whole; an edge chunk is compared with its steps past the
+        dataset's end taken as zeros (what HDF5 writes there); only a chunk that does not match
+        is inflated (the system zlib) to measure it."""
+        rows, row_bytes, out, tail = self.rows, self.row_bytes, self.bytes, self.tail
+        chunk_bytes = rows * row_bytes
+        dsid = ds.id
+        for c in range(a, b, rows):
+            try:
+                mask, stored = dsid.read_direct_chunk((h, c, *tail))
+            except Exception:  # never written: HDF5 returned the fill value
+                continue
+            if mask or len(stored) < 6:  # stored unfiltered, or no zlib stream to check
+                continue
+            n = min(rows, b - c) * row_bytes
+            o = (c - a) * row_bytes
+            check = _adler32(out[o : o + n])
+            if n < chunk_bytes:
+                check = _adler32(self.zeros[: chunk_bytes - n], check)
+            if check == int.from_bytes(stored[-4:], "big"):
+                continue
+            inflater = zlib.decompressobj()
+            try:
+                got = len(inflater.decompress(stored, chunk_bytes + 1))
+            except zlib.error:  # not a stream HDF5 could have read either: its data stands
+                continue
+            if inflater.eof and got < chunk_bytes:
+                raise ShortChunk(ds, h, c, rows, got, chunk_bytes)
+
+
+class _NotDirect(Exception):
+    """A chunk the direct path does not read (the block goes to HDF5)."""
+
+
+def direct_chunk_rows(ds: h5py.Dataset, *, need_inflater: bool = True) -> int:
+    """Steps per chunk if ``ds``'s stored chunks can be inflated outside HDF5 with the same
+    result, else 0 (and 0 without zlib-ng, unless ``need_inflater`` is false).
+
+    That holds when the dataset is chunked ``(1, C, *shape[2:])`` (a chunk is C whole steps of
+    one history), its filter pipeline is deflate alone (no shuffle, checksum, scale-offset...),
+    and its type in the file is exactly the in-memory type h5py reads it as (no conversion).
+    """
+    if _inflater is None and need_inflater:
+        return 0
+    try:
+        chunks = ds.chunks
+        if chunks is None or ds.ndim < 2 or chunks[0] != 1 or chunks[2:] != ds.shape[2:]:
+            return 0
+        plist = ds.id.get_create_plist()
+        if plist.get_layout() != h5py.h5d.CHUNKED or plist.get_nfilters() != 1:
+            return 0
+        if plist.get_filter(0)[0] != h5py.h5z.FILTER_DEFLATE:
+            return 0
+        if ds.dtype.hasobject or not ds.id.get_type().equal(h5py.h5t.py_create(ds.dtype)):
+            return 0
+    except Exception:  # a type or property h5py cannot describe: HDF5 reads it
+        return 0
+    return int(chunks[1])
+
+
+def direct_default() -> bool:
+    """Whether scans inflate chunks themselves (``CURATE_ICRL_DIRECT=0`` turns it off)."""
+    return os.environ.get("CURATE_ICRL_DIRECT", "1") != "0"
+
+
+def block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int]]:
+    """Read blocks: whole chunks (a chunk is decompressed once), and whole segments of
+    :data:`SEGMENT_STEPS`."""
+    unit = math.lcm(chunk, SEGMENT_STEPS)
+    size = max(unit, block_steps - block_steps % unit)
+    return [(a, min(a + size, steps)) for a in range(0, steps, size)]
+
+
+def _read_block(
+    ds: list[h5py.Dataset], bufs: list[_Buffer], h: int, a: int, b: int
+) -> tuple[list[np.ndarray] | None, tuple[str, Exception] | None]:
+    """Steps ``[a, b)`` of history ``h`` of every dataset, or the first that cannot be read
+    (its name and the exception)."""
+    arrays = []
+    for dname, d, buf in zip(DATASETS, ds, bufs, strict=True):
+        try:
+            arrays.append(buf.read(d, h, a, b))
+        except (OSError, ValueError, RuntimeError) as e:
+            return None, (dname, e)
+    return arrays, None
+
+
+def scan_tasks(
+    path: str,
+    groups: Sequence[str],
+    group_indices: Sequence[int],
+    *,
+    block_steps: int = BLOCK_STEPS,
+    direct: bool | None = None,
+) -> dict[str, Any]:
+    """Scan the task ``groups`` of the HDF5 file at ``path``; see the module docstring.
+
+    ``group_indices`` are the groups' positions in the file's metadata table (carried into every
+    row so the caller can join without comparing names). Each group must have the five datasets
+    with one ``(H, L)`` (the reader checks that from metadata before scanning). A block that
+    cannot be read (a corrupt chunk) ends its history's scan and is reported in the history's
+    ``error`` columns instead of raising: the rest of the file is still audited.
+
+    ``direct`` (default: :func:`direct_default`) reads plain-deflate chunks as stored bytes and
+    inflates them with zlib-ng (see :class:`_Buffer`); the outputs are the same either way.
+
+    Returns ``{"histories": columns, "episodes": columns, "lengths": counts}`` of plain lists
+    and numpy arrays (no polars: a worker process need not import it).
+    """
+    if direct is None:
+        direct = direct_default()
+    hist = _empty_columns()
+    eps: dict[str, list[Any]] = {c: [] for c in (*_EPISODE_INT, *_EPISODE_FLOAT, "kind")}
+    lengths = np.zeros(1, dtype=np.int64)
+    with h5py.File(path, "r") as f:
+        for name, gi in zip(groups, group_indices, strict=True):
+            grp = f[name]
+            max_steps = max_steps_of(_attr(grp, "env-id"))
+            ds = [grp[d] for d in DATASETS]
+            n_hist, steps = ds[1].shape[:2]
+            chunk = ds[1].chunks[1] if ds[1].chunks else 4096
+            edges = block_edges(steps, chunk, block_steps)
+            size = max((b - a for a, b in edges), default=0)
+            bufs = [_Buffer(d, size, direct=direct) for d in ds]
+            for h in range(n_hist):
+                state = HistoryScan(steps, max_steps)
+                for a, b in edges:
+                    end, failed = b, None
+                    while True:
+                        arrays, failure = _read_block(ds, bufs, h, a, end)
+                        if failure is None:
+                            break
+                        # a short chunk: its own steps; HDF5's error: the block read
+                        failed = (*failure, getattr(failure[1], "span", (a, end)))
+                        arrays = None
+                        if not a < failed[2][0] < end:
+                            break
+                        end = failed[2][0]  # the steps before a short chunk are scanned
+                    if arrays is not None:
+                        state.block(a, *arrays)
+                    if failed is not None:
+                        dname, e, span = failed
+                        state.error = " ".join(str(e).split()) or type(e).__name__
+                        state.error_field = dname
+                        state.error_span = span
+                        break
+                state.finish()
+                row = state.summary()
+                row.update(group=name, group_index=gi, history=h)
+                for c in hist:
+                    hist[c].append(row[c])
+                if state.lengths.size:
+                    counts = np.bincount(state.lengths)
+                    if counts.size > lengths.size:
+                        counts[: lengths.size] += lengths
+                        lengths = counts
+                    else:
+                        lengths[: counts.size] += counts
+                for kind, starts, lens, rews, implied, done in state.examples:
+                    k = len(starts)
+                    eps["group_index"] += [gi] * k
+                    eps["history"] += [h] * k
+                    eps["start"] += starts.tolist()
+                    eps["end"] += (starts + lens).tolist()
+                    eps["length"] += lens.tolist()
+                    eps["implied"] += implied.tolist()
+                    eps["done"] += [int(done)] * k
+                    eps["reward"] += rews.tolist()
+                    eps["kind"] += [kind] * k
+    return {"histories": hist, "episodes": eps, "lengths": lengths}
+
+
+def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Outputs of :func:`scan_tasks` over disjoint group ranges, as one output (in order)."""
+    hist = _empty_columns()
+    eps: dict[str, list[Any]] = {c: [] for c in (*_EPISODE_INT, *_EPISODE_FLOAT, "kind")}
+    size = max((p["lengths"].size for p in parts), default=1)
+    lengths = np.zeros(size, dtype=np.int64)
+    for p in parts:
+        for c in hist:
+            hist[c] += p["histories"][c]
+        for c in eps:
+            eps[c] += p["episodes"][c]
+        lengths[: p["lengths"].size] += p["lengths"]
+    return {"histories": hist, "episodes": eps, "lengths": lengths}
+
+
+__all__ = [
+    "BLOCK_STEPS",
+    "EPISODE_KINDS",
+    "EXAMPLES",
+    "STEP_KINDS",
+    "HistoryScan",
+    "ShortChunk",
+    "block_edges",
+    "direct_chunk_rows",
+    "direct_default",
+    "merge",
+    "scan_tasks",
+]

@@ -1,0 +1,77 @@
+"""The body of a dataset card: what the data is, its splits, the audit summary and the footer
+that says what curate did to produce the folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from curate.core.dataset import ChangeEntry
+from curate.core.findings import Report
+from curate.core.version import __version__
+from curate.publish.metadata import PROJECT_README, CardInfo
+from curate.reports.render import render_markdown
+
+
+def card_body(
+    card: CardInfo,
+    rows: dict[str, int],
+    report: Report | None,
+    changelog: Sequence[ChangeEntry] | None,
+    after: Report | None = None,
+    contents: tuple[str, str, str] = ("Splits", "split", "rows"),
+) -> str:
+    lines = [f"# {card.pretty_name}", ""]
+    if card.description:
+        lines += [card.description, ""]
+    heading, key, count = contents
+    lines += [f"## {heading}", "", f"| {key} | {count} |", "|---|---:|"]
+    lines += [f"| {s} | {n} |" for s, n in rows.items()]
+    lines.append("")
+    if card.source_files:
+        lines += ["## Source", ""] + [f"- `{p}`" for p in card.source_files] + [""]
+    if after is not None and report is not None:
+        b, a = report.summary(), after.summary()
+        lines += [
+            "## Audit of the published data",
+            "",
+            "This is the re-audit of the fixed data in this folder (`audit.after.json`). The "
+            "audit of the input before fixing is `audit.before.json`: "
+            f"{b['findings']} findings in {b['records_with_findings']} of {b['records']} "
+            f"records then, {a['findings']} in {a['records_with_findings']} of {a['records']} "
+            "now.",
+            "",
+            render_markdown(after, heading_level=2),
+        ]
+    elif report is not None:
+        lines.append(render_markdown(report, heading_level=2))
+    if changelog is not None:
+        lines += ["## Changelog summary", ""]
+        if not changelog:
+            lines.append("No changes.")
+        else:
+            per_rule: dict[tuple[str, str], int] = {}
+            for c in changelog:
+                key = (c.rule, c.field or "<record>")
+                per_rule[key] = per_rule.get(key, 0) + 1
+            lines += ["| rule | field | changes |", "|---|---|---:|"]
+            lines += [f"| {r} | `{f}` | {n} |" for (r, f), n in sorted(per_rule.items())]
+            lines += [
+                "",
+                "Every change is listed in `changelog.jsonl` (record, field, old, new, "
+                "rule, reason, and the finding that asked for it).",
+            ]
+        lines.append("")
+    lines += card.extra_sections
+    lines.append(footer(card.steps))
+    return "\n".join(lines) + "\n"
+
+
+def footer(steps: Sequence[str]) -> str:
+    """The card's last line: curate's version and only the steps that happened."""
+    done = list(dict.fromkeys(steps)) or ["exported"]
+    said = done[0] if len(done) == 1 else ", ".join(done[:-1]) + " and " + done[-1]
+    return (
+        f"Produced by curate {__version__}: {said}. "
+        f"About curate: the {PROJECT_README} (no public URL yet)."
+    )

@@ -1,0 +1,423 @@
+"""``curate card check DIR``: verify a dataset folder offline the way the Hub does on upload.
+
+Why: the Hub validates a dataset card's YAML, its ``configs``/``data_files`` and its metadata
+values on the server, after the upload — which for a large dataset is hours later — and the
+Dataset Viewer only then finds a split whose ``features`` disagree with its parquet files or a
+``num_examples`` that is not the real row count. Every one of those can be seen locally, from
+the folder alone, before the first byte is sent.
+
+What is checked (each defect is one :class:`Problem` naming the card key or file):
+
+* ``README.md`` exists and starts with YAML front matter that parses to a mapping;
+* each ``configs`` entry's ``data_files`` patterns (under ``data_dir``) match existing files;
+* ``license`` and ``size_categories`` are values the Hub accepts (the Hub's licence table, which
+  curate ships, and ``datasets``' own ``size_categories.json``), ``language`` codes are in
+  ``datasets``' ``languages.json``;
+* each config's ``dataset_info``: every split's ``features`` agree with its parquet schema, and
+  its ``num_examples`` equals the rows in its files (a split with no files is a defect);
+* ``croissant.json``, when present, validates with ``mlcroissant`` and every ``cr:FileObject``
+  with a ``sha256`` names a file whose bytes have that hash.
+
+``mlcroissant`` is not a dependency of curate (it is large); a folder with ``croissant.json`` and
+no ``mlcroissant`` installed is a usage error (exit 2) saying so, unless ``--no-croissant``
+skips that file: a check that quietly did not run must not read as a pass.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from curate.core.errors import UsageError, arg
+from curate.core.findings import json_bytes
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One card defect: where (a card key path or a file) and what."""
+
+    where: str
+    message: str
+    severity: str = "error"
+    #: The file the defect is in (the card unless said otherwise); ``where`` is then the key
+    #: path in it (``dataset_info.splits[2].num_examples``), or ``""`` for the whole file.
+    file: str = "README.md"
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "severity": self.severity,
+            "file": self.file,
+            "where": self.where,
+            "message": self.message,
+        }
+
+    def location(self) -> str:
+        return f"{self.file}: {self.where}" if self.where else self.file
+
+
+@cache
+def size_categories() -> tuple[str, ...]:
+    """The Hub's ``size_categories`` values, from ``datasets``' resource file."""
+    text = resources.files("datasets.utils.resources").joinpath("size_categories.json")
+    return tuple(json.loads(text.read_text("utf-8")))
+
+
+def _front_matter(text: str) -> tuple[str | None, int]:
+    """The YAML between the leading ``---`` lines, and the line it starts on."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None, 0
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            return "\n".join(lines[1:i]), 2
+    return None, 0
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _data_files(cfg: dict[str, Any]) -> list[tuple[str, list[str]]] | None:
+    """``data_files`` as (split, patterns) in the forms ``datasets`` accepts, or None."""
+    value = cfg.get("data_files")
+    if isinstance(value, str):
+        return [("train", [value])]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [("train", list(value))]
+    if isinstance(value, dict):
+        return [(str(k), _as_list(v)) for k, v in value.items()]
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return [(str(v.get("split", "train")), _as_list(v.get("path"))) for v in value]
+    return None
+
+
+def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
+    """Every defect of the folder's card and files (empty: the Hub would take it as is)."""
+    import yaml
+
+    root = Path(folder)
+    if not root.is_dir():
+        raise UsageError(f"{root}: {'not a folder' if root.exists() else 'no such folder'}")
+    card = root / "README.md"
+    if not card.is_file():
+        return [Problem("", "no dataset card (README.md) in the folder")]
+    try:
+        text = card.read_text("utf-8")
+    except UnicodeDecodeError as e:
+        return [Problem("", f"not UTF-8 text (byte {e.start})")]
+    yml, _ = _front_matter(text)
+    if yml is None:
+        return [Problem("", "no YAML front matter (--- lines at the top of the card)")]
+    try:
+        meta = yaml.safe_load(yml)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 2}" if mark is not None else ""
+        return [Problem(where, f"the YAML does not parse ({getattr(e, 'problem', e)})")]
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return [Problem("", "the YAML front matter is not a mapping of keys")]
+    problems: list[Problem] = []
+    problems += _check_values(meta)
+    files_by_config = _check_configs(root, meta, problems)
+    if meta.get("configs") is None:
+        problems += _check_inferred(root)
+    _check_info(root, meta, files_by_config, problems)
+    if (root / "croissant.json").is_file() and croissant:
+        problems += _check_croissant(root)
+    return problems
+
+
+def _check_values(meta: dict[str, Any]) -> list[Problem]:
+    from curate.publish.metadata import check_language, hub_licenses
+
+    out = []
+    known = hub_licenses()
+    for i, lic in enumerate(_as_list(meta.get("license"))):
+        if not isinstance(lic, str) or lic.lower() not in known:
+            out.append(
+                Problem(
+                    f"license[{i}]" if isinstance(meta.get("license"), list) else "license",
+                    f"{lic!r} is not a Hub licence identifier "
+                    "(https://huggingface.co/docs/hub/repositories-licenses)",
+                )
+            )
+    sizes = size_categories()
+    for i, s in enumerate(_as_list(meta.get("size_categories"))):
+        if s not in sizes:
+            out.append(
+                Problem(
+                    f"size_categories[{i}]",
+                    f"{s!r} is not a Hub size category ({', '.join(sizes)})",
+                )
+            )
+    for i, code in enumerate(_as_list(meta.get("language"))):
+        try:
+            check_language(str(code))
+        except UsageError:
+            out.append(Problem(f"language[{i}]", f"{code!r} is not a language code the Hub knows"))
+    return out
+
+
+#: Files curate writes beside the data; read as data they would be the dataset.
+SIDE_FILES = frozenset(
+    {"audit.json", "audit.before.json", "audit.after.json", "changelog.jsonl", "croissant.json"}
+)
+
+
+def _check_inferred(root: Path) -> list[Problem]:
+    """A card without ``configs``: what ``datasets.load_dataset(folder)`` would infer as the data.
+
+    Why: the Hub and ``load_dataset`` then pick the folder's commonest data format and read every
+    file of it — a folder holding one HDF5 file and three JSON reports loads the reports. That
+    is found only after the upload, in the Dataset Viewer. Asked of ``datasets`` itself (its
+    pattern inference and builder choice), offline.
+    """
+    from datasets.data_files import DataFilesDict, get_data_patterns
+    from datasets.exceptions import DataFilesNotFoundError
+    from datasets.load import infer_module_for_data_files
+    from datasets.packaged_modules import _MODULE_TO_EXTENSIONS
+
+    try:
+        patterns = get_data_patterns(str(root))
+        files = DataFilesDict.from_patterns(patterns, base_path=str(root))
+        module, _ = infer_module_for_data_files(files)
+    except (FileNotFoundError, DataFilesNotFoundError):
+        return [Problem("configs", "no configs and no data file datasets would find")]
+    except Exception as e:  # datasets' own refusal (mixed formats across splits, ...)
+        return [Problem("configs", f"no configs, and datasets cannot infer the data: {e}")]
+    if module is None:
+        return [Problem("configs", "no configs, and datasets finds no data format it reads")]
+    exts = tuple(_MODULE_TO_EXTENSIONS.get(module, ()))
+    read = [Path(f) for fs in files.values() for f in fs if str(f).lower().endswith(exts)]
+    side = sorted(_rel(root, f) for f in read if f.name in SIDE_FILES)
+    if not side:
+        return []
+    data_exts = {e for es in _MODULE_TO_EXTENSIONS.values() for e in es}
+    other = sorted(
+        _rel(root, Path(f))
+        for fs in files.values()
+        for f in fs
+        if not str(f).lower().endswith(exts) and Path(f).suffix.lower() in data_exts
+    )
+    skipped = f"; it would not read {', '.join(other)}" if other else ""
+    return [
+        Problem(
+            "configs",
+            f"no configs: datasets.load_dataset would read {', '.join(side)} as the data "
+            f"(its {module} builder){skipped}; declare configs with the data files",
+        )
+    ]
+
+
+def _check_configs(
+    root: Path, meta: dict[str, Any], problems: list[Problem]
+) -> dict[str, dict[str, list[Path]]]:
+    """config name → split → files, checking that every pattern matches a file."""
+    out: dict[str, dict[str, list[Path]]] = {}
+    configs = meta.get("configs")
+    if configs is None:
+        return out
+    if not isinstance(configs, list):
+        problems.append(Problem("configs", "must be a list of {config_name, data_files}"))
+        return out
+    for i, cfg in enumerate(configs):
+        at = f"configs[{i}]"
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("config_name"), str):
+            problems.append(Problem(at, "needs a config_name"))
+            continue
+        pairs = _data_files(cfg)
+        if pairs is None:
+            problems.append(
+                Problem(f"{at}.data_files", "is missing or not in a form datasets reads")
+            )
+            continue
+        data_dir = str(cfg.get("data_dir") or "").strip("/")
+        splits: dict[str, list[Path]] = {}
+        for j, (split, patterns) in enumerate(pairs):
+            for pat in patterns:
+                if not isinstance(pat, str):
+                    problems.append(Problem(f"{at}.data_files[{j}]", f"{pat!r} is not a path"))
+                    continue
+                full = f"{data_dir}/{pat}" if data_dir else pat
+                found = sorted(
+                    Path(p)
+                    for p in glob.glob(str(root / full), recursive=True)
+                    if Path(p).is_file()
+                )
+                if not found:
+                    problems.append(
+                        Problem(
+                            f"{at}.data_files[{j}]",
+                            f"split {split!r}: {full!r} matches no file in the folder",
+                        )
+                    )
+                splits.setdefault(split, []).extend(found)
+        out[cfg["config_name"]] = splits
+    return out
+
+
+def _check_info(
+    root: Path,
+    meta: dict[str, Any],
+    files_by_config: dict[str, dict[str, list[Path]]],
+    problems: list[Problem],
+) -> None:
+    """Each config's features against its parquet files' schemas; num_examples against rows."""
+    import pyarrow.parquet as pq
+    from datasets import Features
+
+    infos = meta.get("dataset_info")
+    if infos is None:
+        return
+    listed = infos if isinstance(infos, list) else [infos]
+    for i, info in enumerate(listed):
+        at = f"dataset_info[{i}]" if isinstance(infos, list) else "dataset_info"
+        if not isinstance(info, dict):
+            problems.append(Problem(at, "must be a mapping"))
+            continue
+        name = info.get("config_name", "default")
+        splits = files_by_config.get(name)
+        if splits is None:
+            if files_by_config:
+                problems.append(Problem(f"{at}.config_name", f"no config {name!r} in configs"))
+            continue
+        declared = None
+        if info.get("features") is not None:
+            try:
+                declared = Features._from_yaml_list(info["features"])
+            except Exception as e:  # datasets raises plain exceptions for unknown dtypes
+                problems.append(Problem(f"{at}.features", f"not valid features ({e})"))
+        for k, split in enumerate(_as_list(info.get("splits"))):
+            sname = split.get("name") if isinstance(split, dict) else None
+            where = f"{at}.splits[{k}]"
+            if sname not in splits:
+                problems.append(Problem(where, f"split {sname!r} has no data_files in configs"))
+                continue
+            rows = 0
+            for f in splits[sname]:
+                if f.suffix != ".parquet":
+                    continue
+                try:
+                    pf = pq.ParquetFile(f)
+                except Exception as e:
+                    problems.append(
+                        Problem("", f"not a readable parquet file ({e})", file=_rel(root, f))
+                    )
+                    continue
+                rows += pf.metadata.num_rows
+                if declared is not None:
+                    problem = _schema_problem(declared, pf.schema_arrow)
+                    if problem:
+                        problems.append(Problem(f"{at}.features", problem, file=_rel(root, f)))
+            if not all(f.suffix == ".parquet" for f in splits[sname]):
+                continue  # row counts of other formats are the loader's business
+            want = split.get("num_examples")
+            if want is not None and want != rows:
+                problems.append(
+                    Problem(
+                        f"{where}.num_examples",
+                        f"split {sname!r}: the card says {want} rows, its files hold {rows}",
+                    )
+                )
+
+
+def _schema_problem(declared: Any, schema: Any) -> str | None:
+    """How a parquet schema disagrees with the card's features (None: it agrees)."""
+    want = declared.arrow_schema
+    have_names = schema.names
+    missing = [n for n in want.names if n not in have_names]
+    extra = [n for n in have_names if n not in want.names]
+    if missing:
+        return f"column {missing[0]!r} of the card's features is not in the file"
+    if extra:
+        return f"column {extra[0]!r} of the file is not in the card's features"
+    for name in want.names:
+        a, b = want.field(name).type, schema.field(name).type
+        if a != b:
+            return f"column {name!r} is {b} in the file but {a} in the card's features"
+    return None
+
+
+def _rel(root: Path, p: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def _check_croissant(root: Path) -> list[Problem]:
+    path = root / "croissant.json"
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        return [Problem("", f"not valid JSON ({e})", file="croissant.json")]
+    out: list[Problem] = []
+    for i, d in enumerate(doc.get("distribution") or []):
+        if not isinstance(d, dict) or d.get("@type") != "cr:FileObject" or "sha256" not in d:
+            continue
+        url = str(d.get("contentUrl", ""))
+        if "://" in url:
+            continue
+        target = root / url
+        at = f"distribution[{i}]"
+        if not target.is_file():
+            out.append(
+                Problem(at, f"contentUrl {url!r} is not a file in the folder", file=path.name)
+            )
+            continue
+        h = hashlib.sha256()
+        with open(target, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        if h.hexdigest() != d["sha256"]:
+            out.append(
+                Problem(
+                    at,
+                    f"sha256 of {url} is {h.hexdigest()}, the file says {d['sha256']}",
+                    file=path.name,
+                )
+            )
+    try:
+        import mlcroissant as mlc
+    except ImportError:
+        raise UsageError(
+            f"{path}: cannot be validated: mlcroissant is not installed "
+            f"(pip install 'curate[croissant]', or {arg('--croissant', False)} to skip it)"
+        ) from None
+    import logging
+
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    try:
+        ds = mlc.Dataset(jsonld=str(path))
+        errors = list(ds.metadata.ctx.issues.errors)
+    except mlc.ValidationError as e:
+        errors = [str(e)]
+    except Exception as e:  # mlcroissant raises many kinds for a broken document
+        errors = [f"{type(e).__name__}: {e}"]
+    for err in errors:
+        out.append(Problem("", " ".join(str(err).split())[:500], file=path.name))
+    return out
+
+
+def render_text(folder: str | Path, problems: list[Problem]) -> str:
+    if not problems:
+        return f"{folder}: the card and files agree; nothing the Hub would reject\n"
+    lines = [f"{folder}/{p.location()}: {p.severity}: {p.message}" for p in problems]
+    n = len(problems)
+    lines.append(f"{n} card defect{'s' if n != 1 else ''} in {folder}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(folder: str | Path, problems: list[Problem]) -> str:
+    doc = {"folder": str(folder), "problems": [p.to_json() for p in problems]}
+    return json_bytes(doc, indent=True).decode() + "\n"
