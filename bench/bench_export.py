@@ -124,7 +124,7 @@ def machine() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
-    ap.add_argument("--markdown", action="store_true", help="print the table as markdown (for bench/history/)")
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--no-peer", action="store_true", help="skip the datasets peer")
     args = ap.parse_args()
     if not HARD.exists():
