@@ -14,7 +14,8 @@ Hugging Face user has (pyarrow's JSON reader into an Arrow cache on disk, then o
 It validates nothing and audits nothing, so it bounds from below what curate's extra work costs.
 
 Run: ``python bench/bench_export.py`` (defaults: 20,000 and 200,000 cases; ~10 minutes on
-2 cores, ~3 GB of temporary disk). ``--markdown`` prints the rows for bench/RESULTS.md;
+2 cores, ~3 GB of temporary disk). ``--markdown`` prints the table as markdown for a dated
+section of bench/history/ (bench/RESULTS.md takes the 200k row's figures);
 ``--no-peer`` skips ``datasets``.
 """
 
@@ -123,7 +124,7 @@ def machine() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
-    ap.add_argument("--markdown", action="store_true", help="print RESULTS.md table rows")
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--no-peer", action="store_true", help="skip the datasets peer")
     args = ap.parse_args()
     if not HARD.exists():

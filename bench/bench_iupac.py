@@ -254,7 +254,7 @@ SCALING = [
     ("tied nesting", 10_000),
     ("tied nesting", 30_000),
     ("tied nesting", 100_000),
-    # levels, not residues: not linear (see RESULTS.md); 1,000 levels is ~200 KB
+    # levels, not residues: not linear (see bench/history/); 1,000 levels is ~200 KB
     ("crafted ties", 250),
     ("crafted ties", 500),
     ("crafted ties", 1_000),
