@@ -386,7 +386,8 @@ def _release_freed() -> None:
     Why: the batches' Python objects and Arrow builders are freed after each batch, and glibc
     keeps freed memory in its heaps for the next batch; once the load is over, that memory would
     stay resident beside the live tables while the rules run. Called once per load, not per batch
-    (per batch it doubled the load's time at 1 M cases for 3 % less peak; bench/RESULTS.md).
+    (per batch it doubled the load's time at 1 M cases for 3 % less peak;
+    bench/history/RESULTS-log-2026.md).
     """
     if _TRIM is not None:
         _TRIM(0)
@@ -1065,7 +1066,7 @@ class KnowledgeEditingFamily(Family):
         # Once, after the last batch: glibc reuses a batch's freed memory for the next one, so
         # the resident size plateaus while reading; trimming after every batch handed the same
         # pages back and faulted them in again (1 M cases: 68 s → 34 s of load, 5.8 M → 2.7 M
-        # page faults, peak RSS 2.43 → 2.51 GiB; bench/RESULTS.md).
+        # page faults, peak RSS 2.43 → 2.51 GiB; bench/history/RESULTS-log-2026.md).
         _release_freed()
         from curate.core.findings import rule_output
 

@@ -1010,7 +1010,8 @@ def _diagnose(s: str) -> IUPACError | None:
 #: Longest string parsed as a glycan (1 MiB). The longest in the real glycowork and GlycanML
 #: tables is under 700 characters, so anything near this is a concatenation or a corrupt cell;
 #: parsing is linear in time and memory (a 1 MiB chain: about 0.05 s and 30 MB for the key, 0.4 s
-#: and 70 MB with the dataclass tree; bench/RESULTS.md), and the cap keeps one cell within that.
+#: and 70 MB with the dataclass tree; bench/history/RESULTS-log-2026.md), and the cap keeps one
+#: cell within that.
 #: Longer strings are an error, reported like any other.
 MAX_GLYCAN_CHARS = 1 << 20
 

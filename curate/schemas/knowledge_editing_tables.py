@@ -51,7 +51,8 @@ __all__ = [
 #: Entity ids, labels, answers, relation ids and prompts: each distinct string is kept once (a
 #: polars categorical), a row holds a 4-byte code. Why: hop and edit rows repeat the same few
 #: entities over and over, and as plain strings the ``hops`` table alone took ~3 KB per case
-#: (bench/RESULTS.md, "memory"). Codes compare equal exactly when the strings do, and sort,
+#: (bench/history/RESULTS-log-2026.md, "memory"). Codes compare equal exactly when the strings do,
+#: and sort,
 #: ``min``/``max`` and JSON encoding act on the strings, so rules read them as they read text.
 CODE = pl.Categorical()
 #: Which chain a hop row belongs to (one byte).
