@@ -3,6 +3,7 @@
 A tour that names files nobody has, or whose commands have drifted from the CLI, is the first
 thing a new user hits and the last thing anyone re-reads. This test takes every command of the
 ``bash`` blocks under the README's "A 5-minute tour" heading (up to the next ``## `` heading),
+then those of the ``curate overlap`` section (:data:`MORE_HEADINGS`),
 in order, in a working folder that is a temporary copy of the layout the tour reads
 (``curate/data/samples/``). Each command must exit with the code its comment states (``(exit N)``;
 0 when none is stated), and afterwards the temporary folder must hold the unchanged samples and
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SAMPLES = Path("curate") / "data" / "samples"
 TOUR_HEADING = "## A 5-minute tour"
+#: Sections run after the tour, in the same working folder (they may read what it made).
+MORE_HEADINGS = ("## Overlap between datasets, splits and named sets: `curate overlap`",)
 OUT = "tour-out"
 EXIT_MARK = re.compile(r"\(exit (\d+)\)")
 SHELL_SYNTAX = re.compile(r"[|<>;&$`]")
@@ -64,11 +67,11 @@ def _strip_comment(line: str) -> tuple[str, str]:
     return line.rstrip(), ""
 
 
-def tour_commands(text: str) -> list[Command]:
-    """The tour's commands in README order: the ``bash`` blocks between the tour heading and
-    the next second-level heading, continuation lines joined, comment lines dropped."""
+def tour_commands(text: str, heading: str = TOUR_HEADING) -> list[Command]:
+    """The commands of one README section in order: the ``bash`` blocks between ``heading``
+    and the next second-level heading, continuation lines joined, comment lines dropped."""
     lines = text.split("\n")
-    start = lines.index(TOUR_HEADING)
+    start = lines.index(heading)
     commands: list[Command] = []
     in_block = False
     pending = ""
@@ -132,7 +135,12 @@ def test_the_readme_tour_runs_as_written(
     ``curate`` on the ``PATH`` as this interpreter's ``python -P -m curate`` (``-P``: the copied
     ``curate/`` sample folder in the working folder must not shadow the package).
     """
-    commands = tour_commands(README.read_text(encoding="utf-8"))
+    text = README.read_text(encoding="utf-8")
+    commands = tour_commands(text)
+    for heading in MORE_HEADINGS:
+        more = tour_commands(text, heading)
+        assert more, f"no bash block under {heading!r}"
+        commands += more
     work = tmp_path / "work"
     shutil.copytree(ROOT / SAMPLES, work / SAMPLES)
     before = _digest(work / "curate")
