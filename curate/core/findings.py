@@ -35,19 +35,60 @@ class Severity(StrEnum):
         return {"error": 3, "warning": 2, "info": 1}[self.value]
 
 
-class Category(StrEnum):
-    """What kind of defect a rule looks for (used by --select/--ignore and report grouping)."""
+#: The categories the core and the shipped families use (what kind of defect a rule looks for;
+#: ``--select``/``--ignore`` take them, reports group by them). The set is open: a category is any
+#: lowercase identifier-like string (:func:`category`), so a plug-in family may add its own
+#: (``contamination`` is knowledge editing's, not the core's). Listed here so that the shipped
+#: names are written once and documented.
+CORE_CATEGORIES: frozenset[str] = frozenset(
+    {
+        "schema",
+        "consistency",
+        "conflict",
+        "duplicate",
+        "leakage",
+        "label",
+        "overlap",
+        "integrity",
+        "distribution",
+    }
+)
 
-    SCHEMA = "schema"
-    CONSISTENCY = "consistency"
-    CONTAMINATION = "contamination"
-    CONFLICT = "conflict"
-    DUPLICATE = "duplicate"
-    LEAKAGE = "leakage"
-    LABEL = "label"
-    OVERLAP = "overlap"
-    INTEGRITY = "integrity"
-    DISTRIBUTION = "distribution"
+_CATEGORY = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
+
+
+def category(name: str) -> str:
+    """``name`` if it is a valid category (a non-empty lowercase identifier-like string such as
+    ``duplicate`` or ``label-noise``), else :class:`ValueError` — the check a closed enum made
+    before categories were opened to plug-in families."""
+    if not isinstance(name, str) or not _CATEGORY.fullmatch(name):
+        raise ValueError(
+            f"category {name!r} is not a lowercase identifier (letters, digits, '-' or '_', "
+            "starting with a letter)"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One summary sentence a family puts at the top of every report (text, Markdown, HTML).
+
+    ``text`` is the sentence; when ``values`` is given, ``text`` is a :meth:`str.format`
+    template whose ``{}`` slots take the values, which Markdown shows as code (an edit-set spec,
+    a path). ``label`` names the figure in HTML's definition list. A family adds these in its
+    ``summarise`` (``report.headlines``); they are derived from ``stats``, which the JSON report
+    already carries, so they are not written to JSON a second time.
+    """
+
+    text: str
+    values: tuple[str, ...] = ()
+    label: str = "figures"
+
+    def render(self, quote: str = "{}") -> str:
+        """The sentence, each value wrapped by ``quote`` (``"`{}`"`` for Markdown code)."""
+        if not self.values:
+            return self.text
+        return self.text.format(*(quote.format(v) for v in self.values))
 
 
 #: Columns a rule function returns. ``row`` is the record's 0-based position across the inputs
@@ -363,6 +404,9 @@ class Report:
     #: Wall seconds per stage (``load``, ``table:NAME``, each rule code, ``summary``), in run
     #: order. Rendered only with ``--durations``, so that by default same input → same report.
     durations: dict[str, float] = field(default_factory=dict)
+    #: The family's summary sentences shown under the inputs in text, Markdown and HTML
+    #: (:class:`Headline`); ``stats["headline"]`` strings are shown after them.
+    headlines: list[Headline] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         f = self.findings

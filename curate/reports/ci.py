@@ -473,7 +473,7 @@ def render_sarif(result: CheckResult) -> str:
                 "shortDescription": {"text": rule.summary or r.name},
                 "fullDescription": {"text": rule.doc or r.name},
                 "defaultConfiguration": {"level": _LEVEL[r.severity]},
-                "properties": {"category": rule.category.value, "family": fam.name},
+                "properties": {"category": rule.category, "family": fam.name},
             }
             order.append(r.rule)
         for row in d.findings.iter_rows(named=True):
