@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -571,18 +570,3 @@ def render_html(result: CheckResult) -> str:
     from curate.reports.html import render_check
 
     return render_check(result)
-
-
-RENDERERS: dict[str, Callable[[CheckResult], str]] = {
-    "text": render_text,
-    "json": render_json,
-    "markdown": render_markdown,
-    "html": render_html,
-    "junit": render_junit,
-    "github": render_github,
-    "sarif": render_sarif,
-}
-
-
-def render(result: CheckResult, fmt: str) -> str:
-    return RENDERERS[fmt](result)

@@ -222,9 +222,6 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     return "\n".join(out) + "\n"
 
 
-RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdown}
-
-
 def durations_json(durations: dict[str, float]) -> dict[str, float]:
     """Stage → seconds in run order, to the tenth of a millisecond (``--durations``)."""
     return {k: round(max(v, 0.0), 4) for k, v in durations.items()}
