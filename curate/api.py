@@ -19,7 +19,7 @@ output paths). Options are the family's own (see ``curate rules FAMILY`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,7 +130,6 @@ def audit(
     call read the data, each shared table, each rule).
     """
     fam = _family(family)
-    loaded: dict[str, float] = {}
     if isinstance(paths, LoadedDataset):
         if paths.family != fam.name:  # its tables and options are another family's
             raise ArgumentError(
@@ -140,13 +139,44 @@ def audit(
         data = paths
         opts = fam.options(data.options, **options) if options else data.options
     else:
-        opts = fam.options(**options)
-        t0 = time.perf_counter()
-        data = fam.load(_paths(paths), opts, encoding=encoding, progress=progress)
-        loaded["load"] = time.perf_counter() - t0
-    report = fam.audit(data, opts, select=select, ignore=ignore, progress=progress)
-    report.durations = {**loaded, **report.durations}
-    return report
+        opts = fam.options(**options)  # options are refused before paths, as always
+        _, report = read_and_audit(
+            fam,
+            _paths(paths),
+            opts,
+            encoding=encoding,
+            progress=progress,
+            select=select,
+            ignore=ignore,
+        )
+        return report
+    return fam.audit(data, opts, select=select, ignore=ignore, progress=progress)
+
+
+def read_and_audit(
+    fam: Family,
+    paths: list[str],
+    options: FamilyOptions,
+    *,
+    encoding: str | None = None,
+    keep_records: bool = False,
+    progress: Progress | None = None,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    loaded: Callable[[LoadedDataset], None] | None = None,
+) -> tuple[LoadedDataset, Report]:
+    """The one path from files to a report, for :func:`audit` and the CLI's data commands:
+    read ``paths`` (already checked) with validated ``options``, call ``loaded`` with the data
+    (the CLI's output gate, once the data has named every input), audit, and put the ``load``
+    seconds first in ``report.durations`` (the callback's time is not the load's)."""
+    t0 = time.perf_counter()
+    data = fam.load(paths, options, encoding=encoding, keep_records=keep_records, progress=progress)
+    load_seconds = time.perf_counter() - t0
+    if loaded is not None:
+        loaded(data)
+    report = fam.audit(data, options, select=select, ignore=ignore, progress=progress)
+    report.durations = {"load": load_seconds, **report.durations}
+    return data, report
 
 
 @dataclass

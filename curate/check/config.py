@@ -83,14 +83,18 @@ from pydantic import (
 
 from curate.core.errors import UsageError
 from curate.io.records import SplitInput
+from curate.reports import formats
 from curate.reports.verdict import Threshold, shown_path
 
 #: The file names looked for in each folder, in order (a ``curate.toml`` wins over a
 #: ``pyproject.toml`` beside it, as ``ruff.toml`` wins over ``pyproject.toml``).
 CONFIG_FILES = ("curate.toml", "pyproject.toml")
 SEVERITIES = ("error", "warning", "info")
-#: Report formats a configuration may name (``curate check --format`` takes the same).
-FORMATS = ("text", "json", "markdown", "html", "junit", "github", "sarif")
+#: Report formats a configuration may name (``curate check --format`` takes the same): the
+#: registry's (:mod:`curate.reports.formats`), so that a new format is one registration.
+FORMATS = formats.names()
+#: The same as a type, for pydantic's validation (and its message naming every choice).
+FormatName = Literal[FORMATS]  # type: ignore[valid-type]
 
 #: A ``[tool.curate...]`` table header (or ``[[tool.curate.datasets]]``), even a broken one.
 _MENTIONS_CURATE = re.compile(r"^\s*\[+\s*tool\s*\.\s*curate\b", re.MULTILINE)
@@ -211,13 +215,11 @@ class Ignore(_Model):
 
 
 class OutputConfig(_Model):
-    format: Literal["text", "json", "markdown", "html", "junit", "github", "sarif"] = "text"
+    format: FormatName = "text"
     #: Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` (when the variable is set).
     step_summary: bool = True
     #: Extra report files written on every run: format → path (relative to the config file).
-    reports: dict[Literal["text", "json", "markdown", "html", "junit", "github", "sarif"], str] = (
-        Field(default_factory=dict)
-    )
+    reports: dict[FormatName, str] = Field(default_factory=dict)
     #: How many findings per rule the text and Markdown reports list.
     examples: int = Field(20, ge=0)
 

@@ -13,9 +13,9 @@ from typing import Annotated
 
 import typer
 
-from curate.check.config import FORMATS
 from curate.cli import terminal
 from curate.core.errors import UsageError
+from curate.reports import formats
 from curate.reports.verdict import shown_path
 
 check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -38,9 +38,10 @@ def _report_pairs(values: list[str] | None) -> dict[str, Path]:
     for v in values or []:
         fmt, sep, path = v.partition("=")
         fmt = fmt.lower()  # choices ignore case, as everywhere (--format JSON)
-        if not sep or fmt not in FORMATS or not path:
+        if not sep or fmt not in formats.names() or not path:
             raise UsageError(
-                f"--report {v!r}: expected FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}"
+                f"--report {v!r}: expected FORMAT=PATH with FORMAT one of "
+                f"{', '.join(formats.names())}"
             )
         out[fmt] = Path(path)
     return out
@@ -79,7 +80,7 @@ def check(
         typer.Option(
             "--format",
             "-f",
-            help="Report format: text, json, markdown, html, junit, github, sarif "
+            help=f"Report format: {', '.join(formats.names())} "
             "(default: the config's output.format, else text).",
         ),
     ] = None,
@@ -129,14 +130,14 @@ def check(
     from curate.check.config import load_config
     from curate.check.run import names_inputs, protected_inputs, run_check
     from curate.core.outputs import guard_file, is_stream, with_generator, write_bytes_atomic
-    from curate.reports.ci import append_step_summary, render
+    from curate.reports.ci import append_step_summary
 
     loaded = load_config(config)
     out_cfg = loaded.config.output
     fmt = (fmt or out_cfg.format).lower()
     fail_on = fail_on.lower() if fail_on is not None else None
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fmt not in formats.names():
+        raise UsageError(f"--format {fmt!r}: use one of {', '.join(formats.names())}")
     if fail_on is not None and fail_on not in ("error", "warning", "info", "never"):
         raise UsageError(f"--fail-on {fail_on!r}: use error, warning, info or never")
     if no_baseline and (update_baseline or baseline is not None):
@@ -215,9 +216,9 @@ def check(
         assert base is not None
         write_baseline(base, result, [*protected, *map(Path, result.named_files)], patterns)
         accept_all(result)
-    terminal.emit(render(result, fmt), output, fmt)
+    terminal.emit(formats.get(fmt).check(result), output, fmt)
     for name, target in files.items():
-        text = with_generator(render(result, name), name, target)
+        text = with_generator(formats.get(name).check(result), name, target)
         stream = is_stream(target)
         write_bytes_atomic(target, text.encode("utf-8"))
         if not broken and not stream:  # exit 2 is one line on stderr: the error below
@@ -236,7 +237,7 @@ def check(
 
         typer.echo(f"{baseline_line(result)}; later runs fail only on findings not in it", err=True)
         raise typer.Exit(0)
-    if fmt in ("json", "junit", "sarif", "html") and (output is None or str(output) == "-"):
+    if fmt in formats.machine_formats() and (output is None or str(output) == "-"):
         from curate.reports.verdict import footer_lines
 
         for line in footer_lines(result):

@@ -12,7 +12,6 @@ without touching this file. The command line stays ``curate VERB FAMILY PATHS...
 from __future__ import annotations
 
 import inspect
-import time
 import types
 import typing
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from curate.core.engine import progress_to
 from curate.core.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
 from curate.core.outputs import guard_file
 from curate.families import Family, all_families, get_family
+from curate.reports import formats
 
 #: The command line of this run, for the output folder's marker (set by ``curate.cli.main``).
 COMMAND_LINE: list[str] = []
@@ -69,9 +69,7 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Report format: text, json, markdown, html, or for CI junit (JUnit XML), github "
-        "(Actions annotations; also appends a job summary to $GITHUB_STEP_SUMMARY when set), "
-        "sarif (SARIF 2.1.0).",
+        help=formats.format_help(),
         case_sensitive=False,
     ),
 ]
@@ -157,23 +155,26 @@ def load_and_audit(
     """Loaded data and audit report: the first half of every data command. ``loaded`` is
     called with the data between reading and auditing (the output gate, once the data has
     named every input: a manifest's media are known before the audit hashes them)."""
+    from curate.api import read_and_audit
     from curate.io.read import check_inputs
 
     check_inputs(paths)
     cb = terminal.progress()
     try:
         with progress_to(cb):
-            t0 = time.perf_counter()
-            data = fam.load(
-                paths, options, progress=cb, keep_records=keep_records, encoding=encoding
+            data, report = read_and_audit(
+                fam,
+                paths,
+                options,
+                encoding=encoding,
+                keep_records=keep_records,
+                progress=cb,
+                select=select,
+                ignore=ignore,
+                loaded=loaded,
             )
-            load_seconds = time.perf_counter() - t0
-            if loaded is not None:
-                loaded(data)
-            report = fam.audit(data, options, progress=cb, select=select, ignore=ignore)
     finally:  # errors and Ctrl-C too: never leave a bar (or a hidden cursor) on the terminal
         terminal.clear_progress(cb)
-    report.durations = {"load": load_seconds, **report.durations}
     return data, report
 
 

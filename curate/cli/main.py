@@ -86,7 +86,7 @@ def rules(
         return
     for r in chosen:
         fix = f"; {r.fix_label}" if r.fixable else ""
-        typer.echo(f"{r.code}  {r.name}  [{r.family}; {r.category.value}; {r.severity.value}{fix}]")
+        typer.echo(f"{r.code}  {r.name}  [{r.family}; {r.category}; {r.severity.value}{fix}]")
         if code or fmt is Format.markdown:
             typer.echo("\n" + r.doc + "\n")
         else:

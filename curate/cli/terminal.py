@@ -20,20 +20,12 @@ import typer
 
 from curate.core.findings import json_bytes
 from curate.core.outputs import is_stream, with_generator, write_bytes_atomic
-from curate.reports.render import RENDERERS, durations_json, render_durations
+from curate.reports import formats
+from curate.reports.render import durations_json, render_durations
 
-
-class Format(StrEnum):
-    """Report formats of the data commands: the three views of a report, then the CI ones
-    (:mod:`curate.reports.ci`)."""
-
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-    html = "html"
-    junit = "junit"
-    github = "github"
-    sarif = "sarif"
+#: Report formats of the data commands, from the one registry (:mod:`curate.reports.formats`):
+#: the three views of a report, then the CI ones. An enum so that typer offers the choices.
+Format = StrEnum("Format", {name: name for name in formats.names()})  # type: ignore[misc]
 
 
 class RulesFormat(StrEnum):
@@ -42,11 +34,6 @@ class RulesFormat(StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"
-
-
-#: Formats rendered from a check result (:func:`curate.reports.verdict.single` wraps an audit
-#: report).
-CI_FORMATS = frozenset({Format.html, Format.junit, Format.github, Format.sarif})
 
 
 def env_flag(name: str) -> bool:
@@ -172,41 +159,27 @@ def render(
     the family's plots and the findings' splits to an HTML report.
     """
     t0 = time.perf_counter()
-    if fmt is Format.html:
-        from curate.reports.html import render_audit
-
-        text = render_audit(report, data=data, fail_on=fail_on)
-    elif fmt in CI_FORMATS:
-        from curate.reports.ci import render as render_ci
-        from curate.reports.verdict import single
-
-        text = render_ci(single(report, fail_on), fmt.value)
-    else:
-        text = _render(report, fmt, output)
-    if not durations or fmt in (Format.junit, Format.sarif, Format.html):
+    spec = formats.get(str(fmt))
+    color, width = False, None
+    if spec.name == "text" and (output is None or str(output) == "-"):
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        color = color_for(sys.stdout)
+    text = spec.render_audit(report, fail_on=fail_on, data=data, color=color, width=width)
+    if not durations or spec.durations is None:
         return text
     stages = {**report.durations, "render": time.perf_counter() - t0}
-    if fmt is Format.json:  # a top-level "durations" object after the report's own keys
+    if spec.durations == "json":  # a top-level "durations" object after the report's own keys
         extra = json_bytes({"durations": durations_json(stages)}, indent=True).decode()
         inner = extra.strip()[1:-1].strip("\n")
         return text.rstrip()[:-1].rstrip() + ",\n" + inner + "\n}\n"
-    return text + render_durations(stages, "markdown" if fmt is Format.markdown else "text")
+    return text + render_durations(stages, spec.durations)
 
 
 def step_summary(report, fmt: Format, fail_on: str = "error") -> None:
     """``--format github`` in GitHub Actions: append the Markdown job summary too."""
-    if fmt is Format.github and os.environ.get("GITHUB_STEP_SUMMARY"):
+    if str(fmt) == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from curate.reports.ci import append_step_summary
         from curate.reports.verdict import single
 
         append_step_summary(single(report, fail_on))
-
-
-def _render(report, fmt: Format, output: Path | None) -> str:
-    if fmt is Format.text:
-        if output is not None and str(output) != "-":
-            return RENDERERS["text"](report, color=False, width=None)
-        tty = sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if tty else None
-        return RENDERERS["text"](report, color=color_for(sys.stdout), width=width)
-    return RENDERERS[fmt.value](report)

@@ -28,7 +28,8 @@ from typing import Any
 import polars as pl
 
 from curate.core.errors import UsageError, arg
-from curate.core.findings import RULE_OUTPUT_SCHEMA, Category, Severity
+from curate.core.findings import RULE_OUTPUT_SCHEMA, Severity
+from curate.core.findings import category as valid_category
 
 
 class FixAvailability(StrEnum):
@@ -107,7 +108,7 @@ class Rule:
     code: str
     name: str
     family: str
-    category: Category
+    category: str  # open: see curate.core.findings.CORE_CATEGORIES
     severity: Severity
     func: RuleFunc
     #: Does a finding carry a proposed edit (``fix`` column), and is applying it safe?
@@ -155,7 +156,7 @@ class Rule:
             "code": self.code,
             "name": self.name,
             "family": self.family,
-            "category": self.category.value,
+            "category": self.category,
             "severity": self.severity.value,
             "fixable": self.fixable,
             "fix": self.fix.value,
@@ -209,7 +210,7 @@ class RuleSet:
                 code,
                 name,
                 self.family,
-                Category(category),
+                valid_category(category),
                 Severity(severity),
                 func,
                 FixAvailability(fix),
@@ -270,5 +271,5 @@ def _matches(rule: Rule, selector: str) -> bool:
     return (
         rule.code.upper().startswith(s.upper())
         or rule.name == s.lower()
-        or rule.category.value == s.lower()
+        or rule.category == s.lower()
     )

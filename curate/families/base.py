@@ -425,7 +425,7 @@ class Family(ABC):
             frames.append(
                 out.with_columns(
                     pl.lit(rule.code).alias("rule"),
-                    pl.lit(rule.category.value).alias("category"),
+                    pl.lit(rule.category).alias("category"),
                     pl.lit(rule.severity.value).alias("severity"),
                 )
             )

@@ -40,7 +40,7 @@ from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import available_cores
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, UsageError, arg
-from curate.core.findings import InputInfo, Report, dumps
+from curate.core.findings import Headline, InputInfo, Report, dumps
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
@@ -1257,6 +1257,16 @@ class KnowledgeEditingFamily(Family):
                 "unedited_cases": edited.len() - n_edited,
                 "unedited_contaminated": contaminated.get("KE202"),
             }
+            c = report.stats["contamination"]
+            report.headlines.append(
+                Headline(
+                    f"edit set {{}}: {c['edited_contaminated']} of {c['edited_cases']} edited "
+                    f"and {c['unedited_contaminated']} of {c['unedited_cases']} unedited cases "
+                    "contaminated",
+                    (str(spec),),
+                    label="edit set",
+                )
+            )
 
     # ----------------------------------------------------------------- export / fix
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:

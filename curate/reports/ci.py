@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -473,7 +472,7 @@ def render_sarif(result: CheckResult) -> str:
                 "shortDescription": {"text": rule.summary or r.name},
                 "fullDescription": {"text": rule.doc or r.name},
                 "defaultConfiguration": {"level": _LEVEL[r.severity]},
-                "properties": {"category": rule.category.value, "family": fam.name},
+                "properties": {"category": rule.category, "family": fam.name},
             }
             order.append(r.rule)
         for row in d.findings.iter_rows(named=True):
@@ -571,18 +570,3 @@ def render_html(result: CheckResult) -> str:
     from curate.reports.html import render_check
 
     return render_check(result)
-
-
-RENDERERS: dict[str, Callable[[CheckResult], str]] = {
-    "text": render_text,
-    "json": render_json,
-    "markdown": render_markdown,
-    "html": render_html,
-    "junit": render_junit,
-    "github": render_github,
-    "sarif": render_sarif,
-}
-
-
-def render(result: CheckResult, fmt: str) -> str:
-    return RENDERERS[fmt](result)

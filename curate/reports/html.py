@@ -273,7 +273,7 @@ def _rule_docs(family: str) -> dict[str, Any]:
 
 
 def _summary(d: DatasetOutcome) -> list[str]:
-    from curate.reports.render import contamination_line, headlines, options_line
+    from curate.reports.render import headlines, options_line
 
     report = d.report
     s = report.summary()
@@ -288,10 +288,8 @@ def _summary(d: DatasetOutcome) -> list[str]:
         )
     if report.options:
         parts.append(f"<dt>options</dt><dd>{_e(options_line(report))}</dd>")
-    if line := contamination_line(report, "{}"):
-        parts.append(f"<dt>edit set</dt><dd>{_e(line)}</dd>")
-    for line in headlines(report):
-        parts.append(f"<dt>figures</dt><dd>{_e(line)}</dd>")
+    for h in headlines(report):
+        parts.append(f"<dt>{_e(h.label)}</dt><dd>{_e(h.render())}</dd>")
     parts.append(f"<dt>fail on</dt><dd>{_e(d.fail_on)}</dd>")
     parts.append(
         '<dt>findings</dt><dd class="badges">'
@@ -328,7 +326,7 @@ def _rules_table(d: DatasetOutcome, k: int, docs: Mapping[str, Any]) -> list[str
         cells = [
             (code, ""),
             (_e(r.name), ""),
-            (_e(rule.category.value if rule else ""), ""),
+            (_e(rule.category if rule else ""), ""),
             (f'<span class="sev-{_e(r.severity)}">{_e(r.severity)}</span>', ""),
             (f"{r.findings:,}", "n"),
             (f"{records.get(r.rule, 0):,}", "n"),
@@ -411,7 +409,7 @@ def _docs_section(d: DatasetOutcome, k: int, docs: Mapping[str, Any]) -> list[st
         fix = f" · {_e(rule.fix_label)}" if rule.fixable else ""
         parts.append(
             f'<details id="d{k}-{_e(r.rule)}"><summary><b>{_e(r.rule)}</b> {_e(rule.name)} '
-            f"<small>({_e(rule.category.value)}, {_e(rule.severity.value)}{fix})</small>"
+            f"<small>({_e(rule.category)}, {_e(rule.severity.value)}{fix})</small>"
             f"</summary><pre>{_e(rule.doc or rule.name)}</pre></details>"
         )
     return parts

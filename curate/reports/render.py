@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from curate.core.findings import Report, gc_paused, json_bytes
+from curate.core.findings import Headline, Report, gc_paused, json_bytes
 from curate.core.version import __version__
 
 #: How many example findings per rule the text and Markdown reports show.
@@ -76,24 +76,15 @@ def options_line(report: Report) -> str:
     return ", ".join(bits)
 
 
-def contamination_line(report: Report, quote: str) -> str | None:
-    """The edit-set sentence a knowledge-editing reader checks first (None for other families)."""
-    c = report.stats.get("contamination")
-    if not c:
-        return None
-    return (
-        f"edit set {quote.format(c['edit_set'])}: {c['edited_contaminated']} of "
-        f"{c['edited_cases']} edited and {c['unedited_contaminated']} of {c['unedited_cases']} "
-        "unedited cases contaminated"
-    )
-
-
-def headlines(report: Report) -> list[str]:
-    """A family's summary figures as sentences (``stats["headline"]``), shown under the inputs:
-    the numbers a reader compares with the dataset's published table (icrl: tasks, episodes,
-    final return)."""
+def headlines(report: Report) -> list[Headline]:
+    """A family's summary figures as sentences, shown under the inputs in every report: the
+    family's :class:`~curate.core.findings.Headline` objects (``report.headlines``, e.g. the
+    edit-set contamination sentence of knowledge editing), then the strings of
+    ``stats["headline"]`` — the numbers a reader compares with the dataset's published table
+    (icrl: tasks, episodes, final return). The core renders them without knowing the family."""
     lines = report.stats.get("headline") or []
-    return [str(x) for x in lines] if isinstance(lines, list) else [str(lines)]
+    more = [str(x) for x in lines] if isinstance(lines, list) else [str(lines)]
+    return [*report.headlines, *(Headline(x) for x in more)]
 
 
 def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
@@ -119,10 +110,8 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
         con.print(f"[bold]{escape(i.path)}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
     if report.options:
         con.print(f"options: {escape(options_line(report))}")
-    if line := contamination_line(report, "{}"):
-        con.print(escape(line))
-    for line in headlines(report):
-        con.print(escape(line))
+    for h in headlines(report):
+        con.print(escape(h.render()))
     counts = report.counts_by_rule()
     if counts.is_empty():
         con.print(
@@ -185,6 +174,13 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _md_headline(h: Headline) -> str:
+    """A headline as Markdown: the sentence escaped, its values as code spans."""
+    if not h.values:
+        return _md_escape(h.text)
+    return Headline(_md_escape(h.text), h.values).render("`{}`")
+
+
 def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     """Markdown summary: per-rule counts and examples (used for PR comments and dataset cards)."""
     h = "#" * heading_level
@@ -196,9 +192,7 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
         out.append(f"- `{i.path}`: {i.records} records{digest}")
     if report.options:
         out.append(f"- options: {_md_escape(options_line(report))}")
-    if line := contamination_line(report, "`{}`"):
-        out.append(f"- {line}")
-    out += [f"- {_md_escape(line)}" for line in headlines(report)]
+    out += [f"- {_md_headline(h)}" for h in headlines(report)]
     sev = s["by_severity"]
     out += [
         f"- {s['findings']} findings{_in_records(s)} "
@@ -226,9 +220,6 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
             f"{_md_escape(r['message'])}"
         )
     return "\n".join(out) + "\n"
-
-
-RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdown}
 
 
 def durations_json(durations: dict[str, float]) -> dict[str, float]:
