@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset
-from curate.core.errors import InputError, arg, clip
+from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.options import FamilyOptions, parse_options
 from curate.core.rules import AuditContext, Rule, RuleSet
@@ -198,10 +198,9 @@ class Family(ABC):
         """
         return None
 
-    @abstractmethod
     def load(
         self,
-        paths: Sequence[str | Path],
+        paths: Sequence[str | Path] | str | Path,
         options: FamilyOptions | None = None,
         *,
         progress: Progress | None = None,
@@ -212,8 +211,36 @@ class Family(ABC):
         """Read and validate inputs. Raises InputError for unusable input.
 
         ``options`` (or keyword arguments naming its fields) are checked with :meth:`options`
-        first, so a misspelt option is an error before any file is read.
+        first, so a misspelt option is an error before any file is read; one path may be given
+        bare; no path is a usage error. Why a template: those steps were written out in every
+        family, and a family that forgot one took a string for a list of one-letter paths. The
+        family reads in :meth:`read`; the options it was read with are set on the result.
         """
+        opts = self.options(options, **raw)
+        if isinstance(paths, str | Path):
+            paths = [paths]
+        if not paths:
+            raise UsageError("no input given")
+        data = self.read(
+            list(paths), opts, progress=progress, keep_records=keep_records, encoding=encoding
+        )
+        data.options = opts
+        return data
+
+    @abstractmethod
+    def read(
+        self,
+        paths: list[str | Path],
+        options: FamilyOptions,
+        *,
+        progress: Progress | None = None,
+        keep_records: bool = False,
+        encoding: str | None = None,
+    ) -> LoadedDataset:
+        """The family's reader, called by :meth:`load` with validated options and at least one
+        path: the inputs as a :class:`LoadedDataset` (schema findings kept). ``keep_records``:
+        keep what fixes need to log a record whole; ``encoding``: the text inputs' encoding
+        (None: detected)."""
 
     @abstractmethod
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:

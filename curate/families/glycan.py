@@ -33,7 +33,7 @@ from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.glycan.hierarchy import load_mapping
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import current as current_engine
-from curate.core.errors import InputError, UsageError, arg
+from curate.core.errors import InputError, arg
 from curate.core.findings import InputInfo, Report, dumps, rule_output
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
@@ -386,22 +386,17 @@ class GlycanFamily(Family):
             return None
         return f"a glycan {cols.task} table"
 
-    def load(
+    def read(
         self,
-        paths: Sequence[str | Path],
-        options: FamilyOptions | None = None,
+        paths: list[str | Path],
+        options: FamilyOptions,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **raw: Any,
     ) -> GlycanData:
-        opts = self.options(options, **raw)
+        opts = options
         task, columns = opts.task, opts.columns
-        if isinstance(paths, str | Path):
-            paths = [paths]
-        if not paths:
-            raise UsageError("no input given")
         tables: list[GlycanTable] = []
         inputs: list[InputInfo] = []
         schema_rows: list[dict[str, Any]] = []

@@ -546,23 +546,18 @@ class IcrlFamily(Family):
             return None
         return None
 
-    def load(
+    def read(
         self,
-        paths: Sequence[str | Path],
-        options: FamilyOptions | None = None,
+        paths: list[str | Path],
+        options: FamilyOptions,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **raw: Any,
     ) -> IcrlData:
         """Check each input is an HDF5 file and read its metadata (no array data)."""
-        opts = self.options(options, **raw)
+        opts = options
         assert isinstance(opts, IcrlOptions)
-        if isinstance(paths, str | Path):
-            paths = [paths]
-        if not paths:
-            raise UsageError("no input given")
         metas, files, inputs = [], [], []
         row0 = 0
         for i, name in enumerate(paths):
