@@ -29,7 +29,7 @@ without pydantic), and are re-exported here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
@@ -138,6 +138,8 @@ class IcrlOptions(FamilyOptions):
     ``--segment-length`` shape the exported rows.
     """
 
+    at_least_one: ClassVar[frozenset[str]] = frozenset({"tasks", "workers", "segment_length"})
+
     tasks: int | None = option(
         None,
         help="Scan only N task groups, chosen at random with --seed (metadata of every group is "
@@ -174,13 +176,6 @@ class IcrlOptions(FamilyOptions):
         "chunk length; the last segment of a history may be shorter).",
         commands=("export",),
     )
-
-    @field_validator("tasks", "workers", "segment_length")
-    @classmethod
-    def _positive(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"must be at least 1 (got {v})")
-        return v
 
     @field_validator("fraction")
     @classmethod
