@@ -54,6 +54,13 @@ class FamilyOptions(BaseModel):
         """
         return []
 
+    def unavailable_tables(self) -> frozenset[str]:
+        """Shared tables (:meth:`curate.core.rules.RuleSet.table`) these options say the run
+        cannot build — icrl's ``--metadata-only`` reads no array, so no scan. The audit does
+        not run a rule that needs one (its report's ``rules_run`` leaves it out) instead of
+        running it on nothing and calling the data clean. None by default."""
+        return frozenset()
+
     def public(self, command: str | None = None) -> dict[str, Any]:
         """The options as a report shows them: set values only, JSON-friendly.
 

@@ -427,7 +427,10 @@ class Family(ABC):
             opts = data.options
         else:
             opts = self.options(options, **raw)
-        chosen: list[Rule] = self.rules.select(select, ignore)
+        unavailable = opts.unavailable_tables()
+        chosen: list[Rule] = [
+            r for r in self.rules.select(select, ignore) if not unavailable.intersection(r.needs)
+        ]
         ctx = AuditContext(data, opts, self.rules.tables)
         durations: dict[str, float] = {}
 

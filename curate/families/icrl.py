@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from curate.audits.icrl import RULES, SCAN
+from curate.audits.icrl import RULES
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.engine import available_cores, process_pool
@@ -600,23 +600,6 @@ class IcrlFamily(Family):
             tasks=tasks,
             scanner=run_scan,
         )
-
-    def audit(
-        self,
-        data: LoadedDataset,
-        options: FamilyOptions | None = None,
-        *,
-        select: Sequence[str] | None = None,
-        ignore: Sequence[str] | None = None,
-        progress: Progress | None = None,
-        **raw: Any,
-    ) -> Report:
-        """The core audit; with ``--metadata-only`` the rules that need the arrays are not run
-        (the report's ``rules_run`` says so), rather than run on nothing and found clean."""
-        opts = data.options if options is None and not raw else self.options(options, **raw)
-        if isinstance(opts, IcrlOptions) and opts.metadata_only:
-            ignore = [*(ignore or []), *[r.code for r in self.rules if SCAN in r.needs]]
-        return super().audit(data, opts, select=select, ignore=ignore, progress=progress)
 
     def overlap_keys(self) -> dict[str, OverlapKey]:
         """``task``: a task group's content hash (its histories' digests in order), as

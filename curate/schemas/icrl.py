@@ -127,6 +127,11 @@ SEGMENT_STEPS = CHUNK_STEPS
 _SAMPLE_COMMANDS = ("validate", "audit", "export")
 
 
+#: The shared table of the family's one pass over the arrays: rules that read the arrays
+#: declare it (``needs=(SCAN,)``); ``--metadata-only`` makes it unavailable.
+SCAN = "scan"
+
+
 class IcrlOptions(FamilyOptions):
     """Options of the in-context RL family: how much of the file is read, how, and how it is
     exported.
@@ -183,6 +188,11 @@ class IcrlOptions(FamilyOptions):
         if v is not None and not 0 < v <= 1:
             raise ValueError(f"must be in (0, 1] (got {v})")
         return v
+
+    def unavailable_tables(self) -> frozenset[str]:
+        """With ``--metadata-only`` no array is read: the rules that need the scan are not
+        run (the report's ``rules_run`` says so), rather than run on nothing and found clean."""
+        return frozenset({SCAN}) if self.metadata_only else frozenset()
 
     @model_validator(mode="after")
     def _one_sample(self) -> IcrlOptions:
