@@ -458,6 +458,30 @@ def run_fixes(
     )
 
 
+def fix_figures(run: FixRun, data: Any, invalid_rules: Iterable[str]) -> dict[str, Any]:
+    """The summary figures of every fix: rows in and out, rows dropped as invalid (by one of
+    the family's ``invalid_rules``) and by fixes, findings fixed per rule, passes, unsafe fixes
+    left, non-convergence. The engine's own figures, not a family's: no family changed them."""
+    invalid = set(invalid_rules)
+    # pass 0: records left out as invalid before fixing; later passes: records a fix dropped
+    dropped = sum(1 for c in run.changelog if c.pass_no > 0 and c.field == "" and c.new is None)
+    summary: dict[str, Any] = {
+        "rows_in": sum(i.records for i in data.inputs),
+        "rows_out": run.frame.height,
+        "invalid_dropped": sum(
+            1 for c in run.changelog if c.rule in invalid and c.pass_no == 0 and c.field == ""
+        ),
+        "dropped": dropped,
+        "fixed": dict(sorted(run.applied.items())),
+        "passes": run.passes,
+    }
+    if run.unsafe_available:
+        summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
+    if not run.converged:
+        summary["not_converged"] = True
+    return summary
+
+
 def _name_invalid_findings(changes: list[ChangeEntry], invalid: pl.DataFrame) -> None:
     """Records left out as invalid are logged by the family before any pass; name the finding
     that rejected each one too (pass 0: before fixing), so every changelog line has one."""
@@ -522,6 +546,7 @@ __all__ = [
     "PassResult",
     "apply_edits",
     "edits_of",
+    "fix_figures",
     "reaudit_tables",
     "run_fixes",
 ]

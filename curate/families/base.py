@@ -273,7 +273,7 @@ class Family(ABC):
         as a frame (:meth:`fix_frame`), their published layout (:meth:`fix_tables`) and its side
         files (:meth:`fix_summary`); what changes is decided by the findings alone.
         """
-        from curate.core.fixes import FixChoice, run_fixes
+        from curate.core.fixes import FixChoice, fix_figures, run_fixes
 
         opts = self.options(options or data.options, **raw)
         # one string is one selector (``select="KE2"``), not its characters
@@ -284,7 +284,7 @@ class Family(ABC):
         )
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
         run = run_fixes(self, data, report, opts, choice, progress=progress, **kw)
-        summary = self.fix_figures(run, data)
+        summary = fix_figures(run, data, self.invalid_rules)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
         return FixResult(
@@ -318,30 +318,6 @@ class Family(ABC):
         re-audit, the summary and ``records`` (``tables`` empty). The core writes the card,
         the changelog and both reports beside it."""
         raise NotImplementedError(f"family {self.name} writes no files of its own")
-
-    def fix_figures(self, run: Any, data: LoadedDataset) -> dict[str, Any]:
-        """The summary figures of every fix: rows in and out, rows dropped as invalid and by
-        fixes, findings fixed per rule, passes, unsafe fixes left, non-convergence."""
-        invalid_rules = set(self.invalid_rules)
-        # pass 0: records left out as invalid before fixing; later passes: records a fix dropped
-        dropped = sum(1 for c in run.changelog if c.pass_no > 0 and c.field == "" and c.new is None)
-        summary: dict[str, Any] = {
-            "rows_in": sum(i.records for i in data.inputs),
-            "rows_out": run.frame.height,
-            "invalid_dropped": sum(
-                1
-                for c in run.changelog
-                if c.rule in invalid_rules and c.pass_no == 0 and c.field == ""
-            ),
-            "dropped": dropped,
-            "fixed": dict(sorted(run.applied.items())),
-            "passes": run.passes,
-        }
-        if run.unsafe_available:
-            summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
-        if not run.converged:
-            summary["not_converged"] = True
-        return summary
 
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame

@@ -35,7 +35,7 @@ from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
 from curate.core.findings import InputInfo, Report, dumps, rule_output
-from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
@@ -870,7 +870,7 @@ class GlycanFamily(Family):
             )
             more["seed"] = options.seed
             more["resplit"] = options.resplit
-        summary = {**self.fix_figures(run, data), **more}
+        summary = {**fix_figures(run, data, self.invalid_rules), **more}
         return {"fix_summary.json": dumps(summary).encode()}, more
 
     def reaudit_options(
