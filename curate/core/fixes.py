@@ -36,6 +36,11 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
   fill the empty cells of column ``C`` from column ``D``, log every value of ``D`` that differs
   from ``C``'s as discarded, then drop ``D``.
 
+* ``{"op": "renumber"}`` — a container edit (HDF5 task groups): once the drops are applied, the
+  groups are named ``0`` … ``N-1`` in the input's order. A record frame has nothing to rename
+  (the edit is skipped there); the family's writer applies it. ``{"op": "drop"}`` on a finding
+  of such a family drops what the finding names: a history, or a whole group (no history).
+
 Records are a polars frame with three bookkeeping columns: ``__row`` (the finding row numbering
 of the audited data), ``__record`` (the record id findings name) and ``__split``.
 """
@@ -66,6 +71,7 @@ _OP_ORDER = {
     "extend": 4,
     "remove": 5,
     "move": 6,
+    "renumber": 7,
 }
 
 

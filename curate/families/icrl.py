@@ -872,7 +872,7 @@ class IcrlFamily(Family):
         """The cleaned HDF5 file (:mod:`curate.audits.icrl.fixes` decides what is left out and
         renamed, :func:`curate.families.icrl_publish.write_fixed` copies the rest chunk by
         chunk), written into ``folder`` under the input's file name and re-audited."""
-        from curate.core.fixes import FixChoice
+        from curate.core.fixes import FixChoice, edits_of
 
         assert isinstance(data, IcrlData)
         choice = FixChoice(
@@ -882,12 +882,8 @@ class IcrlFamily(Family):
         )
         applied_rules, _ = choice.rules(self.rules)
         invalid = self._invalid_findings(data)
-        plan = plan_fix(
-            data,
-            invalid,
-            report.findings,
-            {r.code for r in applied_rules},
-        )
+        edits = edits_of(report.findings, applied_rules, unsafe=choice.unsafe)
+        plan = plan_fix(data, invalid, report.findings, edits, {r.code for r in applied_rules})
         source = data.files[0]
         if plan.histories_out == 0:
             # an HDF5 file without a history is no dataset: said now, naming the input, not
