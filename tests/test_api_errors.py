@@ -472,3 +472,42 @@ def test_use_engine_names_its_own_arguments(capsys: pytest.CaptureFixture[str]) 
         use_engine("local", "127.0.0.1:1").__enter__()
     rc, _, err = run(capsys, "audit", "mquake", MQUAKE, "--ray-address", "127.0.0.1:1")
     assert rc == 2 and error_line(err) == "curate: error: --ray-address needs --engine ray"
+
+
+FAMILY_SAMPLES = {
+    "mquake": (MQUAKE, {}),
+    "glycan": (GLYCANS, {}),
+    "icrl": (XLAND, {}),
+    "deepfake": (SAMPLES / "musiccaps_manifest.csv", {"columns": {"sample_id": "ytid"}}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_SAMPLES))
+def test_load_preamble_is_the_same_for_every_family(family: str) -> None:
+    """Family.load checks the options, takes a bare path, refuses no path and keeps the
+    options, whichever family reads: one template, not four copies."""
+    from curate.families import get_family
+
+    fam = get_family(family)
+    path, opts = FAMILY_SAMPLES[family]
+    bare = fam.load(str(path), **opts)
+    listed = fam.load([path], **opts)
+    assert [i.path for i in bare.inputs] == [i.path for i in listed.inputs] == [str(path)]
+    assert bare.options == listed.options == fam.options(**opts)
+    with pytest.raises(UsageError, match=r"^no input given$"):
+        fam.load([], **opts)
+    with pytest.raises(ArgumentError, match=r"no such option"):
+        fam.load(path, no_such_option=1)
+
+
+@pytest.mark.parametrize("family", ["mquake", "icrl", "deepfake"])
+def test_workers_below_one_is_a_usage_error_in_every_family(family: str) -> None:
+    with pytest.raises(UsageError, match=r"workers: must be at least 1 \(got 0\)"):
+        curate.load(family, FAMILY_SAMPLES[family][0], workers=0)
+
+
+@pytest.mark.parametrize("name", ["tasks", "segment_length"])
+def test_icrl_counts_below_one_are_usage_errors(name: str) -> None:
+    extra = {"unit": "segment"} if name == "segment_length" else {}
+    with pytest.raises(UsageError, match=rf"{name.replace('_', '.')}: must be at least 1"):
+        curate.load("icrl", XLAND, **{name: 0}, **extra)

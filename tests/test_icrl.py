@@ -149,6 +149,23 @@ def test_metadata_only_reads_no_array(valid: Path, tmp_path: Path) -> None:
     assert _only(bad, "RL301")["task"] == "1"
 
 
+def test_metadata_only_leaves_out_the_rules_that_need_the_scan(valid: Path) -> None:
+    """The core audit drops the rules needing a table the options make unavailable: the
+    report's rules_run says which ran; a one-string ``ignore`` is one selector (it was split
+    into letters when icrl added the scan rules to it)."""
+    from curate.audits.icrl import RULES, SCAN
+
+    fam = get_family("icrl")
+    data = fam.load([str(valid)], metadata_only=True)
+    report = fam.audit(data, ignore="RL101")
+    needs_scan = {r.code for r in RULES if SCAN in r.needs}
+    assert {"RL301", "RL403"} <= needs_scan
+    assert not needs_scan & set(report.rules_run)
+    assert "RL101" not in report.rules_run and "RL102" in report.rules_run
+    full = fam.audit(fam.load([str(valid)]))
+    assert needs_scan <= set(full.rules_run)
+
+
 def test_sample_mode_is_seeded(valid: Path) -> None:
     fam = get_family("icrl")
     a = fam.load([str(valid)], tasks=2, seed=3)

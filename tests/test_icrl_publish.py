@@ -171,6 +171,28 @@ def test_fix_drops_exactly_the_flagged_histories(broken) -> None:
     assert _sha(src) == broken["sha"]  # the input is untouched
 
 
+def test_fix_does_what_the_findings_edits_say(broken, tmp_path) -> None:
+    """The plan follows the edits the core chose from the findings, not a list of rule codes:
+    an RL403 finding whose edit is gone (as an edit held back would be) drops nothing, and
+    RL402/RL003's ``drop`` still drops what its finding names."""
+    import polars as pl
+
+    fam = get_family("icrl")
+    data = fam.load([str(broken["src"])], keep_records=True)
+    report = fam.audit(data)
+    assert report.findings.filter(pl.col("rule") == "RL403")["fix"].is_not_null().all()
+    without = report.findings.with_columns(
+        pl.when(pl.col("rule") == "RL403").then(None).otherwise(pl.col("fix")).alias("fix")
+    )
+    report.findings = without
+    result = fam.fix_files(data, report, data.options, tmp_path)
+    rules = {c.rule for c in result.changelog}
+    assert "RL403" not in rules and {"RL103", "RL205"} <= rules
+    with h5py.File(tmp_path / "broken.hdf5") as f:
+        assert "curate-dropped-histories" not in f["1"].attrs  # input group 2 keeps all three
+        assert f["1"]["actions"].shape[0] == 3
+
+
 def test_fix_changelog_names_each_drop_and_rename(broken) -> None:
     lines = [json.loads(x) for x in (broken["out"] / "changelog.jsonl").read_text().splitlines()]
     drops = {(c["record"], c["rule"]) for c in lines if c["field"] == "" and c["new"] is None}

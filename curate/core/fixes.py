@@ -36,6 +36,11 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
   fill the empty cells of column ``C`` from column ``D``, log every value of ``D`` that differs
   from ``C``'s as discarded, then drop ``D``.
 
+* ``{"op": "renumber"}`` — a container edit (HDF5 task groups): once the drops are applied, the
+  groups are named ``0`` … ``N-1`` in the input's order. A record frame has nothing to rename
+  (the edit is skipped there); the family's writer applies it. ``{"op": "drop"}`` on a finding
+  of such a family drops what the finding names: a history, or a whole group (no history).
+
 Records are a polars frame with three bookkeeping columns: ``__row`` (the finding row numbering
 of the audited data), ``__record`` (the record id findings name) and ``__split``.
 """
@@ -66,6 +71,7 @@ _OP_ORDER = {
     "extend": 4,
     "remove": 5,
     "move": 6,
+    "renumber": 7,
 }
 
 
@@ -458,6 +464,30 @@ def run_fixes(
     )
 
 
+def fix_figures(run: FixRun, data: Any, invalid_rules: Iterable[str]) -> dict[str, Any]:
+    """The summary figures of every fix: rows in and out, rows dropped as invalid (by one of
+    the family's ``invalid_rules``) and by fixes, findings fixed per rule, passes, unsafe fixes
+    left, non-convergence. The engine's own figures, not a family's: no family changed them."""
+    invalid = set(invalid_rules)
+    # pass 0: records left out as invalid before fixing; later passes: records a fix dropped
+    dropped = sum(1 for c in run.changelog if c.pass_no > 0 and c.field == "" and c.new is None)
+    summary: dict[str, Any] = {
+        "rows_in": sum(i.records for i in data.inputs),
+        "rows_out": run.frame.height,
+        "invalid_dropped": sum(
+            1 for c in run.changelog if c.rule in invalid and c.pass_no == 0 and c.field == ""
+        ),
+        "dropped": dropped,
+        "fixed": dict(sorted(run.applied.items())),
+        "passes": run.passes,
+    }
+    if run.unsafe_available:
+        summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
+    if not run.converged:
+        summary["not_converged"] = True
+    return summary
+
+
 def _name_invalid_findings(changes: list[ChangeEntry], invalid: pl.DataFrame) -> None:
     """Records left out as invalid are logged by the family before any pass; name the finding
     that rejected each one too (pass 0: before fixing), so every changelog line has one."""
@@ -522,6 +552,7 @@ __all__ = [
     "PassResult",
     "apply_edits",
     "edits_of",
+    "fix_figures",
     "reaudit_tables",
     "run_fixes",
 ]

@@ -21,9 +21,9 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from curate.core.errors import ArgumentError, UsageError, arg
 
@@ -35,12 +35,31 @@ class FamilyOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
+    #: Options that count something (processes, tasks, steps) and must be at least 1 when
+    #: given. One validator for all of them: ``workers`` had the same check written out in
+    #: three families. A family adds its own counts to the set.
+    at_least_one: ClassVar[frozenset[str]] = frozenset({"workers"})
+
+    @field_validator("*")
+    @classmethod
+    def _at_least_one(cls, v: Any, info: Any) -> Any:
+        if info.field_name in cls.at_least_one and isinstance(v, int) and v < 1:
+            raise ValueError(f"must be at least 1 (got {v})")
+        return v
+
     def input_files(self) -> list[Path]:
         """Files these options make curate read (an id list, a mapping): inputs to protect.
 
         The output gate refuses to write over them exactly as over the data itself.
         """
         return []
+
+    def unavailable_tables(self) -> frozenset[str]:
+        """Shared tables (:meth:`curate.core.rules.RuleSet.table`) these options say the run
+        cannot build — icrl's ``--metadata-only`` reads no array, so no scan. The audit does
+        not run a rule that needs one (its report's ``rules_run`` leaves it out) instead of
+        running it on nothing and calling the data clean. None by default."""
+        return frozenset()
 
     def public(self, command: str | None = None) -> dict[str, Any]:
         """The options as a report shows them: set values only, JSON-friendly.

@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset
-from curate.core.errors import InputError, arg, clip
+from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.options import FamilyOptions, parse_options
 from curate.core.rules import AuditContext, Rule, RuleSet
@@ -198,10 +198,9 @@ class Family(ABC):
         """
         return None
 
-    @abstractmethod
     def load(
         self,
-        paths: Sequence[str | Path],
+        paths: Sequence[str | Path] | str | Path,
         options: FamilyOptions | None = None,
         *,
         progress: Progress | None = None,
@@ -212,8 +211,36 @@ class Family(ABC):
         """Read and validate inputs. Raises InputError for unusable input.
 
         ``options`` (or keyword arguments naming its fields) are checked with :meth:`options`
-        first, so a misspelt option is an error before any file is read.
+        first, so a misspelt option is an error before any file is read; one path may be given
+        bare; no path is a usage error. Why a template: those steps were written out in every
+        family, and a family that forgot one took a string for a list of one-letter paths. The
+        family reads in :meth:`read`; the options it was read with are set on the result.
         """
+        opts = self.options(options, **raw)
+        if isinstance(paths, str | Path):
+            paths = [paths]
+        if not paths:
+            raise UsageError("no input given")
+        data = self.read(
+            list(paths), opts, progress=progress, keep_records=keep_records, encoding=encoding
+        )
+        data.options = opts
+        return data
+
+    @abstractmethod
+    def read(
+        self,
+        paths: list[str | Path],
+        options: FamilyOptions,
+        *,
+        progress: Progress | None = None,
+        keep_records: bool = False,
+        encoding: str | None = None,
+    ) -> LoadedDataset:
+        """The family's reader, called by :meth:`load` with validated options and at least one
+        path: the inputs as a :class:`LoadedDataset` (schema findings kept). ``keep_records``:
+        keep what fixes need to log a record whole; ``encoding``: the text inputs' encoding
+        (None: detected)."""
 
     @abstractmethod
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
@@ -246,7 +273,7 @@ class Family(ABC):
         as a frame (:meth:`fix_frame`), their published layout (:meth:`fix_tables`) and its side
         files (:meth:`fix_summary`); what changes is decided by the findings alone.
         """
-        from curate.core.fixes import FixChoice, run_fixes
+        from curate.core.fixes import FixChoice, fix_figures, run_fixes
 
         opts = self.options(options or data.options, **raw)
         # one string is one selector (``select="KE2"``), not its characters
@@ -257,7 +284,7 @@ class Family(ABC):
         )
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
         run = run_fixes(self, data, report, opts, choice, progress=progress, **kw)
-        summary = self.fix_figures(run, data)
+        summary = fix_figures(run, data, self.invalid_rules)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
         return FixResult(
@@ -291,30 +318,6 @@ class Family(ABC):
         re-audit, the summary and ``records`` (``tables`` empty). The core writes the card,
         the changelog and both reports beside it."""
         raise NotImplementedError(f"family {self.name} writes no files of its own")
-
-    def fix_figures(self, run: Any, data: LoadedDataset) -> dict[str, Any]:
-        """The summary figures of every fix: rows in and out, rows dropped as invalid and by
-        fixes, findings fixed per rule, passes, unsafe fixes left, non-convergence."""
-        invalid_rules = set(self.invalid_rules)
-        # pass 0: records left out as invalid before fixing; later passes: records a fix dropped
-        dropped = sum(1 for c in run.changelog if c.pass_no > 0 and c.field == "" and c.new is None)
-        summary: dict[str, Any] = {
-            "rows_in": sum(i.records for i in data.inputs),
-            "rows_out": run.frame.height,
-            "invalid_dropped": sum(
-                1
-                for c in run.changelog
-                if c.rule in invalid_rules and c.pass_no == 0 and c.field == ""
-            ),
-            "dropped": dropped,
-            "fixed": dict(sorted(run.applied.items())),
-            "passes": run.passes,
-        }
-        if run.unsafe_available:
-            summary["unsafe_fixes_available"] = dict(sorted(run.unsafe_available.items()))
-        if not run.converged:
-            summary["not_converged"] = True
-        return summary
 
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame
@@ -400,7 +403,10 @@ class Family(ABC):
             opts = data.options
         else:
             opts = self.options(options, **raw)
-        chosen: list[Rule] = self.rules.select(select, ignore)
+        unavailable = opts.unavailable_tables()
+        chosen: list[Rule] = [
+            r for r in self.rules.select(select, ignore) if not unavailable.intersection(r.needs)
+        ]
         ctx = AuditContext(data, opts, self.rules.tables)
         durations: dict[str, float] = {}
 

@@ -17,7 +17,6 @@ scan, which fills :attr:`DeepfakeData.computed_hashes`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from pydantic import ValidationError
 
 from curate.audits.deepfake import RULES
 from curate.core.dataset import ChangeEntry, LoadedDataset
-from curate.core.errors import InputError, UsageError
+from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
@@ -159,22 +158,17 @@ class DeepfakeFamily(Family):
             return None
         return "a deepfake manifest"
 
-    def load(
+    def read(
         self,
-        paths: Sequence[str | Path],
-        options: FamilyOptions | None = None,
+        paths: list[str | Path],
+        options: FamilyOptions,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **raw: Any,
     ) -> DeepfakeData:
-        opts = self.options(options, **raw)
+        opts = options
         assert isinstance(opts, DeepfakeOptions)
-        if isinstance(paths, str | Path):
-            paths = [paths]
-        if not paths:
-            raise UsageError("no input given")
         rows: list[pl.DataFrame] = []
         raws: list[pl.DataFrame] = []
         errors: list[pl.DataFrame] = []

@@ -33,9 +33,9 @@ from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.glycan.hierarchy import load_mapping
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import current as current_engine
-from curate.core.errors import InputError, UsageError, arg
+from curate.core.errors import InputError, arg
 from curate.core.findings import InputInfo, Report, dumps, rule_output
-from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
@@ -386,22 +386,17 @@ class GlycanFamily(Family):
             return None
         return f"a glycan {cols.task} table"
 
-    def load(
+    def read(
         self,
-        paths: Sequence[str | Path],
-        options: FamilyOptions | None = None,
+        paths: list[str | Path],
+        options: FamilyOptions,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **raw: Any,
     ) -> GlycanData:
-        opts = self.options(options, **raw)
+        opts = options
         task, columns = opts.task, opts.columns
-        if isinstance(paths, str | Path):
-            paths = [paths]
-        if not paths:
-            raise UsageError("no input given")
         tables: list[GlycanTable] = []
         inputs: list[InputInfo] = []
         schema_rows: list[dict[str, Any]] = []
@@ -875,7 +870,7 @@ class GlycanFamily(Family):
             )
             more["seed"] = options.seed
             more["resplit"] = options.resplit
-        summary = {**self.fix_figures(run, data), **more}
+        summary = {**fix_figures(run, data, self.invalid_rules), **more}
         return {"fix_summary.json": dumps(summary).encode()}, more
 
     def reaudit_options(

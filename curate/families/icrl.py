@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from curate.audits.icrl import RULES, SCAN
+from curate.audits.icrl import RULES
 from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.engine import available_cores, process_pool
@@ -546,23 +546,18 @@ class IcrlFamily(Family):
             return None
         return None
 
-    def load(
+    def read(
         self,
-        paths: Sequence[str | Path],
-        options: FamilyOptions | None = None,
+        paths: list[str | Path],
+        options: FamilyOptions,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **raw: Any,
     ) -> IcrlData:
         """Check each input is an HDF5 file and read its metadata (no array data)."""
-        opts = self.options(options, **raw)
+        opts = options
         assert isinstance(opts, IcrlOptions)
-        if isinstance(paths, str | Path):
-            paths = [paths]
-        if not paths:
-            raise UsageError("no input given")
         metas, files, inputs = [], [], []
         row0 = 0
         for i, name in enumerate(paths):
@@ -605,23 +600,6 @@ class IcrlFamily(Family):
             tasks=tasks,
             scanner=run_scan,
         )
-
-    def audit(
-        self,
-        data: LoadedDataset,
-        options: FamilyOptions | None = None,
-        *,
-        select: Sequence[str] | None = None,
-        ignore: Sequence[str] | None = None,
-        progress: Progress | None = None,
-        **raw: Any,
-    ) -> Report:
-        """The core audit; with ``--metadata-only`` the rules that need the arrays are not run
-        (the report's ``rules_run`` says so), rather than run on nothing and found clean."""
-        opts = data.options if options is None and not raw else self.options(options, **raw)
-        if isinstance(opts, IcrlOptions) and opts.metadata_only:
-            ignore = [*(ignore or []), *[r.code for r in self.rules if SCAN in r.needs]]
-        return super().audit(data, opts, select=select, ignore=ignore, progress=progress)
 
     def overlap_keys(self) -> dict[str, OverlapKey]:
         """``task``: a task group's content hash (its histories' digests in order), as
@@ -894,7 +872,7 @@ class IcrlFamily(Family):
         """The cleaned HDF5 file (:mod:`curate.audits.icrl.fixes` decides what is left out and
         renamed, :func:`curate.families.icrl_publish.write_fixed` copies the rest chunk by
         chunk), written into ``folder`` under the input's file name and re-audited."""
-        from curate.core.fixes import FixChoice
+        from curate.core.fixes import FixChoice, edits_of
 
         assert isinstance(data, IcrlData)
         choice = FixChoice(
@@ -904,12 +882,8 @@ class IcrlFamily(Family):
         )
         applied_rules, _ = choice.rules(self.rules)
         invalid = self._invalid_findings(data)
-        plan = plan_fix(
-            data,
-            invalid,
-            report.findings,
-            {r.code for r in applied_rules},
-        )
+        edits = edits_of(report.findings, applied_rules, unsafe=choice.unsafe)
+        plan = plan_fix(data, invalid, report.findings, edits, {r.code for r in applied_rules})
         source = data.files[0]
         if plan.histories_out == 0:
             # an HDF5 file without a history is no dataset: said now, naming the input, not

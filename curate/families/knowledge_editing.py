@@ -893,21 +893,15 @@ class KnowledgeEditingFamily(Family):
 
     rules = RULES
 
-    def load(
+    def read(
         self,
-        paths: Sequence[str | Path],
-        options: FamilyOptions | None = None,
+        paths: list[str | Path],
+        options: FamilyOptions,
         *,
         progress: Progress | None = None,
         keep_records: bool = False,
         encoding: str | None = None,
-        **raw: Any,
     ) -> KEData:
-        opts = self.options(options, **raw)
-        if isinstance(paths, str | Path):
-            paths = [paths]
-        if not paths:
-            raise UsageError("no input given")
         # Loading allocates millions of small objects and creates no cycles: the cyclic GC
         # would rescan them over and over (measured: 40% of load time), so pause it.
         gc_was_enabled = gc.isenabled()
@@ -921,9 +915,8 @@ class KnowledgeEditingFamily(Family):
                 progress=progress,
                 keep_records=keep_records,
                 encoding=encoding,
-                workers=_workers(opts),
+                workers=_workers(options),
             )
-            data.options = opts
             return data
         finally:
             if gc_was_enabled:

@@ -443,13 +443,6 @@ class DeepfakeOptions(FamilyOptions):
         commands=("validate", "audit", "fix"),
     )
 
-    @field_validator("workers")
-    @classmethod
-    def _workers(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"must be at least 1 (got {v})")
-        return v
-
     @field_validator("media_root")
     @classmethod
     def _media_root(cls, v: Path | None) -> Path | None:

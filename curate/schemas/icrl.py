@@ -29,7 +29,7 @@ without pydantic), and are re-exported here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
@@ -127,6 +127,11 @@ SEGMENT_STEPS = CHUNK_STEPS
 _SAMPLE_COMMANDS = ("validate", "audit", "export")
 
 
+#: The shared table of the family's one pass over the arrays: rules that read the arrays
+#: declare it (``needs=(SCAN,)``); ``--metadata-only`` makes it unavailable.
+SCAN = "scan"
+
+
 class IcrlOptions(FamilyOptions):
     """Options of the in-context RL family: how much of the file is read, how, and how it is
     exported.
@@ -137,6 +142,8 @@ class IcrlOptions(FamilyOptions):
     nothing may be written from it: audit and validate only. ``--unit`` and
     ``--segment-length`` shape the exported rows.
     """
+
+    at_least_one: ClassVar[frozenset[str]] = frozenset({"tasks", "workers", "segment_length"})
 
     tasks: int | None = option(
         None,
@@ -175,19 +182,17 @@ class IcrlOptions(FamilyOptions):
         commands=("export",),
     )
 
-    @field_validator("tasks", "workers", "segment_length")
-    @classmethod
-    def _positive(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"must be at least 1 (got {v})")
-        return v
-
     @field_validator("fraction")
     @classmethod
     def _fraction(cls, v: float | None) -> float | None:
         if v is not None and not 0 < v <= 1:
             raise ValueError(f"must be in (0, 1] (got {v})")
         return v
+
+    def unavailable_tables(self) -> frozenset[str]:
+        """With ``--metadata-only`` no array is read: the rules that need the scan are not
+        run (the report's ``rules_run`` says so), rather than run on nothing and found clean."""
+        return frozenset({SCAN}) if self.metadata_only else frozenset()
 
     @model_validator(mode="after")
     def _one_sample(self) -> IcrlOptions:

@@ -322,13 +322,6 @@ class KEOptions(FamilyOptions):
         "available cores, at most 8). Results do not depend on it.",
     )
 
-    @field_validator("workers")
-    @classmethod
-    def _positive(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"must be at least 1 (got {v})")
-        return v
-
     @field_validator("edit_set")
     @classmethod
     def _spec(cls, v: str) -> str:

@@ -31,6 +31,7 @@ histories of the task), RL404 (overlap with another file: fix reads one file), a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,10 +64,8 @@ INVALID_RULES = (
 #: The task-level ones: the group cannot be read (RL103, RL105), identified (RL104) or checked
 #: against its environment's step limit and reward (RL107).
 TASK_RULES = frozenset({"RL103", "RL104", "RL105", "RL107"})
-#: Fixable rules and what their findings drop.
-DROP_GROUP = frozenset({"RL402"})
-DROP_HISTORY = frozenset({"RL403"})
-DROP_MEMBER = frozenset({"RL003"})
+#: The rules whose edit is ``renumber``: one of them chosen renumbers the groups after a drop
+#: too, with no finding of its own (what each finding drops is its edit, not a list here).
 RENUMBER_RULES = frozenset({"RL101", "RL102"})
 
 
@@ -118,13 +117,21 @@ def _reason(causes: list[dict[str, Any]]) -> str:
 
 
 def plan_fix(
-    data: IcrlData, invalid: pl.DataFrame, findings: pl.DataFrame, chosen: set[str]
+    data: IcrlData,
+    invalid: pl.DataFrame,
+    findings: pl.DataFrame,
+    edits: Sequence[dict[str, Any]],
+    chosen: set[str],
 ) -> FixPlan:
     """The plan for one input file.
 
     ``invalid``: the findings of :data:`INVALID_RULES` on the data (computed from the data, so a
     report narrowed by ``--select`` never lets an invalid history through); ``findings``: the
-    audit's findings; ``chosen``: the fixable rules whose edits apply.
+    audit's findings; ``edits``: the findings' edits the core chose
+    (:func:`curate.core.fixes.edits_of`: ``--select``/``--ignore``/``--unsafe-fixes``) — what
+    each finding asks for is its edit (``drop`` a history or a group, ``renumber``), not a list
+    of rule codes here; ``chosen``: the fixable rules chosen (a renumbering rule chosen also
+    renumbers after a drop, with no finding of its own).
     """
     tasks = data.tasks.sort("position")
     scan = data.scan().histories
@@ -132,11 +139,21 @@ def plan_fix(
         (r["group"], r["history"]): r
         for r in scan.select("group", "history", "steps", "digest").iter_rows(named=True)
     }
-    inv = _located(invalid.with_columns(pl.lit(True).alias("__invalid")))
+    inv = _located(
+        invalid.with_columns(pl.lit(True).alias("__invalid"), pl.lit(None, pl.String).alias("__op"))
+    )
+    op_of = {
+        (e["rule"], e["row"], e["record"], e["field"], e["message"]): e["edit"]["op"] for e in edits
+    }
+    fixes = findings.filter(pl.col("rule").is_in(sorted({e["rule"] for e in edits})))
+    ops = [
+        op_of.get((r["rule"], r["row"], r["record"], r["field"], r["message"]))
+        for r in fixes.select("rule", "row", "record", "field", "message").iter_rows(named=True)
+    ]
     fixes = _located(
-        findings.filter(pl.col("rule").is_in(sorted(chosen))).with_columns(
-            pl.lit(False).alias("__invalid")
-        )
+        fixes.with_columns(
+            pl.lit(False).alias("__invalid"), pl.Series("__op", ops, pl.String)
+        ).filter(pl.col("__op").is_not_null())
     ).select(inv.columns)
     causes = pl.concat([inv, fixes], how="vertical_relaxed").sort("row", nulls_last=True)
     group_causes: dict[str, list[dict]] = {}
@@ -154,12 +171,12 @@ def plan_fix(
         return clip(task, limit, digest=True)
 
     for r in causes.iter_rows(named=True):
-        rule, task = r["rule"], key(r["__task"])
-        if rule in RENUMBER_RULES:
+        rule, task, op = r["rule"], key(r["__task"]), r["__op"]
+        if op == "renumber":
             renumber_refs.setdefault(task, r)
-        elif r["__history"] is None and (rule in TASK_RULES or rule in DROP_GROUP | DROP_MEMBER):
+        elif r["__history"] is None and (op == "drop" or (r["__invalid"] and rule in TASK_RULES)):
             group_causes.setdefault(task, []).append(r)
-        elif r["__history"] is not None and (r["__invalid"] or rule in DROP_HISTORY):
+        elif r["__history"] is not None and (r["__invalid"] or op == "drop"):
             history_causes.setdefault((task, r["__history"]), []).append(r)
 
     renumber = bool(chosen & RENUMBER_RULES)
@@ -326,9 +343,6 @@ def _history_desc(t: dict[str, Any], h: int, row: dict[str, Any] | None) -> dict
 
 
 __all__ = [
-    "DROP_GROUP",
-    "DROP_HISTORY",
-    "DROP_MEMBER",
     "INVALID_RULES",
     "RENUMBER_RULES",
     "TASK_RULES",

@@ -15,12 +15,10 @@ import polars as pl
 
 from curate.core.findings import dumps, empty_rule_output, json_struct
 from curate.core.rules import AuditContext, RuleSet
+from curate.schemas.icrl import SCAN
 from curate.schemas.icrl_tables import IcrlData, ScanTables
 
 RULES = RuleSet("icrl")
-
-#: Rules that read the arrays declare this table.
-SCAN = "scan"
 
 
 @RULES.table(SCAN)
