@@ -5,9 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import IDENTITIES, RULES, file_of, valid
+from curate.audits.shared.duplicates import cross_split_copies
 from curate.core.findings import empty_rule_output, finding_frame, json_struct, rule_output
 from curate.core.rules import AuditContext
-from curate.schemas.deepfake_tables import DeepfakeData, cross_split_copies
+from curate.schemas.deepfake_tables import DeepfakeData
 
 
 @RULES.rule("DF401", "identity-leak", category="leakage", severity="error", needs=(IDENTITIES,))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import RULES
+from curate.audits.shared.duplicates import later_occurrences
 from curate.core.findings import (
     clip_expr,
     empty_rule_output,
     finding_frame,
     json_struct,
-    later_occurrences,
     repr_expr,
 )
 from curate.core.rules import AuditContext
