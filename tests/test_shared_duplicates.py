@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from curate.audits.shared.duplicates import (
     cross_split_copies,
     duplicates,
+    first_occurrences,
     later_copies,
     later_occurrences,
     leaks,
+    repeats,
     seen_in,
 )
 from curate.core.keys import SPLIT_ORDER, Keys
@@ -173,3 +175,27 @@ def test_prefilter_is_exact(prefilter: str | None) -> None:
     ).with_columns(pl.col("key").hash().alias("h"))
     assert later_copies(df, ["key", "split"], prefilter=prefilter)["row"].to_list() == [5]
     assert cross_split_copies(df, "key", prefilter=prefilter)["row"].to_list() == [1, 2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(frames())
+def test_repeats_names_the_first_and_skips_null_keys(df: pl.DataFrame) -> None:
+    """``repeats`` (group-by form, the first row's columns taken with it) finds what the
+    window form finds, except that a null key is no key."""
+    got = repeats(df, ["key"], first="record")
+    want = brute_later(df.filter(pl.col("key").is_not_null()), ["key"])
+    assert dict(zip(got["row"], got["first_row"], strict=True)) == want
+    assert got["first"].to_list() == [f"r{want[r]}" for r in got["row"]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(frames())
+def test_first_occurrences_in_a_given_order(df: pl.DataFrame) -> None:
+    """Ordered by (other, row), as RL404 orders by (file, row): the earliest "file" wins over
+    a smaller row in a later one."""
+    got = first_occurrences(df, ["key"], order=("other", "row"), where="other")
+    best: dict[str, tuple[int, int]] = {}
+    for d in df.iter_rows(named=True):
+        if d["key"] is not None:
+            best[d["key"]] = min(best.get(d["key"], (d["other"], d["row"])), (d["other"], d["row"]))
+    assert {k: (w, r) for k, r, w in got.select("key", "first_row", "where").iter_rows()} == best

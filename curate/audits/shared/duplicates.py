@@ -33,10 +33,12 @@ from curate.core.keys import SPLIT_ORDER, Keys
 __all__ = [
     "cross_split_copies",
     "duplicates",
+    "first_occurrences",
     "later_copies",
     "later_occurrences",
     "leaks",
     "name_firsts",
+    "repeats",
     "seen_in",
 ]
 
@@ -93,6 +95,34 @@ def later_occurrences(
     occurrence named (:func:`later_copies` then :func:`name_firsts`): the pattern behind every
     "duplicate of an earlier record" rule, sorted by ``row``."""
     return name_firsts(later_copies(df, by), records, extra=extra)
+
+
+def first_occurrences(
+    df: pl.DataFrame, by: Sequence[str], *, order: Sequence[str] = ("row",), **named: str
+) -> pl.DataFrame:
+    """One row per key of ``df`` (a null in ``by``: no key): ``by``, ``first_row`` (the key's
+    first row in ``order`` order, e.g. ``("file", "row")``: the earliest input first) and, for
+    each ``alias=column``, that row's ``column``.
+
+    One sort and one group-by, so the first row's columns come with it even where ``row``
+    does not identify a row (HDF5 task groups without histories share their neighbour's)."""
+    return (
+        df.drop_nulls(list(by))
+        .sort(list(order), maintain_order=True)
+        .group_by(list(by), maintain_order=True)
+        .agg(
+            pl.col("row").first().alias("first_row"),
+            *[pl.col(c).first().alias(a) for a, c in named.items()],
+        )
+    )
+
+
+def repeats(df: pl.DataFrame, by: Sequence[str], **named: str) -> pl.DataFrame:
+    """Rows of ``df`` that repeat an earlier row of their ``by`` group (nulls never match),
+    with ``first_row`` and the first row's columns as :func:`first_occurrences` names them;
+    sorted by ``row``. :func:`later_copies` for frames whose ``row`` is not unique."""
+    firsts = first_occurrences(df, by, **named)
+    return df.join(firsts, on=list(by)).filter(pl.col("row") != pl.col("first_row")).sort("row")
 
 
 def _split_rank(split: pl.Expr, dtype: pl.DataType, order: Sequence[str]) -> pl.Expr:
