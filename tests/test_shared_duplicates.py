@@ -20,6 +20,7 @@ from curate.audits.shared.duplicates import (
     later_copies,
     later_occurrences,
     leaks,
+    leaks_from,
     repeats,
     seen_in,
 )
@@ -199,3 +200,21 @@ def test_first_occurrences_in_a_given_order(df: pl.DataFrame) -> None:
         if d["key"] is not None:
             best[d["key"]] = min(best.get(d["key"], (d["other"], d["row"])), (d["other"], d["row"]))
     assert {k: (w, r) for k, r, w in got.select("key", "first_row", "where").iter_rows()} == best
+
+
+@settings(max_examples=150, deadline=None)
+@given(frames())
+def test_leaks_from_counts_only_what_training_saw(df: pl.DataFrame) -> None:
+    """Evaluation rows whose key train holds (GL401/GL402's shape): a key only in validation
+    and test is no leak here, unlike :func:`leaks`."""
+    got = leaks_from(df, Keys("k", ("key",)), pl.len().alias("n"))
+    train: dict[str, int] = {}
+    for d in df.iter_rows(named=True):
+        if d["split"] == "train" and d["key"] is not None:
+            train[d["key"]] = train.get(d["key"], 0) + 1
+    want = [
+        (d["row"], train[d["key"]])
+        for d in df.iter_rows(named=True)
+        if d["split"] in ("validation", "test") and d["key"] in train
+    ]
+    assert sorted(got.select("row", "n").iter_rows()) == sorted(want)

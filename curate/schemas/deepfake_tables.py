@@ -31,10 +31,13 @@ from typing import Any
 import polars as pl
 
 from curate.core.dataset import LoadedDataset
+from curate.core.keys import Keys
 from curate.schemas.deepfake import IDENTITY_FIELDS, SPLIT_ORDER, AvLabel, Label, Modality
 
 __all__ = [
     "AV_LABEL",
+    "CONTENT_KEYS",
+    "IDENTITY_KEYS",
     "LABEL",
     "MODALITY",
     "SPLIT",
@@ -52,6 +55,12 @@ MODALITY = pl.Enum([m.value for m in Modality])
 LABEL = pl.Enum([x.value for x in Label])
 AV_LABEL = pl.Enum([x.value for x in AvLabel])
 ROLE = pl.Enum(["subject", "source", "target"])
+
+#: The family's declarations for the shared duplicate and leakage joins: two rows are the same
+#: sample when their content hash is (``key`` of :func:`content_table`), the same person when
+#: an identity is (``identity`` of :func:`identity_table`); neither may cross splits.
+CONTENT_KEYS = Keys("content", ("key",), order=SPLIT_ORDER)
+IDENTITY_KEYS = Keys("identity", ("identity",), order=SPLIT_ORDER)
 
 
 @dataclass

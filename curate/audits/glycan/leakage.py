@@ -1,9 +1,11 @@
 """Leakage (GL4xx): evaluation glycans also in training, within one table or across tables,
 and the grouped re-split (:func:`regroup_split`) whose moves GL401/GL402 propose.
 
-The leak itself is the shared join (:func:`curate.audits.shared.duplicates.seen_in`: the
-evaluation rows whose canonical key the training rows hold); what is glycan's own is the key
-(canonical, or the raw text of an unparseable glycan), the messages and the re-split fix.
+The leak itself is the shared join (:func:`curate.audits.shared.duplicates.leaks_from` over
+:data:`~curate.schemas.glycan_tables.GLYCAN_KEYS`: the evaluation rows whose canonical key the
+training rows hold; across tables :func:`~curate.audits.shared.duplicates.seen_in`); what is
+glycan's own is the key (canonical, or the raw text of an unparseable glycan), the messages
+and the re-split fix.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import RULES
-from curate.audits.shared.duplicates import seen_in
+from curate.audits.shared.duplicates import leaks_from, seen_in
 from curate.core.findings import (
     clip_expr,
     concat_outputs,
@@ -25,6 +27,7 @@ from curate.core.findings import (
 )
 from curate.core.rules import AuditContext
 from curate.schemas.glycan_tables import (
+    GLYCAN_KEYS,
     GlycanData,
     GlycanTable,
 )
@@ -46,11 +49,9 @@ def _leakage(t: GlycanTable) -> pl.DataFrame:
     train = lab.filter(pl.col("split") == "train")
     if train.is_empty():
         return pl.DataFrame()
-    ev = lab.filter(pl.col("split").is_in(["validation", "test"]))
-    return seen_in(
-        ev,
-        train,
-        "key",
+    return leaks_from(
+        lab,
+        GLYCAN_KEYS,
         pl.col("label").unique().sort().alias("train_labels"),
         pl.len().alias("train_rows"),
         pl.col("record").head(5).alias("train_records"),

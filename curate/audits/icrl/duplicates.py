@@ -27,9 +27,11 @@ from curate.audits.icrl.registry import (
 from curate.audits.shared.duplicates import first_occurrences, repeats
 from curate.core.findings import clip_expr, concat_outputs, empty_rule_output
 from curate.core.rules import AuditContext
-from curate.schemas.icrl_tables import IcrlData
+from curate.schemas.icrl_tables import HISTORY_KEYS, RULESET_KEYS, TASK_CONTENT_KEYS, IcrlData
 
-_KEY = ["env_id", "benchmark_id", "ruleset_id"]
+_KEY = list(RULESET_KEYS.columns)
+_CONTENT = list(TASK_CONTENT_KEYS.columns)
+_DIGEST = list(HISTORY_KEYS.columns)
 
 
 def _task_digests(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
@@ -108,7 +110,7 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """
     t = _task_digests(data, ctx)
     g = _groups(data).join(t, on=["file", "group_index"], how="inner")
-    hits = _earlier(g, ["content"])
+    hits = _earlier(g, _CONTENT)
     return task_findings(
         hits,
         pl.format("identical content to group {} (every history, byte for byte)", "first"),
@@ -139,9 +141,9 @@ def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         return empty_rule_output()
     t = _task_digests(data, ctx)
     g = _groups(data).join(t, on=["file", "group_index"], how="inner")
-    whole = _earlier(g, ["content"]).select("file", "group_index")
+    whole = _earlier(g, _CONTENT).select("file", "group_index")
     hits = (
-        repeats(h, ["file", "digest"], first="record")
+        repeats(h, ["file", *_DIGEST], first="record")
         .join(whole, on=["file", "group_index"], how="anti")
         .sort("row")
     )
@@ -188,12 +190,12 @@ def overlap_between_files(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             .select("file", "group_index", "first", "first_file", pl.lit(why).alias("why"))
         )
 
-    parts.append(earlier_file(["content"], g, "identical content"))
+    parts.append(earlier_file(_CONTENT, g, "identical content"))
     parts.append(earlier_file(_KEY, g, "same env-id, benchmark-id and ruleset-id"))
     if h.height:
         hh = with_paths(h, data)
         parts.append(
-            earlier_file(["digest"], hh, "identical histories").unique(
+            earlier_file(_DIGEST, hh, "identical histories").unique(
                 ["file", "group_index"], keep="first", maintain_order=True
             )
         )

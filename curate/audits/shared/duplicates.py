@@ -37,6 +37,7 @@ __all__ = [
     "later_copies",
     "later_occurrences",
     "leaks",
+    "leaks_from",
     "name_firsts",
     "repeats",
     "seen_in",
@@ -194,6 +195,27 @@ def duplicates(df: pl.DataFrame, keys: Keys, *, prefilter: str | None = None) ->
     """Exact duplicates as ``keys`` declares them: :func:`later_copies` by the key's columns
     and its split (copies within one split; across splits is :func:`leaks`)."""
     return later_copies(df, keys.within_split(), prefilter=prefilter)
+
+
+def leaks_from(
+    df: pl.DataFrame,
+    keys: Keys,
+    *aggs: pl.Expr,
+    source: Sequence[str] = ("train",),
+    into: Sequence[str] = ("validation", "test"),
+) -> pl.DataFrame:
+    """Leakage from named splits as ``keys`` declares it: the rows of the ``into`` splits
+    whose groups the ``source`` splits' rows hold (:func:`seen_in`, with ``aggs`` over the
+    source rows of each group). Unlike :func:`leaks`, a validation row whose key is only in
+    test is no leak here: what counts is what training saw."""
+    assert keys.split is not None, "a family without splits has no split leakage"
+    split = pl.col(keys.split)
+    return seen_in(
+        df.filter(split.is_in(list(into))),
+        df.filter(split.is_in(list(source))),
+        keys.group_columns,
+        *aggs,
+    )
 
 
 def leaks(df: pl.DataFrame, keys: Keys, *, prefilter: str | None = None) -> pl.DataFrame:
