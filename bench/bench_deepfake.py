@@ -1,8 +1,8 @@
 """Exact duplicates and cross-split leakage on content hashes: curate's joins against pandas.
 
 What is timed is exactly what the deepfake rules DF302 and DF303 run:
-:func:`curate.schemas.deepfake_tables.later_copies` (``by=["key", "split"]``: later copies of a
-hash within its split) and :func:`~curate.schemas.deepfake_tables.cross_split_copies` (rows
+:func:`curate.audits.shared.duplicates.later_copies` (``by=["key", "split"]``: later copies of a
+hash within its split) and :func:`~curate.audits.shared.duplicates.cross_split_copies` (rows
 whose hash is already in an earlier split), on a frame of ``row``, ``split`` (an Enum) and
 ``sha256`` (the hex digest, as a manifest gives it). The timed work includes turning the hex
 digest into the keys the joins group by (:func:`~curate.schemas.deepfake_tables.hash_keys`,
@@ -84,15 +84,16 @@ def make(rows: int, dup_rate: float, leak_rate: float, seed: int, out: Path) -> 
 def side_curate(data: Path, repeat: int) -> tuple[float, np.ndarray, np.ndarray]:
     import polars as pl
 
-    from curate.schemas.deepfake_tables import cross_split_copies, hash_keys, later_copies
+    from curate.audits.shared.duplicates import cross_split_copies, later_copies
+    from curate.schemas.deepfake_tables import hash_keys
 
     df = pl.read_parquet(data)
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
         keyed = hash_keys(df)  # as content_table does
-        dups = later_copies(keyed, ["key", "split"])["row"]
-        leaks = cross_split_copies(keyed, "key")["row"]
+        dups = later_copies(keyed, ["key", "split"], prefilter="key64")["row"]
+        leaks = cross_split_copies(keyed, "key", prefilter="key64")["row"]
         best = min(best, time.perf_counter() - t0)
     return best, dups.to_numpy(), leaks.to_numpy()
 

@@ -632,24 +632,3 @@ def repr_expr(col: str | pl.Expr, *, limit: int | None = MESSAGE_VALUE_CHARS) ->
     """Python ``repr`` of a string column, for quoting values in messages (cut at ``limit``)."""
     c = pl.col(col) if isinstance(col, str) else col
     return c.map_elements(lambda v: _short_repr(v, limit), return_dtype=pl.String)
-
-
-def later_occurrences(
-    df: pl.DataFrame, by: list[str], records: pl.DataFrame, *, extra: tuple[str, ...] = ()
-) -> pl.DataFrame:
-    """Rows of ``df`` that repeat an earlier row of their ``by`` group (earlier = smaller ``row``).
-
-    Each hit gets ``first_row`` and ``first_record`` (plus ``first_<c>`` for each ``extra``
-    column), looked up in ``records`` (a frame with ``row``, ``record`` and the extra columns):
-    the pattern behind every "duplicate of an earlier record" rule, sorted by ``row``.
-    """
-    hits = df.with_columns(pl.col("row").min().over(by).alias("first_row")).filter(
-        pl.col("row") != pl.col("first_row")
-    )
-    firsts = records.select(
-        pl.col("row").alias("first_row"),
-        # as the findings show the first record's id (cut, see _bounded)
-        clip_expr("record", digest=True).alias("first_record"),
-        *[pl.col(c).alias(f"first_{c}") for c in extra],
-    )
-    return hits.join(firsts, on="first_row").sort("row")

@@ -17,8 +17,9 @@ Key tables (public, for the rules, ``curate overlap`` and the media scan):
   face-swap target.
 * :func:`content_keys`, :func:`identity_keys`, :func:`generator_sets` — the named overlap keys
   (content hash, subject id, generator set per set/source dataset) as plain frames.
-* :func:`later_copies`, :func:`cross_split_copies` — the two joins behind every duplicate and
-  leakage rule (and the benchmark, which times exactly these).
+
+The two joins behind every duplicate and leakage rule are the shared ones
+(:mod:`curate.audits.shared.duplicates`), fed with these tables and :func:`hash_keys`.
 """
 
 from __future__ import annotations
@@ -30,22 +31,23 @@ from typing import Any
 import polars as pl
 
 from curate.core.dataset import LoadedDataset
+from curate.core.keys import Keys
 from curate.schemas.deepfake import IDENTITY_FIELDS, SPLIT_ORDER, AvLabel, Label, Modality
 
 __all__ = [
     "AV_LABEL",
+    "CONTENT_KEYS",
+    "IDENTITY_KEYS",
     "LABEL",
     "MODALITY",
     "SPLIT",
     "DeepfakeData",
     "content_keys",
     "content_table",
-    "cross_split_copies",
     "generator_sets",
     "hash_keys",
     "identity_keys",
     "identity_table",
-    "later_copies",
 ]
 
 SPLIT = pl.Enum(list(SPLIT_ORDER))
@@ -53,8 +55,12 @@ MODALITY = pl.Enum([m.value for m in Modality])
 LABEL = pl.Enum([x.value for x in Label])
 AV_LABEL = pl.Enum([x.value for x in AvLabel])
 ROLE = pl.Enum(["subject", "source", "target"])
-#: rows below 2**40 (a trillion); the split rank sits above them in one Int64
-_SHIFT = 1 << 40
+
+#: The family's declarations for the shared duplicate and leakage joins: two rows are the same
+#: sample when their content hash is (``key`` of :func:`content_table`), the same person when
+#: an identity is (``identity`` of :func:`identity_table`); neither may cross splits.
+CONTENT_KEYS = Keys("content", ("key",), order=SPLIT_ORDER)
+IDENTITY_KEYS = Keys("identity", ("identity",), order=SPLIT_ORDER)
 
 
 @dataclass
@@ -165,9 +171,6 @@ def identity_table(data: DeepfakeData) -> pl.DataFrame:
     return out
 
 
-# --------------------------------------------------------------------------- the two joins
-
-
 def hash_keys(df: pl.DataFrame, column: str = "sha256") -> pl.DataFrame:
     """``df`` plus ``key`` (the hex digest of ``column`` itself: what duplicates are grouped
     by, exactly), ``key64`` (a 64-bit hash of it) and ``repeated`` (is this row's ``key64``
@@ -184,59 +187,6 @@ def hash_keys(df: pl.DataFrame, column: str = "sha256") -> pl.DataFrame:
     ordered = out["key64"].sort()
     shared = ordered.filter(ordered == ordered.shift(1))
     return out.with_columns(pl.col("key64").is_in(shared.implode()).alias("repeated"))
-
-
-def _candidates(df: pl.DataFrame, prefilter: str | None) -> pl.DataFrame:
-    """Rows whose ``prefilter`` value repeats (all rows when there is no prefilter column):
-    the ``repeated`` flag of :func:`hash_keys` when the frame has it (computed once, in the
-    shared table), else computed here."""
-    if prefilter is None or prefilter not in df.columns:
-        return df
-    if "repeated" in df.columns:
-        return df.filter(pl.col("repeated"))
-    return df.filter(pl.col(prefilter).is_duplicated())
-
-
-def later_copies(df: pl.DataFrame, by: list[str], prefilter: str | None = "key64") -> pl.DataFrame:
-    """Rows of ``df`` (with ``row``) that repeat an earlier row of their ``by`` group, with
-    ``first_row`` (the earliest row of the group). One window (a hash group-by) over the rows
-    whose ``prefilter`` column repeats (see :func:`hash_keys`; exact, since rows with a unique
-    prefix cannot repeat a full key).
-
-    Exact-duplicate rules call it with ``by=["key", "split"]`` (copies within a split)."""
-    df = _candidates(df, prefilter if "key" in by else None)
-    return df.with_columns(pl.col("row").min().over(by).alias("first_row")).filter(
-        pl.col("row") != pl.col("first_row")
-    )
-
-
-def cross_split_copies(
-    df: pl.DataFrame, key: str = "key", prefilter: str | None = "key64"
-) -> pl.DataFrame:
-    """Rows whose ``key`` also occurs in an *earlier* split (train < validation < test), with
-    ``first_split`` (the earliest split the key is in) and ``first_row`` (its first row there).
-
-    The leakage pattern of every split-disjointness rule: the copy in the later split is the
-    one an evaluation should not have seen. Rows without a split take no part."""
-    s = _candidates(df.filter(pl.col("split").is_not_null()), prefilter).with_columns(
-        # rank and row in one integer: its minimum is the first row of the earliest split
-        ((pl.col("split").to_physical().cast(pl.Int64) * _SHIFT) + pl.col("row")).alias("__order")
-    )
-    first = pl.col("__order").min().over(key)
-    hits = s.with_columns(first.alias("__first")).filter(
-        (pl.col("__order") // _SHIFT) > (pl.col("__first") // _SHIFT)
-    )
-    names = pl.Series(list(SPLIT_ORDER), dtype=pl.String)
-    return (
-        hits.with_columns(
-            (pl.col("__first") % _SHIFT).alias("first_row"),
-            (pl.col("__first") // _SHIFT)
-            .replace_strict(list(range(len(names))), names, return_dtype=pl.String)
-            .alias("first_split"),
-        )
-        .drop("__order", "__first")
-        .sort("row")
-    )
 
 
 # --------------------------------------------------------------------------- overlap keys

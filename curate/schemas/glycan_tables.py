@@ -22,10 +22,12 @@ import pyarrow as pa
 
 from curate.core.dataset import LoadedDataset
 from curate.core.errors import InputError, UsageError
+from curate.core.keys import Keys
 from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.schemas.glycan import Columns
 
 __all__ = [
+    "GLYCAN_KEYS",
     "ID_COLUMNS",
     "GlycanData",
     "GlycanTable",
@@ -37,6 +39,11 @@ __all__ = [
 #: Columns that may hold a row id: the reader names records by the first one present (when its
 #: values are unique), and duplicate checks leave them out of the comparison.
 ID_COLUMNS = ("glycan_id", "id", "glycowork_row", "row_id")
+
+#: The family's declaration for the shared leakage joins: two rows are the same glycan when
+#: their canonical ``key`` is (whatever the spelling; the raw text where it does not parse),
+#: and a glycan must not be in an evaluation split and in train.
+GLYCAN_KEYS = Keys("glycan", ("key",))
 
 
 @dataclass

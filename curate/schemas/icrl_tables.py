@@ -26,16 +26,27 @@ from typing import Any
 import polars as pl
 
 from curate.core.dataset import LoadedDataset
+from curate.core.keys import Keys
 from curate.schemas.icrl import DATASETS, NUM_ACTIONS
 
 __all__ = [
     "EPISODE_SCHEMA",
+    "HISTORY_KEYS",
     "HISTORY_SCHEMA",
+    "RULESET_KEYS",
+    "TASK_CONTENT_KEYS",
     "TASK_SCHEMA",
     "IcrlData",
     "IcrlFile",
     "ScanTables",
 ]
+
+#: The family's declarations for the shared duplicate joins (RL401-RL404), compared within a
+#: file and across files (no split column: a file is a training or an evaluation set whole).
+#: A task is its ruleset triple, or the digest of its histories in order; a history its digest.
+RULESET_KEYS = Keys("ruleset", ("env_id", "benchmark_id", "ruleset_id"), split=None)
+TASK_CONTENT_KEYS = Keys("task content", ("content",), split=None)
+HISTORY_KEYS = Keys("history", ("digest",), split=None)
 
 _DATASET_COLUMNS = {
     f"{d}_{what}": t

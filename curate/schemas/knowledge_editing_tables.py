@@ -28,9 +28,11 @@ import pyarrow as pa
 
 from curate.core.dataset import LoadedDataset
 from curate.core.errors import InputError, UsageError, arg
+from curate.core.keys import Keys
 from curate.schemas.knowledge_editing import MQuAKECase
 
 __all__ = [
+    "CASE_KEYS",
     "CASE_SCHEMA",
     "CODE",
     "EDIT_SCHEMA",
@@ -55,6 +57,11 @@ __all__ = [
 #: and sort,
 #: ``min``/``max`` and JSON encoding act on the strings, so rules read them as they read text.
 CODE = pl.Categorical()
+
+#: The family's declaration for the shared duplicate joins: two cases are the same when their
+#: fact chain and their set of edits are (the ``case_keys`` table of KE401). Split-free: a
+#: repeated case weighs double wherever it is.
+CASE_KEYS = Keys("case", ("chain", "edit_key"), split=None)
 #: Which chain a hop row belongs to (one byte).
 PATH = pl.Enum(["orig", "new"])
 

@@ -3,9 +3,10 @@ splits, across sets or source datasets, and with conflicting labels.
 
 Content is compared by hash (:data:`~curate.audits.deepfake.registry.CONTENT`): the manifest's
 ``sha256`` today, the files' own hashes once the media scan has run. Two rows with one hash
-are the same bytes, whatever their paths or ids. The joins are
-:func:`~curate.schemas.deepfake_tables.later_copies` and
-:func:`~curate.schemas.deepfake_tables.cross_split_copies` (the benchmark times these).
+are the same bytes, whatever their paths or ids. The joins are the
+shared ones (:func:`~curate.audits.shared.duplicates.duplicates` and
+:func:`~curate.audits.shared.duplicates.leaks`, driven by
+:data:`~curate.schemas.deepfake_tables.CONTENT_KEYS`; the benchmark times these).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import CONTENT, RULES, file_of
+from curate.audits.shared.duplicates import duplicates, later_copies, leaks
 from curate.core.findings import clip_expr, finding_frame, json_struct
 from curate.core.rules import AuditContext
 from curate.schemas.deepfake import FIELDS
-from curate.schemas.deepfake_tables import DeepfakeData, cross_split_copies, later_copies
+from curate.schemas.deepfake_tables import CONTENT_KEYS, DeepfakeData
 
 
 def _with_firsts(hits: pl.DataFrame, data: DeepfakeData, *cols: str) -> pl.DataFrame:
@@ -82,7 +84,7 @@ def duplicate_content(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
     labels conflict, DF305 reports that and nothing is dropped.
     """
     content = ctx.table(CONTENT)
-    hits = later_copies(content, ["key", "split"]).join(
+    hits = duplicates(content, CONTENT_KEYS, prefilter="key64").join(
         _labels_per_key(content), on="key", how="left"
     )
     hits = _with_firsts(hits, data)
@@ -128,7 +130,9 @@ def content_leak(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
     label): drop the later-split copy, keeping the training one.
     """
     content = ctx.table(CONTENT)
-    hits = cross_split_copies(content, "key").join(_labels_per_key(content), on="key", how="left")
+    hits = leaks(content, CONTENT_KEYS, prefilter="key64").join(
+        _labels_per_key(content), on="key", how="left"
+    )
     hits = _with_firsts(hits, data)
     return finding_frame(
         hits,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import IDENTITIES, RULES, file_of, valid
+from curate.audits.shared.duplicates import leaks
 from curate.core.findings import empty_rule_output, finding_frame, json_struct, rule_output
 from curate.core.rules import AuditContext
-from curate.schemas.deepfake_tables import DeepfakeData, cross_split_copies
+from curate.schemas.deepfake_tables import IDENTITY_KEYS, DeepfakeData
 
 
 @RULES.rule("DF401", "identity-leak", category="leakage", severity="error", needs=(IDENTITIES,))
@@ -23,7 +24,7 @@ def identity_leak(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
     by subject is a design decision (and moves whole groups of samples).
     """
     ids = ctx.table(IDENTITIES)
-    hits = cross_split_copies(ids, "identity").unique("row", keep="first", maintain_order=True)
+    hits = leaks(ids, IDENTITY_KEYS).unique("row", keep="first", maintain_order=True)
     if hits.is_empty():
         return empty_rule_output()
     firsts = data.rows.select(pl.col("row").alias("first_row"), pl.col("record").alias("first"))

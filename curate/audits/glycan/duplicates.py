@@ -13,11 +13,11 @@ import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import MAX_LISTED, RULES, SINGLE_LABEL
+from curate.audits.shared.duplicates import later_occurrences
 from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
-    later_occurrences,
     repr_expr,
 )
 from curate.core.rules import AuditContext

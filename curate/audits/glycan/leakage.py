@@ -1,5 +1,12 @@
 """Leakage (GL4xx): evaluation glycans also in training, within one table or across tables,
-and the grouped re-split (:func:`regroup_split`) whose moves GL401/GL402 propose."""
+and the grouped re-split (:func:`regroup_split`) whose moves GL401/GL402 propose.
+
+The leak itself is the shared join (:func:`curate.audits.shared.duplicates.leaks_from` over
+:data:`~curate.schemas.glycan_tables.GLYCAN_KEYS`: the evaluation rows whose canonical key the
+training rows hold; across tables :func:`~curate.audits.shared.duplicates.seen_in`); what is
+glycan's own is the key (canonical, or the raw text of an unparseable glycan), the messages
+and the re-split fix.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import RULES
+from curate.audits.shared.duplicates import leaks_from, seen_in
 from curate.core.findings import (
     clip_expr,
     concat_outputs,
@@ -19,6 +27,7 @@ from curate.core.findings import (
 )
 from curate.core.rules import AuditContext
 from curate.schemas.glycan_tables import (
+    GLYCAN_KEYS,
     GlycanData,
     GlycanTable,
 )
@@ -40,15 +49,13 @@ def _leakage(t: GlycanTable) -> pl.DataFrame:
     train = lab.filter(pl.col("split") == "train")
     if train.is_empty():
         return pl.DataFrame()
-    train_keys = train.group_by("key").agg(
+    return leaks_from(
+        lab,
+        GLYCAN_KEYS,
         pl.col("label").unique().sort().alias("train_labels"),
         pl.len().alias("train_rows"),
         pl.col("record").head(5).alias("train_records"),
-    )
-    ev = lab.filter(pl.col("split").is_in(["validation", "test"]))
-    return ev.join(train_keys, on="key").with_columns(
-        pl.col("train_labels").list.contains(pl.col("label")).alias("same_label")
-    )
+    ).with_columns(pl.col("train_labels").list.contains(pl.col("label")).alias("same_label"))
 
 
 @RULES.table("resplit")
@@ -195,12 +202,12 @@ def cross_task_leakage(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     for a in tables:
         a_rows = a.rows.filter(pl.col("in_task") & pl.col("key").is_not_null())
         a_train = a_rows.filter(pl.col("split").is_null() | (pl.col("split") == "train"))
-        keys = a_train.group_by("key").agg(pl.len().alias("n"), pl.col("record").first().alias("r"))
+        firsts = (pl.len().alias("n"), pl.col("record").first().alias("r"))
         for b in tables:
             if a is b:
                 continue
             ev = b.rows.filter(pl.col("in_task") & pl.col("split").is_in(["validation", "test"]))
-            hit = ev.join(keys, on="key").sort("row")
+            hit = seen_in(ev, a_train, "key", *firsts).sort("row")
             parts.append(
                 finding_frame(
                     hit,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.glycan.registry import RULES
+from curate.audits.shared.duplicates import later_occurrences
 from curate.core.findings import (
     concat_outputs,
     finding_frame,
     json_struct,
-    later_occurrences,
 )
 from curate.core.rules import AuditContext
 from curate.schemas.glycan_tables import (

@@ -6,7 +6,10 @@ twice, makes an "unseen" evaluation task a seen one. These rules compare what id
 history's five arrays (computed by the scan as it reads them), and of each task's histories in
 order. Equal digests are equal bytes (SHA-1 over the arrays; an accidental collision is not a
 practical concern). "Earlier" is file order then group order, so the first occurrence is never
-reported and the report does not depend on how the rows were read.
+reported and the report does not depend on how the rows were read. The joins are the shared
+ones (:func:`~curate.audits.shared.duplicates.repeats`,
+:func:`~curate.audits.shared.duplicates.first_occurrences`): what is the family's own is its
+keys (the ruleset triple, the task and history digests) and its messages.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from curate.audits.icrl.registry import (
     task_findings,
     with_paths,
 )
+from curate.audits.shared.duplicates import first_occurrences, repeats
 from curate.core.findings import clip_expr, concat_outputs, empty_rule_output
 from curate.core.rules import AuditContext
-from curate.schemas.icrl_tables import IcrlData
+from curate.schemas.icrl_tables import HISTORY_KEYS, RULESET_KEYS, TASK_CONTENT_KEYS, IcrlData
 
-_KEY = ["env_id", "benchmark_id", "ruleset_id"]
+_KEY = list(RULESET_KEYS.columns)
+_CONTENT = list(TASK_CONTENT_KEYS.columns)
+_DIGEST = list(HISTORY_KEYS.columns)
 
 
 def _task_digests(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
@@ -52,17 +58,9 @@ def _groups(data: IcrlData) -> pl.DataFrame:
 
 
 def _earlier(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Rows of ``df`` whose ``by`` key an earlier row (by ``row``) has, with that row's name."""
-    firsts = (
-        df.sort("row")
-        .group_by(by, maintain_order=True)
-        .agg(pl.col("row").first().alias("__first_row"), pl.col("name").first().alias("first"))
-    )
-    return (
-        df.join(firsts, on=by, how="inner", nulls_equal=False)
-        .filter(pl.col("row") != pl.col("__first_row"))
-        .sort("row")
-    )
+    """Rows of ``df`` whose ``by`` key an earlier row of their file has, with that row's name
+    (``first``): the shared :func:`~curate.audits.shared.duplicates.repeats`, per file."""
+    return repeats(df, ["file", *by], first="name").sort("file", "row", maintain_order=True)
 
 
 @RULES.rule("RL401", "duplicate-ruleset", category="duplicate", severity="error")
@@ -74,11 +72,7 @@ def duplicate_ruleset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     the same one are the same task, so a split by group id puts it on both sides, and a
     per-task metric counts it twice. Reported on every group after the first.
     """
-    g = _groups(data).filter(pl.all_horizontal(pl.col(c).is_not_null() for c in _KEY))
-    out = []
-    for _, part in g.group_by("file", maintain_order=True):
-        out.append(_earlier(part, _KEY))
-    hits = pl.concat(out) if out else g.head(0)
+    hits = _earlier(_groups(data), _KEY)
     return task_findings(
         hits,
         pl.format(
@@ -116,10 +110,7 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """
     t = _task_digests(data, ctx)
     g = _groups(data).join(t, on=["file", "group_index"], how="inner")
-    out = []
-    for _, part in g.group_by("file", maintain_order=True):
-        out.append(_earlier(part, ["content"]))
-    hits = pl.concat(out) if out else g.head(0)
+    hits = _earlier(g, _CONTENT)
     return task_findings(
         hits,
         pl.format("identical content to group {} (every history, byte for byte)", "first"),
@@ -150,18 +141,9 @@ def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         return empty_rule_output()
     t = _task_digests(data, ctx)
     g = _groups(data).join(t, on=["file", "group_index"], how="inner")
-    whole = pl.concat(
-        [_earlier(p, ["content"]) for _, p in g.group_by("file", maintain_order=True)]
-        or [g.head(0).with_columns(pl.lit(None, pl.Int64).alias("__first_row"))]
-    ).select("file", "group_index")
-    firsts = (
-        h.sort("row")
-        .group_by("file", "digest", maintain_order=True)
-        .agg(pl.col("row").first().alias("__first_row"), pl.col("record").first().alias("first"))
-    )
+    whole = _earlier(g, _CONTENT).select("file", "group_index")
     hits = (
-        h.join(firsts, on=["file", "digest"])
-        .filter(pl.col("row") != pl.col("__first_row"))
+        repeats(h, ["file", *_DIGEST], first="record")
         .join(whole, on=["file", "group_index"], how="anti")
         .sort("row")
     )
@@ -194,15 +176,13 @@ def overlap_between_files(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     parts = []
 
     def earlier_file(key: list[str], frame: pl.DataFrame, why: str) -> pl.DataFrame:
-        first = (
-            frame.drop_nulls(key)
-            .sort("file", "row")
-            .group_by(key, maintain_order=True)
-            .agg(
-                pl.col("file").first().alias("__ffile"),
-                pl.col("name" if "name" in frame.columns else "group").first().alias("first"),
-                pl.col("path").first().alias("first_file"),
-            )
+        first = first_occurrences(
+            frame,
+            key,
+            order=("file", "row"),
+            __ffile="file",
+            first="name" if "name" in frame.columns else "group",
+            first_file="path",
         )
         return (
             frame.join(first, on=key)
@@ -210,12 +190,12 @@ def overlap_between_files(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             .select("file", "group_index", "first", "first_file", pl.lit(why).alias("why"))
         )
 
-    parts.append(earlier_file(["content"], g, "identical content"))
+    parts.append(earlier_file(_CONTENT, g, "identical content"))
     parts.append(earlier_file(_KEY, g, "same env-id, benchmark-id and ruleset-id"))
     if h.height:
         hh = with_paths(h, data)
         parts.append(
-            earlier_file(["digest"], hh, "identical histories").unique(
+            earlier_file(_DIGEST, hh, "identical histories").unique(
                 ["file", "group_index"], keep="first", maintain_order=True
             )
         )

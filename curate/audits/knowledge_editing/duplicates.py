@@ -5,16 +5,16 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import RULES
+from curate.audits.shared.duplicates import later_occurrences
 from curate.core.findings import (
     clip_expr,
     empty_rule_output,
     finding_frame,
     json_struct,
-    later_occurrences,
     repr_expr,
 )
 from curate.core.rules import AuditContext
-from curate.schemas.knowledge_editing_tables import KEData
+from curate.schemas.knowledge_editing_tables import CASE_KEYS, KEData
 
 # --------------------------------------------------------------------------- duplicates (KE4xx)
 
@@ -91,7 +91,7 @@ def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """
     k = later_occurrences(
         ctx.table("case_keys").filter(pl.col("chain").is_not_null()),
-        ["chain", "edit_key"],
+        CASE_KEYS.within_split(),
         data.cases,
     )
     if k.is_empty():
@@ -215,7 +215,7 @@ def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """
     dup_rows = (
         ctx.table("case_keys")
-        .with_columns(pl.col("row").min().over("chain", "edit_key").alias("first_row"))
+        .with_columns(pl.col("row").min().over(list(CASE_KEYS.columns)).alias("first_row"))
         .select("row", "first_row")
     )
     # Candidates by the hash: every row of a hash group that spans two duplicate-case groups.
