@@ -71,3 +71,16 @@ def implied_length(reward: float, max_steps: int) -> int:
 #: The group attribute ``curate fix`` writes when it drops histories from a group: their indices
 #: in the input (RL106 counts them, so a fixed group's smaller H is not a defect).
 DROPPED_ATTR = "curate-dropped-histories"
+
+#: Kinds of broken episode the scan flags (the rules that report them: RL201-RL203). Here, with
+#: no dependency, because the scan and the histories table's schema both name them.
+EPISODE_KINDS = ("reward-length", "too-long", "zero-reward-early")
+#: Kinds of out-of-range step the scan counts, each with first/last step (RL204-RL206, RL30x).
+STEP_KINDS = (
+    "reward_nonfinite",
+    "reward_range",
+    "reward_off_done",
+    "action_range",
+    "expert_range",
+    "state_range",
+)

@@ -45,9 +45,11 @@ except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 rea
 
 from curate.io.xland_layout import (
     DATASETS,
+    EPISODE_KINDS,
     MAX_STATE_VALUE,
     NUM_ACTIONS,
     REWARD_SLOPE,
+    STEP_KINDS,
     max_steps_of,
 )
 
@@ -55,17 +57,6 @@ from curate.io.xland_layout import (
 EXAMPLES = 10
 #: Steps read per block: a multiple of the published chunk length (4096), ~3.8 MB of arrays.
 BLOCK_STEPS = 1 << 17
-#: Kinds of broken episode the scan flags (the rules that report them: RL201-RL203).
-EPISODE_KINDS = ("reward-length", "too-long", "zero-reward-early")
-#: Kinds of out-of-range step the scan counts, each with first/last step (RL204-RL206, RL30x).
-STEP_KINDS = (
-    "reward_nonfinite",
-    "reward_range",
-    "reward_off_done",
-    "action_range",
-    "expert_range",
-    "state_range",
-)
 
 #: Blocks are whole multiples of this many steps as well as of the chunk (the published chunk
 #: length, and the default export segment).

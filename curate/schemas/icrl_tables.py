@@ -27,6 +27,7 @@ import polars as pl
 
 from curate.core.dataset import LoadedDataset
 from curate.core.keys import Keys
+from curate.io.xland_layout import EPISODE_KINDS, STEP_KINDS
 from curate.schemas.icrl import DATASETS, NUM_ACTIONS
 
 __all__ = [
@@ -118,19 +119,8 @@ HISTORY_SCHEMA: dict[str, Any] = {
     "error_field": pl.String,
     "error_start": pl.Int64,
     "error_end": pl.Int64,
-    **{f"{k}_n": pl.Int64 for k in ("reward-length", "too-long", "zero-reward-early")},
-    **{
-        f"{k}_{p}": pl.Int64
-        for k in (
-            "reward_nonfinite",
-            "reward_range",
-            "reward_off_done",
-            "action_range",
-            "expert_range",
-            "state_range",
-        )
-        for p in ("n", "first", "last")
-    },
+    **{f"{k}_n": pl.Int64 for k in EPISODE_KINDS},
+    **{f"{k}_{p}": pl.Int64 for k in STEP_KINDS for p in ("n", "first", "last")},
     "state_value": pl.Int64,
     "action_value": pl.Int64,
     "expert_value": pl.Int64,
