@@ -81,7 +81,7 @@ from pydantic import (
     model_validator,
 )
 
-from curate.core.errors import UsageError
+from curate.core.errors import UsageError, field_path
 from curate.io.records import SplitInput
 from curate.reports import formats
 from curate.reports.verdict import Threshold, shown_path
@@ -381,16 +381,6 @@ def load_config(path: str | Path | None = None) -> LoadedConfig:
     return LoadedConfig(config, p, section)
 
 
-def _key_path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 def _first_error(e: ValidationError, where: Any) -> str:
     """One line for a validation error: the key path, then what is wrong with it."""
     import difflib
@@ -417,7 +407,7 @@ def _first_error(e: ValidationError, where: Any) -> str:
     elif kind == "value_error" and not loc and ":" in msg:
         key, _, rest = msg.partition(": ")
         return f"{where(key)}: {rest}"
-    key = _key_path(loc) or "(top level)"
+    key = field_path(loc) or "(top level)"
     return f"{where(key)}: {msg}"
 
 

@@ -180,3 +180,16 @@ def arg(flag: str, value: Any = _UNSET, *, quoted: bool = False) -> str:
     if isinstance(value, list | tuple):
         return " ".join(f"{flag} {v}" for v in value)
     return f"{flag} {value!r}" if quoted else f"{flag} {value}"
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a field path: ``("requested_rewrite", 1, "target_new",
+    "id")`` → ``requested_rewrite[1].target_new.id``. One spelling for every message that names
+    a field, whether of a record or of the project configuration."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out

@@ -39,7 +39,7 @@ from curate.audits.knowledge_editing.contamination import edit_set_from_data, ed
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import available_cores
 from curate.core.engine import current as current_engine
-from curate.core.errors import InputError, UsageError, arg
+from curate.core.errors import InputError, UsageError, arg, field_path
 from curate.core.findings import Headline, InputInfo, Report, dumps
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
@@ -830,17 +830,6 @@ def _merged(parts: list[KEData], inputs: list[InputInfo], encoding: str | None) 
     )
 
 
-def _loc(loc: tuple[Any, ...]) -> str:
-    """pydantic error location → ``requested_rewrite[1].target_new.id``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None, list[dict]]:
     """Validate one raw record; returns (layout, case or None, error dicts)."""
     layout = layout_of(raw)
@@ -868,7 +857,7 @@ def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None,
             shown = inp if isinstance(inp, str | int | float | bool | type(None)) else None
             errs.append(
                 {
-                    "field": _loc(err["loc"]),
+                    "field": field_path(err["loc"]),
                     "message": err["msg"],
                     "details": {"type": err["type"], "input": shown, "layout": layout},
                 }
