@@ -49,6 +49,12 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _GH = {"error": "error", "warning": "warning", "info": "notice"}
 
 
+def _located(d: DatasetOutcome, row: dict[str, Any]) -> str:
+    """``FILE:LINE`` of a finding's record (``FILE`` when the line is not known)."""
+    line = line_of(d, row)
+    return (row["input"] or "") + (f":{line}" if line else "")
+
+
 def _where(row: dict[str, Any]) -> str:
     bits = [f"record {row['record']}"] if row.get("record") is not None else []
     if row.get("field"):
@@ -117,8 +123,7 @@ def render_text(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             out.append(f"  {r.rule} {r.name} failed: {r.why}")
             for row in listed:
-                line = line_of(d, row)
-                loc = (row["input"] or "") + (f":{line}" if line else "")
+                loc = _located(d, row)
                 out.append(f"    {loc}: {_where(row)}: {row['message']}")
             if more:
                 out.append(f"    ... and {more} more (--format json lists every finding)")
@@ -350,8 +355,7 @@ def render_junit(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             lines = []
             for row in listed:
-                line = line_of(d, row)
-                loc = (row["input"] or "") + (f":{line}" if line else "")
+                loc = _located(d, row)
                 lines.append(f"{loc}: {_where(row)}: {row['message']} [{row['fingerprint']}]")
             if more:
                 lines.append(f"... and {more} more")
