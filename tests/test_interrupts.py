@@ -152,8 +152,10 @@ def _complete(out: Path) -> bool:
     return True
 
 
-def _run(argv: list[str], cwd: Path, sig: int | None, at: float, group: bool) -> dict:
-    proc = subprocess.Popen(
+def _spawn(argv: list[str], cwd: Path) -> subprocess.Popen:
+    """A curate run in a session of its own (its pid is its process group's: a signal sent to
+    the group reaches its workers, and never this test process), stderr kept."""
+    return subprocess.Popen(
         argv,
         cwd=cwd,
         stdout=subprocess.DEVNULL,
@@ -161,6 +163,10 @@ def _run(argv: list[str], cwd: Path, sig: int | None, at: float, group: bool) ->
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def _run(argv: list[str], cwd: Path, sig: int | None, at: float, group: bool) -> dict:
+    proc = _spawn(argv, cwd)
     sent = None
     try:
         if sig is not None:
@@ -429,14 +435,7 @@ def test_sigint_around_fix_icrl_pools(inputs: Path, tmp_path: Path, when: str) -
         str(out),
         str(stamp),
     ]
-    proc = subprocess.Popen(
-        argv,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = _spawn(argv, tmp_path)
     try:
         _, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
