@@ -116,6 +116,14 @@ class Rule:
     safety: FixSafety = FixSafety.SAFE
     #: Shared tables (registered with :meth:`RuleSet.table`) this rule reads.
     needs: tuple[str, ...] = ()
+    #: A finding of this rule says "this record's own value is malformed" (schema, parse): the
+    #: record is unpublishable. ``fix`` and ``export`` never write a record such a rule reports:
+    #: they leave it out, count it and log it (``--strict`` refuses instead); see
+    #: :meth:`curate.families.base.Family.invalid_records`. Rules about how records relate to
+    #: each other (conflicts, leakage, duplicates, contamination) are not invalid rules: their
+    #: records are each well-formed, and fixing or documenting the relation is the job of the
+    #: fixes and the card. Not shown by ``curate rules`` (its output is kept as it was).
+    invalid: bool = False
 
     @property
     def fixable(self) -> bool:
@@ -196,10 +204,12 @@ class RuleSet:
         fix: str = "never",
         unsafe: bool = False,
         needs: Iterable[str] = (),
+        invalid: bool = False,
     ) -> Callable[[RuleFunc], RuleFunc]:
         """Register ``func`` as rule ``code``. ``fix`` is ``always``/``sometimes``/``never``
-        (does a finding carry an edit in its ``fix`` column) and ``unsafe`` marks fixes that
-        choose between meanings (applied only with ``--unsafe-fixes``)."""
+        (does a finding carry an edit in its ``fix`` column), ``unsafe`` marks fixes that
+        choose between meanings (applied only with ``--unsafe-fixes``) and ``invalid`` rules
+        whose findings make a record unpublishable (:attr:`Rule.invalid`)."""
 
         def register(func: RuleFunc) -> RuleFunc:
             if code in self._rules:
@@ -216,6 +226,7 @@ class RuleSet:
                 FixAvailability(fix),
                 FixSafety.UNSAFE if unsafe else FixSafety.SAFE,
                 tuple(needs),
+                invalid,
             )
             return func
 
@@ -223,6 +234,12 @@ class RuleSet:
 
     def __iter__(self):
         return iter(sorted(self._rules.values(), key=lambda r: r.code))
+
+    @property
+    def invalid(self) -> tuple[str, ...]:
+        """The codes of the rules flagged ``invalid=True``, in code order: the rules whose
+        findings make a record unpublishable (:attr:`Rule.invalid`)."""
+        return tuple(r.code for r in self if r.invalid)
 
     def __getitem__(self, code: str) -> Rule:
         return self._rules[code]

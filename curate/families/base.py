@@ -135,12 +135,6 @@ class Family(ABC):
     aliases: tuple[str, ...] = ()
     title: str = ""
     rules: RuleSet
-    #: Error rules whose findings say "this record's own value is malformed" (schema, parse).
-    #: ``fix`` and ``export`` never write a record one of them reports: they leave it out, count
-    #: it, and log it (``--strict`` refuses instead). Rules about how records relate to each other
-    #: (conflicts, leakage, duplicates, contamination) are *not* listed: their records are each
-    #: well-formed, and fixing or documenting the relation is the job of the fixes and the card.
-    invalid_rules: tuple[str, ...] = ()
     #: Dataset-card defaults for exports.
     task_categories: tuple[str, ...] = ()
     license: str = "unknown"
@@ -348,8 +342,15 @@ class Family(ABC):
         """Side files to write beside the fixed data and family figures for the summary."""
         return {}, {}
 
+    @property
+    def invalid_rules(self) -> tuple[str, ...]:
+        """The codes of the rules declared ``invalid=True`` (:attr:`RuleSet.invalid`); derived,
+        not declared: a rule says itself that its findings make a record unpublishable."""
+        return self.rules.invalid
+
     def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
-        """Findings of :attr:`invalid_rules` on ``data``: the records that must not be published.
+        """Findings of the invalid rules (declared ``invalid=True``, :attr:`Rule.invalid`) on
+        ``data``: the records that must not be published.
 
         Computed from the data (the rules are re-run, all cheap), not taken from a report, so a
         report narrowed with ``--select`` can never let an invalid record through. Columns:
@@ -357,7 +358,7 @@ class Family(ABC):
         such as an interaction matrix's glycan header, have no row and come last).
         """
         frames = []
-        for code in self.invalid_rules:
+        for code in self.rules.invalid:
             rule = self.rules[code]
             ctx = AuditContext(data, data.options or self.options(), self.rules.tables)
             out = rule.run(data, ctx.for_rule(rule))

@@ -137,12 +137,6 @@ class DeepfakeFamily(Family):
     task_categories = ("video-classification", "audio-classification", "image-classification")
     license = "unknown"
     Options = DeepfakeOptions
-    #: DF001: a row whose own values do not fit the schema (no sample id, an unknown modality,
-    #: label, audio-visual label or split, a malformed sha256, a negative or non-numeric
-    #: duration, size, frame or sample rate, a list or object where text belongs). Such a row is
-    #: never published. Rules about how rows relate (duplicates, leakage, contradictions) are
-    #: not listed: fixing or documenting those is the job of the fixes and the card.
-    invalid_rules = ("DF001",)
     rules = RULES
 
     # ----------------------------------------------------------------- reading

@@ -36,7 +36,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.audits.icrl import RULES
-from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
+from curate.audits.icrl.fixes import plan_fix
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.engine import available_cores, process_pool
 from curate.core.engine import current as current_engine
@@ -515,7 +515,6 @@ class IcrlFamily(Family):
     license = "cc-by-sa-4.0"
     Options = IcrlOptions
     rules = RULES
-    invalid_rules = INVALID_RULES
     fix_writes_files = True
     inputs_help = (
         "Local HDF5 files of learning histories (XLand-100B layout), or a folder holding one "
@@ -713,10 +712,11 @@ class IcrlFamily(Family):
             )
 
     def _invalid_findings(self, data: IcrlData) -> pl.DataFrame:
-        """Findings of :attr:`invalid_rules`, on one context (the scan is built once)."""
+        """Findings of the invalid rules (``invalid=True``), on one context (the scan is built
+        once)."""
         ctx = AuditContext(data, data.options or self.options(), self.rules.tables)
         frames = []
-        for code in self.invalid_rules:
+        for code in self.rules.invalid:
             rule = self.rules[code]
             out = rule.run(data, ctx.for_rule(rule))
             if out.height:

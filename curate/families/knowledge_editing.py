@@ -872,14 +872,7 @@ class KnowledgeEditingFamily(Family):
     task_categories = ("question-answering",)
     license = "mit"
     Options = KEOptions
-    #: Only the schema makes a case unpublishable: KE001 is a record that is not a case at all
-    #: (a missing field, a number where a string belongs), so no reader of the published dataset
-    #: could load it. The KE1xx consistency errors are findings *about* well-formed cases (a
-    #: broken chain is still a readable case, and MQuAKE-hard has real ones worth studying); they
-    #: are published with the audit report beside them. KE002 (a repeated case id) is a relation
-    #: between two valid records, not a malformed value.
-    invalid_rules = ("KE001",)
-
+    #: Only KE001 (the schema) is an invalid rule: see its declaration.
     rules = RULES
 
     def read(
