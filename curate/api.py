@@ -526,11 +526,13 @@ def export(
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
+    defaults = fam.card
     card = CardInfo(
         pretty_name=pretty_name or _stem(files[0]),
-        license=license or fam.license,
-        task_categories=fam.task_categories,
-        description=f"{fam.title}, exported by `curate export`." + (f" {note}" if note else ""),
+        license=license or defaults.license,
+        task_categories=defaults.task_categories,
+        description=f"{defaults.title}, exported by `curate export`."
+        + (f" {note}" if note else ""),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
         tags=tags or (),

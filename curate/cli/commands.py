@@ -614,7 +614,7 @@ def family_command(verb: str, fam: Family) -> Any:
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     doc = inspect.getdoc(impl) or ""
-    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {escape_markup(fam.title)}.")(command)
+    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {escape_markup(fam.card.title)}.")(command)
     cmd = typer.main.get_command(sub)
     cmd.name = fam.name
     return cmd

@@ -40,11 +40,12 @@ from importlib import metadata
 
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.errors import UsageError
-from curate.families.base import Family
+from curate.families.base import CardDefaults, Family
 
 __all__ = [
     "BUILTIN",
     "GROUP",
+    "CardDefaults",
     "Family",
     "FamilyEntry",
     "FamilyLoadError",

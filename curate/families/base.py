@@ -30,6 +30,15 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int], None]
 
+#: Attributes of an earlier contract a family no longer declares, and what replaced each
+#: (:meth:`Family.__init_subclass__` refuses them).
+RETIRED: dict[str, str] = {
+    "invalid_rules": "declare the rules with RuleSet.rule(..., invalid=True)",
+    "title": "declare card = CardDefaults(title=...)",
+    "license": "declare card = CardDefaults(license=...)",
+    "task_categories": "declare card = CardDefaults(task_categories=...)",
+}
+
 
 def check_not_blank(path: str | Path) -> None:
     """Raise :func:`no_records` for a file holding nothing but whitespace (a zero-byte dump).
@@ -111,6 +120,27 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
 
 
 @dataclass(frozen=True)
+class CardDefaults:
+    """What a family's dataset cards say unless the user says otherwise, declared once.
+
+    ``title`` names the family's data: the description of every card ``export`` and ``fix``
+    write opens with it, and ``--help`` shows it. ``license`` is the card's license (an SPDX
+    id or ``unknown``; ``export --license`` overrides it). ``task_categories`` are the Hub's
+    task categories, also the Croissant file's keywords.
+
+    Why one declaration and not three attributes of :class:`Family`: they are read together,
+    by the commands that write a card (:mod:`curate.api`), and a family says them together,
+    next to nothing else. Why here and not in :mod:`curate.publish`: a family may not import
+    the publishing layer above it; publishing gets them as a
+    :class:`~curate.publish.metadata.CardInfo` that :mod:`curate.api` fills from these.
+    """
+
+    title: str = ""
+    license: str = "unknown"
+    task_categories: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class OverlapKey:
     """A key a family declares for ``curate overlap``: what identifies a record across datasets.
 
@@ -133,11 +163,9 @@ class Family(ABC):
 
     name: str
     aliases: tuple[str, ...] = ()
-    title: str = ""
     rules: RuleSet
-    #: Dataset-card defaults for exports.
-    task_categories: tuple[str, ...] = ()
-    license: str = "unknown"
+    #: What the family's dataset cards say by default: title, license, task categories.
+    card: CardDefaults = CardDefaults()
     #: The family's options model (see :mod:`curate.core.options`); the CLI builds its flags from
     #: it.
     Options: type[FamilyOptions] = FamilyOptions
@@ -162,6 +190,18 @@ class Family(ABC):
     #: it is loaded (:meth:`LoadedDataset.named_files`): the output gate waits for them before
     #: it calls a target "not written by curate", which may be one of those inputs.
     names_inputs: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a family that declares an attribute the contract no longer has: set on a
+        subclass it would be silently ignored (the card would say ``unknown``, an invalid record
+        would be published), so it is an error when the class is defined, naming what replaced
+        it."""
+        super().__init_subclass__(**kwargs)
+        for name, instead in RETIRED.items():
+            if name in vars(cls):
+                raise TypeError(
+                    f"{cls.__qualname__}.{name} is no longer part of the Family contract: {instead}"
+                )
 
     def sniff(self, probe: Probe) -> str | None:
         """Does ``probe`` look like this family's input? A noun phrase saying what it is
@@ -341,6 +381,23 @@ class Family(ABC):
     ) -> tuple[dict[str, bytes], dict[str, Any]]:
         """Side files to write beside the fixed data and family figures for the summary."""
         return {}, {}
+
+    # Derived, read-only: for callers that read them from the family (the fix route's card and
+    # figures). A family declares ``card`` and the rules' ``invalid`` flag instead.
+    @property
+    def title(self) -> str:
+        """:attr:`CardDefaults.title` of :attr:`card`."""
+        return self.card.title
+
+    @property
+    def license(self) -> str:
+        """:attr:`CardDefaults.license` of :attr:`card`."""
+        return self.card.license
+
+    @property
+    def task_categories(self) -> tuple[str, ...]:
+        """:attr:`CardDefaults.task_categories` of :attr:`card`."""
+        return self.card.task_categories
 
     @property
     def invalid_rules(self) -> tuple[str, ...]:

@@ -32,7 +32,14 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.base import (
+    CardDefaults,
+    Family,
+    OverlapKey,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, is_stream, read_frame
 from curate.io.records import split_of
@@ -132,10 +139,12 @@ def _generator_keys(data: LoadedDataset) -> pl.DataFrame:
 class DeepfakeFamily(Family):
     name = "deepfake"
     aliases = ("deepfakes", "illusion")
-    title = "Deepfake-detection manifests (audio, image, video samples; labels, generators)"
+    card = CardDefaults(
+        title="Deepfake-detection manifests (audio, image, video samples; labels, generators)",
+        license="unknown",
+        task_categories=("video-classification", "audio-classification", "image-classification"),
+    )
     names_inputs = True
-    task_categories = ("video-classification", "audio-classification", "image-classification")
-    license = "unknown"
     Options = DeepfakeOptions
     rules = RULES
 

@@ -39,7 +39,14 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.base import (
+    CardDefaults,
+    Family,
+    OverlapKey,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, nested_kind, read_frame
 from curate.io.records import Source, split_of
@@ -356,9 +363,11 @@ def malformed_cells(
 class GlycanFamily(Family):
     name = "glycan"
     aliases = ("glycans", "glycanml")
-    title = "Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)"
-    task_categories = ("text-classification",)
-    license = "mit"
+    card = CardDefaults(
+        title="Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)",
+        license="mit",
+        task_categories=("text-classification",),
+    )
     Options = GlycanOptions
     #: A taxonomy fix can ripple up the hierarchy one level per pass: a genus moved to its
     #: majority family may then sit under that family's minority order, found only by the next

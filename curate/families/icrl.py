@@ -45,7 +45,7 @@ from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_out
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, OverlapKey, Progress, no_records
+from curate.families.base import CardDefaults, Family, OverlapKey, Progress, no_records
 from curate.families.hints import hinted
 from curate.families.icrl_publish import (
     config_name,
@@ -510,9 +510,11 @@ def run_scan(data: IcrlData) -> ScanTables:
 class IcrlFamily(Family):
     name = "icrl"
     aliases = ("xland",)
-    title = "In-context RL learning histories (XLand-100B-style HDF5)"
-    task_categories = ("reinforcement-learning",)
-    license = "cc-by-sa-4.0"
+    card = CardDefaults(
+        title="In-context RL learning histories (XLand-100B-style HDF5)",
+        license="cc-by-sa-4.0",
+        task_categories=("reinforcement-learning",),
+    )
     Options = IcrlOptions
     rules = RULES
     fix_writes_files = True

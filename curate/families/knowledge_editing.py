@@ -45,7 +45,14 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream, small_types
-from curate.families.base import Family, OverlapKey, Progress, check_not_blank, no_records
+from curate.families.base import (
+    CardDefaults,
+    Family,
+    OverlapKey,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.families.hints import hinted, not_this_family
 from curate.families.knowledge_editing_columns import (
     CODED_FIELDS,
@@ -868,9 +875,11 @@ def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None,
 class KnowledgeEditingFamily(Family):
     name = "knowledge-editing"
     aliases = ("mquake", "ke")
-    title = "Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)"
-    task_categories = ("question-answering",)
-    license = "mit"
+    card = CardDefaults(
+        title="Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)",
+        license="mit",
+        task_categories=("question-answering",),
+    )
     Options = KEOptions
     #: Only KE001 (the schema) is an invalid rule: see its declaration.
     rules = RULES
