@@ -56,6 +56,7 @@ class FixSafety(StrEnum):
 
 RuleFunc = Callable[..., pl.DataFrame]
 TableFunc = Callable[["AuditContext"], Any]
+PrepareFunc = Callable[["AuditContext"], None]
 
 
 @dataclass
@@ -182,6 +183,8 @@ class RuleSet:
         self.family = family
         self._rules: dict[str, Rule] = {}
         self.tables: dict[str, TableFunc] = {}
+        #: Checks run before any rule of an audit (:meth:`prepare`), in registration order.
+        self.preparations: list[PrepareFunc] = []
 
     def table(self, name: str) -> Callable[[TableFunc], TableFunc]:
         """Register a shared derived table ``name``: ``builder(ctx) -> value``."""
@@ -193,6 +196,23 @@ class RuleSet:
             return func
 
         return register
+
+    def prepare(self, func: PrepareFunc) -> PrepareFunc:
+        """Register ``func(ctx)`` to run before any rule of every audit, whichever rules are
+        selected: a check of the options against the data that fails fast (exit 2 now, not
+        after minutes of other rules), or a shared table built up front for the same reason.
+
+        Why with the rules and not a hook of the family: what it checks is an input of the
+        rules (the edit set they read, the mapping file a rule applies), so it is declared
+        where they are, and a family says nothing about it. Its time is the audit's
+        ``prepare`` stage (``--durations``)."""
+        self.preparations.append(func)
+        return func
+
+    def run_prepare(self, ctx: AuditContext) -> None:
+        """Run every :meth:`prepare` check on the audit's context (the engine calls it)."""
+        for func in self.preparations:
+            func(ctx)
 
     def rule(
         self,

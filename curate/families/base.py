@@ -37,6 +37,8 @@ RETIRED: dict[str, str] = {
     "title": "declare card = CardDefaults(title=...)",
     "license": "declare card = CardDefaults(license=...)",
     "task_categories": "declare card = CardDefaults(task_categories=...)",
+    "prepare": "register the check with the rules: @RULES.prepare",
+    "record_splits": "give the data class a record_splits() method (LoadedDataset)",
 }
 
 
@@ -480,7 +482,7 @@ class Family(ABC):
             durations[stage] = took - (ctx.table_seconds() - tables_before)
             return out
 
-        timed("prepare", lambda: self.prepare(ctx))
+        timed("prepare", lambda: self.rules.run_prepare(ctx))
         frames = []
         for i, rule in enumerate(chosen):
             if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
@@ -518,10 +520,6 @@ class Family(ABC):
         timed("summary", lambda: self.summarise(report, ctx))
         return report
 
-    def prepare(self, ctx: AuditContext) -> None:
-        """Check options against the data before any rule runs (fail fast); nothing by default."""
-        return None
-
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """Add the family's headline figures to ``report.stats`` (after the rules ran)."""
         return None
@@ -539,8 +537,3 @@ class Family(ABC):
         the same bytes.
         """
         return []
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        """Each record's split as a frame of ``row`` (the findings' ``row``) and ``split``, for
-        the HTML report's split filter; None (no split column) by default."""
-        return None

@@ -291,10 +291,6 @@ class DeepfakeFamily(Family):
         assert isinstance(data, DeepfakeData)
         return deepfake_plots(data, report, ctx)
 
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, DeepfakeData)
-        return data.rows.select("row", pl.col("split").cast(pl.String))
-
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid rows per split (rows without a split are published in train), every
         schema field the manifest has under its canonical name (``--column`` and ``--value``

@@ -30,7 +30,6 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.audits.glycan import RULES, ceiling_accuracy
-from curate.audits.glycan.hierarchy import load_mapping
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
@@ -726,11 +725,6 @@ class GlycanFamily(Family):
     def _table_stats(self, data: GlycanData) -> list[dict[str, Any]]:
         return [dict(x) for x in data.stats["tables"]]
 
-    def prepare(self, ctx: AuditContext) -> None:
-        """A ``--mapping`` file is read and checked before any rule runs (exit 2 on a defect),
-        whichever rules are selected."""
-        load_mapping(ctx.options.mapping)
-
     # ----------------------------------------------------------------- export / fix
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
         """Label distribution per split and, for taxonomy, classes per level per split."""
@@ -738,12 +732,6 @@ class GlycanFamily(Family):
 
         assert isinstance(data, GlycanData)
         return glycan_plots(data, report, ctx)
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, GlycanData)
-        return (
-            pl.concat([t.rows.select("row", "split") for t in data.tables]) if data.tables else None
-        )
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan

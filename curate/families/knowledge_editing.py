@@ -1202,11 +1202,6 @@ class KnowledgeEditingFamily(Family):
             ),
         }
 
-    def prepare(self, ctx: AuditContext) -> None:
-        """Resolve the edit set before any rule runs: a bad ``ids:`` file or ``random:K`` with
-        K above the number of cases is an error now, not after minutes of other rules."""
-        ctx.table("edited")
-
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The edit-set contamination figures a reader checks first."""
         f = report.findings
@@ -1259,10 +1254,6 @@ class KnowledgeEditingFamily(Family):
 
         assert isinstance(data, KEData)
         return ke_plots(data, report, ctx)
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, KEData)
-        return data.cases.select("row", "split")
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid cases per split, as streams of record batches in the output layout
