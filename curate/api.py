@@ -518,9 +518,9 @@ def export(
     files = _paths(paths)
     fam.check_command("export", opts, files)
     protected = protected_inputs(files, opts)
-    guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.names_inputs)
+    guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.inputs.names_files)
     data = fam.load(files, opts, encoding=encoding, progress=progress)
-    if fam.names_inputs:  # a manifest's media: inputs too, known now, before the audit
+    if fam.inputs.names_files:  # a manifest's media: inputs too, known now, before the audit
         protected = [*protected, *map(Path, data.named_files())]
         guard_folder(out, protected, overwrite=overwrite)
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now

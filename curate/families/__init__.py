@@ -40,7 +40,7 @@ from importlib import metadata
 
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.errors import UsageError
-from curate.families.base import CardDefaults, Family
+from curate.families.base import CardDefaults, Family, InputSpec
 
 __all__ = [
     "BUILTIN",
@@ -50,6 +50,7 @@ __all__ = [
     "FamilyEntry",
     "FamilyLoadError",
     "FixResult",
+    "InputSpec",
     "LoadedDataset",
     "all_families",
     "broken_families",

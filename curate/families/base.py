@@ -37,6 +37,9 @@ RETIRED: dict[str, str] = {
     "title": "declare card = CardDefaults(title=...)",
     "license": "declare card = CardDefaults(license=...)",
     "task_categories": "declare card = CardDefaults(task_categories=...)",
+    "inputs_help": "declare inputs = InputSpec(help=...)",
+    "text_inputs": "declare inputs = InputSpec(text=...)",
+    "names_inputs": "declare inputs = InputSpec(names_files=...)",
     "prepare": "register the check with the rules: @RULES.prepare",
     "record_splits": "give the data class a record_splits() method (LoadedDataset)",
 }
@@ -143,6 +146,28 @@ class CardDefaults:
 
 
 @dataclass(frozen=True)
+class InputSpec:
+    """What a family's commands read, as the CLI and the output gate must know it before
+    anything is read.
+
+    ``help``: what the PATHS argument says they take; None: the core's record inputs (files,
+    dataset folders, ``FOLDER:CONFIG``, ``hf://``, ``-``). A family with its own format says
+    what it takes, so ``--help`` never offers what it refuses. ``text``: the inputs are text
+    formats (JSON, CSV), so the commands offer ``--encoding``. ``names_files``: the data names
+    more files the run reads (a deepfake manifest's media), known only once it is loaded
+    (:meth:`~curate.core.dataset.LoadedDataset.named_files`): the output gate waits for them
+    before it calls a target "not written by curate", which may be one of those inputs.
+
+    Why one declaration: the three are facts about the family's input format, said once,
+    next to its reader (:meth:`Family.read`) and its recogniser (:meth:`Family.sniff`).
+    """
+
+    help: str | None = None
+    text: bool = True
+    names_files: bool = False
+
+
+@dataclass(frozen=True)
 class OverlapKey:
     """A key a family declares for ``curate overlap``: what identifies a record across datasets.
 
@@ -179,19 +204,11 @@ class Family(ABC):
     #: sets less: parquet writes a nested column's levels beside its values, several times the
     #: row group's Arrow size in memory.
     max_row_group_bytes: int | None = None
-    #: What the PATHS argument of the family's commands says they read; None: the core's
-    #: record inputs (files, dataset folders, ``FOLDER:CONFIG``, ``hf://``, ``-``). A family
-    #: with its own format says what it takes, so ``--help`` never offers what it refuses.
-    inputs_help: str | None = None
-    #: The family reads text formats (JSON, CSV): its commands offer ``--encoding``.
-    text_inputs: bool = True
+    #: What the family's commands read: PATHS' help, text or not, data naming more files.
+    inputs: InputSpec = InputSpec()
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
     #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
     fix_writes_files: bool = False
-    #: The data names more files the run reads (a deepfake manifest's media), known only once
-    #: it is loaded (:meth:`LoadedDataset.named_files`): the output gate waits for them before
-    #: it calls a target "not written by curate", which may be one of those inputs.
-    names_inputs: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse a family that declares an attribute the contract no longer has: set on a
@@ -400,6 +417,11 @@ class Family(ABC):
     def task_categories(self) -> tuple[str, ...]:
         """:attr:`CardDefaults.task_categories` of :attr:`card`."""
         return self.card.task_categories
+
+    @property
+    def names_inputs(self) -> bool:
+        """:attr:`InputSpec.names_files` of :attr:`inputs`."""
+        return self.inputs.names_files
 
     @property
     def invalid_rules(self) -> tuple[str, ...]:

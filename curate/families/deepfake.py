@@ -35,6 +35,7 @@ from curate.core.streams import SplitStream
 from curate.families.base import (
     CardDefaults,
     Family,
+    InputSpec,
     OverlapKey,
     Progress,
     check_not_blank,
@@ -144,7 +145,7 @@ class DeepfakeFamily(Family):
         license="unknown",
         task_categories=("video-classification", "audio-classification", "image-classification"),
     )
-    names_inputs = True
+    inputs = InputSpec(names_files=True)
     Options = DeepfakeOptions
     rules = RULES
 

@@ -45,7 +45,7 @@ from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_out
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import CardDefaults, Family, OverlapKey, Progress, no_records
+from curate.families.base import CardDefaults, Family, InputSpec, OverlapKey, Progress, no_records
 from curate.families.hints import hinted
 from curate.families.icrl_publish import (
     config_name,
@@ -518,11 +518,11 @@ class IcrlFamily(Family):
     Options = IcrlOptions
     rules = RULES
     fix_writes_files = True
-    inputs_help = (
-        "Local HDF5 files of learning histories (XLand-100B layout), or a folder holding one "
-        "(what curate fix wrote)."
+    inputs = InputSpec(
+        help="Local HDF5 files of learning histories (XLand-100B layout), or a folder holding "
+        "one (what curate fix wrote).",
+        text=False,
     )
-    text_inputs = False
     #: 16 MB row groups (about 500k steps): parquet holds the repetition and definition levels
     #: of ``states``' 25 uint8 cells per step beside them, so writing a 100 MB row group peaked
     #: at 1.4 GB; at 16 MB an export peaks near 0.6 GB (measured on a 3.9M-step file), whatever
