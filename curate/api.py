@@ -552,7 +552,6 @@ def export(
         overwrite=overwrite,
         inputs=protected,
         marker=manifest(command or ["curate.export", fam.name], data.inputs),
-        **({"max_row_group_bytes": fam.max_row_group_bytes} if fam.max_row_group_bytes else {}),
     )
     return Outcome(report, tables, written, None, invalid)
 

@@ -40,6 +40,7 @@ RETIRED: dict[str, str] = {
     "inputs_help": "declare inputs = InputSpec(help=...)",
     "text_inputs": "declare inputs = InputSpec(text=...)",
     "names_inputs": "declare inputs = InputSpec(names_files=...)",
+    "max_row_group_bytes": "set SplitStream(..., row_group_bytes=...) in to_tables",
     "prepare": "register the check with the rules: @RULES.prepare",
     "record_splits": "give the data class a record_splits() method (LoadedDataset)",
 }
@@ -199,11 +200,6 @@ class Family(ABC):
     #: How many fix passes (apply, re-audit) ``curate fix`` runs at most before it reports the
     #: fixes as not converged; None: the engine's default (:data:`curate.core.fixes.MAX_PASSES`).
     fix_passes: int | None = None
-    #: Uncompressed bytes per parquet row group of an export (None: the writer's default,
-    #: :data:`curate.publish.shards.MAX_ROW_GROUP_BYTES`). A family whose rows are long nested lists
-    #: sets less: parquet writes a nested column's levels beside its values, several times the
-    #: row group's Arrow size in memory.
-    max_row_group_bytes: int | None = None
     #: What the family's commands read: PATHS' help, text or not, data naming more files.
     inputs: InputSpec = InputSpec()
     #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead

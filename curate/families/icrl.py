@@ -523,11 +523,6 @@ class IcrlFamily(Family):
         "one (what curate fix wrote).",
         text=False,
     )
-    #: 16 MB row groups (about 500k steps): parquet holds the repetition and definition levels
-    #: of ``states``' 25 uint8 cells per step beside them, so writing a 100 MB row group peaked
-    #: at 1.4 GB; at 16 MB an export peaks near 0.6 GB (measured on a 3.9M-step file), whatever
-    #: the file's size.
-    max_row_group_bytes = 16_000_000
 
     def sniff(self, probe: Probe) -> str | None:
         """An HDF5 file one of whose first root groups holds three or more of the task
