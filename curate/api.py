@@ -516,7 +516,7 @@ def export(
     license = check_license(license) if license is not None else None
     languages = [check_language(c) for c in language or ()]
     files = _paths(paths)
-    fam.check_command("export", opts, files)
+    opts.check_command("export", files)
     protected = protected_inputs(files, opts)
     guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.inputs.names_files)
     data = fam.load(files, opts, encoding=encoding, progress=progress)

@@ -41,6 +41,7 @@ RETIRED: dict[str, str] = {
     "text_inputs": "declare inputs = InputSpec(text=...)",
     "names_inputs": "declare inputs = InputSpec(names_files=...)",
     "max_row_group_bytes": "set SplitStream(..., row_group_bytes=...) in to_tables",
+    "check_command": "override check_command(command, paths) of the Options model",
     "prepare": "register the check with the rules: @RULES.prepare",
     "record_splits": "give the data class a record_splits() method (LoadedDataset)",
 }
@@ -241,11 +242,9 @@ class Family(ABC):
         return parse_options(self.Options, self.name, given, **raw)
 
     def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
-        """Refuse a combination of command, options and inputs the family does not support
-        (UsageError, exit 2) — called by ``fix`` and ``export`` before any input is read, so
-        that an unsupported request costs a line, not a load and an audit. Nothing by default.
-        """
-        return None
+        """Derived, not a hook: :meth:`FamilyOptions.check_command` of ``options`` (the options
+        model says which combinations of command, options and inputs it refuses)."""
+        options.check_command(command, paths)
 
     def load(
         self,

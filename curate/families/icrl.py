@@ -685,29 +685,6 @@ class IcrlFamily(Family):
         return icrl_plots(data, report, ctx)
 
     # ----------------------------------------------------------------- export and fix
-    def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
-        """Export and fix read one file, all of it checked: ``--metadata-only`` checks no array
-        (nothing may be published from it), and a fixed file must hold every task, so fix takes
-        no sample. Refused here, before the file is read."""
-        opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
-        if len(paths) != 1:
-            raise UsageError(
-                f"icrl {command} reads one HDF5 file at a time (got {len(paths)}); "
-                "audit several together to compare them (RL404)"
-            )
-        if opts.metadata_only:
-            raise UsageError(
-                f"{arg('--metadata-only', True)} checks no array data; icrl {command} writes "
-                "only histories "
-                "the full audit found valid"
-            )
-        if command == "fix" and opts.sampled:
-            raise UsageError(
-                f"{arg('--tasks')}/{arg('--fraction')}: icrl fix writes every task of the file, "
-                "each one checked; "
-                "a sample is for audit and export"
-            )
-
     def _invalid_findings(self, data: IcrlData) -> pl.DataFrame:
         """Findings of the invalid rules (``invalid=True``), on one context (the scan is built
         once)."""
