@@ -1,5 +1,73 @@
 """The contract every family implements, and the audit engine they share.
 
+The contract
+============
+What a family says: its names, its options, how to load, its tables and keys, its rules, how
+to write and report. Fifteen members, four of them required (R); every other one has a default
+(D) that fits a family without it. Declarations (data) come first, then hooks (methods).
+
+===================  ===  =====================================================================
+member               R/D  what it says (default)
+===================  ===  =====================================================================
+``name``             R    the name on the command line, in reports and in findings' ``family``
+``aliases``          D    other names it answers to (none)
+``Options``          D    its options model (:class:`~curate.core.options.FamilyOptions`, no
+                          option): the CLI's flags, the API's keywords, which command takes
+                          which, the combinations a command refuses (``check_command``), the
+                          files they name, the shared tables they make unavailable
+``inputs``           D    :class:`InputSpec`: PATHS' help, text formats (``--encoding``), data
+                          naming more files (the core's record inputs, text, no)
+``rules``            R    its :class:`~curate.core.rules.RuleSet`: the rules (code, category,
+                          severity, fix availability, ``invalid``: findings make a record
+                          unpublishable), the shared tables they read, the checks run before
+                          any rule (``@RULES.prepare``)
+``card``             D    :class:`CardDefaults`: title, license, task categories of its cards
+                          (no title, ``unknown``, none)
+``read``             R    how to load: paths and validated options to a
+                          :class:`~curate.core.dataset.LoadedDataset` (its tables, schema
+                          findings; the data class also says each record's split,
+                          ``record_splits``, and the files it names, ``named_files``)
+``sniff``            D    how to recognise its input when another family is asked (never)
+``to_tables``        R    the valid records per split in the published layout (a stream may cap
+                          its parquet row groups, ``SplitStream.row_group_bytes``)
+``overlap_keys``     D    the keys ``curate overlap`` compares its datasets by (none)
+``invalid_records``  D    the records not to publish: the findings of the ``invalid`` rules on
+                          the data (a family whose records are not the findings' rows, icrl's
+                          histories, overrides it)
+``output_note``      D    the card's sentence on the written layout; may refuse (exit 2) before
+                          the audit, when the options ask for a layout the data cannot take ("")
+``card_sections``    D    the card's own lines about an export, after ``to_tables`` (none)
+``summarise``        D    headline figures into ``report.stats``/``report.headlines`` at the end
+                          of every audit (none)
+``plots``            D    the HTML report's plots, drawn after the audit (none)
+===================  ===  =====================================================================
+
+Fix members (being rewritten with the one fix route, issue 31 item 3): ``fix``,
+``fix_files``, ``fix_frame``, ``fix_tables``, ``fix_original``, ``reaudit_options``,
+``fix_summary``, ``fix_writes_files``, ``fix_passes``; they become ``fix_frame`` and one writer
+hook for the family's format.
+
+Provided, not overridden: :meth:`Family.options` (validate options), :meth:`Family.load` (the
+``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). Derived, read-only,
+for callers not yet moved (the fix route): ``title``, ``license``, ``task_categories`` (from
+``card``), ``names_inputs`` (from ``inputs``), ``invalid_rules`` (from the rules' flags),
+``check_command`` (the options model's). A family declaring any of those, or another member of
+an earlier contract, is refused when its class is defined (:data:`RETIRED` says what replaced
+each), so that a plug-in written for the old contract fails loudly instead of being silently
+ignored.
+
+Why these stay apart (judged, not counted): three hooks fail fast, at three moments with three
+inputs — the options model's ``check_command`` before any input is read (fix and export),
+``output_note`` once the data is read and before the audit (fix and export), ``@RULES.prepare``
+before the rules of every audit. One ``check(stage, ...)`` would take the union of their
+arguments and return a sentence at one stage only; each now sits with what it checks (options,
+card, rules). ``summarise`` and ``plots`` stay two: the summary is part of every audit (its
+figures are in every report), the plots are drawn only for HTML, later, on a context that does
+not keep the audit's shared tables alive in the report; one hook would either draw plots for
+every audit or keep those tables in memory as long as the report lives. ``output_note`` and
+``card_sections`` stay two: the note must refuse before the audit, the sections describe what
+``to_tables`` wrote.
+
 The data types of the contract (:class:`LoadedDataset`, :class:`FixResult`,
 :class:`ChangeEntry`) live in :mod:`curate.core.dataset`, below the rules that read and produce
 them.
@@ -22,7 +90,7 @@ from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.options import FamilyOptions, parse_options
 from curate.core.rules import AuditContext, Rule, RuleSet
-from curate.core.streams import SplitStream
+from curate.core.streams import SplitData, SplitStream
 
 if TYPE_CHECKING:
     from curate.core.plots import Plot
@@ -188,7 +256,8 @@ class OverlapKey:
 
 
 class Family(ABC):
-    """A dataset family: name, rules, reader, fixes and export metadata."""
+    """A dataset family: its names, options, reader, tables, rules, card and report figures;
+    the members and their defaults are listed in the module's docstring."""
 
     name: str
     aliases: tuple[str, ...] = ()
@@ -291,8 +360,9 @@ class Family(ABC):
         (None: detected)."""
 
     @abstractmethod
-    def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
-        """The valid records as Arrow tables per split, in the family's published layout."""
+    def to_tables(self, data: LoadedDataset) -> dict[str, SplitData]:
+        """The valid records per split (Arrow tables or :class:`SplitStream`), in the family's
+        published layout."""
 
     def output_note(self, data: LoadedDataset) -> str:
         """A sentence the card's (and croissant's) description adds about how the written
@@ -472,9 +542,10 @@ class Family(ABC):
     ) -> Report:
         """Run the selected rules and collect their findings into one :class:`Report`.
 
-        Options default to those the data was loaded with. Each rule gets an
-        :class:`~curate.core.rules.AuditContext` serving the shared tables it declared; the context
-        is kept on the report (``report.context``) for the family's summary figures.
+        Options default to those the data was loaded with. The rule set's ``prepare`` checks
+        run first, then each rule, with an :class:`~curate.core.rules.AuditContext` serving the
+        shared tables it declared; :meth:`summarise` then reads the same context for the
+        family's figures. The context is not kept on the report (its tables can be large).
         """
         if options is None and not raw and data.options is not None:
             opts = data.options
@@ -538,7 +609,10 @@ class Family(ABC):
         return report
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
-        """Add the family's headline figures to ``report.stats`` (after the rules ran)."""
+        """Add the family's headline figures to ``report.stats`` and its summary sentences to
+        ``report.headlines``, at the end of every audit, on the audit's own context (the shared
+        tables the rules built); nothing by default. Not merged with :meth:`plots`: see the
+        module's docstring."""
         return None
 
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
