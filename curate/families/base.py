@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset
+from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.options import FamilyOptions, parse_options
@@ -161,9 +161,6 @@ class Family(ABC):
     inputs_help: str | None = None
     #: The family reads text formats (JSON, CSV): its commands offer ``--encoding``.
     text_inputs: bool = True
-    #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
-    #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
-    fix_writes_files: bool = False
     #: The data names more files the run reads (a deepfake manifest's media), known only once
     #: it is loaded (:meth:`LoadedDataset.named_files`): the output gate waits for them before
     #: it calls a target "not written by curate", which may be one of those inputs.
@@ -263,6 +260,7 @@ class Family(ABC):
         ignore: Sequence[str] = (),
         unsafe: bool = False,
         progress: Progress | None = None,
+        workdir: Path | None = None,
         **raw: Any,
     ) -> FixResult:
         """Apply the edits ``report``'s findings propose (:mod:`curate.core.fixes`), re-audit,
@@ -270,8 +268,11 @@ class Family(ABC):
 
         ``select``/``ignore`` choose rules as in ``audit``; ``unsafe`` also applies fixes marked
         unsafe. Never modifies ``data`` or the inputs. The family contributes only the records
-        as a frame (:meth:`fix_frame`), their published layout (:meth:`fix_tables`) and its side
-        files (:meth:`fix_summary`); what changes is decided by the findings alone.
+        as a frame (:meth:`fix_frame`), the writer of its format (:meth:`write_fixed`; by default
+        parquet of :meth:`fix_tables`) and its side files (:meth:`fix_summary`); what changes is
+        decided by the findings alone. ``workdir``: where the passes are written (a staging
+        folder of the output gate; default a temporary one); a family that writes its own
+        files leaves the last pass's there (:attr:`FixResult.files`).
         """
         from curate.core.fixes import FixChoice, fix_figures, run_fixes
 
@@ -283,10 +284,11 @@ class Family(ABC):
             unsafe,
         )
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
-        run = run_fixes(self, data, report, opts, choice, progress=progress, **kw)
+        run = run_fixes(self, data, report, opts, choice, progress=progress, workdir=workdir, **kw)
         summary = fix_figures(run, data, self.invalid_rules)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
+        written = run.written
         return FixResult(
             # per-split streams like export's (the fixed records themselves are in memory)
             tables={k: SplitStream.from_table(t) for k, t in run.tables.items()},
@@ -294,30 +296,15 @@ class Family(ABC):
             extra_files=extra,
             summary=summary,
             after=run.after,
+            records=written.records if written is not None and written.files else None,
+            files=dict(written.files) if written is not None else {},
+            configs=written.configs if written is not None else None,
         )
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
         """Card lines of the family's own about an export (after :meth:`to_tables`): what a row
         is, how many were written. None by default."""
         return []
-
-    def fix_files(
-        self,
-        data: LoadedDataset,
-        report: Report,
-        options: FamilyOptions,
-        folder: Path,
-        *,
-        select: Sequence[str] = (),
-        ignore: Sequence[str] = (),
-        unsafe: bool = False,
-        progress: Progress | None = None,
-    ) -> FixResult:
-        """With :attr:`fix_writes_files`: write the fixed data into ``folder`` (a staging folder
-        of the output gate, or a temporary one), re-audit it, and return the changelog, the
-        re-audit, the summary and ``records`` (``tables`` empty). The core writes the card,
-        the changelog and both reports beside it."""
-        raise NotImplementedError(f"family {self.name} writes no files of its own")
 
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame
@@ -330,6 +317,30 @@ class Family(ABC):
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         """The fixed records in the published layout, per split, each split in frame order."""
         raise NotImplementedError(f"family {self.name} has no fixes")
+
+    def write_fixed(
+        self,
+        frame: pl.DataFrame,
+        data: LoadedDataset,
+        folder: Path,
+        changes: Sequence[ChangeEntry],
+    ) -> Written:
+        """Write one fix pass's records (``frame``, after the edits) into ``folder`` in the
+        family's format, for the engine to read back with :meth:`load` and re-audit.
+
+        By default parquet of :meth:`fix_tables`, one file per split (the published shards are
+        written from the last pass's tables by the export writer). A family with a format of its
+        own (HDF5 learning histories) writes its files and names them in
+        :attr:`~curate.core.dataset.Written.files`: the last pass's files are published as
+        they are. ``data`` is what the pass started from (the input, or the previous pass's
+        files), ``changes`` the changelog so far (to attribute what the format itself
+        changes, returned in :attr:`~curate.core.dataset.Written.changes`).
+        """
+        from curate.core.fixes import write_parquet
+
+        tables = self.fix_tables(frame, data)
+        write_parquet(tables, folder)
+        return Written(tables=tables)
 
     def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
         """The whole record as the changelog keeps it when a fix drops it (default: its cells)."""

@@ -36,18 +36,20 @@ import polars as pl
 import pyarrow as pa
 
 from curate.audits.icrl import RULES
-from curate.audits.icrl.fixes import INVALID_RULES, plan_fix
-from curate.core.dataset import FixResult, LoadedDataset
+from curate.audits.icrl.fixes import INVALID_RULES
+from curate.core.dataset import ChangeEntry, LoadedDataset, Written
 from curate.core.engine import available_cores, process_pool
 from curate.core.engine import current as current_engine
-from curate.core.errors import CurateWarning, InputError, UsageError, arg, clip, quoted
+from curate.core.errors import CurateWarning, InputError, UsageError, arg, quoted
 from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
+from curate.core.fixes import RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
 from curate.families.base import Family, OverlapKey, Progress, no_records
 from curate.families.hints import hinted
 from curate.families.icrl_publish import (
+    GroupCopy,
     config_name,
     configs,
     export_stream,
@@ -516,7 +518,6 @@ class IcrlFamily(Family):
     Options = IcrlOptions
     rules = RULES
     invalid_rules = INVALID_RULES
-    fix_writes_files = True
     inputs_help = (
         "Local HDF5 files of learning histories (XLand-100B layout), or a folder holding one "
         "(what curate fix wrote)."
@@ -852,101 +853,266 @@ class IcrlFamily(Family):
             "",
         ]
 
-    def fix(self, *args: Any, **kwargs: Any) -> FixResult:  # type: ignore[override]
-        """The table engine does not apply: a fixed learning-history file is HDF5, written by
-        :meth:`fix_files` (``curate.fix`` and ``curate fix`` call it)."""
-        raise UsageError("icrl fixes write an HDF5 file: use curate.fix(...) or `curate fix icrl`")
+    # ------------------------------------------------------------------ fixes (the core's engine)
 
-    def fix_files(
-        self,
-        data: LoadedDataset,
-        report: Report,
-        options: FamilyOptions,
-        folder: Path,
-        *,
-        select: Sequence[str] = (),
-        ignore: Sequence[str] = (),
-        unsafe: bool = False,
-        progress: Progress | None = None,
-    ) -> FixResult:
-        """The cleaned HDF5 file (:mod:`curate.audits.icrl.fixes` decides what is left out and
-        renamed, :func:`curate.families.icrl_publish.write_fixed` copies the rest chunk by
-        chunk), written into ``folder`` under the input's file name and re-audited."""
-        from curate.core.fixes import FixChoice, edits_of
-
+    def fix_frame(
+        self, data: LoadedDataset, invalid: pl.DataFrame
+    ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The records for the fix engine: one row per history (a root member that is not a
+        task group, or a group without histories, is one row of its own), in file order, with
+        ``task`` (its group's name in the file read), ``group`` (its name in the fixed file:
+        what RL101/RL102's ``renumber`` edits), ``history`` and what the changelog keeps of it;
+        and a changelog line for each history :meth:`invalid_records` names, left out."""
         assert isinstance(data, IcrlData)
-        choice = FixChoice(
-            (select,) if isinstance(select, str) else tuple(select),
-            (ignore,) if isinstance(ignore, str) else tuple(ignore),
-            unsafe,
+        tasks = data.tasks.sort("position")
+        scanned = (
+            {
+                (r["group"], r["history"]): r
+                for r in data.scan()
+                .histories.select("group", "history", "steps", "digest")
+                .iter_rows(named=True)
+            }
+            if data.tasks.height
+            else {}
         )
-        applied_rules, _ = choice.rules(self.rules)
-        invalid = self._invalid_findings(data)
-        edits = edits_of(report.findings, applied_rules, unsafe=choice.unsafe)
-        plan = plan_fix(data, invalid, report.findings, edits, {r.code for r in applied_rules})
-        source = data.files[0]
-        if plan.histories_out == 0:
-            # an HDF5 file without a history is no dataset: said now, naming the input, not
-            # after writing it (its re-audit would name the staging folder's copy)
-            raise _nothing_left(source.path, invalid, plan)
-        name = Path(source.path).name
-        target = folder / name
-        write_fixed(source.path, target, plan, progress)
-        kept = kept_per_group(plan)
-        card_configs = configs(target, name, kept)
+        causes: dict[str, list[dict[str, Any]]] = {}
+        for r in invalid.iter_rows(named=True):
+            causes.setdefault(r["record"], []).append(r)
+        rows: list[dict[str, Any]] = []
+        changes: list[ChangeEntry] = []
+        for t in tasks.iter_rows(named=True):
+            h_in = int(t["histories"] or 0) if t["kind"] == "group" else 0
+            ids = {
+                "task": t["name"],
+                "group": t["name"],
+                "kind": t["kind"],
+                "histories": h_in,
+                "group_steps": t["steps"],
+                "env_id": t["env_id"],
+                "benchmark_id": t["benchmark_id"],
+                "ruleset_id": t["ruleset_id"],
+            }
+            members = (
+                [(f"{t['name']}/{h}", int(t["row"]) + h, h) for h in range(h_in)]
+                if h_in
+                else [(t["name"], -1 - int(t["position"]), None)]  # no history: its own row
+            )
+            for record, row, h in members:
+                seen = scanned.get((t["name"], h)) if h is not None else None
+                cells = {
+                    ROW: row,
+                    RECORD: record,
+                    SPLIT: "train",
+                    **ids,
+                    "history": h,
+                    "steps": None if seen is None else seen["steps"],
+                    "digest": None if seen is None else seen["digest"],
+                }
+                why = causes.get(record)
+                if why:
+                    said = "; ".join(
+                        f"{c['rule']}: {' '.join(str(c['message']).split())}" for c in why
+                    )
+                    changes.append(
+                        ChangeEntry(
+                            record,
+                            "",
+                            _described(cells),
+                            None,
+                            why[0]["rule"],
+                            "dropped: " + said,
+                        )
+                    )
+                else:
+                    rows.append(cells)
+        return pl.DataFrame(rows, schema=_FIX_SCHEMA, orient="row"), changes
+
+    def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
+        """A dropped history (or root member) as the changelog keeps it: where it is in the
+        file, and the digest of its five arrays (the arrays stay in the input)."""
+        return _described(cells)
+
+    def reaudit_options(
+        self, options: FamilyOptions, data: LoadedDataset | None = None
+    ) -> FamilyOptions:
+        """The fixed file is audited whole, with the workers the fix was given."""
         opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
-        again = self.load([str(target)], IcrlOptions(workers=opts.workers))
-        after = self.audit(again, progress=progress)
-        _relative(after, str(target), name)
-        summary: dict[str, Any] = {
-            "rows_in": plan.histories_in,
-            "rows_out": plan.histories_out,
-            "invalid_dropped": plan.invalid_dropped,
-            "dropped": plan.dropped,
-            "groups_dropped": plan.groups_dropped,
-            "groups_renamed": plan.renamed,
-            "fixed": plan.applied,
-            "passes": 1,
-            "files": {name: plan.histories_out},
-        }
-        summary.update(_kept_summary(plan, kept, card_configs is not None))
-        return FixResult(
-            tables={},
-            changelog=plan.changelog,
-            summary=summary,
-            after=after,
-            records=plan.histories_out,
-            configs=card_configs,
+        return IcrlOptions(workers=opts.workers)
+
+    def write_fixed(
+        self,
+        frame: pl.DataFrame,
+        data: LoadedDataset,
+        folder: Path,
+        changes: Sequence[ChangeEntry],
+    ) -> Written:
+        """The fixed HDF5 file, under the input's file name: each task group of ``frame`` with
+        its histories left (:func:`curate.families.icrl_publish.write_fixed` copies the chunks
+        as they are), under the name the edits gave it. Histories after a dropped one move down
+        (the changelog says so, and the group's ``curate-dropped-histories`` attribute names
+        the input's indices left out), so a group's histories stay ``0`` … ``H-1``."""
+        assert isinstance(data, IcrlData)
+        source = data.files[0].path
+        name = Path(source).name
+        if frame.filter(pl.col("history").is_not_null()).is_empty():
+            # an HDF5 file without a history is no dataset: said naming the input, before
+            # anything is written
+            raise InputError(
+                "nothing to write: every history is invalid or dropped by the fixes chosen",
+                path=source,
+            )
+        groups: list[GroupCopy] = []
+        moved: list[ChangeEntry] = []
+        with h5py.File(source, "r") as f:
+            for (task,), part in frame.group_by("task", maintain_order=True):
+                first = part.row(0, named=True)
+                kept = tuple(int(h) for h in part["history"].drop_nulls())
+                n = int(first["histories"])
+                lost = [h for h in range(n) if h not in set(kept)]
+                before: list[int] = []
+                if lost:
+                    obj = f.get(str(task), getlink=False)
+                    if isinstance(obj, h5py.Group) and DROPPED_ATTR in obj.attrs:
+                        before = [int(x) for x in np.asarray(obj.attrs[DROPPED_ATTR]).ravel()]
+                groups.append(
+                    GroupCopy(
+                        str(task),
+                        str(first["group"]),
+                        str(first["kind"]),
+                        n,
+                        kept,
+                        _input_indices(before, lost, n),
+                    )
+                )
+                if lost:
+                    moved += _renumbered(str(task), kept, lost, changes)
+        target = folder / name
+        write_fixed(source, target, groups)
+        kept = kept_per_group(groups)
+        return Written(
+            files={name: sum(kept.values())},
+            changes=moved,
+            configs=configs(target, name, kept),
         )
 
-
-def _nothing_left(path: str, invalid: pl.DataFrame, plan: Any) -> InputError:
-    """``fix`` would write no history: every one is invalid or dropped by a fix."""
-    why = f"all {plan.histories_in} histories are invalid or dropped by the fixes chosen"
-    if invalid.height:
-        first = invalid.row(0, named=True)
-        where = f"group {clip(str(first['record']))}" if first["record"] is not None else ""
-        what = " ".join(x for x in (where, first["rule"], clip(first["message"])) if x)
-        why += f" (first: {what})"
-    return InputError(f"nothing to write: {why}", path=path)
-
-
-def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any]:
-    """The fix summary's account of histories per group: each group that lost histories (its
-    name in the fixed file, histories kept of how many, its input name if renamed) and, when
-    the groups hold unequal numbers (``split``: the card has one config per count), how to read
-    them."""
-    out: dict[str, Any] = {}
-    short = [
-        {
-            "group": g.new_name,
-            "kept": f"{len(g.kept)} of {g.histories} histories"
-            + (f" of input group {g.name}" if g.name != g.new_name else ""),
-            **({"config": config_name(len(g.kept))} if split else {}),
+    def fix_summary(
+        self, run: Any, data: LoadedDataset, options: FamilyOptions
+    ) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """The fix's account of task groups: how many were dropped and renamed, the file
+        written, and each group that lost histories (how many it kept, under which name)."""
+        assert isinstance(data, IcrlData)
+        written = run.written
+        if written is None:
+            return {}, {}
+        final = run.frame.filter(pl.col("history").is_not_null())
+        sizes = dict(
+            data.tasks.filter(pl.col("kind") == "group").select("name", "histories").iter_rows()
+        )
+        out_groups = final.group_by("task", maintain_order=True).agg(
+            pl.col(RECORD).first().str.replace(r"/[^/]*$", "").alias("input"),
+            pl.len().alias("kept"),
+        )
+        kept_inputs = set(out_groups["input"].to_list())
+        summary: dict[str, Any] = {
+            "groups_dropped": sum(1 for g in sizes if g not in kept_inputs),
+            "groups_renamed": sum(1 for c in run.changelog if c.field == "group"),
+            "files": dict(written.files),
         }
-        for g in plan.groups
-        if g.kind == "group" and g.new_name is not None and g.kept and g.dropped
+        kept = {r["task"]: r["kept"] for r in out_groups.iter_rows(named=True)}
+        short = [
+            {
+                "group": r["task"],
+                "kept": f"{r['kept']} of {sizes.get(r['input'], r['kept'])} histories"
+                + (f" of input group {r['input']}" if r["input"] != r["task"] else ""),
+                **({"config": config_name(r["kept"])} if written.configs else {}),
+            }
+            for r in out_groups.iter_rows(named=True)
+            if r["kept"] < (sizes.get(r["input"]) or 0)
+        ]
+        summary.update(_kept_summary(short, kept, written.configs is not None))
+        return {}, summary
+
+
+_FIX_SCHEMA = {
+    ROW: pl.Int64,
+    RECORD: pl.String,
+    SPLIT: pl.String,
+    "task": pl.String,
+    "group": pl.String,
+    "kind": pl.String,
+    "histories": pl.Int64,
+    "group_steps": pl.Int64,
+    "env_id": pl.String,
+    "benchmark_id": pl.String,
+    "ruleset_id": pl.Int64,
+    "history": pl.Int64,
+    "steps": pl.Int64,
+    "digest": pl.String,
+}
+
+
+def _described(cells: dict[str, Any]) -> dict[str, Any]:
+    """A history (or a root member without histories) as the changelog keeps it."""
+    ids = {
+        "env-id": cells["env_id"],
+        "benchmark-id": cells["benchmark_id"],
+        "ruleset-id": cells["ruleset_id"],
+    }
+    if cells["history"] is None:
+        return {
+            "task": cells["task"],
+            "kind": cells["kind"],
+            "histories": cells["histories"],
+            "steps": cells["group_steps"],
+            **ids,
+        }
+    return {
+        "task": cells["task"],
+        "history": cells["history"],
+        "steps": cells["steps"],
+        "digest": cells["digest"],
+        **ids,
+    }
+
+
+def _input_indices(before: list[int], lost: list[int], n: int) -> tuple[int, ...]:
+    """The input's indices of every history a group has lost: ``before`` (an earlier pass's
+    ``curate-dropped-histories``) and ``lost`` (this pass's, indices of a file of ``n``)."""
+    if not before:
+        return tuple(lost)
+    gone = set(before)
+    original = [i for i in range(n + len(before)) if i not in gone]  # index now -> input
+    return tuple(sorted(gone | {original[h] for h in lost}))
+
+
+def _renumbered(
+    task: str, kept: tuple[int, ...], lost: list[int], changes: Sequence[ChangeEntry]
+) -> list[ChangeEntry]:
+    """A changelog line for each history that moves down after one before it was dropped,
+    under the rule that dropped the group's first lost history."""
+    rule = next((c.rule for c in changes if c.record == f"{task}/{lost[0]}" and c.new is None), "")
+    said = ", ".join(map(str, lost))
+    return [
+        ChangeEntry(
+            f"{task}/{old}",
+            "history",
+            old,
+            new,
+            rule,
+            f"renumbered: history {old} is now {new} of group {task} "
+            f"(histories {said} were dropped)",
+        )
+        for new, old in enumerate(kept)
+        if new != old
     ]
+
+
+def _kept_summary(short: list[dict[str, Any]], kept: dict[str, int], split: bool) -> dict[str, Any]:
+    """The fix summary's account of histories per group: each group that lost histories
+    (``short``: its name in the fixed file, histories kept of how many, its input name if
+    renamed) and, when the groups hold unequal numbers (``split``: the card has one config per
+    count), how to read them."""
+    out: dict[str, Any] = {}
     if short:
         out["histories_kept"] = short
     if split:
@@ -969,23 +1135,6 @@ def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any
             "`curate-dropped-histories` attribute and `changelog.jsonl`)"
         )
     return out
-
-
-def _relative(report: Report, path: str, name: str) -> None:
-    """The re-audit as the published folder holds it: its input is ``name`` (the file beside
-    the report), not the staging path it was read from."""
-    from dataclasses import replace
-
-    import orjson
-
-    said = orjson.dumps(path).decode()[1:-1]
-    report.stats = orjson.loads(orjson.dumps(report.stats).decode().replace(said, name))
-    report.inputs = [replace(i, path=name) for i in report.inputs]
-    if report.findings.height:
-        report.findings = report.findings.with_columns(
-            pl.lit(name).alias("input"),
-            pl.col("details").str.replace_all(said, name, literal=True),
-        )
 
 
 def _round(x: Any) -> float | None:

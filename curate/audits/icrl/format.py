@@ -12,6 +12,7 @@ import polars as pl
 from curate.audits.icrl.registry import (
     RULES,
     SCAN,
+    drop_group,
     history_findings,
     scan_of,
     task_findings,
@@ -120,5 +121,5 @@ def root_member_not_group(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             .then(pl.lit("a dataset"))
             .otherwise(pl.lit("neither a group nor a dataset")),
         ),
-        fix={"op": "drop"},
+        fix=drop_group(),
     )
