@@ -306,10 +306,11 @@ def test_empty_collection_named() -> None:
 
 @pytest.mark.parametrize("key", ["fact", "question"])
 def test_ke_keys_declared(key: str) -> None:
+    from curate.cli.overlap import overlap_keys
     from curate.families import get_family
 
-    spec = get_family("mquake").overlap_keys()[key]
-    assert spec.name == key and spec.doc
+    spec = overlap_keys(get_family("mquake"))[key]
+    assert spec.name == key and spec.doc and spec.table is not None
     assert spec.text is (key == "question")
 
 
