@@ -48,8 +48,11 @@ def label_conflicts(
         .agg(pl.col(label).n_unique().alias("n_labels"), *aggs)
         .filter(pl.col("n_labels") > 1)
     )
+    # every row of a conflicting key (one join over the table); the counts per label come from
+    # those few rows, not from a second pass over the whole table
+    hits = keyed.join(counts, on=keys)
     per_label = (
-        labelled.join(counts.select(keys), on=keys)
+        hits.filter(pl.col(label).is_not_null())
         .group_by(*keys, shown)
         .len()
         .group_by(keys)
@@ -61,4 +64,4 @@ def label_conflicts(
             .alias("majority"),
         )
     )
-    return keyed.join(counts, on=keys).join(per_label, on=keys).sort("row")
+    return hits.join(per_label, on=keys).sort("row")
