@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ import pyarrow as pa
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions, parse_options
 from curate.core.rules import AuditContext, Rule, RuleSet
 from curate.core.streams import SplitStream
@@ -110,24 +110,6 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     return [*lines, ""]
 
 
-@dataclass(frozen=True)
-class OverlapKey:
-    """A key a family declares for ``curate overlap``: what identifies a record across datasets.
-
-    ``build`` turns a loaded dataset into a frame with columns ``record`` (String), ``split``
-    (String, null when the input has none) and ``key`` — a String, or a List(String) for a
-    set-valued key (a record's generator list), whose values each count. Null keys are
-    skipped. ``doc`` is shown by ``curate overlap --help-keys`` and says *why* two records
-    with equal keys are the same thing. ``text`` marks a key that is text worth comparing for
-    near-duplicates (``--near-duplicates``), not an identifier.
-    """
-
-    name: str
-    doc: str
-    build: Callable[[LoadedDataset], pl.DataFrame]
-    text: bool = False
-
-
 class Family(ABC):
     """A dataset family: name, rules, reader, fixes and export metadata."""
 
@@ -165,6 +147,11 @@ class Family(ABC):
     #: it is loaded (:meth:`LoadedDataset.named_files`): the output gate waits for them before
     #: it calls a target "not written by curate", which may be one of those inputs.
     names_inputs: bool = False
+    #: The keys the family declares (:class:`~curate.core.keys.Keys`), listed once: those with a
+    #: ``table`` builder are what ``curate overlap --key NAME`` compares the family's datasets
+    #: by (its ``doc`` says why equal keys are the same thing; ``text`` allows
+    #: ``--near-duplicates``). None by default (``--key column:NAME`` works for any table).
+    keys: tuple[Keys, ...] = ()
 
     def sniff(self, probe: Probe) -> str | None:
         """Does ``probe`` look like this family's input? A noun phrase saying what it is
@@ -177,12 +164,6 @@ class Family(ABC):
         None than a wrong suggestion.
         """
         return None
-
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """The named keys ``curate overlap --key NAME`` can compare this family's datasets by
-        (see :class:`OverlapKey`); none by default (``--key column:NAME`` works for any
-        tabular input)."""
-        return {}
 
     def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""

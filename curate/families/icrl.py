@@ -46,7 +46,7 @@ from curate.core.fixes import RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, OverlapKey, Progress, no_records
+from curate.families.base import Family, Progress, no_records
 from curate.families.hints import hinted
 from curate.families.icrl_publish import (
     GroupCopy,
@@ -72,6 +72,7 @@ from curate.schemas.icrl_tables import (
     EPISODE_SCHEMA,
     HISTORY_SCHEMA,
     LENGTH_SCHEMA,
+    TASK_KEYS,
     TASK_SCHEMA,
     IcrlData,
     IcrlFile,
@@ -517,6 +518,9 @@ class IcrlFamily(Family):
     license = "cc-by-sa-4.0"
     Options = IcrlOptions
     rules = RULES
+    #: ``curate overlap --key task``: a task group's content hash (its histories' digests in
+    #: order), as RL402/RL404 compare tasks — equal bytes whatever the group is called.
+    keys = (TASK_KEYS,)
     invalid_rules = INVALID_RULES
     inputs_help = (
         "Local HDF5 files of learning histories (XLand-100B layout), or a folder holding one "
@@ -601,19 +605,6 @@ class IcrlFamily(Family):
             tasks=tasks,
             scanner=run_scan,
         )
-
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """``task``: a task group's content hash (its histories' digests in order), as
-        RL402/RL404 compare tasks — equal bytes whatever the group is called."""
-        return {
-            "task": OverlapKey(
-                "task",
-                "content hash of a task group: SHA-1 over the digests of its histories in "
-                "order (from the scan); a task copied under another id or into another file "
-                "has the same key; groups the scan could not read fully are left out",
-                _task_keys,
-            )
-        }
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The figures a user compares with the published table (XLand-100B's README, Table 1
@@ -1177,26 +1168,6 @@ def _headline(s: dict[str, Any]) -> str:
     elif s.get("metadata_only"):
         parts.append("metadata only (no array read)")
     return ", ".join(parts)
-
-
-def _task_keys(data: LoadedDataset) -> pl.DataFrame:
-    """``record, split, key``: one row per fully scanned task group (no splits in this layout)."""
-    import hashlib
-
-    assert isinstance(data, IcrlData)
-    h = data.scan().histories
-    if h.is_empty():
-        return pl.DataFrame(schema={"record": pl.String, "split": pl.String, "key": pl.String})
-    tasks = (
-        h.sort("file", "group_index", "history")
-        .group_by("file", "group", "group_index", maintain_order=True)
-        .agg(pl.col("digest").str.join(""), (pl.col("error") != "").any().alias("err"))
-        .filter(~pl.col("err"))
-    )
-    keys = [hashlib.sha1(d.encode(), usedforsecurity=False).hexdigest() for d in tasks["digest"]]
-    return tasks.select(
-        pl.col("group").alias("record"), pl.lit(None, pl.String).alias("split")
-    ).with_columns(pl.Series("key", keys, dtype=pl.String))
 
 
 FAMILY = IcrlFamily()
