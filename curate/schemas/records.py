@@ -1,0 +1,390 @@
+"""Rows of a table checked against a user's Pydantic v2 model: columnwise where the model
+allows, with pydantic's own verdicts and messages.
+
+Why not ``Model.model_validate`` per row: a million rows is a million Python calls and a million
+model objects, when most cells are a plain number or a string that a polars cast settles at
+once. Why not polars alone: the model is the user's definition of a valid row (constraints,
+literals, enums, nested types, validators); a reimplementation would drift from it. So each
+field is settled in one of two ways (:func:`validate_frame`):
+
+* **columnwise** (a field typed ``str``, ``int``, ``float``, ``bool``, a ``Literal`` of strings
+  or a string ``Enum``, optional or not, without constraints): a cell in the canonical
+  spelling (``-12``, ``0.5``, ``true``, a listed value) is cast by polars. The canonical
+  spellings are a strict subset of what pydantic accepts and give the same value, so this is a
+  shortcut, never a second opinion;
+* **by pydantic**, every other cell: the field's type and constraints as a
+  :class:`~pydantic.TypeAdapter` over the batch of its *distinct* values (one call; the values
+  that fail are named by their index in pydantic's errors), so a column of a thousand rows and
+  five labels costs five validations.
+
+A model with validators (``field_validator``, ``model_validator``) or a configuration that
+changes how values are read (``strict``, ``str_strip_whitespace``, …) is validated by pydantic
+row by row, as a batch: its fields are not independent, and only the model knows.
+
+What a cell is: the readers give every value as text (:func:`curate.io.read.read_frame`), as a
+CSV would, so the verdict does not depend on the format (a JSON ``3`` in a ``str`` field is the
+text ``"3"``). A list or object cell is handed to pydantic as the JSON value it was (a ``str``
+field rejects it; a ``list[int]`` field takes it), and so is a CSV cell of a non-text field
+that holds a JSON array or object. An empty cell is a missing value: ``None`` where the field
+accepts ``None``, else the field's default, else "Field required".
+
+May import: ``curate.core`` and ``curate.io``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import enum
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import orjson
+import polars as pl
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+
+from curate.core.errors import clip, field_path
+
+__all__ = ["FieldPlan", "invalid_schema", "plan_fields", "validate_frame"]
+
+#: Model configuration keys that do not change how a value is read: a model with any other
+#: (``strict``, ``str_strip_whitespace``, ``str_to_lower``, ...) is validated row by row.
+_HARMLESS_CONFIG = frozenset(
+    {
+        "title",
+        "extra",
+        "frozen",
+        "populate_by_name",
+        "validate_by_name",
+        "validate_by_alias",
+        "use_enum_values",
+        "arbitrary_types_allowed",
+        "json_schema_extra",
+        "protected_namespaces",
+        "defer_build",
+        "from_attributes",
+        "validate_default",
+        "validate_assignment",
+        "revalidate_instances",
+        "loc_by_alias",
+        "use_attribute_docstrings",
+    }
+)
+
+#: Canonical spellings the columnwise path takes (a subset of pydantic's lax forms, same value).
+_INT = r"^[+-]?[0-9]{1,18}$"  # 18 digits always fit an Int64
+_FLOAT = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?$"
+_BOOL = {"true": True, "false": False, "True": True, "False": False}
+
+_SCALAR_DTYPES: dict[Any, pl.DataType] = {
+    str: pl.String(),
+    int: pl.Int64(),
+    float: pl.Float64(),
+    bool: pl.Boolean(),
+    dt.date: pl.Date(),
+    dt.datetime: pl.Datetime("us"),
+}
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    """How one model field is read: its column, whether a null is ``None``, its default, how its
+    cells are settled (``kind``: ``str``/``int``/``float``/``bool``/``choice`` columnwise,
+    ``other`` by pydantic) and the polars type of its typed column (None: inferred)."""
+
+    name: str
+    column: str
+    info: FieldInfo
+    nullable: bool
+    kind: str
+    choices: tuple[str, ...] = ()
+    dtype: pl.DataType | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.info.is_required()
+
+    def default(self) -> Any:
+        return self.info.get_default(call_default_factory=True)
+
+
+def _strip_optional(annotation: Any) -> tuple[Any, bool]:
+    """``(inner type, None allowed)`` for ``X | None`` / ``Optional[X]``; else ``(annotation,
+    False)``."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) < len(typing.get_args(annotation)):
+            return (args[0] if len(args) == 1 else typing.Union[tuple(args)]), True  # noqa: UP007
+    return annotation, annotation is None or annotation is type(None)
+
+
+def _kind(inner: Any, info: FieldInfo, columnwise: bool) -> tuple[str, tuple[str, ...]]:
+    if columnwise and not info.metadata:
+        if inner in (str, int, float, bool):
+            return inner.__name__, ()
+        if typing.get_origin(inner) is Literal:
+            args = typing.get_args(inner)
+            if all(type(a) is str for a in args):
+                return "choice", tuple(args)
+        if isinstance(inner, type) and issubclass(inner, enum.Enum):
+            values = [m.value for m in inner]
+            if all(type(v) is str for v in values):
+                return "choice", tuple(values)
+    return "other", ()
+
+
+def _dtype(inner: Any) -> pl.DataType | None:
+    """The polars type a field's values are kept in; None: inferred from the values."""
+    if inner in _SCALAR_DTYPES:
+        return _SCALAR_DTYPES[inner]
+    if typing.get_origin(inner) is Literal:
+        kinds = {type(a) for a in typing.get_args(inner)}
+        return _SCALAR_DTYPES.get(kinds.pop()) if len(kinds) == 1 else None
+    if isinstance(inner, type) and issubclass(inner, enum.Enum):
+        kinds = {type(m.value) for m in inner}
+        return _SCALAR_DTYPES.get(kinds.pop()) if len(kinds) == 1 else None
+    if typing.get_origin(inner) in (list, tuple, set, frozenset, Sequence):
+        args = [a for a in typing.get_args(inner) if a is not Ellipsis]
+        if len(args) == 1 and (item := _dtype(args[0])) is not None:
+            return pl.List(item)
+    return None
+
+
+def _row_wise(model: type[BaseModel]) -> bool:
+    """Must the model be validated row by row (validators, or a configuration that reads
+    values its own way)?"""
+    dec = model.__pydantic_decorators__
+    if dec.validators or dec.field_validators or dec.root_validators or dec.model_validators:
+        return True
+    return not set(model.model_config) <= _HARMLESS_CONFIG
+
+
+def plan_fields(model: type[BaseModel], columns: Sequence[str]) -> list[FieldPlan]:
+    """One :class:`FieldPlan` per model field, in the model's order; a field's column is its
+    alias when the table has a column of that name, else its name."""
+    columnwise = not _row_wise(model)
+    plans = []
+    for name, info in model.model_fields.items():
+        alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+        column = alias if alias and alias in columns else name
+        inner, nullable = _strip_optional(info.annotation)
+        kind, choices = _kind(inner, info, columnwise)
+        plans.append(FieldPlan(name, column, info, nullable, kind, choices, _dtype(inner)))
+    return plans
+
+
+def invalid_schema() -> dict[str, Any]:
+    """The columns of :func:`validate_frame`'s problems: ``row`` (position in the frame),
+    ``field`` (a field path, ``""`` for the whole record), ``message`` and ``value`` (the cell
+    as read, text)."""
+    return {"row": pl.Int64, "field": pl.String, "message": pl.String, "value": pl.String}
+
+
+def _message(field: str, msg: str, value: str | None) -> str:
+    got = "" if value is None else f" (got {clip(value)!r})"
+    return f"{field}: {msg}{got}" if field else f"{msg}{got}"
+
+
+def _cell_values(
+    column: pl.Series | None, height: int, plan: FieldPlan, nested: dict[int, str]
+) -> tuple[list[Any], list[str | None]]:
+    """Each cell as pydantic gets it (see the module doc) and as a message quotes it."""
+    if column is None:
+        return [None] * height, [None] * height
+    raw = column.to_list()
+    if column.dtype == pl.List(pl.String):
+        return raw, [None if v is None else orjson.dumps(v).decode() for v in raw]
+    values: list[Any] = list(raw)
+    for i in nested:
+        values[i] = orjson.loads(raw[i])
+    if plan.kind == "other":
+        for i, v in enumerate(raw):
+            if i not in nested and isinstance(v, str) and v[:1] in ("[", "{"):
+                with contextlib.suppress(orjson.JSONDecodeError):  # else text: the model decides
+                    values[i] = orjson.loads(v)
+    return values, raw
+
+
+def _canonical(plan: FieldPlan) -> pl.Expr:
+    """The typed value of a cell ``t`` in a canonical spelling, else null (pydantic decides)."""
+    t = pl.col("t")
+    if plan.kind == "str":
+        return t
+    if plan.kind == "int":
+        return pl.when(t.str.contains(_INT)).then(t.cast(pl.Int64, strict=False))
+    if plan.kind == "float":
+        return pl.when(t.str.contains(_FLOAT)).then(t.cast(pl.Float64, strict=False))
+    if plan.kind == "bool":
+        return t.replace_strict(_BOOL, default=None, return_dtype=pl.Boolean)
+    return pl.when(t.is_in(list(plan.choices))).then(t)
+
+
+def _plain(value: Any) -> Any:
+    """A validated value as a column holds it: an enum member by its value."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _typed(values: list[Any], dtype: pl.DataType | None, name: str) -> pl.Series:
+    values = [_plain(v) for v in values]
+    if dtype is not None:
+        return pl.Series(name, values, dtype=dtype, strict=False)
+    try:
+        return pl.Series(name, values, strict=False)
+    except (TypeError, ValueError, pl.exceptions.PolarsError):  # mixed shapes: JSON text
+        text = [None if v is None else orjson.dumps(v, default=str).decode() for v in values]
+        return pl.Series(name, text, dtype=pl.String)
+
+
+def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict[int, list]]:
+    """Validate ``items`` in one call: ``(index → value dumped to Python, index → errors)``."""
+    errors: dict[int, list] = {}
+    try:
+        good = adapter.validate_python(items)
+        keep = list(range(len(items)))
+    except ValidationError as e:
+        for err in e.errors(include_url=False):
+            errors.setdefault(err["loc"][0], []).append(err)
+        keep = [i for i in range(len(items)) if i not in errors]
+        good = adapter.validate_python([items[i] for i in keep]) if keep else []
+    dumped = adapter.dump_python(good, mode="python") if keep else []
+    return dict(zip(keep, dumped, strict=True)), errors
+
+
+def _settle_field(
+    frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]
+) -> tuple[pl.Series, list[tuple[int, str, str, str | None]]]:
+    """One field's typed column (null where invalid) and its problems ``(row, field, message,
+    value)``."""
+    height = frame.height
+    column = frame[plan.column] if plan.column in frame.columns else None
+    values, shown = _cell_values(column, height, plan, nested)
+    out: list[Any] = [None] * height
+    problems: list[tuple[int, str, str, str | None]] = []
+    todo: list[int] = []
+    if column is not None and column.dtype == pl.String and plan.kind != "other":
+        out = pl.DataFrame({"t": column}).select(_canonical(plan).alias("t")).to_series().to_list()
+        for i in nested:
+            out[i] = None
+        todo = [
+            i for i in range(height) if out[i] is None and (shown[i] is not None or i in nested)
+        ]
+    else:
+        todo = [i for i in range(height) if values[i] is not None]
+    # empty cells: None, the default, or missing
+    for i in range(height):
+        if values[i] is None and i not in nested:
+            if plan.nullable:
+                out[i] = None
+            elif plan.required:
+                problems.append((i, plan.name, _message(plan.name, "Field required", None), None))
+            else:
+                out[i] = plan.default()
+    if todo:
+        distinct: dict[Any, int] = {}
+        inputs: list[Any] = []
+        for i in todo:
+            key = shown[i] if i not in nested else ("\x00nested", shown[i])
+            if key not in distinct:
+                distinct[key] = len(inputs)
+                inputs.append(values[i])
+        adapter = TypeAdapter(list[Annotated[plan.info.annotation, plan.info]])
+        good, errors = _batch(adapter, inputs)
+        for i in todo:
+            k = distinct[shown[i] if i not in nested else ("\x00nested", shown[i])]
+            if k in good:
+                out[i] = good[k]
+            else:
+                for err in errors[k]:
+                    path = field_path((plan.name, *err["loc"][1:]))
+                    problems.append((i, path, _message(path, err["msg"], shown[i]), shown[i]))
+    series = _typed(out, plan.dtype, plan.name)
+    # a value pydantic took that the column type cannot hold (an integer beyond 64 bits)
+    lost = [i for i in range(height) if out[i] is not None and series[i] is None]
+    for i in lost:
+        msg = _message(plan.name, f"value does not fit a {series.dtype} column", shown[i])
+        problems.append((i, plan.name, msg, shown[i]))
+    return series, problems
+
+
+def _settle_rows(
+    frame: pl.DataFrame,
+    model: type[BaseModel],
+    plans: list[FieldPlan],
+    nested: dict[str, dict[int, str]],
+) -> tuple[list[pl.Series], list[tuple[int, str, str, str | None]]]:
+    """Every row through the model at once (a model whose fields are not independent)."""
+    height = frame.height
+    cells = {
+        p.name: _cell_values(
+            frame[p.column] if p.column in frame.columns else None,
+            height,
+            p,
+            nested.get(p.column, {}),
+        )
+        for p in plans
+    }
+    by_alias = {p.name: (p.column if p.column != p.name else p.name) for p in plans}
+    items = []
+    for i in range(height):
+        row: dict[str, Any] = {}
+        for p in plans:
+            v = cells[p.name][0][i]
+            if v is not None or p.nullable:
+                row[by_alias[p.name]] = v
+        items.append(row)
+    adapter = TypeAdapter(list[model])  # type: ignore[valid-type]
+    good, errors = _batch(adapter, items)
+    problems = []
+    for i, errs in sorted(errors.items()):
+        for err in errs:
+            loc = err["loc"][1:]
+            name = next((p.name for p in plans if loc and loc[0] in (p.name, p.column)), None)
+            path = field_path((name, *loc[1:])) if name else ""
+            value = cells[name][1][i] if name and len(loc) == 1 else None
+            problems.append((i, path, _message(path, err["msg"], value), value))
+    series = [
+        _typed([good[i][p.name] if i in good else None for i in range(height)], p.dtype, p.name)
+        for p in plans
+    ]
+    return series, problems
+
+
+def validate_frame(
+    frame: pl.DataFrame,
+    model: type[BaseModel],
+    *,
+    nested: dict[str, dict[int, str]] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``frame`` (text cells, as :func:`~curate.io.read.read_frame` gives them) checked against
+    ``model``: ``(typed, problems)``.
+
+    ``typed`` has one column per model field (by field name, in the model's order, typed; an
+    invalid cell is null); ``problems`` one row per invalid cell (:func:`invalid_schema`), in
+    row order. ``nested`` names the cells that were lists or objects in the input
+    (:attr:`curate.io.records.Source.nested_cells`). How each field is settled: the module doc.
+    """
+    nested = nested or {}
+    plans = plan_fields(model, frame.columns)
+    problems: list[tuple[int, str, str, str | None]] = []
+    if _row_wise(model):
+        series, problems = _settle_rows(frame, model, plans, nested)
+    else:
+        series = []
+        for p in plans:
+            s, found = _settle_field(frame, p, nested.get(p.column, {}))
+            series.append(s)
+            problems += found
+    typed = pl.DataFrame(series) if series else pl.DataFrame(height=frame.height)
+    found = pl.DataFrame(problems, schema=invalid_schema(), orient="row")
+    return typed, found.sort("row", maintain_order=True)
