@@ -103,6 +103,9 @@ class FieldPlan:
     kind: str
     choices: tuple[str, ...] = ()
     dtype: pl.DataType | None = None
+    #: The field takes text (``str``, string literals or enums, a union with ``str``): a cell
+    #: that looks like JSON is text to it, never parsed.
+    textual: bool = True
 
     @property
     def required(self) -> bool:
@@ -155,6 +158,19 @@ def _dtype(inner: Any) -> pl.DataType | None:
     return None
 
 
+def _textual(inner: Any) -> bool:
+    if inner is str:
+        return True
+    origin = typing.get_origin(inner)
+    if origin is Literal:
+        return all(type(a) is str for a in typing.get_args(inner))
+    if origin in (typing.Union, types.UnionType):
+        return any(_textual(a) for a in typing.get_args(inner))
+    if isinstance(inner, type) and issubclass(inner, enum.Enum):
+        return all(type(m.value) is str for m in inner)
+    return False
+
+
 def _row_wise(model: type[BaseModel]) -> bool:
     """Must the model be validated row by row (validators, or a configuration that reads
     values its own way)?"""
@@ -174,7 +190,9 @@ def plan_fields(model: type[BaseModel], columns: Sequence[str]) -> list[FieldPla
         column = alias if alias and alias in columns else name
         inner, nullable = _strip_optional(info.annotation)
         kind, choices = _kind(inner, info, columnwise)
-        plans.append(FieldPlan(name, column, info, nullable, kind, choices, _dtype(inner)))
+        plans.append(
+            FieldPlan(name, column, info, nullable, kind, choices, _dtype(inner), _textual(inner))
+        )
     return plans
 
 
@@ -202,7 +220,7 @@ def _cell_values(
     values: list[Any] = list(raw)
     for i in nested:
         values[i] = orjson.loads(raw[i])
-    if plan.kind == "other":
+    if not plan.textual:
         for i, v in enumerate(raw):
             if i not in nested and isinstance(v, str) and v[:1] in ("[", "{"):
                 with contextlib.suppress(orjson.JSONDecodeError):  # else text: the model decides
@@ -244,6 +262,19 @@ def _typed(values: list[Any], dtype: pl.DataType | None, name: str) -> pl.Series
     except (TypeError, ValueError, pl.exceptions.PolarsError):  # mixed shapes: JSON text
         text = [None if v is None else orjson.dumps(v, default=str).decode() for v in values]
         return pl.Series(name, text, dtype=pl.String)
+
+
+def _lost(
+    series: pl.Series, values: list[Any], shown: list[str | None]
+) -> list[tuple[int, str, str, str | None]]:
+    """Values pydantic took that the column's type cannot hold (an integer beyond 64 bits):
+    problems, not nulls, or export would lose them without a word."""
+    msg = f"value does not fit a {series.dtype} column"
+    return [
+        (i, series.name, _message(series.name, msg, shown[i]), shown[i])
+        for i, v in enumerate(values)
+        if v is not None and series[i] is None
+    ]
 
 
 def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict[int, list]]:
@@ -309,12 +340,13 @@ def _settle_field(
                     path = field_path((plan.name, *err["loc"][1:]))
                     problems.append((i, path, _message(path, err["msg"], shown[i]), shown[i]))
     series = _typed(out, plan.dtype, plan.name)
-    # a value pydantic took that the column type cannot hold (an integer beyond 64 bits)
-    lost = [i for i in range(height) if out[i] is not None and series[i] is None]
-    for i in lost:
-        msg = _message(plan.name, f"value does not fit a {series.dtype} column", shown[i])
-        problems.append((i, plan.name, msg, shown[i]))
-    return series, problems
+    return series, problems + _lost(series, out, shown)
+
+
+def _input_key(plan: FieldPlan) -> str:
+    """The key the model reads a field's value from (its alias, if it has one)."""
+    alias = plan.info.validation_alias
+    return alias if isinstance(alias, str) else plan.info.alias or plan.name
 
 
 def _settle_rows(
@@ -334,14 +366,14 @@ def _settle_rows(
         )
         for p in plans
     }
-    by_alias = {p.name: (p.column if p.column != p.name else p.name) for p in plans}
+    keys = {p.name: _input_key(p) for p in plans}
     items = []
     for i in range(height):
         row: dict[str, Any] = {}
         for p in plans:
             v = cells[p.name][0][i]
             if v is not None or p.nullable:
-                row[by_alias[p.name]] = v
+                row[keys[p.name]] = v
         items.append(row)
     adapter = TypeAdapter(list[model])  # type: ignore[valid-type]
     good, errors = _batch(adapter, items)
@@ -349,15 +381,16 @@ def _settle_rows(
     for i, errs in sorted(errors.items()):
         for err in errs:
             loc = err["loc"][1:]
-            name = next((p.name for p in plans if loc and loc[0] in (p.name, p.column)), None)
+            name = next((p.name for p in plans if loc and loc[0] in (p.name, keys[p.name])), None)
             path = field_path((name, *loc[1:])) if name else ""
             value = cells[name][1][i] if name and len(loc) == 1 else None
             problems.append((i, path, _message(path, err["msg"], value), value))
-    series = [
-        _typed([good[i][p.name] if i in good else None for i in range(height)], p.dtype, p.name)
-        for p in plans
-    ]
-    return series, problems
+    series = []
+    for p in plans:
+        values = [good[i][p.name] if i in good else None for i in range(height)]
+        series.append(_typed(values, p.dtype, p.name))
+        problems += _lost(series[-1], values, cells[p.name][1])
+    return series, sorted(problems, key=lambda x: x[0])
 
 
 def validate_frame(
