@@ -80,6 +80,8 @@ _INT = r"^[+-]?[0-9]{1,18}$"  # 18 digits always fit an Int64
 _FLOAT = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?$"
 _BOOL = {"true": True, "false": False, "True": True, "False": False}
 
+_PROBLEMS = {"row": pl.Int64, "field": pl.String, "message": pl.String, "value": pl.String}
+
 _SCALAR_DTYPES: dict[Any, pl.DataType] = {
     str: pl.String(),
     int: pl.Int64(),
@@ -200,32 +202,32 @@ def invalid_schema() -> dict[str, Any]:
     """The columns of :func:`validate_frame`'s problems: ``row`` (position in the frame),
     ``field`` (a field path, ``""`` for the whole record), ``message`` and ``value`` (the cell
     as read, text)."""
-    return {"row": pl.Int64, "field": pl.String, "message": pl.String, "value": pl.String}
+    return dict(_PROBLEMS)
 
 
 def _message(field: str, msg: str, value: str | None) -> str:
+    msg = " ".join(str(msg).split())  # one line, whatever a validator raised
     got = "" if value is None else f" (got {clip(value)!r})"
     return f"{field}: {msg}{got}" if field else f"{msg}{got}"
 
 
-def _cell_values(
-    column: pl.Series | None, height: int, plan: FieldPlan, nested: dict[int, str]
+def _cells_at(
+    column: pl.Series, rows: list[int], plan: FieldPlan, nested: dict[int, str]
 ) -> tuple[list[Any], list[str | None]]:
-    """Each cell as pydantic gets it (see the module doc) and as a message quotes it."""
-    if column is None:
-        return [None] * height, [None] * height
-    raw = column.to_list()
-    if column.dtype == pl.List(pl.String):
-        return raw, [None if v is None else orjson.dumps(v).decode() for v in raw]
+    """The cells at ``rows`` as pydantic gets them (see the module doc) and as a message
+    quotes them (text)."""
+    raw = column.gather(rows).to_list() if rows else []
+    shown = [v if v is None or isinstance(v, str) else orjson.dumps(v).decode() for v in raw]
     values: list[Any] = list(raw)
-    for i in nested:
-        values[i] = orjson.loads(raw[i])
-    if not plan.textual:
-        for i, v in enumerate(raw):
-            if i not in nested and isinstance(v, str) and v[:1] in ("[", "{"):
-                with contextlib.suppress(orjson.JSONDecodeError):  # else text: the model decides
-                    values[i] = orjson.loads(v)
-    return values, raw
+    for k, (i, v) in enumerate(zip(rows, raw, strict=True)):
+        if not isinstance(v, str):
+            continue
+        if i in nested:
+            values[k] = orjson.loads(v)
+        elif not plan.textual and v[:1] in ("[", "{"):
+            with contextlib.suppress(orjson.JSONDecodeError):  # else text: the model decides
+                values[k] = orjson.loads(v)
+    return values, shown
 
 
 def _canonical(plan: FieldPlan) -> pl.Expr:
@@ -265,15 +267,16 @@ def _typed(values: list[Any], dtype: pl.DataType | None, name: str) -> pl.Series
 
 
 def _lost(
-    series: pl.Series, values: list[Any], shown: list[str | None]
+    series: pl.Series, rows: list[int], values: list[Any], shown: list[str | None]
 ) -> list[tuple[int, str, str, str | None]]:
-    """Values pydantic took that the column's type cannot hold (an integer beyond 64 bits):
-    problems, not nulls, or export would lose them without a word."""
+    """Values pydantic took (``values``, at ``rows``; ``series`` holds them typed) that the
+    column's type cannot hold, an integer beyond 64 bits: problems, not nulls, or export would
+    lose them without a word."""
     msg = f"value does not fit a {series.dtype} column"
     return [
-        (i, series.name, _message(series.name, msg, shown[i]), shown[i])
-        for i, v in enumerate(values)
-        if v is not None and series[i] is None
+        (i, series.name, _message(series.name, msg, shown[k]), shown[k])
+        for k, (i, v) in enumerate(zip(rows, values, strict=True))
+        if v is not None and series[k] is None
     ]
 
 
@@ -294,53 +297,98 @@ def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict
 
 def _settle_field(
     frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]
-) -> tuple[pl.Series, list[tuple[int, str, str, str | None]]]:
-    """One field's typed column (null where invalid) and its problems ``(row, field, message,
-    value)``."""
+) -> tuple[pl.Series, pl.DataFrame]:
+    """One field's typed column (null where invalid) and its problems (:func:`invalid_schema`):
+    the canonical cells by a cast, the *distinct* other cells by pydantic in one batch, the
+    empty ones by the field's nullability and default. Python touches only the distinct cells
+    pydantic settles; rows find their verdict by a join."""
     height = frame.height
-    column = frame[plan.column] if plan.column in frame.columns else None
-    values, shown = _cell_values(column, height, plan, nested)
-    out: list[Any] = [None] * height
-    problems: list[tuple[int, str, str, str | None]] = []
-    todo: list[int] = []
-    if column is not None and column.dtype == pl.String and plan.kind != "other":
-        out = pl.DataFrame({"t": column}).select(_canonical(plan).alias("t")).to_series().to_list()
-        for i in nested:
-            out[i] = None
-        todo = [
-            i for i in range(height) if out[i] is None and (shown[i] is not None or i in nested)
-        ]
+    if plan.column in frame.columns:
+        column = frame[plan.column]
     else:
-        todo = [i for i in range(height) if values[i] is not None]
-    # empty cells: None, the default, or missing
-    for i in range(height):
-        if values[i] is None and i not in nested:
-            if plan.nullable:
-                out[i] = None
-            elif plan.required:
-                problems.append((i, plan.name, _message(plan.name, "Field required", None), None))
-            else:
-                out[i] = plan.default()
-    if todo:
-        distinct: dict[Any, int] = {}
-        inputs: list[Any] = []
-        for i in todo:
-            key = shown[i] if i not in nested else ("\x00nested", shown[i])
-            if key not in distinct:
-                distinct[key] = len(inputs)
-                inputs.append(values[i])
+        column = pl.Series(plan.column, [None] * height, dtype=pl.String)
+    index = pl.int_range(height, eager=True, dtype=pl.Int64).alias("row")
+    is_nested = index.is_in(list(nested)) if nested else pl.repeat(False, height, eager=True)
+    base = pl.DataFrame({"row": index, "t": column, "n": is_nested})
+    empty = column.is_null() & ~is_nested
+    fast: pl.Series | None = None
+    if column.dtype == pl.String and plan.kind != "other":
+        fast = base.select(pl.when(~pl.col("n")).then(_canonical(plan)).alias(plan.name))
+        fast = fast.to_series()
+        pending = ~empty & fast.is_null()
+    else:
+        pending = ~empty
+    problems = [pl.DataFrame(schema=_PROBLEMS)]
+    settled: list[pl.DataFrame] = []
+    todo = base.filter(pending)
+    if todo.height:
+        if column.dtype == pl.String:  # one validation per distinct cell
+            uniq = todo.unique(["t", "n"], keep="first", maintain_order=True)
+            uniq = uniq.with_row_index("slot")
+            todo = todo.join(uniq.select("t", "n", "slot"), on=["t", "n"], maintain_order="left")
+            firsts = uniq["row"].to_list()
+        else:  # lists: one per cell
+            todo = todo.with_row_index("slot")
+            firsts = todo["row"].to_list()
+        values, shown = _cells_at(column, firsts, plan, nested)
         adapter = TypeAdapter(list[Annotated[plan.info.annotation, plan.info]])
-        good, errors = _batch(adapter, inputs)
-        for i in todo:
-            k = distinct[shown[i] if i not in nested else ("\x00nested", shown[i])]
-            if k in good:
-                out[i] = good[k]
-            else:
-                for err in errors[k]:
-                    path = field_path((plan.name, *err["loc"][1:]))
-                    problems.append((i, path, _message(path, err["msg"], shown[i]), shown[i]))
-    series = _typed(out, plan.dtype, plan.name)
-    return series, problems + _lost(series, out, shown)
+        good, errors = _batch(adapter, values)
+        typed = _typed([good.get(k) for k in range(len(values))], plan.dtype, plan.name)
+        bad: list[tuple[int, str, str, str | None]] = []
+        for k, errs in errors.items():
+            for err in errs:
+                path = field_path((plan.name, *err["loc"][1:]))
+                bad.append((k, path, _message(path, err["msg"], shown[k]), shown[k]))
+        # a value pydantic took that the column's type cannot hold (an integer beyond 64
+        # bits) is a problem, not a null, or export would lose it without a word
+        lost = f"value does not fit a {typed.dtype} column"
+        bad += [
+            (k, plan.name, _message(plan.name, lost, shown[k]), shown[k])
+            for k, v in good.items()
+            if v is not None and typed[k] is None
+        ]
+        slots = pl.DataFrame(bad, schema={**_PROBLEMS, "row": pl.UInt32}, orient="row")
+        slots = slots.rename({"row": "slot"})
+        problems.append(todo.select("row", "slot").join(slots, on="slot").drop("slot"))
+        ok = todo.filter(~pl.col("slot").is_in(slots["slot"].implode()))
+        values_of = pl.DataFrame({"slot": pl.int_range(len(values), eager=True), "v": typed})
+        settled.append(
+            ok.select("row", pl.col("slot").cast(pl.Int64)).join(
+                values_of, on="slot", maintain_order="left"
+            )
+        )
+    if not plan.nullable and empty.any():  # an empty cell: the default, or missing
+        empties = base.filter(empty).select("row")
+        if plan.required:
+            missing = _message(plan.name, "Field required", None)
+            problems.append(
+                empties.with_columns(
+                    pl.lit(plan.name).alias("field"),
+                    pl.lit(missing).alias("message"),
+                    pl.lit(None, pl.String).alias("value"),
+                )
+            )
+        elif (default := plan.default()) is not None:
+            fill = _typed([default], plan.dtype, "v").new_from_index(0, empties.height)
+            settled.append(empties.with_columns(pl.lit(0, pl.Int64).alias("slot"), fill))
+    series = _assemble(index, plan, fast, settled)
+    return series, pl.concat(problems).sort("row", maintain_order=True)
+
+
+def _assemble(
+    index: pl.Series, plan: FieldPlan, fast: pl.Series | None, settled: list[pl.DataFrame]
+) -> pl.Series:
+    """The typed column: the cast cells, and the settled ones (``row``, ``v``) where the cast
+    had none."""
+    out = pl.DataFrame({"row": index})
+    if settled:
+        parts = pl.concat([s.select("row", "v") for s in settled], how="vertical_relaxed")
+        out = out.join(parts, on="row", how="left", maintain_order="left")
+    else:
+        out = out.with_columns(pl.lit(None, plan.dtype or pl.Null).alias("v"))
+    if fast is not None:
+        return out.select(pl.coalesce(fast, pl.col("v")).alias(plan.name)).to_series()
+    return out["v"].alias(plan.name)
 
 
 def _input_key(plan: FieldPlan) -> str:
@@ -357,10 +405,12 @@ def _settle_rows(
 ) -> tuple[list[pl.Series], list[tuple[int, str, str, str | None]]]:
     """Every row through the model at once (a model whose fields are not independent)."""
     height = frame.height
+    everything = list(range(height))
+    absent = pl.Series([None] * height, dtype=pl.String)
     cells = {
-        p.name: _cell_values(
-            frame[p.column] if p.column in frame.columns else None,
-            height,
+        p.name: _cells_at(
+            frame[p.column] if p.column in frame.columns else absent,
+            everything,
             p,
             nested.get(p.column, {}),
         )
@@ -389,7 +439,7 @@ def _settle_rows(
     for p in plans:
         values = [good[i][p.name] if i in good else None for i in range(height)]
         series.append(_typed(values, p.dtype, p.name))
-        problems += _lost(series[-1], values, cells[p.name][1])
+        problems += _lost(series[-1], everything, values, cells[p.name][1])
     return series, sorted(problems, key=lambda x: x[0])
 
 
@@ -409,15 +459,15 @@ def validate_frame(
     """
     nested = nested or {}
     plans = plan_fields(model, frame.columns)
-    problems: list[tuple[int, str, str, str | None]] = []
     if _row_wise(model):
-        series, problems = _settle_rows(frame, model, plans, nested)
+        series, found = _settle_rows(frame, model, plans, nested)
+        problems = pl.DataFrame(found, schema=_PROBLEMS, orient="row")
     else:
-        series = []
+        series, parts = [], [pl.DataFrame(schema=_PROBLEMS)]
         for p in plans:
-            s, found = _settle_field(frame, p, nested.get(p.column, {}))
+            s, f = _settle_field(frame, p, nested.get(p.column, {}))
             series.append(s)
-            problems += found
+            parts.append(f)
+        problems = pl.concat(parts)
     typed = pl.DataFrame(series) if series else pl.DataFrame(height=frame.height)
-    found = pl.DataFrame(problems, schema=invalid_schema(), orient="row")
-    return typed, found.sort("row", maintain_order=True)
+    return typed, problems.sort("row", maintain_order=True)
