@@ -25,6 +25,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 import curate.api as api
+from curate.core.errors import InputError
 from curate.core.findings import json_struct
 from curate.core.keys import Keys
 from curate.core.rules import RuleSet
@@ -228,3 +229,14 @@ def test_rules_are_documented_with_the_declared_key() -> None:
     assert codes["RV401"].fix_label == "fix: always (safe)"
     assert codes["RV402"].fix_label == "fix: always (unsafe)"
     assert "train < validation < test" in codes["RV402"].doc
+
+
+def test_a_table_without_a_required_column_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.csv"
+    path.write_text("review_id,rating,split\nr1,5,train\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        api.audit(FAMILY, path)
+    assert e.value.one_line() == (
+        f"{path}: no column for required field(s) text, label of reviews "
+        "(columns: review_id, rating, split)"
+    )

@@ -122,6 +122,7 @@ class RecordsFamily(Family):
                 raise
             if frame.height == 0:
                 raise no_records(path)
+            self._check_columns(frame, path)
             split = self._split(frame, path)
             if self.split_field in self.Model.model_fields and split is not None:
                 frame = frame.with_columns(split.alias(self.split_field))
@@ -177,6 +178,24 @@ class RecordsFamily(Family):
         )
         data.stats = self._stats(data)
         return data
+
+    def _check_columns(self, frame: pl.DataFrame, path: str | Path) -> None:
+        """Refuse a table without a column for a required field (exit 2, one line): a defect
+        of the file, not of each of its rows, and most often another table altogether (the
+        message then names the family that reads it)."""
+        header = [c for c in frame.columns if c != SPLIT_FROM_LAYOUT]
+        missing = [
+            p.name
+            for p in plan_fields(self.Model, header)
+            if p.required and p.column not in header and p.name != self.split_field
+        ]
+        if missing:
+            e = InputError(
+                f"no column for required field(s) {', '.join(missing)} of {self.name} "
+                f"(columns: {', '.join(header[:20])}{', ...' if len(header) > 20 else ''})",
+                path=path,
+            )
+            raise hinted(e, self, path, header) from None
 
     def _split(self, frame: pl.DataFrame, path: str | Path) -> pl.Series | None:
         """Each row's split: a configuration's split for this file, else the declared split

@@ -79,9 +79,9 @@ repeats the first.
 
 A repeated example weighs double in training and counts twice in a score. Each later copy is
 reported with the first record of its key (record and row); a record with an empty key column
-is never a duplicate. Fix: drop the later copy — safe where it repeats every field of the first
-(the table lists one record twice); where other fields differ (named in the message) the drop
-chooses between two versions, so it is unsafe and needs ``--unsafe-fixes``."""
+is never a duplicate. Fix: drop the later copy — safe where it repeats every field of the first,
+its id aside (the table lists one record twice); where other fields differ (named in the
+message) the drop chooses between two versions, so it is unsafe and needs ``--unsafe-fixes``."""
 
 _LEAK_DOC = """A record of a later split has the same {groups} as a record of an earlier one
 (order: {order}): an evaluation example the model was trained on.
