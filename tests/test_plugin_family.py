@@ -25,13 +25,14 @@ import pytest
 from pydantic import BaseModel, Field
 
 import curate.api as api
+from curate.audits.shared.records import RecordsData
 from curate.core.errors import InputError
 from curate.core.findings import json_struct
 from curate.core.keys import Keys
-from curate.core.rules import RuleSet
+from curate.core.rules import AuditContext, RuleSet
 from curate.families.records import RecordsFamily
 
-# ---------------------------------------------------------------- the plug-in family (~40 lines)
+# ---------------------------------------------------------------- the plug-in family (~50 lines)
 
 
 class Review(BaseModel):
@@ -47,7 +48,7 @@ REVIEW_RULES = RuleSet("reviews")
 @REVIEW_RULES.rule(
     "RV101", "text-whitespace", category="consistency", severity="warning", fix="always"
 )
-def text_whitespace(data, ctx) -> pl.DataFrame:
+def text_whitespace(data: RecordsData, ctx: AuditContext) -> pl.DataFrame:
     """A review text starts or ends with whitespace (a scraping artefact).
 
     Two copies of one review then count as two texts. Fix (safe): strip it.
@@ -219,6 +220,11 @@ def test_export_loads_with_datasets(tmp_path: Path) -> None:
         "rating": 1,
         "label": "negative",
     }
+    # the folder is an input like any other: splits from its layout, the invalid row gone,
+    # the relations (a copy, a leak) still there for `curate fix` to resolve
+    again = api.audit(FAMILY, tmp_path / "hf")
+    assert again.stats["splits"] == {"test": 4, "train": 6, "validation": 1}
+    assert set(_by_rule(again)) == {"RV401", "RV402", "RV101"}
 
 
 def test_rules_are_documented_with_the_declared_key() -> None:

@@ -166,3 +166,44 @@ def test_same_verdicts_as_the_model(model: type[BaseModel], cells: list[dict[str
                 assert math.isnan(got[k]), (k, row)
             else:
                 assert got[k] == v, (k, row, got[k], v)
+
+
+class Labelled(BaseModel):
+    id: str
+    text: str
+    split: Literal["train", "validation", "test"]
+
+
+class LabelledRows(RecordsFamily):
+    name = "labelled-under-test"
+    Model = Labelled
+    keys = Keys("text", ("text",))
+    prefix = "LT"
+    id_field = "id"
+
+
+def test_a_list_where_text_belongs_is_one_finding_naming_record_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    rows = [
+        {"id": "a", "text": "fine", "split": "train"},
+        {"id": "b", "text": ["two", "texts"], "split": "train"},
+        {"id": "c", "text": "also fine", "split": "Test"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = LabelledRows().load(path)
+    found = data.schema_findings.select("record", "field", "message").to_dicts()
+    assert found == [
+        {
+            "record": "b",
+            "field": "text",
+            "message": 'text: Input should be a valid string (got \'["two","texts"]\')',
+        }
+    ]
+    # the split is the record's split column, spelt canonically, and the model's split field
+    assert data.rows["split"].to_list() == ["train", "train", "test"]
+    assert data.values["split"].to_list() == ["train", "train", "test"]  # only b.text is bad
+    tables = LabelledRows().to_tables(data)
+    assert {k: t.column_names for k, t in tables.items()} == {
+        "train": ["id", "text"],
+        "test": ["id", "text"],
+    }
