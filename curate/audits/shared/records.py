@@ -74,8 +74,8 @@ def key_table(data: RecordsData, columns: list[str]) -> pl.DataFrame:
     return pl.concat([data.rows, data.values.select(own)], how="horizontal")
 
 
-_DUPLICATE_DOC = """Two records of one split have the same {key} ({columns}): the later one
-repeats the first.
+_DUPLICATE_DOC = """Two records of one split have the same {key}: the later one repeats the
+first.
 
 A repeated example weighs double in training and counts twice in a score. Each later copy is
 reported with the first record of its key (record and row); a record with an empty key column
@@ -88,15 +88,17 @@ _LEAK_DOC = """A record of a later split has the same {groups} as a record of an
 
 The score then counts memorisation as generalisation. Each copy in a later split is reported
 with the first record of the key in the earliest split; records without a split, or in a split
-not in the order, take no part. {fix}"""
+not in the order, take no part.
+
+{fix}"""
 
 _LEAK_FIX = {
-    "move": "Fix (unsafe: it changes what is evaluated, so only with ``--unsafe-fixes``): move "
-    "the record into the earliest split of its key, as glycan's re-split regroups a leaking "
-    "glycan. Every record is kept; an exact copy becomes a duplicate there, which "
-    "{prefix}401 drops on the next pass.",
-    "drop": "Fix (unsafe: it changes what is evaluated, so only with ``--unsafe-fixes``): drop "
-    "the later-split copy and keep the earlier one, as deepfake's DF303 does.",
+    "move": """Fix (unsafe: it changes what is evaluated, so only with ``--unsafe-fixes``): move the
+record into the earliest split of its key, as glycan's re-split regroups a leaking glycan. Every
+record is kept; an exact copy becomes a duplicate there, which {prefix}401 drops on the next
+pass.""",
+    "drop": """Fix (unsafe: it changes what is evaluated, so only with ``--unsafe-fixes``): drop the
+later-split copy and keep the earlier one, as deepfake's DF303 does.""",
 }
 
 _SCHEMA_DOC = """A record does not fit the family's model: a required field is empty, a value
@@ -107,6 +109,12 @@ The finding names the file, the record and the field (a path into nested values,
 ``tags[2]``), with pydantic's own message and the value as read. Such a record takes no part in
 any other rule, and ``fix`` and ``export`` never publish it: ``fix`` keeps it whole in
 ``changelog.jsonl`` (``--strict`` refuses instead)."""
+
+
+def _named(name: str, columns: list[str]) -> str:
+    """A key as a doc names it: ``text``, or ``content (sha256, size)`` when its name is not
+    its column."""
+    return name if columns == [name] else f"{name} ({', '.join(columns)})"
 
 
 def _documented(func: Any, doc: str) -> Any:
@@ -237,10 +245,10 @@ def record_rules(
     )
     rules.rule(
         codes[1], GENERIC_CODES["401"], category="duplicate", severity="warning", fix="always"
-    )(_documented(duplicate_record, _DUPLICATE_DOC.format(key=keys.name, columns=shown)))
+    )(_documented(duplicate_record, _DUPLICATE_DOC.format(key=_named(keys.name, key_cols))))
     if keys.split is not None:
         doc = _LEAK_DOC.format(
-            groups=" and ".join(groups),
+            groups=_named(keys.name, groups),
             order=" < ".join(keys.order),
             fix=_LEAK_FIX[leak_fix].format(prefix=prefix),
         )
