@@ -73,7 +73,7 @@ class Reviews(RecordsFamily):
     name = "reviews"
     title = "Product reviews with a sentiment label"
     Model = Review
-    keys = Keys("text", ("text",))
+    key = Keys("text", ("text",))
     prefix = "RV"
     id_field = "review_id"
     rules = REVIEW_RULES

@@ -57,7 +57,7 @@ class Checked(Row):
 class Rows(RecordsFamily):
     name = "rows-under-test"
     Model = Row
-    keys = Keys("name", ("name",), split=None)
+    key = Keys("name", ("name",), split=None)
     prefix = "RT"
     split_field = None
 
@@ -177,7 +177,7 @@ class Labelled(BaseModel):
 class LabelledRows(RecordsFamily):
     name = "labelled-under-test"
     Model = Labelled
-    keys = Keys("text", ("text",))
+    key = Keys("text", ("text",))
     prefix = "LT"
     id_field = "id"
 

@@ -2,7 +2,7 @@
 member of the contract but its declaration written once (:class:`RecordsFamily`).
 
 A plug-in family of this kind says what a record is (``Model``), what makes two records the
-same (``keys``, a :class:`~curate.core.keys.Keys`), its rule-code ``prefix``, and optionally
+same (``key``, a :class:`~curate.core.keys.Keys`), its rule-code ``prefix``, and optionally
 its id and split columns; it gets:
 
 * ``read``: any input :func:`curate.io.read.read_frame` takes (CSV, JSON, JSON Lines,
@@ -62,7 +62,7 @@ SPLIT_NAMES: dict[str, str] = {
 class RecordsFamily(Family):
     """Defaults for a family of table rows checked against ``Model`` (see the module doc).
 
-    A subclass sets ``name``, ``Model``, ``keys`` and ``prefix`` (and ``rules`` if it has rules
+    A subclass sets ``name``, ``Model``, ``key`` and ``prefix`` (and ``rules`` if it has rules
     of its own: a :class:`~curate.core.rules.RuleSet`, else one is made); the generic rules are
     registered on ``rules`` when the class is made, and ``invalid_rules`` is ``PREFIX001``.
     """
@@ -71,7 +71,8 @@ class RecordsFamily(Family):
     Model: ClassVar[type[BaseModel]]
     #: What makes two records the same (duplicates) and what must not cross splits (leakage);
     #: its columns are the model's fields, its ``split`` the records' split (None: no splits).
-    keys: ClassVar[Keys]
+    #: It is also the family's one entry of :attr:`Family.keys` (set from it).
+    key: ClassVar[Keys]
     #: The rule-code prefix (``RV`` → RV001, RV401, RV402).
     prefix: ClassVar[str]
     #: The column holding a record's id (None: ``#`` and its row in the file).
@@ -83,14 +84,16 @@ class RecordsFamily(Family):
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if not all(hasattr(cls, a) for a in ("name", "Model", "keys", "prefix")):
+        if not all(hasattr(cls, a) for a in ("name", "Model", "key", "prefix")):
             return  # an intermediate base: the generic rules come with the declaration
         if not hasattr(cls, "rules"):
             cls.rules = RuleSet(cls.name)
         if cls.prefix + "001" not in cls.rules:
             record_rules(
-                cls.rules, cls.prefix, cls.keys, id_field=cls.id_field, leak_fix=cls.leak_fix
+                cls.rules, cls.prefix, cls.key, id_field=cls.id_field, leak_fix=cls.leak_fix
             )
+        if "keys" not in cls.__dict__:
+            cls.keys = (cls.key,)
         if "invalid_rules" not in cls.__dict__:
             cls.invalid_rules = (cls.prefix + "001",)
 
@@ -253,8 +256,8 @@ class RecordsFamily(Family):
     def _split_tables(self, frame: pl.DataFrame) -> dict[str, pa.Table]:
         body = [c for c in frame.columns if c not in BOOKKEEPING]
         names = frame[SPLIT].unique(maintain_order=True).to_list()
-        order = [s for s in self.keys.order if s in names] + sorted(
-            s for s in names if s not in self.keys.order
+        order = [s for s in self.key.order if s in names] + sorted(
+            s for s in names if s not in self.key.order
         )
         return {s: frame.filter(pl.col(SPLIT) == s).select(body).to_arrow() for s in order}
 
