@@ -185,7 +185,7 @@ def test_sample_mode_is_seeded(valid: Path) -> None:
 
 def test_parallel_scan_equals_serial(valid: Path) -> None:
     """The scan split over worker processes gives the same tables as one process."""
-    import curate.families.icrl as icrl
+    import curate.families.icrl_read as icrl
 
     fam = get_family("icrl")
     serial = icrl.run_scan(fam.load([str(valid)], workers=1))

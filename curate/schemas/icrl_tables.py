@@ -182,7 +182,7 @@ class ScanTables:
 class IcrlData(LoadedDataset):
     """Loaded learning-history files: their metadata, and the scan to run on first use.
 
-    ``scanner`` is set by the reader (:mod:`curate.families.icrl`), which owns the HDF5 access;
+    ``scanner`` is set by the reader (:mod:`curate.families.icrl_read`), which owns the HDF5 access;
     the rules reach the arrays' compact tables only through the shared table ``scan``
     (:mod:`curate.audits.icrl.registry`). The scan runs once per loaded data and is kept: an
     export or a fix audits, then asks which histories are invalid, then reads the arrays again
