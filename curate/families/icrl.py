@@ -50,10 +50,10 @@ from curate.families.icrl_publish import (
     write_fixed,
 )
 from curate.families.icrl_read import (
+    check_hdf5,
     check_layout,
     choose_tasks,
     local_file,
-    check_hdf5,
     read_metadata,
     run_scan,
 )

@@ -2,7 +2,8 @@
 
 Not a rule but the reader's first check: an input that is not an HDF5 file at all (an HTML or
 XML error page saved under the ``.hdf5`` name, an empty or truncated download) ends the run
-with one line naming what it is instead, and exit 2; see :func:`curate.families.icrl_read.check_hdf5`.
+with one line naming what it is instead, and exit 2; see
+:func:`curate.families.icrl_read.check_hdf5`.
 """
 
 from __future__ import annotations
