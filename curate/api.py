@@ -19,7 +19,8 @@ output paths). Options are the family's own (see ``curate rules FAMILY`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ def fix(
     ``unsafe_fixes=True`` also applies fixes marked unsafe (see ``curate rules``).
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
-    from curate.publish.folder import write_hf_dataset
+    from curate.publish.folder import write_files_card, write_hf_folder
     from curate.publish.metadata import CardInfo, check_language
 
     fam = _family(family)
@@ -275,140 +276,71 @@ def fix(
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
-    if fam.fix_writes_files:
-        card = CardInfo(
-            pretty_name=f"{_stem(files[0])} (remastered by curate)",
-            license=fam.license,
-            task_categories=fam.task_categories,
-            description=f"{fam.title}: fixed with `curate fix`.",
-            source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
-            extra_sections=invalid_section(invalid, report_name="audit.before.json"),
-            tags=tags or (),
-            language=languages,
-            source_datasets=source_datasets or (),
-            steps=("audited", "fixed"),
-        )
-        return _fix_files(
-            fam,
+    shown = opts.public()
+    card = CardInfo(
+        pretty_name=f"{_stem(files[0])} (remastered by curate)",
+        license=fam.license,
+        task_categories=fam.task_categories,
+        description=f"{fam.title}: fixed with `curate fix`"
+        + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
+        + (f" {note}" if note else ""),
+        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        extra_sections=invalid_section(invalid, report_name="audit.before.json"),
+        tags=tags or (),
+        language=languages,
+        source_datasets=source_datasets or (),
+        steps=("audited", "fixed"),
+    )
+    marker = manifest(command or ["curate.fix", fam.name], data.inputs)
+    # The passes are written in the output's staging folder (a family's own multi-GB files are
+    # then published by a rename, never copied), or a temporary one without ``out``.
+    with _fix_folder(out, protected, overwrite, marker) as folder:
+        result = fam.fix(
             data,
             report,
             opts,
-            invalid,
-            out,
-            card,
             select=select or (),
             ignore=ignore or (),
             unsafe=unsafe_fixes,
             progress=progress,
-            overwrite=overwrite,
-            protected=protected,
-            marker=manifest(command or ["curate.fix", fam.name], data.inputs),
+            workdir=folder,
         )
-    result = fam.fix(
-        data,
-        report,
-        opts,
-        select=select or (),
-        ignore=ignore or (),
-        unsafe=unsafe_fixes,
-        progress=progress,
-    )
-    _require_rows(result.tables, invalid)
-    written = None
-    if out is not None:
-        shown = opts.public()
-        card = CardInfo(
-            pretty_name=f"{_stem(files[0])} (remastered by curate)",
-            license=fam.license,
-            task_categories=fam.task_categories,
-            description=f"{fam.title}: fixed with `curate fix`"
-            + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
-            + (f" {note}" if note else ""),
-            source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
-            extra_sections=invalid_section(invalid, report_name="audit.before.json")
-            + fix_section(result.summary, select, ignore, unsafe_fixes),
-            tags=tags or (),
-            language=languages,
-            source_datasets=source_datasets or (),
-            steps=("audited", "fixed"),
-        )
-        written = write_hf_dataset(
-            out,
-            result.tables,
-            card,
-            report=report,
-            after=_published(result.after),
-            changelog=result.changelog,
-            extra_files=result.extra_files,
-            overwrite=overwrite,
-            inputs=protected,
-            marker=manifest(command or ["curate.fix", fam.name], data.inputs),
-        )
-    return Outcome(report, result.tables, written, result, invalid)
+        if result.files:
+            if not result.records:
+                _nothing_written(invalid)
+        else:
+            _require_rows(result.tables, invalid)
+        if out is not None:
+            card.extra_sections += fix_section(result.summary, select, ignore, unsafe_fixes)
+            side = {
+                "report": report,
+                "after": result.after,
+                "changelog": result.changelog,
+                "extra_files": result.extra_files,
+            }
+            if result.files:  # the family's own format, written by its writer: the card
+                write_files_card(folder, card, result.files, configs=result.configs, **side)
+            else:  # records as tables: the export writer's parquet shards
+                write_hf_folder(folder, result.tables, card, **side)
+    return Outcome(report, result.tables, None if out is None else Path(out), result, invalid)
 
 
-def _fix_files(
-    fam: Family,
-    data: LoadedDataset,
-    report: Report,
-    opts: FamilyOptions,
-    invalid: pl.DataFrame,
-    out: PathLike | None,
-    card: Any,
-    *,
-    select: Sequence[str],
-    ignore: Sequence[str],
-    unsafe: bool,
-    progress: Progress | None,
-    overwrite: bool,
-    protected: Sequence[Path],
-    marker: dict[str, Any],
-) -> Outcome:
-    """``fix`` for a family that writes its data files itself (:attr:`Family.fix_writes_files`):
-    the family writes straight into the output gate's staging folder (a multi-GB file is never
-    copied or moved across file systems), and the core adds the card, the changelog and the
-    reports; without ``out`` into a temporary folder that is removed afterwards."""
+@contextmanager
+def _fix_folder(
+    out: PathLike | None, protected: Sequence[Path], overwrite: bool, marker: dict[str, Any]
+) -> Iterator[Path]:
+    """Where ``fix`` works: the output gate's staging folder for ``out``, else a temporary
+    folder removed afterwards."""
     import tempfile
 
     from curate.core.outputs import staged_folder
-    from curate.publish.folder import write_files_card
-
-    def run(folder: Path) -> FixResult:
-        result = fam.fix_files(
-            data,
-            report,
-            opts,
-            folder,
-            select=select,
-            ignore=ignore,
-            unsafe=unsafe,
-            progress=progress,
-        )
-        if not result.records:
-            _nothing_written(invalid)
-        return result
 
     if out is None:
         with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
-            result = run(Path(tmp))
-        return Outcome(report, {}, None, result, invalid)
-    with staged_folder(out, inputs=protected, overwrite=overwrite, marker=marker) as tmp:
-        result = run(tmp)
-        card.extra_sections = card.extra_sections + fix_section(
-            result.summary, select, ignore, unsafe
-        )
-        files = result.summary.get("files") or {}
-        write_files_card(
-            tmp,
-            card,
-            files,
-            report=report,
-            after=result.after,
-            changelog=result.changelog,
-            extra_files=result.extra_files,
-            configs=result.configs,
-        )
-    return Outcome(report, {}, Path(out), result, invalid)
+            yield Path(tmp)
+    else:
+        with staged_folder(out, inputs=protected, overwrite=overwrite, marker=marker) as tmp:
+            yield tmp
 
 
 def fix_section(
@@ -453,35 +385,6 @@ def fix_section(
             lines += ["- " + ", ".join(f"{k} `{v}`" for k, v in item.items()) for item in value]
             lines.append("")
     return lines
-
-
-def _published(after: Report | None) -> Report | None:
-    """The re-audit as it describes the published folder: its input is ``.``, the folder it is
-    written into (the re-audit read a private copy in the same layout, whose path would mean
-    nothing to a reader)."""
-    if after is None:
-        return None
-    from dataclasses import replace
-
-    where = "."  # the folder audit.after.json sits in (its own path would vary by machine)
-    import orjson
-
-    stats = orjson.dumps(after.stats).decode()
-    for i in after.inputs:
-        stats = stats.replace(orjson.dumps(i.path).decode()[1:-1], where)
-    after.stats = orjson.loads(stats)
-    if after.findings.height:
-        after.findings = after.findings.with_columns(pl.lit(where).alias("input"))
-        if after.findings.schema.get("details") == pl.String:
-            # a path inside a finding's details (the manifest a media file is listed in)
-            details = pl.col("details")
-            for i in after.inputs:
-                details = details.str.replace_all(
-                    orjson.dumps(i.path).decode(), orjson.dumps(where).decode(), literal=True
-                )
-            after.findings = after.findings.with_columns(details.alias("details"))
-    after.inputs = [replace(i, path=where, sha256="") for i in after.inputs]
-    return after
 
 
 @checked(family="a family name or a Family")

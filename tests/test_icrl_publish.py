@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -172,23 +171,22 @@ def test_fix_drops_exactly_the_flagged_histories(broken) -> None:
 
 
 def test_fix_does_what_the_findings_edits_say(broken, tmp_path) -> None:
-    """The plan follows the edits the core chose from the findings, not a list of rule codes:
-    an RL403 finding whose edit is gone (as an edit held back would be) drops nothing, and
-    RL402/RL003's ``drop`` still drops what its finding names."""
+    """The core's engine applies the edits the findings carry, chosen like any family's: RL403
+    ignored drops no history (in no pass: its re-audit finding is ignored too), while the
+    invalid histories are left out whatever is chosen and RL102 closes the gap they leave."""
     import polars as pl
 
     fam = get_family("icrl")
     data = fam.load([str(broken["src"])], keep_records=True)
     report = fam.audit(data)
     assert report.findings.filter(pl.col("rule") == "RL403")["fix"].is_not_null().all()
-    without = report.findings.with_columns(
-        pl.when(pl.col("rule") == "RL403").then(None).otherwise(pl.col("fix")).alias("fix")
-    )
-    report.findings = without
-    result = fam.fix_files(data, report, data.options, tmp_path)
+    result = fam.fix(data, report, ignore=["RL403"], workdir=tmp_path)
     rules = {c.rule for c in result.changelog}
-    assert "RL403" not in rules and {"RL103", "RL205"} <= rules
+    assert "RL403" not in rules and {"RL102", "RL103", "RL205"} <= rules
+    assert result.files == {"broken.hdf5": 8} and result.summary["passes"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.hdf5"]  # no pass folder left
     with h5py.File(tmp_path / "broken.hdf5") as f:
+        assert sorted(f) == ["0", "1", "2"]
         assert "curate-dropped-histories" not in f["1"].attrs  # input group 2 keeps all three
         assert f["1"]["actions"].shape[0] == 3
 
@@ -196,21 +194,30 @@ def test_fix_does_what_the_findings_edits_say(broken, tmp_path) -> None:
 def test_fix_changelog_names_each_drop_and_rename(broken) -> None:
     lines = [json.loads(x) for x in (broken["out"] / "changelog.jsonl").read_text().splitlines()]
     drops = {(c["record"], c["rule"]) for c in lines if c["field"] == "" and c["new"] is None}
-    assert drops == {("0/2", "RL205"), ("1", "RL103"), ("2/1", "RL403")}
+    # a group an invariant rule rejects is left out history by history: the family's records
+    invalid_group = {(f"1/{h}", "RL103") for h in range(3)}
+    assert drops == {("0/2", "RL205"), ("2/1", "RL403"), *invalid_group}
     for c in lines:
         if c["field"] == "" and c["new"] is None:
             assert c["finding"]["rule"] == c["rule"] and c["reason"].startswith("dropped: ")
-    renames = {(c["old"], c["new"]) for c in lines if c["field"] == "name"}
-    assert renames == {("2", "1"), ("3", "2")}
-    shifts = {(c["record"], c["old"], c["new"]) for c in lines if c["field"] == "history"}
-    assert shifts == {("2/2", 2, 1)}
+    # the gap task group 1 leaves is found by re-auditing pass 1 (RL102) and closed in pass 2
+    renames = {
+        (c["record"], c["old"], c["new"], c["rule"], c["pass"])
+        for c in lines
+        if c["field"] == "group"
+    }
+    assert renames == {("2", "2", "1", "RL102", 2), ("3", "3", "2", "RL102", 2)}
+    shifts = {
+        (c["record"], c["old"], c["new"], c["rule"]) for c in lines if c["field"] == "history"
+    }
+    assert shifts == {("2/2", 2, 1, "RL403")}
     history = next(c for c in lines if c["record"] == "0/2")
     assert history["old"]["steps"] == 6000 and len(history["old"]["digest"]) == 32
     s = broken["done"].fix.summary
     assert (s["rows_in"], s["rows_out"], s["invalid_dropped"], s["dropped"]) == (12, 7, 4, 1)
-    # the summary's per-rule counts are the changelog's lines, each rule as often as it wrote one
-    assert s["fixed"] == dict(sorted(Counter(c["rule"] for c in lines).items()))
-    assert sum(s["fixed"].values()) == len(lines) and {"RL103", "RL205"} <= set(s["fixed"])
+    # "fixed" counts the edits applied per rule (invalid records are counted apart)
+    assert s["fixed"] == {"RL102": 1, "RL403": 1} and s["passes"] == 2
+    assert (s["groups_dropped"], s["groups_renamed"]) == (1, 2)
     assert s["histories_kept"] == [
         {"group": "0", "kept": "2 of 3 histories", "config": "histories-2"},
         {"group": "1", "kept": "2 of 3 histories of input group 2", "config": "histories-2"},

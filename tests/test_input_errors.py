@@ -304,7 +304,10 @@ def test_fix_icrl_without_a_valid_history_names_the_input(tmp_path, capsys) -> N
     out = tmp_path / "fixed"
     rc, _, err = _run(capsys, "fix", "icrl", str(p), "--out", str(out))
     assert rc == 2
-    assert err.startswith(f"curate: error: {p}: nothing to write: all 4 histories are invalid")
+    # the same line as every family's: the first invalid record names where to look
+    assert err.startswith(
+        f"curate: error: {p}, record 0/0, field states: nothing to write: all 4 records are invalid"
+    )
     assert "curate-tmp" not in err and "RL103" in err
     assert sorted(x.name for x in tmp_path.iterdir()) == ["nostates.hdf5"]
 

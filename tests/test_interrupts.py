@@ -382,7 +382,7 @@ _FIX_ICRL_CTRL_C = """
 import contextlib, os, signal, sys, threading, time
 from concurrent.futures import process
 import curate.core.engine as engine
-import curate.families.icrl as icrl
+import curate.families.icrl_read as icrl
 when, data, out, stamp = sys.argv[1:5]
 made, sent = [], threading.Event()
 

@@ -68,7 +68,6 @@ LONG_MODULES: dict[str, str] = {
     " procedure is one algorithm over one set of tables (edit set, fact index, per-hop joins)",
     "curate.families.knowledge_editing": "its own fix route and column layouts still live here;"
     " they go when the one fix route lands (issue 31, item 3)",
-    "curate.families.icrl": "its own fix planner still lives here; it goes with the one fix route",
 }
 
 

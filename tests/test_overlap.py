@@ -304,12 +304,66 @@ def test_empty_collection_named() -> None:
     assert (r["intersection"], r["jaccard"], r["b_in_a"]) == (0, 0.0, 0.0)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["train", "validation", "test", "other"]),
+        st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=8),
+        min_size=2,
+    )
+)
+def test_shared_keys_are_what_the_leakage_join_sees(sets: dict[str, list[str]]) -> None:
+    """What ``curate overlap`` counts as shared between two collections is what the rules'
+    leakage join (:func:`curate.audits.shared.duplicates.seen_in`) finds: the distinct keys
+    of one that the other holds, with the other's rows counted. One question, two
+    computations (membership patterns for all pairs at once, one join per rule)."""
+    from curate.audits.shared.duplicates import seen_in
+
+    members = members_from_sets(sets)
+    o = overlap(members, list(sets))
+    for r in o.pairs.iter_rows(named=True):
+        a = members.filter(pl.col("collection") == r["a"]).unique("key")
+        b = members.filter(pl.col("collection") == r["b"])
+        seen = seen_in(a, b, "key", pl.len().alias("rows"))
+        assert seen.height == r["intersection"]
+        assert seen["rows"].sum() == sum(sets[r["b"]].count(k) for k in seen["key"])
+        assert r["a_in_b"] == pytest.approx(seen.height / a.height if a.height else 0.0)
+
+
+def test_overlap_keys_are_the_declared_keys() -> None:
+    """Each family lists its keys once (``Family.keys``): ``curate overlap`` offers those with
+    a table builder, and where a rule compares by the same key it is the same declaration
+    (deepfake's content key: DF302/DF303's, with the family's media-reading builder)."""
+    from curate.cli.overlap import overlap_keys
+    from curate.families import get_family
+    from curate.schemas.deepfake_tables import CONTENT_KEYS
+    from curate.schemas.glycan_tables import GLYCAN_KEYS
+
+    offered = {
+        f: sorted(overlap_keys(get_family(f)))
+        for f in ("deepfake", "glycan", "icrl", "knowledge-editing")
+    }
+    assert offered == {
+        "deepfake": ["content", "generator", "subject"],
+        "glycan": ["glycan"],
+        "icrl": ["task"],
+        "knowledge-editing": ["fact", "question"],
+    }
+    content = overlap_keys(get_family("deepfake"))["content"]
+    assert content.table is not None and content.read_by(None) == CONTENT_KEYS  # type: ignore[arg-type]
+    assert overlap_keys(get_family("glycan"))["glycan"] is GLYCAN_KEYS
+    for f in offered:
+        for k in overlap_keys(get_family(f)).values():
+            assert k.doc and k.columns == ("key",)
+
+
 @pytest.mark.parametrize("key", ["fact", "question"])
 def test_ke_keys_declared(key: str) -> None:
+    from curate.cli.overlap import overlap_keys
     from curate.families import get_family
 
-    spec = get_family("mquake").overlap_keys()[key]
-    assert spec.name == key and spec.doc
+    spec = overlap_keys(get_family("mquake"))[key]
+    assert spec.name == key and spec.doc and spec.table is not None
     assert spec.text is (key == "question")
 
 

@@ -499,7 +499,7 @@ def _report_killing_one_worker(
 def test_worker_killed_mid_run_is_retried(ray_engine, ray_cluster, xland, tmp_path, monkeypatch):
     """The first task of the scan blocks until the test SIGKILLs its worker process; Ray
     retries the unit on a fresh worker and the report equals the local one."""
-    import curate.families.icrl as icrl_family
+    import curate.families.icrl_read as icrl_family
 
     local = _report(["icrl", str(xland)], tmp_path / "local.json", [])
     pid_file = tmp_path / "victim.pid"

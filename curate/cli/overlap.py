@@ -4,8 +4,10 @@ Inputs are either *sets files* (JSON ``{name: [items]}``, or one such object ins
 one, as the ILLUSION file keeps its technique lists) — then no ``--key`` is needed, every named
 set is a collection — or dataset files read by a family (or as plain tables with
 ``--key column:NAME``), each file (``--by dataset``) or each split of each file
-(``--by split``) a collection. The numbers come from :mod:`curate.overlap.sets`; near-duplicate
-text from :mod:`curate.audits.shared.minhash`.
+(``--by split``) a collection. A family's keys are the :class:`~curate.core.keys.Keys` it
+declares (``Family.keys``, those with a table builder), the same declarations its rules use.
+The numbers come from :mod:`curate.overlap.sets`; near-duplicate text from the shared
+near-duplicate manager (:mod:`curate.audits.shared.near`).
 
 Exit codes: 0 done, 1 some pair's Jaccard index is above ``--fail-above`` (a CI gate such as
 "train and test share nothing": ``--fail-above 0``), 2 unusable input or usage (one line).
@@ -26,6 +28,7 @@ import typer
 
 from curate.cli import terminal
 from curate.core.errors import InputError, UsageError
+from curate.core.keys import Keys
 from curate.core.version import __version__
 from curate.overlap.sets import (
     Overlap,
@@ -61,13 +64,19 @@ def _names_for(paths: list[str]) -> list[str]:
     return [s if stems.count(s) == 1 else p for s, p in zip(stems, paths, strict=True)]
 
 
-def _find_key(key: str, family: str | None) -> tuple[Any, Any]:
-    """The family and its :class:`~curate.families.base.OverlapKey` named ``key``."""
+def overlap_keys(fam: Any) -> dict[str, Keys]:
+    """The keys ``curate overlap`` can compare a family's datasets by: those of the family's
+    declared :attr:`~curate.families.base.Family.keys` that have a table builder, by name."""
+    return {k.name: k for k in fam.keys if k.table is not None}
+
+
+def _find_key(key: str, family: str | None) -> tuple[Any, Keys]:
+    """The family and its declared :class:`~curate.core.keys.Keys` named ``key``."""
     from curate.families import all_families, get_family
 
     if family:
         fam = get_family(family)
-        keys = fam.overlap_keys()
+        keys = overlap_keys(fam)
         if key not in keys:
             have = ", ".join(sorted(keys)) or "none"
             raise UsageError(
@@ -75,16 +84,16 @@ def _find_key(key: str, family: str | None) -> tuple[Any, Any]:
                 "use --key column:NAME)"
             )
         return fam, keys[key]
-    found = {f.name: f for f in all_families().values() if key in f.overlap_keys()}
+    found = {f.name: f for f in all_families().values() if key in overlap_keys(f)}
     if len(found) == 1:
         fam = next(iter(found.values()))
-        return fam, fam.overlap_keys()[key]
+        return fam, overlap_keys(fam)[key]
     if found:
         raise UsageError(
             f"--key {key!r} is declared by several families ({', '.join(sorted(found))}): "
             "say which with --family"
         )
-    every = sorted({f"{k} ({f.name})" for f in all_families().values() for k in f.overlap_keys()})
+    every = sorted({f"{k} ({f.name})" for f in all_families().values() for k in overlap_keys(f)})
     raise UsageError(
         f"--key {key!r}: no family declares it (keys: {', '.join(every)}; or --key column:NAME)"
     )
@@ -125,7 +134,8 @@ def _key_frame(path: str, key: str, family: str | None) -> tuple[pl.DataFrame, b
 
     check_inputs([path])
     data = fam.load([path])
-    return spec.build(data), spec.text
+    assert spec.table is not None  # overlap_keys offers only keys with a table
+    return spec.table(data), spec.text
 
 
 def _explode(df: pl.DataFrame) -> pl.DataFrame:
@@ -316,23 +326,38 @@ def render_csv(o: Overlap) -> str:
 def near_duplicate_pairs(
     members: pl.DataFrame, threshold: float, shingles: str, permutations: int
 ) -> pl.DataFrame:
-    """Near-duplicate pairs among the distinct texts, each with the collections holding it."""
-    from curate.audits.shared.minhash import near_duplicates
+    """Near-duplicate pairs among the distinct texts, each with the collections holding it:
+    the shared text pair source (:func:`curate.audits.shared.near.similar_texts`, MinHash +
+    LSH with the exact Jaccard checked), the rules' near-duplicate code."""
+    from curate.audits.shared.near import similar_texts
 
-    texts = members.group_by("key", maintain_order=True).agg(
+    where = members.group_by("key", maintain_order=True).agg(
         pl.col("collection").unique(maintain_order=True).str.join(", ").alias("where")
     )
-    found = near_duplicates(
-        texts["key"], threshold=threshold, num_perm=permutations, shingles=shingles
+    found = similar_texts(
+        members, "key", threshold=threshold, shingles=shingles, permutations=permutations
     )
-    keys, where = texts["key"], texts["where"]
-    return found.select(
-        pl.col("estimated"),
-        pl.col("exact"),
-        keys.gather(found["i"]).alias("text_a"),
-        where.gather(found["i"]).alias("in_a"),
-        keys.gather(found["j"]).alias("text_b"),
-        where.gather(found["j"]).alias("in_b"),
+    return (
+        found.join(
+            where.rename({"key": "key_a", "where": "in_a"}),
+            on="key_a",
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            where.rename({"key": "key_b", "where": "in_b"}),
+            on="key_b",
+            how="left",
+            maintain_order="left",
+        )
+        .select(
+            "estimated",
+            "exact",
+            pl.col("key_a").alias("text_a"),
+            "in_a",
+            pl.col("key_b").alias("text_b"),
+            "in_b",
+        )
     )
 
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 from curate.core.findings import InputInfo, Report
 from curate.core.options import FamilyOptions
 
-__all__ = ["ChangeEntry", "FixResult", "LoadedDataset"]
+__all__ = ["ChangeEntry", "FixResult", "LoadedDataset", "Written"]
 
 
 @dataclass
@@ -98,9 +98,38 @@ class FixResult:
     #: engine of :mod:`curate.core.fixes`.
     after: Report | None = None
     #: Records written, when the family wrote its data files itself (``tables`` is then empty;
-    #: see :meth:`curate.families.base.Family.fix_files`).
+    #: see :meth:`curate.families.base.Family.write_fixed`).
     records: int | None = None
+    #: The data files the family wrote in its own format (file name -> records), already in the
+    #: fix's working folder; empty when the fixed data are ``tables`` (the parquet route).
+    files: dict[str, int] = field(default_factory=dict)
     #: The card's ``configs`` when the family decides them (config name -> the builder's
     #: parameters: ``data_files``, ``features`` as a YAML list, ``default``); None: one config per
     #: data file (see :func:`curate.publish.folder.write_files_card`).
     configs: dict[str, dict[str, Any]] | None = None
+
+
+@dataclass
+class Written:
+    """What a family's writer (:meth:`curate.families.base.Family.write_fixed`) put into one fix
+    pass's folder, for the engine to read back and re-audit.
+
+    Either ``tables`` (the parquet route: the records per split, written as one parquet file
+    each, published later as shards by the export writer) or ``files`` (the family's own format,
+    e.g. an HDF5 file of learning histories: file name -> records; the last pass's files *are*
+    the published data). ``changes`` are what the format itself changed as a consequence of the
+    edits (histories renumbered after one was dropped): logged like any edit. ``configs``: the
+    card's configs when the family decides them (see :attr:`FixResult.configs`).
+    """
+
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    files: dict[str, int] = field(default_factory=dict)
+    changes: list[ChangeEntry] = field(default_factory=list)
+    configs: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def records(self) -> int:
+        """Records written: the files' counts, else the tables' rows."""
+        if self.files:
+            return sum(self.files.values())
+        return sum(t.num_rows for t in self.tables.values())

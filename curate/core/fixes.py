@@ -36,10 +36,14 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
   fill the empty cells of column ``C`` from column ``D``, log every value of ``D`` that differs
   from ``C``'s as discarded, then drop ``D``.
 
-* ``{"op": "renumber"}`` — a container edit (HDF5 task groups): once the drops are applied, the
-  groups are named ``0`` … ``N-1`` in the input's order. A record frame has nothing to rename
-  (the edit is skipped there); the family's writer applies it. ``{"op": "drop"}`` on a finding
-  of such a family drops what the finding names: a history, or a whole group (no history).
+* ``{"op": "drop", "where": {C: V, ...}}`` — a table edit: leave out every row whose columns
+  ``C`` hold ``V`` (a whole HDF5 task group: every history of it), each logged whole;
+* ``{"op": "renumber", "field": F, "where": {C: V, ...}, "reason": R}`` — a table edit, applied
+  after every other edit of the pass: the values of column ``F`` of the rows left (those
+  matching ``where``, if given) are renamed ``0`` … ``N-1`` in frame order (as text in a text
+  column). Why: a container whose members are looked up by index (HDF5 task groups opened as
+  ``f[str(i)]``) must have no gap once one is dropped. One changelog line per renamed value
+  (its record is the old value), attributed to the finding on that value if there is one.
 
 Records are a polars frame with three bookkeeping columns: ``__row`` (the finding row numbering
 of the audited data), ``__record`` (the record id findings name) and ``__split``.
@@ -47,14 +51,17 @@ of the audited data), ``__record`` (the record id findings name) and ``__split``
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 import polars as pl
 
-from curate.core.dataset import ChangeEntry
+from curate.core.dataset import ChangeEntry, Written
 from curate.core.errors import UsageError, arg
 from curate.core.rules import FixSafety, Rule, RuleSet
 
@@ -214,6 +221,10 @@ def apply_edits(
     by_rule: dict[str, int] = {}
 
     def ref(e: dict[str, Any]) -> dict[str, Any]:
+        op = e["edit"]
+        if op["op"] == "renumber" or "where" in op:
+            # a table edit names a value (a task group), not the record at its row
+            return _finding_ref(e)
         k = pos.get(e["row"]) if e["row"] is not None else None
         return _finding_ref(e, records[k] if k is not None else None)
 
@@ -231,15 +242,68 @@ def apply_edits(
             )
         )
 
+    renumbered: set[str] = set()
+    namers: dict[tuple[str, Any], dict[str, Any]] = {}  # (renumber key, record) -> its edit
+    for e in edits:
+        if e["edit"]["op"] == "renumber":
+            namers.setdefault((_renumber_key(e["edit"]), e["record"]), e)
+
     for e in edits:
         op = e["edit"]
         kind = op["op"]
         i = pos.get(e["row"]) if e["row"] is not None else None
-        if kind != "merge_columns" and (i is None or i in dropped):
+        table_edit = kind in ("merge_columns", "renumber") or (kind == "drop" and "where" in op)
+        if not table_edit and (i is None or i in dropped):
             skipped += 1
             continue
         done = satisfied = False
-        if kind == "drop":
+        if kind == "drop" and "where" in op:
+            where = op["where"]
+            if all(c in frame.columns for c in where):
+                for k in range(len(rows)):
+                    if k not in dropped and all(col(c)[k] == v for c, v in where.items()):
+                        log(k, "", whole(k), None, e, "dropped: " + e["message"])
+                        dropped.add(k)
+                        done = True
+        elif kind == "renumber":
+            key = _renumber_key(op)
+            if key in renumbered:
+                satisfied = True
+            elif op["field"] in frame.columns:
+                renumbered.add(key)
+                used = _renumber(
+                    col(op["field"]),
+                    [
+                        k
+                        for k in range(len(rows))
+                        if k not in dropped
+                        and all(col(c)[k] == v for c, v in (op.get("where") or {}).items())
+                    ],
+                    text=frame.schema[op["field"]] == pl.String,
+                )
+                namers_used: list[dict[str, Any]] = []  # edits applied: findings, not lines
+                for old_value, new_value in used:
+                    by = namers.get((key, old_value), e)
+                    if not any(by is u for u in namers_used):
+                        namers_used.append(by)
+                    why = f"renumbered: {op['field']} {old_value} is now {new_value}"
+                    changes.append(
+                        ChangeEntry(
+                            old_value,
+                            op["field"],
+                            old_value,
+                            new_value,
+                            by["rule"],
+                            why + (f" ({op['reason']})" if op.get("reason") else ""),
+                            finding=ref(by),
+                            pass_no=pass_no,
+                        )
+                    )
+                for by in namers_used:
+                    by_rule[by["rule"]] = by_rule.get(by["rule"], 0) + 1
+                applied += len(namers_used)
+                satisfied = True  # counted per finding whose edit renamed something, above
+        elif kind == "drop":
             log(i, "", whole(i), None, e, "dropped: " + e["message"])
             dropped.add(i)
             done = True
@@ -361,7 +425,9 @@ MAX_PASSES = 4
 @dataclass
 class FixRun:
     """Everything :func:`run_fixes` produced: the fixed tables per split, the changelog, the
-    re-audit of the last pass, and what was left (unsafe fixes not enabled, non-convergence)."""
+    re-audit of the last pass, and what was left (unsafe fixes not enabled, non-convergence).
+    ``written``: what the family's writer wrote in the last pass (its files, when it writes its
+    own format, are then in the working folder, under their names)."""
 
     tables: dict[str, Any]
     changelog: list[ChangeEntry]
@@ -371,6 +437,7 @@ class FixRun:
     unsafe_available: dict[str, int]
     converged: bool
     after: Any = None  # the Report of the last re-audit
+    written: Written | None = None
 
 
 def run_fixes(
@@ -382,18 +449,25 @@ def run_fixes(
     *,
     progress: Callable[[str, int], None] | None = None,
     max_passes: int = MAX_PASSES,
+    workdir: Path | None = None,
 ) -> FixRun:
     """Apply the chosen findings' edits, re-audit, and repeat while the re-audit proposes more.
 
     Why passes: one fix can reveal another (labels stripped of whitespace become exact
-    duplicate rows), and a rule states its edit against the data it saw. Each pass writes the
-    fixed tables to a private temporary folder in the published layout and loads them back with
-    the family's own reader, so every re-audit sees exactly what will be published. The
-    records keep the ids of the input in the changelog (a positional id of a temporary file
-    would mean nothing), mapped back by split and position.
+    duplicate rows; a dropped task group leaves a gap in the group names), and a rule states its
+    edit against the data it saw. Each pass has the family write the fixed records in its
+    format (:meth:`~curate.families.base.Family.write_fixed`: parquet by default, an HDF5 file
+    for learning histories) into a folder of its own under ``workdir`` and loads them back with
+    the family's reader, so every re-audit sees exactly what will be published. The records
+    keep the ids of the input in the changelog (a positional id of a pass's file would mean
+    nothing), mapped back by split and position.
+
+    ``workdir`` (default: a temporary folder) is where the passes are written: the output
+    gate's staging folder, so that a family's own files (multi-GB HDF5) are written once, on
+    the output's file system, and moved into place by a rename. When the writer wrote files,
+    the last pass's files end in ``workdir`` itself; every pass folder is removed.
     """
     import tempfile
-    from pathlib import Path
 
     rules, withheld = choice.rules(family.rules)
     invalid = family.invalid_records(data)
@@ -405,9 +479,12 @@ def run_fixes(
     passes = 0
     converged = False
     after = None
+    written: Written | None = None
     held_back: dict[str, int] = {}
     edits_of(report.findings, rules, unsafe=choice.unsafe, held_back=held_back)
     with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
+        base = Path(tmp) if workdir is None else Path(workdir)
+        folders: list[Path] = []
         for n in range(1, max_passes + 1):
             if not frame.height:  # every record invalid: nothing to fix or re-audit
                 converged = True
@@ -427,19 +504,45 @@ def run_fixes(
             for code, k in result.by_rule.items():
                 applied[code] = applied.get(code, 0) + k
             frame = result.frame
-            tables = family.fix_tables(frame, current)
+            folder = base / f".curate-pass-{n}"
+            folder.mkdir(parents=True)
+            folders.append(folder)
+            written = family.write_fixed(frame, current, folder, changes)
+            for c in written.changes:
+                c.pass_no = n
+            changes.extend(written.changes)
             if progress:
                 progress(f"re-audit after pass {n}", frame.height)
-            current, audit_report = reaudit_tables(family, tables, reaudit, Path(tmp) / f"p{n}")
-            after = audit_report
+            current = family.load(
+                [str(folder / f) for f in written.files] or [str(folder)],
+                reaudit,
+                keep_records=True,
+            )
+            audit_report = after = published(
+                family.audit(current, reaudit), folder, files=bool(written.files)
+            )
             frame = _same_records(
                 family.fix_frame(current, family.invalid_records(current))[0], frame
             )
-            if result.applied == 0:
+            if len(folders) > 1:  # the pass before is no longer read
+                shutil.rmtree(folders.pop(0))
+            if result.applied == 0 and n > 1:
+                # nothing the re-audit proposed applies any more (pass 1 goes on: leaving the
+                # invalid records out may itself call for fixes, a gap in HDF5 group names)
                 converged = True
                 break
         else:
             converged = not edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
+        # the published tables of the parquet route (none when no record was left to write,
+        # or when the family's own files are the data)
+        tables = (
+            family.fix_tables(frame, current) if written is not None and not written.files else {}
+        )
+        if written is not None and written.files:
+            for name in written.files:
+                os.replace(folders[-1] / name, base / name)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
     unsafe_available = dict(held_back)
     unsafe_available |= {
         r.code: n
@@ -453,7 +556,7 @@ def run_fixes(
         )
     }
     return FixRun(
-        tables=family.fix_tables(frame, current),
+        tables=tables,
         changelog=changes,
         frame=frame,
         passes=passes,
@@ -461,6 +564,7 @@ def run_fixes(
         unsafe_available=unsafe_available,
         converged=converged,
         after=after,
+        written=written,
     )
 
 
@@ -473,7 +577,7 @@ def fix_figures(run: FixRun, data: Any, invalid_rules: Iterable[str]) -> dict[st
     dropped = sum(1 for c in run.changelog if c.pass_no > 0 and c.field == "" and c.new is None)
     summary: dict[str, Any] = {
         "rows_in": sum(i.records for i in data.inputs),
-        "rows_out": run.frame.height,
+        "rows_out": run.written.records if run.written is not None else run.frame.height,
         "invalid_dropped": sum(
             1 for c in run.changelog if c.rule in invalid and c.pass_no == 0 and c.field == ""
         ),
@@ -498,25 +602,57 @@ def _name_invalid_findings(changes: list[ChangeEntry], invalid: pl.DataFrame) ->
         if r["record"] is None:
             refs.setdefault((r["rule"], r["field"]), ref)
     for c in changes:
-        c.finding = refs.get((c.rule, c.record)) or refs.get((c.rule, c.field))
+        c.finding = refs.get((c.rule, c.record)) or refs.get((c.rule, c.field)) or c.finding
         c.pass_no = 0
 
 
-def reaudit_tables(
-    family: Any, tables: dict[str, Any], options: Any, folder: Any
-) -> tuple[Any, Any]:
-    """Write ``tables`` to ``folder`` in the published layout, read them back with the family's
-    reader and audit them: what a user gets from ``curate audit FAMILY OUT``."""
-    from pathlib import Path
-
+def write_parquet(tables: dict[str, Any], folder: Path) -> None:
+    """One parquet file per split under ``folder/data``, the layout the readers take: the
+    default writer of a fix pass (the published shards are written later, by the export
+    writer)."""
     import pyarrow.parquet as pq
 
-    folder = Path(folder)
-    (folder / "data").mkdir(parents=True)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
     for split, table in tables.items():
         pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet")
-    data = family.load([str(folder)], options, keep_records=True)
-    return data, family.audit(data, options)
+
+
+def published(after: Any, folder: Path, *, files: bool) -> Any:
+    """The re-audit of a pass as it describes the published folder: a pass's path would mean
+    nothing to a reader (and vary by machine). With ``files`` (the family's own files, published
+    as written) each input is named by its file name and keeps its sha256; else (parquet, which
+    the export writer shards anew) every input is ``.``, the folder ``audit.after.json`` sits
+    in, with no sha256."""
+    from dataclasses import replace
+
+    def where(path: str) -> str:
+        return os.path.relpath(path, folder) if files else "."
+
+    stats = orjson.dumps(after.stats).decode()
+    for i in after.inputs:
+        stats = stats.replace(_escaped(i.path), _escaped(where(i.path)))
+    after.stats = orjson.loads(stats)
+    if after.findings.height and after.inputs:
+        after.findings = after.findings.with_columns(
+            pl.lit(where(after.inputs[0].path)).alias("input")
+        )
+        if after.findings.schema.get("details") == pl.String:
+            # a path inside a finding's details (the manifest a media file is listed in)
+            details = pl.col("details")
+            for i in after.inputs:
+                details = details.str.replace_all(
+                    _escaped(i.path), _escaped(where(i.path)), literal=True
+                )
+            after.findings = after.findings.with_columns(details.alias("details"))
+    after.inputs = [
+        replace(i, path=where(i.path), sha256=i.sha256 if files else "") for i in after.inputs
+    ]
+    return after
+
+
+def _escaped(path: str) -> str:
+    """``path`` as it appears inside a JSON string."""
+    return orjson.dumps(path).decode()[1:-1]
 
 
 def _same_records(reloaded: pl.DataFrame, written: pl.DataFrame) -> pl.DataFrame:
@@ -533,6 +669,24 @@ def _same_records(reloaded: pl.DataFrame, written: pl.DataFrame) -> pl.DataFrame
         .drop("__rank")
         .select(reloaded.columns)
     )
+
+
+def _renumber_key(op: dict[str, Any]) -> str:
+    """Renumber edits with the same field and condition are one renumbering."""
+    return orjson.dumps([op.get("field"), op.get("where")], option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _renumber(values: list[Any], live: Sequence[int], *, text: bool) -> list[tuple[Any, Any]]:
+    """Rename the values at ``live`` positions to 0..N-1 in order of first appearance, in place;
+    the ``(old, new)`` pairs that changed."""
+    names: dict[Any, Any] = {}
+    for k in live:
+        if values[k] not in names:
+            n = len(names)
+            names[values[k]] = str(n) if text else n
+    for k in live:
+        values[k] = names[values[k]]
+    return [(old, new) for old, new in names.items() if old != new]
 
 
 def _matches(value: Any, pattern: dict[str, Any]) -> bool:
@@ -553,6 +707,7 @@ __all__ = [
     "apply_edits",
     "edits_of",
     "fix_figures",
-    "reaudit_tables",
+    "published",
     "run_fixes",
+    "write_parquet",
 ]

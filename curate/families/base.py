@@ -30,7 +30,8 @@ member               R/D  what it says (default)
 ``sniff``            D    how to recognise its input when another family is asked (never)
 ``to_tables``        R    the valid records per split in the published layout (a stream may cap
                           its parquet row groups, ``SplitStream.row_group_bytes``)
-``overlap_keys``     D    the keys ``curate overlap`` compares its datasets by (none)
+``keys``             D    its :class:`~curate.core.keys.Keys`: what identifies a record, for
+                          the shared duplicate and leakage rules and ``curate overlap`` (none)
 ``invalid_records``  D    the records not to publish: the findings of the ``invalid`` rules on
                           the data (a family whose records are not the findings' rows, icrl's
                           histories, overrides it)
@@ -42,10 +43,11 @@ member               R/D  what it says (default)
 ``plots``            D    the HTML report's plots, drawn after the audit (none)
 ===================  ===  =====================================================================
 
-Fix members (being rewritten with the one fix route, issue 31 item 3): ``fix``,
-``fix_files``, ``fix_frame``, ``fix_tables``, ``fix_original``, ``reaudit_options``,
-``fix_summary``, ``fix_writes_files``, ``fix_passes``; they become ``fix_frame`` and one writer
-hook for the family's format.
+Fix members (the one fix route, :mod:`curate.core.fixes`; listed apart because they are the
+fix route's and only ``curate fix`` reads them): ``fix_frame`` (the records as a frame, required
+to fix), ``write_fixed`` (the writer of the family's format; parquet of ``fix_tables`` by
+default), ``fix_tables``, ``fix_original``, ``reaudit_options``, ``fix_summary``,
+``fix_passes``; ``fix`` is the engine's entry point.
 
 Provided, not overridden: :meth:`Family.options` (validate options), :meth:`Family.load` (the
 ``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). Derived, read-only,
@@ -85,9 +87,10 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset
+from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions, parse_options
 from curate.core.rules import AuditContext, Rule, RuleSet
 from curate.core.streams import SplitData, SplitStream
@@ -237,27 +240,9 @@ class InputSpec:
     names_files: bool = False
 
 
-@dataclass(frozen=True)
-class OverlapKey:
-    """A key a family declares for ``curate overlap``: what identifies a record across datasets.
-
-    ``build`` turns a loaded dataset into a frame with columns ``record`` (String), ``split``
-    (String, null when the input has none) and ``key`` — a String, or a List(String) for a
-    set-valued key (a record's generator list), whose values each count. Null keys are
-    skipped. ``doc`` is shown by ``curate overlap --help-keys`` and says *why* two records
-    with equal keys are the same thing. ``text`` marks a key that is text worth comparing for
-    near-duplicates (``--near-duplicates``), not an identifier.
-    """
-
-    name: str
-    doc: str
-    build: Callable[[LoadedDataset], pl.DataFrame]
-    text: bool = False
-
-
 class Family(ABC):
-    """A dataset family: its names, options, reader, tables, rules, card and report figures;
-    the members and their defaults are listed in the module's docstring."""
+    """A dataset family: its names, options, reader, tables, keys, rules, card and report
+    figures; the members and their defaults are listed in the module's docstring."""
 
     name: str
     aliases: tuple[str, ...] = ()
@@ -272,9 +257,11 @@ class Family(ABC):
     fix_passes: int | None = None
     #: What the family's commands read: PATHS' help, text or not, data naming more files.
     inputs: InputSpec = InputSpec()
-    #: The family writes its fixed data itself, in its own format (:meth:`fix_files`), instead
-    #: of handing Arrow tables to the parquet writer (an HDF5 file of learning histories).
-    fix_writes_files: bool = False
+    #: The keys the family declares (:class:`~curate.core.keys.Keys`), listed once: those with a
+    #: ``table`` builder are what ``curate overlap --key NAME`` compares the family's datasets
+    #: by (its ``doc`` says why equal keys are the same thing; ``text`` allows
+    #: ``--near-duplicates``). None by default (``--key column:NAME`` works for any table).
+    keys: tuple[Keys, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse a family that declares an attribute the contract no longer has: set on a
@@ -299,12 +286,6 @@ class Family(ABC):
         None than a wrong suggestion.
         """
         return None
-
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """The named keys ``curate overlap --key NAME`` can compare this family's datasets by
-        (see :class:`OverlapKey`); none by default (``--key column:NAME`` works for any
-        tabular input)."""
-        return {}
 
     def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
@@ -381,6 +362,7 @@ class Family(ABC):
         ignore: Sequence[str] = (),
         unsafe: bool = False,
         progress: Progress | None = None,
+        workdir: Path | None = None,
         **raw: Any,
     ) -> FixResult:
         """Apply the edits ``report``'s findings propose (:mod:`curate.core.fixes`), re-audit,
@@ -388,8 +370,11 @@ class Family(ABC):
 
         ``select``/``ignore`` choose rules as in ``audit``; ``unsafe`` also applies fixes marked
         unsafe. Never modifies ``data`` or the inputs. The family contributes only the records
-        as a frame (:meth:`fix_frame`), their published layout (:meth:`fix_tables`) and its side
-        files (:meth:`fix_summary`); what changes is decided by the findings alone.
+        as a frame (:meth:`fix_frame`), the writer of its format (:meth:`write_fixed`; by default
+        parquet of :meth:`fix_tables`) and its side files (:meth:`fix_summary`); what changes is
+        decided by the findings alone. ``workdir``: where the passes are written (a staging
+        folder of the output gate; default a temporary one); a family that writes its own
+        files leaves the last pass's there (:attr:`FixResult.files`).
         """
         from curate.core.fixes import FixChoice, fix_figures, run_fixes
 
@@ -401,10 +386,11 @@ class Family(ABC):
             unsafe,
         )
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
-        run = run_fixes(self, data, report, opts, choice, progress=progress, **kw)
+        run = run_fixes(self, data, report, opts, choice, progress=progress, workdir=workdir, **kw)
         summary = fix_figures(run, data, self.invalid_rules)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
+        written = run.written
         return FixResult(
             # per-split streams like export's (the fixed records themselves are in memory)
             tables={k: SplitStream.from_table(t) for k, t in run.tables.items()},
@@ -412,30 +398,15 @@ class Family(ABC):
             extra_files=extra,
             summary=summary,
             after=run.after,
+            records=written.records if written is not None and written.files else None,
+            files=dict(written.files) if written is not None else {},
+            configs=written.configs if written is not None else None,
         )
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
         """Card lines of the family's own about an export (after :meth:`to_tables`): what a row
         is, how many were written. None by default."""
         return []
-
-    def fix_files(
-        self,
-        data: LoadedDataset,
-        report: Report,
-        options: FamilyOptions,
-        folder: Path,
-        *,
-        select: Sequence[str] = (),
-        ignore: Sequence[str] = (),
-        unsafe: bool = False,
-        progress: Progress | None = None,
-    ) -> FixResult:
-        """With :attr:`fix_writes_files`: write the fixed data into ``folder`` (a staging folder
-        of the output gate, or a temporary one), re-audit it, and return the changelog, the
-        re-audit, the summary and ``records`` (``tables`` empty). The core writes the card,
-        the changelog and both reports beside it."""
-        raise NotImplementedError(f"family {self.name} writes no files of its own")
 
     def fix_frame(
         self, data: LoadedDataset, invalid: pl.DataFrame
@@ -448,6 +419,30 @@ class Family(ABC):
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         """The fixed records in the published layout, per split, each split in frame order."""
         raise NotImplementedError(f"family {self.name} has no fixes")
+
+    def write_fixed(
+        self,
+        frame: pl.DataFrame,
+        data: LoadedDataset,
+        folder: Path,
+        changes: Sequence[ChangeEntry],
+    ) -> Written:
+        """Write one fix pass's records (``frame``, after the edits) into ``folder`` in the
+        family's format, for the engine to read back with :meth:`load` and re-audit.
+
+        By default parquet of :meth:`fix_tables`, one file per split (the published shards are
+        written from the last pass's tables by the export writer). A family with a format of its
+        own (HDF5 learning histories) writes its files and names them in
+        :attr:`~curate.core.dataset.Written.files`: the last pass's files are published as
+        they are. ``data`` is what the pass started from (the input, or the previous pass's
+        files), ``changes`` the changelog so far (to attribute what the format itself
+        changes, returned in :attr:`~curate.core.dataset.Written.changes`).
+        """
+        from curate.core.fixes import write_parquet
+
+        tables = self.fix_tables(frame, data)
+        write_parquet(tables, folder)
+        return Written(tables=tables)
 
     def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
         """The whole record as the changelog keeps it when a fix drops it (default: its cells)."""

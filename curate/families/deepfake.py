@@ -36,7 +36,6 @@ from curate.families.base import (
     CardDefaults,
     Family,
     InputSpec,
-    OverlapKey,
     Progress,
     check_not_blank,
     no_records,
@@ -57,7 +56,15 @@ from curate.schemas.deepfake import (
     DeepfakeRow,
     detect_columns,
 )
-from curate.schemas.deepfake_tables import AV_LABEL, LABEL, MODALITY, DeepfakeData
+from curate.schemas.deepfake_tables import (
+    AV_LABEL,
+    CONTENT_KEYS,
+    GENERATOR_KEYS,
+    LABEL,
+    MODALITY,
+    SUBJECT_KEYS,
+    DeepfakeData,
+)
 from curate.schemas.deepfake_tables import SPLIT as SPLIT_ENUM
 
 #: Closed vocabularies validated value by value with the row model, and their Enum types.
@@ -113,30 +120,6 @@ def _content_keys(data: LoadedDataset) -> pl.DataFrame:
     )
 
 
-def _identity_keys(data: LoadedDataset) -> pl.DataFrame:
-    from curate.schemas.deepfake_tables import identity_table
-
-    assert isinstance(data, DeepfakeData)
-    return identity_table(data).select(
-        pl.col("record").cast(pl.String),
-        pl.col("split").cast(pl.String),
-        pl.col("identity").cast(pl.String).alias("key"),
-    )
-
-
-def _generator_keys(data: LoadedDataset) -> pl.DataFrame:
-    assert isinstance(data, DeepfakeData)
-    return (
-        data.valid_rows()
-        .filter(pl.col("generator").is_not_null())
-        .select(
-            pl.col("record").cast(pl.String),
-            pl.col("split").cast(pl.String),
-            pl.col("generator").cast(pl.String).alias("key"),
-        )
-    )
-
-
 class DeepfakeFamily(Family):
     name = "deepfake"
     aliases = ("deepfakes", "illusion")
@@ -148,6 +131,11 @@ class DeepfakeFamily(Family):
     inputs = InputSpec(names_files=True)
     Options = DeepfakeOptions
     rules = RULES
+    #: ``curate overlap`` keys: ``content`` (the sample's sha256: the files' own when they can
+    #: be read, as DF3xx compare them), ``subject`` (every identity a sample shows: subject,
+    #: and a face swap's source and target, as DF401 compares them) and ``generator``
+    #: (set-valued: the generators of each sample's fakes, for the ILLUSION-style overlap).
+    keys = (CONTENT_KEYS.read_by(_content_keys), SUBJECT_KEYS, GENERATOR_KEYS)
 
     # ----------------------------------------------------------------- reading
     def sniff(self, probe: Probe) -> str | None:
@@ -259,32 +247,6 @@ class DeepfakeFamily(Family):
         report.stats.update(_stats(data))
 
     # ----------------------------------------------------------------- export / fix
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """``content`` (the sample's sha256: the files' own when they can be read, as DF3xx
-        compare them), ``subject`` (every identity a sample shows: subject, and a face swap's
-        source and target, as DF401 compares them) and ``generator`` (set-valued: the
-        generators of each sample's fakes, for the ILLUSION-style generator overlap)."""
-        return {
-            "content": OverlapKey(
-                "content",
-                "content hash of the sample: the file's sha256 (read from the files unless "
-                "--no-files), else the manifest's sha256 column; samples with neither are left out",
-                _content_keys,
-            ),
-            "subject": OverlapKey(
-                "subject",
-                "identity shown by a sample: subject_id, and a face swap's source_id and "
-                "target_id (the people a subject-disjoint split keeps apart)",
-                _identity_keys,
-            ),
-            "generator": OverlapKey(
-                "generator",
-                "generator of a fake sample (set-valued across a dataset: which generation "
-                "techniques it covers, as ILLUSION's Jaccard table compares them)",
-                _generator_keys,
-            ),
-        }
-
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
         """Modality × label, fakes per generator and sex × skin-tone balance, per split."""
         from curate.families.deepfake_plots import deepfake_plots

@@ -38,14 +38,7 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import (
-    CardDefaults,
-    Family,
-    OverlapKey,
-    Progress,
-    check_not_blank,
-    no_records,
-)
+from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, nested_kind, read_frame
 from curate.io.records import Source, split_of
@@ -61,6 +54,7 @@ from curate.schemas.glycan import (
     parse_list_cell,
 )
 from curate.schemas.glycan_tables import (
+    GLYCAN_KEYS,
     ID_COLUMNS,
     GlycanData,
     GlycanTable,
@@ -375,6 +369,10 @@ class GlycanFamily(Family):
     fix_passes = len(LEVELS) + 2
 
     rules = RULES
+    #: ``curate overlap --key glycan``: the canonical key of :mod:`curate.schemas.iupac` (the
+    #: leakage rules' key), so branch order and linkage spelling do not hide a glycan in two
+    #: splits.
+    keys = (GLYCAN_KEYS,)
 
     # ----------------------------------------------------------------- reading
     def sniff(self, probe: Probe) -> str | None:
@@ -692,18 +690,6 @@ class GlycanFamily(Family):
         ]
         return GlycanTable(index, path, cols, raw, rows, cells), errs
 
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """``glycan``: the canonical key of :mod:`curate.schemas.iupac` (the leakage rules'
-        key), so branch order and linkage spelling do not hide a glycan in two splits."""
-        return {
-            "glycan": OverlapKey(
-                "glycan",
-                "canonical key of the IUPAC-condensed glycan (branch order and spelling "
-                "normalised, as GL401/GL402 compare them); unparsable glycans are left out",
-                _glycan_keys,
-            )
-        }
-
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """Per-table figures: task rows, label ceiling, records with findings per rule."""
         data = ctx.data
@@ -941,16 +927,6 @@ def _is_float_text(value: str) -> bool:
         return repr(float(value)) == value
     except ValueError:
         return False
-
-
-def _glycan_keys(data: LoadedDataset) -> pl.DataFrame:
-    """``record, split, key`` over every table's rows that have a canonical key."""
-    assert isinstance(data, GlycanData)
-    return (
-        data.all_rows()
-        .filter(pl.col("key").is_not_null())
-        .select(pl.col("record").cast(pl.String), pl.col("split").cast(pl.String), "key")
-    )
 
 
 FAMILY = GlycanFamily()

@@ -21,12 +21,7 @@ the calling process: starting workers costs more than it saves below a few milli
 from __future__ import annotations
 
 import math
-import random
-import re
-import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,473 +31,45 @@ import polars as pl
 import pyarrow as pa
 
 from curate.audits.icrl import RULES
-from curate.audits.icrl.fixes import plan_fix
-from curate.core.dataset import FixResult, LoadedDataset
-from curate.core.engine import available_cores, process_pool
-from curate.core.engine import current as current_engine
-from curate.core.errors import CurateWarning, InputError, UsageError, arg, clip, quoted
+from curate.core.dataset import ChangeEntry, LoadedDataset, Written
+from curate.core.errors import InputError
 from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
+from curate.core.fixes import RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import CardDefaults, Family, InputSpec, OverlapKey, Progress, no_records
+from curate.families.base import CardDefaults, Family, InputSpec, Progress
 from curate.families.hints import hinted
 from curate.families.icrl_publish import (
+    GroupCopy,
     config_name,
     configs,
     export_stream,
     kept_per_group,
     write_fixed,
 )
+from curate.families.icrl_read import (
+    check_hdf5,
+    check_layout,
+    choose_tasks,
+    local_file,
+    read_metadata,
+    run_scan,
+)
 from curate.io.read import sha256_of
-from curate.io.records import HF_SCHEME, is_stdin
 from curate.io.sniff import Probe
-from curate.io.xland_scan import merge, scan_tasks
 from curate.schemas.icrl import (
-    ATTRS,
-    DATASET_SPECS,
     DATASETS,
     DROPPED_ATTR,
     IcrlOptions,
-    parse_env_id,
 )
 from curate.schemas.icrl_tables import (
-    EPISODE_SCHEMA,
-    HISTORY_SCHEMA,
-    LENGTH_SCHEMA,
+    TASK_KEYS,
     TASK_SCHEMA,
     IcrlData,
     IcrlFile,
     ScanTables,
 )
-
-#: The 8-byte HDF5 signature; it sits at offset 0 or, after a user block, at 512, 1024, 2048, …
-SIGNATURE = b"\x89HDF\r\n\x1a\n"
-#: Below this many steps (over all scanned histories) the scan runs in the calling process.
-POOL_MIN_STEPS = 1 << 23
-#: dtype kind each dataset must have for the scan to read it (exact dtypes are RL104's job).
-_KINDS = {"states": "u", "actions": "u", "rewards": "f", "dones": "b", "expert_actions": "u"}
-
-
-# --------------------------------------------------------------------------- is it HDF5 at all
-
-
-def _signature_offset(head: bytes, size: int) -> int | None:
-    offset = 0
-    while offset + len(SIGNATURE) <= min(size, len(head)):
-        if head[offset : offset + len(SIGNATURE)] == SIGNATURE:
-            return offset
-        offset = 512 if offset == 0 else offset * 2
-    return None
-
-
-def _what_else(head: bytes) -> str:
-    """What a file without the HDF5 signature holds instead, for the one-line error."""
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").decode("utf-8", "replace")
-    low = text[:512].lower()
-    if low.startswith("<!doctype html") or low.startswith("<html") or "<html" in low[:256]:
-        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.S | re.I)
-        shown = f" titled {' '.join(title.group(1).split())[:80]!r}" if title else ""
-        return (
-            f"an HTML page{shown}, not an HDF5 file: the download saved an error or "
-            "login page under this name"
-        )
-    if low.startswith("<?xml") or low.startswith("<error"):
-        code = re.search(r"<Code>(.*?)</Code>", text, re.S)
-        msg = re.search(r"<Message>(.*?)</Message>", text, re.S)
-        said = ": ".join(" ".join(m.group(1).split())[:80] for m in (code, msg) if m)
-        return (
-            f"an XML document{f' ({said})' if said else ''}, not an HDF5 file: the download "
-            "saved the server's error response under this name"
-        )
-    if low.startswith("{") or low.startswith("["):
-        return "a JSON document, not an HDF5 file"
-    if head[:2] == b"\x1f\x8b":
-        return "a gzip stream, not an HDF5 file (decompress it first)"
-    if head[:4] == b"PK\x03\x04":
-        return "a zip archive, not an HDF5 file (extract it first)"
-    shown = head[:8].hex(" ")
-    return f"not an HDF5 file: no HDF5 signature (it starts with bytes {shown})"
-
-
-def check_hdf5(path: Path) -> None:
-    """Raise :class:`InputError` unless ``path`` is an HDF5 file h5py can open.
-
-    Checked by signature first (no HDF5 call on a web page), then by opening it: HDF5 records
-    the file's end address in its superblock, so a download that stopped early is recognised
-    and said with both sizes.
-    """
-    size = path.stat().st_size
-    if size == 0:
-        raise InputError("empty file (0 bytes), not an HDF5 file", path=path)
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    if _signature_offset(head, size) is None:
-        raise InputError(_what_else(head), path=path)
-    try:
-        h5py.File(path, "r").close()
-    except OSError as e:
-        text = " ".join(str(e).split())
-        m = re.search(r"eof = (\d+).*stored_eof = (\d+)", text)
-        if m:
-            have, want = int(m.group(1)), int(m.group(2))
-            raise InputError(
-                f"truncated HDF5 file: {have:,} of {want:,} bytes (the download or copy "
-                "stopped early)",
-                path=path,
-            ) from None
-        raise InputError(f"unreadable HDF5 file: {text}", path=path) from None
-
-
-def _local_file(name: str) -> Path:
-    if is_stdin(name):
-        raise UsageError("icrl reads HDF5 files by path, not standard input")
-    if name.startswith(HF_SCHEME):
-        raise UsageError("icrl reads local HDF5 files; download it first (hf:// is not read)")
-    path = Path(name)
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    if path.is_dir():
-        # a folder ``curate fix`` wrote (or any folder) holding exactly one HDF5 file
-        found = sorted(p for p in path.iterdir() if p.suffix in (".hdf5", ".h5") and p.is_file())
-        if len(found) == 1:
-            return found[0]
-        raise InputError(
-            "a folder, not an HDF5 file (give the .hdf5 file itself"
-            + (f"; it holds {len(found)} HDF5 files)" if found else ")"),
-            path=path,
-        )
-    if not path.is_file():  # a pipe or device: HDF5 is read by offsets, not as a stream
-        raise InputError(
-            "not a regular file (a pipe or a device): HDF5 is read by offsets; write it to a "
-            "file first",
-            path=path,
-        )
-    return path
-
-
-# --------------------------------------------------------------------------- metadata
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    """An attribute that is present but cannot be read (a corrupt heap, an unknown type).
-
-    Why a value of its own and not a bare ``object()``: RL104 quotes the value it got, and an
-    object's repr holds its memory address, so two audits of one file differed; this one says
-    what went wrong, the same way on every run.
-    """
-
-    reason: str
-
-    def __repr__(self) -> str:
-        return f"unreadable ({self.reason})"
-
-
-def _attr_value(group: h5py.Group, name: str) -> tuple[bool, Any]:
-    if name not in group.attrs:
-        return False, None
-    try:
-        value = group.attrs[name]
-    except (OSError, TypeError, ValueError) as e:
-        # h5py's reason, without any address (HDF5 prints none in these, but be sure)
-        why = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(str(e).split()))[:120]
-        return True, Unreadable(why or type(e).__name__)
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, np.ndarray) and value.size == 1:
-        value = value.reshape(()).item()
-    if isinstance(value, np.generic):
-        value = value.item()
-    return True, value
-
-
-def _wrong(name: str, value: Any) -> str:
-    """``env-id: int 5``: an attribute of the wrong type as RL104 quotes it (its value cut)."""
-    if isinstance(value, Unreadable):
-        return f"{name}: {value!r}"
-    return f"{name}: {type(value).__name__} {quoted(value, 80)}"
-
-
-def _int_name(name: str) -> int | None:
-    return int(name) if re.fullmatch(r"[0-9]+", name) else None
-
-
-def _open_member(parent: h5py.Group, name: str) -> tuple[Any, str | None]:
-    """``parent[name]``, or ``(None, what it is)`` when it is a link that cannot be followed.
-
-    A dangling soft link or an external link to a file that is not there (or lacks the target)
-    raises ``KeyError`` deep in HDF5 ("can't open file"): said here as what the member is, so
-    a rule reports it and nothing later opens it.
-    """
-    try:
-        link = parent.get(name, getlink=True)
-    except (OSError, KeyError, RuntimeError):
-        link = None
-    try:
-        return parent[name], None
-    except (OSError, KeyError, RuntimeError, ValueError):
-        pass
-    if isinstance(link, h5py.SoftLink):
-        return None, f"a dangling soft link (to {link.path})"
-    if isinstance(link, h5py.ExternalLink):
-        return None, (f"an external link to {link.filename}:{link.path} that cannot be opened")
-    return None, "a member that cannot be opened"
-
-
-def _group_row(
-    file_index: int, path: str, name: str, obj: Any, broken: str | None = None
-) -> dict[str, Any]:
-    row: dict[str, Any] = {c: None for c in TASK_SCHEMA}
-    row.update(file=file_index, path=path, name=name, index=_int_name(name), scanned=False)
-    if broken is not None:
-        row.update(kind="link", scannable=False, links_broken=[broken])
-        return row
-    if isinstance(obj, h5py.Dataset):
-        row.update(kind="dataset", scannable=False)
-        return row
-    if not isinstance(obj, h5py.Group):
-        row.update(kind="other", scannable=False)
-        return row
-    row["kind"] = "group"
-    missing, bad = [], []
-    values: dict[str, Any] = {}
-    for a in ATTRS:
-        present, value = _attr_value(obj, a)
-        if not present:
-            missing.append(a)
-            continue
-        values[a] = value
-        if a == "ruleset-id":
-            ok = isinstance(value, int) and not isinstance(value, bool)
-            if ok:
-                row["ruleset_id"] = value
-            else:
-                bad.append(_wrong(a, value))
-        elif isinstance(value, str):
-            row[a.replace("-", "_")] = value
-        else:
-            bad.append(_wrong(a, value))
-    row["attrs_missing"], row["attrs_bad"] = missing, bad
-    env = parse_env_id(values.get("env-id"))
-    row["max_steps"] = env.max_steps if env else None
-    present, dropped = _attr_value(obj, DROPPED_ATTR)
-    if present:
-        row["histories_dropped"] = int(np.size(dropped)) if dropped is not None else 0
-    members = list(obj.keys())
-    row["datasets_missing"] = [d for d in DATASETS if d not in members]
-    row["datasets_extra"] = sorted(m for m in members if m not in DATASETS)
-    shapes = {}
-    scannable = not row["datasets_missing"]
-    broken_links = []
-    for d in DATASETS:
-        if d not in members:
-            continue
-        ds, broken = _open_member(obj, d)
-        if broken is not None:
-            broken_links.append(f"{d} is {broken}")
-            row[f"{d}_dtype"] = "link"
-            scannable = False
-            continue
-        if not isinstance(ds, h5py.Dataset):
-            row[f"{d}_dtype"] = "group"
-            scannable = False
-            continue
-        row[f"{d}_dtype"] = str(ds.dtype)
-        row[f"{d}_shape"] = list(ds.shape)
-        row[f"{d}_chunks"] = list(ds.chunks) if ds.chunks else None
-        row[f"{d}_compression"] = ds.compression
-        spec = DATASET_SPECS[d]
-        shapes[d] = tuple(ds.shape)
-        if (
-            ds.dtype.kind != _KINDS[d]
-            or len(ds.shape) != spec.ndim
-            or tuple(ds.shape[2:]) != spec.trailing
-        ):
-            scannable = False
-    row["links_broken"] = broken_links
-    hl = {s[:2] for s in shapes.values() if len(s) >= 2}
-    first = shapes.get("actions") or next(iter(shapes.values()), None)
-    if first is not None and len(first) >= 2:
-        row["histories"], row["steps"] = int(first[0]), int(first[1])
-    row["scannable"] = bool(scannable and len(hl) == 1)
-    return row
-
-
-def _sort_key(name: str) -> tuple[int, int, str]:
-    n = _int_name(name)
-    return (0, n, name) if n is not None else (1, 0, name)
-
-
-def read_metadata(path: Path, file_index: int, progress: Progress | None = None) -> pl.DataFrame:
-    """The ``tasks`` rows of one file (:data:`TASK_SCHEMA`): no array data is read."""
-    rows = []
-    with h5py.File(path, "r") as f:
-        names = sorted(f.keys(), key=_sort_key)
-        for i, name in enumerate(names):
-            obj, broken = _open_member(f, name)
-            row = _group_row(file_index, str(path), name, obj, broken)
-            row["position"] = i
-            rows.append(row)
-            if progress and i % 1000 == 999:
-                progress(f"metadata {path.name}: {i + 1} of {len(names)} groups", i + 1)
-    return pl.DataFrame(rows, schema=TASK_SCHEMA) if rows else pl.DataFrame(schema=TASK_SCHEMA)
-
-
-def _check_layout(path: Path, meta: pl.DataFrame) -> None:
-    """An HDF5 file none of whose root groups looks like a task group is not this family's:
-    exit 2, one line naming what the root holds.
-
-    A task group looks like one when it holds all five datasets, or when its name is an integer
-    and it holds at least three of them: a D4RL file (root datasets) or a Minari file (groups
-    ``episode_0`` … with ``actions``, ``rewards``, ``observations``) share dataset names with
-    XLand but are neither, and auditing them would report every member as broken.
-    """
-    if meta.height == 0:
-        raise no_records(path, "the HDF5 file's root is empty")
-    n_present = len(DATASETS) - pl.col("datasets_missing").list.len()
-    present = meta.filter(
-        (pl.col("kind") == "group")
-        & ((n_present == len(DATASETS)) | (pl.col("index").is_not_null() & (n_present >= 3)))
-    )
-    if present.height == 0:
-        shown = ", ".join(repr(n) for n in meta["name"].head(5).to_list())
-        more = f" and {meta.height - 5} more" if meta.height > 5 else ""
-        groups = meta.filter(pl.col("kind") == "group")
-        inside = ""
-        if groups.height:
-            g = groups.row(0, named=True)
-            members = sorted(
-                [d for d in DATASETS if d not in (g["datasets_missing"] or [])]
-                + list(g["datasets_extra"] or [])
-            )
-            inside = f"; group {g['name']!r} holds {', '.join(members) or 'nothing'}"
-        raise InputError(
-            "an HDF5 file of another layout: no root group looks like a task group (a group "
-            f"named by an integer holding {', '.join(DATASETS)}); the root holds "
-            f"{shown}{more}{inside}",
-            path=path,
-        )
-
-
-def _choose(meta: pl.DataFrame, opts: IcrlOptions, path: Path) -> pl.DataFrame:
-    """Mark the groups the scan reads: every scannable one, or the seeded sample (of each
-    file)."""
-    if opts.metadata_only:
-        return meta.with_columns(pl.lit(False).alias("scanned"))
-    names = meta.filter(pl.col("scannable"))["name"].to_list()
-    if opts.tasks is not None or opts.fraction is not None:
-        k = opts.tasks if opts.tasks is not None else math.ceil(opts.fraction * len(names))
-        if opts.tasks is not None and k > len(names):
-            # A cap, not a protocol: more than there are scans all (the same answer a full
-            # audit gives), but said, so that "200 tasks audited" is never believed wrongly.
-            warnings.warn(
-                f"{path}: {arg('--tasks', k)}, but the file has only {len(names)} task "
-                "group(s) to scan: all of them are scanned",
-                CurateWarning,
-                stacklevel=2,
-            )
-        names = random.Random(opts.seed).sample(names, min(k, len(names)))
-    return meta.with_columns(pl.col("name").is_in(names).alias("scanned"))
-
-
-# --------------------------------------------------------------------------- the scan
-
-
-def _jobs(data: IcrlData, workers: int) -> list[tuple[int, str, list[str], list[int]]]:
-    """Contiguous ranges of scanned groups per file, about four per worker (load balance)."""
-    jobs = []
-    chosen = data.tasks.filter(pl.col("scanned"))
-    for f in data.files:
-        mine = chosen.filter(pl.col("file") == f.index).sort("position")
-        if mine.height == 0:
-            continue
-        names, idx = mine["name"].to_list(), mine["position"].to_list()
-        parts = max(1, min(len(names), 4 * workers)) if workers > 1 else 1
-        size = math.ceil(len(names) / parts)
-        for a in range(0, len(names), size):
-            jobs.append((f.index, f.path, names[a : a + size], idx[a : a + size]))
-    return jobs
-
-
-def _workers(opts: IcrlOptions) -> int:
-    if opts.workers is not None:
-        return opts.workers
-    return available_cores()
-
-
-def _pool_scan(fn: Any, units: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:
-    """The local engine's process pool for the scan (``spawn``: see the module docstring)."""
-    with process_pool(workers) as pool:
-        futures = [pool.submit(fn, *u) for u in units]
-        return [fut.result() for fut in futures]
-
-
-def run_scan(data: IcrlData) -> ScanTables:
-    """Scan every chosen task group once (in parallel when it pays) → :class:`ScanTables`."""
-    opts = data.options if isinstance(data.options, IcrlOptions) else IcrlOptions()
-    t0 = time.perf_counter()
-    chosen = data.tasks.filter(pl.col("scanned"))
-    total = int((chosen["histories"] * chosen["steps"]).sum() or 0)
-    engine = current_engine()
-    if engine.is_local():
-        workers = _workers(opts)
-        if opts.workers is None and total < POOL_MIN_STEPS:
-            workers = 1  # by default, small scans stay in-process; an explicit --workers is obeyed
-    else:  # on a cluster: its CPUs (units of contiguous groups merge by concatenation)
-        workers = engine.parallelism(_workers(opts))
-    jobs = _jobs(data, workers)
-    workers = min(workers, len(jobs)) or 1
-    units = [(str(Path(p).resolve()), g, i) for _, p, g, i in jobs]
-    results = engine.map(
-        scan_tasks,
-        units,
-        label="task-group ranges",
-        local=(lambda fn, u: _pool_scan(fn, u, workers)) if workers > 1 else None,
-    )
-    per_file: dict[int, list[dict[str, Any]]] = {}
-    for (fi, *_), res in zip(jobs, results, strict=True):
-        per_file.setdefault(fi, []).append(res)
-    hist_parts, ep_parts = [], []
-    lengths = np.zeros(1, dtype=np.int64)
-    for fi, parts in per_file.items():
-        merged = merge(parts)
-        h = pl.DataFrame(merged["histories"]).with_columns(pl.lit(fi, pl.Int32).alias("file"))
-        hist_parts.append(h)
-        ep_parts.append(
-            pl.DataFrame(merged["episodes"]).with_columns(pl.lit(fi, pl.Int32).alias("file"))
-        )
-        n = max(lengths.size, merged["lengths"].size)
-        lengths = np.pad(lengths, (0, n - lengths.size))
-        lengths[: merged["lengths"].size] += merged["lengths"]
-    starts = data.tasks.select(
-        "file", pl.col("position").alias("group_index"), pl.col("row").alias("__row0")
-    )
-    if hist_parts:
-        histories = (
-            pl.concat(hist_parts, how="diagonal_relaxed")
-            .join(starts, on=["file", "group_index"], how="left")
-            .with_columns(
-                (pl.col("__row0") + pl.col("history")).alias("row"),
-                pl.format("{}/{}", "group", "history").alias("record"),
-            )
-            .select([pl.col(c).cast(t) for c, t in HISTORY_SCHEMA.items()])
-        )
-    else:
-        histories = pl.DataFrame(schema=HISTORY_SCHEMA)
-    episodes = (
-        pl.concat(ep_parts, how="diagonal_relaxed")
-        .with_columns(pl.col("done").cast(pl.Boolean))
-        .select([pl.col(c).cast(t) for c, t in EPISODE_SCHEMA.items()])
-        if ep_parts
-        else pl.DataFrame(schema=EPISODE_SCHEMA)
-    )
-    nz = np.flatnonzero(lengths)
-    length_table = pl.DataFrame(
-        {"length": nz.astype(np.int64), "count": lengths[nz]}, schema=LENGTH_SCHEMA
-    )
-    return ScanTables(histories, episodes, length_table, time.perf_counter() - t0, workers)
-
 
 # --------------------------------------------------------------------------- the family
 
@@ -517,7 +84,9 @@ class IcrlFamily(Family):
     )
     Options = IcrlOptions
     rules = RULES
-    fix_writes_files = True
+    #: ``curate overlap --key task``: a task group's content hash (its histories' digests in
+    #: order), as RL402/RL404 compare tasks — equal bytes whatever the group is called.
+    keys = (TASK_KEYS,)
     inputs = InputSpec(
         help="Local HDF5 files of learning histories (XLand-100B layout), or a folder holding "
         "one (what curate fix wrote).",
@@ -526,7 +95,7 @@ class IcrlFamily(Family):
 
     def sniff(self, probe: Probe) -> str | None:
         """An HDF5 file one of whose first root groups holds three or more of the task
-        datasets (as :func:`_check_layout` reads a task group); only the first few groups'
+        datasets (as :func:`check_layout` reads a task group); only the first few groups'
         names are read, no array."""
         if not probe.is_hdf5:
             return None
@@ -557,7 +126,7 @@ class IcrlFamily(Family):
         metas, files, inputs = [], [], []
         row0 = 0
         for i, name in enumerate(paths):
-            path = _local_file(str(name))
+            path = local_file(str(name))
             try:
                 check_hdf5(path)
             except InputError as e:
@@ -565,8 +134,8 @@ class IcrlFamily(Family):
                     raise hinted(e, self, name) from None
                 raise
             meta = read_metadata(path, i, progress)
-            _check_layout(path, meta)
-            meta = _choose(meta, opts, path)
+            check_layout(path, meta)
+            meta = choose_tasks(meta, opts, path)
             # records are histories: a group's first history's row over all inputs
             h = meta["histories"].fill_null(0)
             meta = meta.with_columns((row0 + h.cum_sum() - h).alias("row"))
@@ -596,19 +165,6 @@ class IcrlFamily(Family):
             tasks=tasks,
             scanner=run_scan,
         )
-
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """``task``: a task group's content hash (its histories' digests in order), as
-        RL402/RL404 compare tasks — equal bytes whatever the group is called."""
-        return {
-            "task": OverlapKey(
-                "task",
-                "content hash of a task group: SHA-1 over the digests of its histories in "
-                "order (from the scan); a task copied under another id or into another file "
-                "has the same key; groups the scan could not read fully are left out",
-                _task_keys,
-            )
-        }
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The figures a user compares with the published table (XLand-100B's README, Table 1
@@ -826,101 +382,266 @@ class IcrlFamily(Family):
             "",
         ]
 
-    def fix(self, *args: Any, **kwargs: Any) -> FixResult:  # type: ignore[override]
-        """The table engine does not apply: a fixed learning-history file is HDF5, written by
-        :meth:`fix_files` (``curate.fix`` and ``curate fix`` call it)."""
-        raise UsageError("icrl fixes write an HDF5 file: use curate.fix(...) or `curate fix icrl`")
+    # ------------------------------------------------------------------ fixes (the core's engine)
 
-    def fix_files(
-        self,
-        data: LoadedDataset,
-        report: Report,
-        options: FamilyOptions,
-        folder: Path,
-        *,
-        select: Sequence[str] = (),
-        ignore: Sequence[str] = (),
-        unsafe: bool = False,
-        progress: Progress | None = None,
-    ) -> FixResult:
-        """The cleaned HDF5 file (:mod:`curate.audits.icrl.fixes` decides what is left out and
-        renamed, :func:`curate.families.icrl_publish.write_fixed` copies the rest chunk by
-        chunk), written into ``folder`` under the input's file name and re-audited."""
-        from curate.core.fixes import FixChoice, edits_of
-
+    def fix_frame(
+        self, data: LoadedDataset, invalid: pl.DataFrame
+    ) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The records for the fix engine: one row per history (a root member that is not a
+        task group, or a group without histories, is one row of its own), in file order, with
+        ``task`` (its group's name in the file read), ``group`` (its name in the fixed file:
+        what RL101/RL102's ``renumber`` edits), ``history`` and what the changelog keeps of it;
+        and a changelog line for each history :meth:`invalid_records` names, left out."""
         assert isinstance(data, IcrlData)
-        choice = FixChoice(
-            (select,) if isinstance(select, str) else tuple(select),
-            (ignore,) if isinstance(ignore, str) else tuple(ignore),
-            unsafe,
+        tasks = data.tasks.sort("position")
+        scanned = (
+            {
+                (r["group"], r["history"]): r
+                for r in data.scan()
+                .histories.select("group", "history", "steps", "digest")
+                .iter_rows(named=True)
+            }
+            if data.tasks.height
+            else {}
         )
-        applied_rules, _ = choice.rules(self.rules)
-        invalid = self._invalid_findings(data)
-        edits = edits_of(report.findings, applied_rules, unsafe=choice.unsafe)
-        plan = plan_fix(data, invalid, report.findings, edits, {r.code for r in applied_rules})
-        source = data.files[0]
-        if plan.histories_out == 0:
-            # an HDF5 file without a history is no dataset: said now, naming the input, not
-            # after writing it (its re-audit would name the staging folder's copy)
-            raise _nothing_left(source.path, invalid, plan)
-        name = Path(source.path).name
-        target = folder / name
-        write_fixed(source.path, target, plan, progress)
-        kept = kept_per_group(plan)
-        card_configs = configs(target, name, kept)
+        causes: dict[str, list[dict[str, Any]]] = {}
+        for r in invalid.iter_rows(named=True):
+            causes.setdefault(r["record"], []).append(r)
+        rows: list[dict[str, Any]] = []
+        changes: list[ChangeEntry] = []
+        for t in tasks.iter_rows(named=True):
+            h_in = int(t["histories"] or 0) if t["kind"] == "group" else 0
+            ids = {
+                "task": t["name"],
+                "group": t["name"],
+                "kind": t["kind"],
+                "histories": h_in,
+                "group_steps": t["steps"],
+                "env_id": t["env_id"],
+                "benchmark_id": t["benchmark_id"],
+                "ruleset_id": t["ruleset_id"],
+            }
+            members = (
+                [(f"{t['name']}/{h}", int(t["row"]) + h, h) for h in range(h_in)]
+                if h_in
+                else [(t["name"], -1 - int(t["position"]), None)]  # no history: its own row
+            )
+            for record, row, h in members:
+                seen = scanned.get((t["name"], h)) if h is not None else None
+                cells = {
+                    ROW: row,
+                    RECORD: record,
+                    SPLIT: "train",
+                    **ids,
+                    "history": h,
+                    "steps": None if seen is None else seen["steps"],
+                    "digest": None if seen is None else seen["digest"],
+                }
+                why = causes.get(record)
+                if why:
+                    said = "; ".join(
+                        f"{c['rule']}: {' '.join(str(c['message']).split())}" for c in why
+                    )
+                    changes.append(
+                        ChangeEntry(
+                            record,
+                            "",
+                            _described(cells),
+                            None,
+                            why[0]["rule"],
+                            "dropped: " + said,
+                        )
+                    )
+                else:
+                    rows.append(cells)
+        return pl.DataFrame(rows, schema=_FIX_SCHEMA, orient="row"), changes
+
+    def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
+        """A dropped history (or root member) as the changelog keeps it: where it is in the
+        file, and the digest of its five arrays (the arrays stay in the input)."""
+        return _described(cells)
+
+    def reaudit_options(
+        self, options: FamilyOptions, data: LoadedDataset | None = None
+    ) -> FamilyOptions:
+        """The fixed file is audited whole, with the workers the fix was given."""
         opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
-        again = self.load([str(target)], IcrlOptions(workers=opts.workers))
-        after = self.audit(again, progress=progress)
-        _relative(after, str(target), name)
-        summary: dict[str, Any] = {
-            "rows_in": plan.histories_in,
-            "rows_out": plan.histories_out,
-            "invalid_dropped": plan.invalid_dropped,
-            "dropped": plan.dropped,
-            "groups_dropped": plan.groups_dropped,
-            "groups_renamed": plan.renamed,
-            "fixed": plan.applied,
-            "passes": 1,
-            "files": {name: plan.histories_out},
-        }
-        summary.update(_kept_summary(plan, kept, card_configs is not None))
-        return FixResult(
-            tables={},
-            changelog=plan.changelog,
-            summary=summary,
-            after=after,
-            records=plan.histories_out,
-            configs=card_configs,
+        return IcrlOptions(workers=opts.workers)
+
+    def write_fixed(
+        self,
+        frame: pl.DataFrame,
+        data: LoadedDataset,
+        folder: Path,
+        changes: Sequence[ChangeEntry],
+    ) -> Written:
+        """The fixed HDF5 file, under the input's file name: each task group of ``frame`` with
+        its histories left (:func:`curate.families.icrl_publish.write_fixed` copies the chunks
+        as they are), under the name the edits gave it. Histories after a dropped one move down
+        (the changelog says so, and the group's ``curate-dropped-histories`` attribute names
+        the input's indices left out), so a group's histories stay ``0`` … ``H-1``."""
+        assert isinstance(data, IcrlData)
+        source = data.files[0].path
+        name = Path(source).name
+        if frame.filter(pl.col("history").is_not_null()).is_empty():
+            # an HDF5 file without a history is no dataset: said naming the input, before
+            # anything is written
+            raise InputError(
+                "nothing to write: every history is invalid or dropped by the fixes chosen",
+                path=source,
+            )
+        groups: list[GroupCopy] = []
+        moved: list[ChangeEntry] = []
+        with h5py.File(source, "r") as f:
+            for (task,), part in frame.group_by("task", maintain_order=True):
+                first = part.row(0, named=True)
+                kept = tuple(int(h) for h in part["history"].drop_nulls())
+                n = int(first["histories"])
+                lost = [h for h in range(n) if h not in set(kept)]
+                before: list[int] = []
+                if lost:
+                    obj = f.get(str(task), getlink=False)
+                    if isinstance(obj, h5py.Group) and DROPPED_ATTR in obj.attrs:
+                        before = [int(x) for x in np.asarray(obj.attrs[DROPPED_ATTR]).ravel()]
+                groups.append(
+                    GroupCopy(
+                        str(task),
+                        str(first["group"]),
+                        str(first["kind"]),
+                        n,
+                        kept,
+                        _input_indices(before, lost, n),
+                    )
+                )
+                if lost:
+                    moved += _renumbered(str(task), kept, lost, changes)
+        target = folder / name
+        write_fixed(source, target, groups)
+        kept = kept_per_group(groups)
+        return Written(
+            files={name: sum(kept.values())},
+            changes=moved,
+            configs=configs(target, name, kept),
         )
 
-
-def _nothing_left(path: str, invalid: pl.DataFrame, plan: Any) -> InputError:
-    """``fix`` would write no history: every one is invalid or dropped by a fix."""
-    why = f"all {plan.histories_in} histories are invalid or dropped by the fixes chosen"
-    if invalid.height:
-        first = invalid.row(0, named=True)
-        where = f"group {clip(str(first['record']))}" if first["record"] is not None else ""
-        what = " ".join(x for x in (where, first["rule"], clip(first["message"])) if x)
-        why += f" (first: {what})"
-    return InputError(f"nothing to write: {why}", path=path)
-
-
-def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any]:
-    """The fix summary's account of histories per group: each group that lost histories (its
-    name in the fixed file, histories kept of how many, its input name if renamed) and, when
-    the groups hold unequal numbers (``split``: the card has one config per count), how to read
-    them."""
-    out: dict[str, Any] = {}
-    short = [
-        {
-            "group": g.new_name,
-            "kept": f"{len(g.kept)} of {g.histories} histories"
-            + (f" of input group {g.name}" if g.name != g.new_name else ""),
-            **({"config": config_name(len(g.kept))} if split else {}),
+    def fix_summary(
+        self, run: Any, data: LoadedDataset, options: FamilyOptions
+    ) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """The fix's account of task groups: how many were dropped and renamed, the file
+        written, and each group that lost histories (how many it kept, under which name)."""
+        assert isinstance(data, IcrlData)
+        written = run.written
+        if written is None:
+            return {}, {}
+        final = run.frame.filter(pl.col("history").is_not_null())
+        sizes = dict(
+            data.tasks.filter(pl.col("kind") == "group").select("name", "histories").iter_rows()
+        )
+        out_groups = final.group_by("task", maintain_order=True).agg(
+            pl.col(RECORD).first().str.replace(r"/[^/]*$", "").alias("input"),
+            pl.len().alias("kept"),
+        )
+        kept_inputs = set(out_groups["input"].to_list())
+        summary: dict[str, Any] = {
+            "groups_dropped": sum(1 for g in sizes if g not in kept_inputs),
+            "groups_renamed": sum(1 for c in run.changelog if c.field == "group"),
+            "files": dict(written.files),
         }
-        for g in plan.groups
-        if g.kind == "group" and g.new_name is not None and g.kept and g.dropped
+        kept = {r["task"]: r["kept"] for r in out_groups.iter_rows(named=True)}
+        short = [
+            {
+                "group": r["task"],
+                "kept": f"{r['kept']} of {sizes.get(r['input'], r['kept'])} histories"
+                + (f" of input group {r['input']}" if r["input"] != r["task"] else ""),
+                **({"config": config_name(r["kept"])} if written.configs else {}),
+            }
+            for r in out_groups.iter_rows(named=True)
+            if r["kept"] < (sizes.get(r["input"]) or 0)
+        ]
+        summary.update(_kept_summary(short, kept, written.configs is not None))
+        return {}, summary
+
+
+_FIX_SCHEMA = {
+    ROW: pl.Int64,
+    RECORD: pl.String,
+    SPLIT: pl.String,
+    "task": pl.String,
+    "group": pl.String,
+    "kind": pl.String,
+    "histories": pl.Int64,
+    "group_steps": pl.Int64,
+    "env_id": pl.String,
+    "benchmark_id": pl.String,
+    "ruleset_id": pl.Int64,
+    "history": pl.Int64,
+    "steps": pl.Int64,
+    "digest": pl.String,
+}
+
+
+def _described(cells: dict[str, Any]) -> dict[str, Any]:
+    """A history (or a root member without histories) as the changelog keeps it."""
+    ids = {
+        "env-id": cells["env_id"],
+        "benchmark-id": cells["benchmark_id"],
+        "ruleset-id": cells["ruleset_id"],
+    }
+    if cells["history"] is None:
+        return {
+            "task": cells["task"],
+            "kind": cells["kind"],
+            "histories": cells["histories"],
+            "steps": cells["group_steps"],
+            **ids,
+        }
+    return {
+        "task": cells["task"],
+        "history": cells["history"],
+        "steps": cells["steps"],
+        "digest": cells["digest"],
+        **ids,
+    }
+
+
+def _input_indices(before: list[int], lost: list[int], n: int) -> tuple[int, ...]:
+    """The input's indices of every history a group has lost: ``before`` (an earlier pass's
+    ``curate-dropped-histories``) and ``lost`` (this pass's, indices of a file of ``n``)."""
+    if not before:
+        return tuple(lost)
+    gone = set(before)
+    original = [i for i in range(n + len(before)) if i not in gone]  # index now -> input
+    return tuple(sorted(gone | {original[h] for h in lost}))
+
+
+def _renumbered(
+    task: str, kept: tuple[int, ...], lost: list[int], changes: Sequence[ChangeEntry]
+) -> list[ChangeEntry]:
+    """A changelog line for each history that moves down after one before it was dropped,
+    under the rule that dropped the group's first lost history."""
+    rule = next((c.rule for c in changes if c.record == f"{task}/{lost[0]}" and c.new is None), "")
+    said = ", ".join(map(str, lost))
+    return [
+        ChangeEntry(
+            f"{task}/{old}",
+            "history",
+            old,
+            new,
+            rule,
+            f"renumbered: history {old} is now {new} of group {task} "
+            f"(histories {said} were dropped)",
+        )
+        for new, old in enumerate(kept)
+        if new != old
     ]
+
+
+def _kept_summary(short: list[dict[str, Any]], kept: dict[str, int], split: bool) -> dict[str, Any]:
+    """The fix summary's account of histories per group: each group that lost histories
+    (``short``: its name in the fixed file, histories kept of how many, its input name if
+    renamed) and, when the groups hold unequal numbers (``split``: the card has one config per
+    count), how to read them."""
+    out: dict[str, Any] = {}
     if short:
         out["histories_kept"] = short
     if split:
@@ -943,23 +664,6 @@ def _kept_summary(plan: Any, kept: dict[str, int], split: bool) -> dict[str, Any
             "`curate-dropped-histories` attribute and `changelog.jsonl`)"
         )
     return out
-
-
-def _relative(report: Report, path: str, name: str) -> None:
-    """The re-audit as the published folder holds it: its input is ``name`` (the file beside
-    the report), not the staging path it was read from."""
-    from dataclasses import replace
-
-    import orjson
-
-    said = orjson.dumps(path).decode()[1:-1]
-    report.stats = orjson.loads(orjson.dumps(report.stats).decode().replace(said, name))
-    report.inputs = [replace(i, path=name) for i in report.inputs]
-    if report.findings.height:
-        report.findings = report.findings.with_columns(
-            pl.lit(name).alias("input"),
-            pl.col("details").str.replace_all(said, name, literal=True),
-        )
 
 
 def _round(x: Any) -> float | None:
@@ -1004,26 +708,4 @@ def _headline(s: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _task_keys(data: LoadedDataset) -> pl.DataFrame:
-    """``record, split, key``: one row per fully scanned task group (no splits in this layout)."""
-    import hashlib
-
-    assert isinstance(data, IcrlData)
-    h = data.scan().histories
-    if h.is_empty():
-        return pl.DataFrame(schema={"record": pl.String, "split": pl.String, "key": pl.String})
-    tasks = (
-        h.sort("file", "group_index", "history")
-        .group_by("file", "group", "group_index", maintain_order=True)
-        .agg(pl.col("digest").str.join(""), (pl.col("error") != "").any().alias("err"))
-        .filter(~pl.col("err"))
-    )
-    keys = [hashlib.sha1(d.encode(), usedforsecurity=False).hexdigest() for d in tasks["digest"]]
-    return tasks.select(
-        pl.col("group").alias("record"), pl.lit(None, pl.String).alias("split")
-    ).with_columns(pl.Series("key", keys, dtype=pl.String))
-
-
 FAMILY = IcrlFamily()
-
-__all__ = ["FAMILY", "SIGNATURE", "IcrlFamily", "check_hdf5", "read_metadata", "run_scan"]

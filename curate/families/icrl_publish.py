@@ -24,7 +24,8 @@ last row per history is the unfinished episode (``done`` false) when the history
 so the rows of a history cover every one of its steps, as segments do (the last segment may be
 shorter than N).
 
-**Fix** (:func:`write_fixed`): the plan of :mod:`curate.audits.icrl.fixes` applied to the file: a
+**Fix** (:func:`write_fixed`): the groups a fix pass keeps (:class:`GroupCopy`, from the records
+frame the core's fix engine left, see :meth:`curate.families.icrl.IcrlFamily.write_fixed`): a
 group kept whole is copied by HDF5 itself (``H5Ocopy``: the compressed chunks as they are, with
 every attribute); a group that loses histories gets datasets with the input's exact creation
 properties (dtype, chunks, gzip level, shuffle, fill value) and the kept histories' chunks
@@ -35,7 +36,8 @@ bytes of the input). Memory: one chunk at a time.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from curate.audits.icrl.fixes import FixPlan
 from curate.core.streams import SplitStream
 from curate.io.xland_scan import BLOCK_STEPS, block_edges
 from curate.schemas.icrl import DATASETS, DROPPED_ATTR, VIEW
@@ -286,26 +287,42 @@ def _copy_rows(src: h5py.Dataset, dst: h5py.Dataset, kept: list[int]) -> None:
             dst[new, a : a + BLOCK_STEPS] = src[old, a : a + BLOCK_STEPS]
 
 
+@dataclass(frozen=True)
+class GroupCopy:
+    """One root member of the fixed file: where it comes from and what of it is kept."""
+
+    #: its name in the file read (the input, or an earlier fix pass's file)
+    source: str
+    #: its name in the fixed file
+    name: str
+    kind: str
+    #: histories of the source group (0 for a member that is not a task group)
+    histories: int
+    #: the source's indices of the histories kept, in order
+    kept: tuple[int, ...]
+    #: the input's indices of every history left out so far (the ``curate-dropped-histories``
+    #: attribute; empty: the group is copied whole, attributes and all)
+    dropped: tuple[int, ...] = ()
+
+
 def write_fixed(
     src_path: str,
     dst_path: Path,
-    plan: FixPlan,
+    groups: Sequence[GroupCopy],
     progress: Callable[[str, int], None] | None = None,
 ) -> None:
-    """Write the fixed file: ``plan``'s groups, renamed, with their kept histories."""
+    """Write the fixed file: ``groups``, renamed, with their kept histories."""
     with h5py.File(src_path, "r") as src, h5py.File(dst_path, "w") as dst:
         _copy_attrs(src, dst)
         done = 0
-        for g in plan.groups:
-            if g.new_name is None:
-                continue
-            obj = src.get(g.name, getlink=False)
+        for g in groups:
+            obj = src.get(g.source, getlink=False)
             if obj is None:
                 continue
-            if g.kind != "group" or not g.dropped:
-                src.copy(obj, dst, name=g.new_name)
+            if g.kind != "group" or len(g.kept) == g.histories:
+                src.copy(obj, dst, name=g.name)
             else:
-                out = dst.create_group(g.new_name)
+                out = dst.create_group(g.name)
                 _copy_attrs(obj, out)
                 out.attrs[DROPPED_ATTR] = np.array(g.dropped, dtype=np.int64)
                 for name, member in obj.items():
@@ -314,21 +331,17 @@ def write_fixed(
                         and member.ndim >= 1
                         and member.shape[0] == g.histories
                     ):
-                        _copy_rows(member, _like(member, out, len(g.kept)), g.kept)
+                        _copy_rows(member, _like(member, out, len(g.kept)), list(g.kept))
                     else:
                         obj.copy(member, out, name=name)
             done += len(g.kept)
             if progress:
-                progress(f"fix: wrote group {g.new_name}", done)
+                progress(f"fix: wrote group {g.name}", done)
 
 
-def kept_per_group(plan: FixPlan) -> dict[str, int]:
-    """Histories per task group of the fixed file (its group names, in the plan's order)."""
-    return {
-        g.new_name: len(g.kept)
-        for g in plan.groups
-        if g.kind == "group" and g.new_name is not None and g.kept
-    }
+def kept_per_group(groups: Sequence[GroupCopy]) -> dict[str, int]:
+    """Histories per task group of the fixed file (its group names, in order)."""
+    return {g.name: len(g.kept) for g in groups if g.kind == "group" and g.kept}
 
 
 def config_name(histories: int) -> str:
@@ -378,6 +391,7 @@ def configs(path: Path, name: str, kept: dict[str, int]) -> dict[str, dict[str, 
 
 __all__ = [
     "BATCH_STEPS",
+    "GroupCopy",
     "config_name",
     "configs",
     "export_schema",

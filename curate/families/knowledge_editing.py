@@ -45,14 +45,7 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream, small_types
-from curate.families.base import (
-    CardDefaults,
-    Family,
-    OverlapKey,
-    Progress,
-    check_not_blank,
-    no_records,
-)
+from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted, not_this_family
 from curate.families.knowledge_editing_columns import (
     CODED_FIELDS,
@@ -80,8 +73,10 @@ from curate.schemas.knowledge_editing_tables import (
     CASE_SCHEMA,
     CODE,
     EDIT_SCHEMA,
+    FACT_KEYS,
     HOP_SCHEMA,
     MARK_SCHEMA,
+    QUESTION_KEYS,
     REBUILDABLE,
     KEData,
     arrow_type_error,
@@ -883,6 +878,10 @@ class KnowledgeEditingFamily(Family):
     Options = KEOptions
     #: Only KE001 (the schema) is an invalid rule: see its declaration.
     rules = RULES
+    #: ``curate overlap`` keys: ``fact`` (the edit triples: an edit in two datasets is the
+    #: same counterfactual) and ``question`` (the multi-hop questions, normalised as KE402
+    #: compares them; text, so ``--near-duplicates`` applies).
+    keys = (FACT_KEYS, QUESTION_KEYS)
 
     def read(
         self,
@@ -1181,26 +1180,6 @@ class KnowledgeEditingFamily(Family):
         return (path, spans[0].format, refs, digest), records
 
     # ----------------------------------------------------------------- edit sets
-    def overlap_keys(self) -> dict[str, OverlapKey]:
-        """``fact``: the edit triples (an edit in two datasets is the same counterfactual);
-        ``question``: the multi-hop questions, normalised as KE402 compares them."""
-        from curate.audits.knowledge_editing.duplicates import fact_keys, question_keys
-
-        return {
-            "fact": OverlapKey(
-                "fact",
-                "edit triple subject|relation|object of each requested rewrite: the same "
-                "counterfactual edited in two datasets (or splits)",
-                fact_keys,  # type: ignore[arg-type]
-            ),
-            "question": OverlapKey(
-                "question",
-                "multi-hop question, lower-cased with punctuation and spacing folded (as "
-                "KE402): a question asked in two datasets is seen at test time",
-                question_keys,  # type: ignore[arg-type]
-                text=True,
-            ),
-        }
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The edit-set contamination figures a reader checks first."""

@@ -6,8 +6,8 @@ a normalised question, a glycan's canonical key, a technique name). Leakage betw
 a test split, novelty of a dataset against earlier ones, and double counting across benchmarks
 are all the same question: how much do the key sets overlap. This module answers it for any
 number of collections at once, independent of where the keys came from (the families declare
-their keys, :mod:`curate.cli.overlap` reads files; see :meth:`curate.families.base.Family.
-overlap_keys`).
+their keys, :class:`curate.core.keys.Keys` listed in ``Family.keys``, and
+:mod:`curate.cli.overlap` reads files).
 
 Why a membership *pattern* per key rather than pairwise set intersections: a key's pattern is the
 set of collections that hold it (a bit mask). One group-by over (key, collection) gives every

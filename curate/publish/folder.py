@@ -74,12 +74,26 @@ def write_hf_dataset(
     and the card summarises the published data, saying which report is which; without it the
     one report is ``audit.json``.
     """
-    from datasets.info import DatasetInfo, DatasetInfosDict
-    from datasets.splits import SplitDict, SplitInfo
-    from datasets.utils.metadata import MetadataConfigs
-    from huggingface_hub import DatasetCardData
-
     out = Path(out)
+    _check_tables(tables, max_rows_per_shard)  # before the gate creates anything
+    with staged_folder(out, inputs=inputs, overwrite=overwrite, marker=marker) as tmp:
+        write_hf_folder(
+            tmp,
+            tables,
+            card,
+            features=features,
+            report=report,
+            after=after,
+            changelog=changelog,
+            extra_files=extra_files,
+            max_rows_per_shard=max_rows_per_shard,
+            max_shard_bytes=max_shard_bytes,
+            max_row_group_bytes=max_row_group_bytes,
+        )
+    return out
+
+
+def _check_tables(tables: Mapping[str, SplitData], max_rows_per_shard: int | None) -> None:
     if not tables:
         raise UsageError("nothing to export: no valid records")
     for split in tables:
@@ -87,6 +101,31 @@ def write_hf_dataset(
             raise UsageError(f"split name {split!r} is not a valid Hugging Face split name")
     if max_rows_per_shard is not None and max_rows_per_shard < 1:
         raise UsageError(f"{arg('--max-rows-per-shard')} must be at least 1")
+
+
+def write_hf_folder(
+    tmp: Path,
+    tables: Mapping[str, SplitData],
+    card: CardInfo,
+    *,
+    features: Any = None,
+    report: Report | None = None,
+    after: Report | None = None,
+    changelog: Sequence[ChangeEntry] | None = None,
+    extra_files: dict[str, bytes] | None = None,
+    max_rows_per_shard: int | None = DEFAULT_MAX_ROWS_PER_SHARD,
+    max_shard_bytes: int = MAX_SHARD_BYTES,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+) -> None:
+    """:func:`write_hf_dataset` into ``tmp``, a staging folder of the output gate the caller
+    holds (``curate fix`` stages its output before the fix passes run, so that they are written
+    on the output's file system)."""
+    from datasets.info import DatasetInfo, DatasetInfosDict
+    from datasets.splits import SplitDict, SplitInfo
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    _check_tables(tables, max_rows_per_shard)
     license = check_license(card.license)
     language = [check_language(c) for c in card.language]
     streams = {split: _as_stream(data) for split, data in tables.items()}
@@ -94,46 +133,39 @@ def write_hf_dataset(
     schema = feats.arrow_schema  # carries the ``huggingface`` metadata into every file
     limits = Limits(max_rows_per_shard, max_shard_bytes, max_row_group_bytes)
 
-    with staged_folder(out, inputs=inputs, overwrite=overwrite, marker=marker) as tmp:
-        (tmp / "data").mkdir()
-        results = {
-            split: write_split(tmp, split, stream, schema, limits)
-            for split, stream in streams.items()
-        }
-        split_dict = SplitDict()
-        for split, res in results.items():
-            split_dict.add(SplitInfo(name=split, num_bytes=res.num_bytes, num_examples=res.rows))
-        download_size = sum(size for r in results.values() for _, size, _ in r.shards)
-        info = DatasetInfo(
-            features=feats,
-            splits=split_dict,
-            download_size=download_size,
-            dataset_size=sum(r.num_bytes for r in results.values()),
-        )
-        total = sum(r.rows for r in results.values())
-        card_data = DatasetCardData(
-            license=license,
-            language=language or None,
-            task_categories=list(card.task_categories) or None,
-            size_categories=[size_category(total)],
-            source_datasets=list(card.source_datasets) or None,
-            tags=list(dict.fromkeys(card.tags)) or None,
-            pretty_name=card.pretty_name,
-        )
-        data_files = [{"split": s, "path": f"data/{s}-*"} for s in results]
-        MetadataConfigs({"default": {"data_files": data_files}}).to_dataset_card_data(card_data)
-        DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
-        body = card_body(card, {s: r.rows for s, r in results.items()}, report, changelog, after)
-        (tmp / "README.md").write_text(
-            f"---\n{card_data.to_yaml()}\n---\n\n{body}", encoding="utf-8"
-        )
-        shards = [s for r in results.values() for s in r.shards]
-        doc = croissant_metadata(card, feats, shards, license=license, language=language)
-        (tmp / "croissant.json").write_bytes(json_bytes(doc, indent=True))
-        write_side_files(
-            tmp, report=report, after=after, changelog=changelog, extra_files=extra_files
-        )
-    return out
+    (tmp / "data").mkdir()
+    results = {
+        split: write_split(tmp, split, stream, schema, limits) for split, stream in streams.items()
+    }
+    split_dict = SplitDict()
+    for split, res in results.items():
+        split_dict.add(SplitInfo(name=split, num_bytes=res.num_bytes, num_examples=res.rows))
+    download_size = sum(size for r in results.values() for _, size, _ in r.shards)
+    info = DatasetInfo(
+        features=feats,
+        splits=split_dict,
+        download_size=download_size,
+        dataset_size=sum(r.num_bytes for r in results.values()),
+    )
+    total = sum(r.rows for r in results.values())
+    card_data = DatasetCardData(
+        license=license,
+        language=language or None,
+        task_categories=list(card.task_categories) or None,
+        size_categories=[size_category(total)],
+        source_datasets=list(card.source_datasets) or None,
+        tags=list(dict.fromkeys(card.tags)) or None,
+        pretty_name=card.pretty_name,
+    )
+    data_files = [{"split": s, "path": f"data/{s}-*"} for s in results]
+    MetadataConfigs({"default": {"data_files": data_files}}).to_dataset_card_data(card_data)
+    DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
+    body = card_body(card, {s: r.rows for s, r in results.items()}, report, changelog, after)
+    (tmp / "README.md").write_text(f"---\n{card_data.to_yaml()}\n---\n\n{body}", encoding="utf-8")
+    shards = [s for r in results.values() for s in r.shards]
+    doc = croissant_metadata(card, feats, shards, license=license, language=language)
+    (tmp / "croissant.json").write_bytes(json_bytes(doc, indent=True))
+    write_side_files(tmp, report=report, after=after, changelog=changelog, extra_files=extra_files)
 
 
 def write_side_files(

@@ -37,17 +37,21 @@ from curate.schemas.deepfake import IDENTITY_FIELDS, SPLIT_ORDER, AvLabel, Label
 __all__ = [
     "AV_LABEL",
     "CONTENT_KEYS",
+    "GENERATOR_KEYS",
     "IDENTITY_KEYS",
     "LABEL",
     "MODALITY",
     "SPLIT",
+    "SUBJECT_KEYS",
     "DeepfakeData",
     "content_keys",
     "content_table",
+    "generator_key_table",
     "generator_sets",
     "hash_keys",
     "identity_keys",
     "identity_table",
+    "subject_key_table",
 ]
 
 SPLIT = pl.Enum(list(SPLIT_ORDER))
@@ -58,8 +62,16 @@ ROLE = pl.Enum(["subject", "source", "target"])
 
 #: The family's declarations for the shared duplicate and leakage joins: two rows are the same
 #: sample when their content hash is (``key`` of :func:`content_table`), the same person when
-#: an identity is (``identity`` of :func:`identity_table`); neither may cross splits.
-CONTENT_KEYS = Keys("content", ("key",), order=SPLIT_ORDER)
+#: an identity is (``identity`` of :func:`identity_table`); neither may cross splits. The
+#: content key is also ``curate overlap --key content``: the family attaches its table builder
+#: (which reads the media first, :meth:`Keys.read_by`).
+CONTENT_KEYS = Keys(
+    "content",
+    ("key",),
+    order=SPLIT_ORDER,
+    doc="content hash of the sample: the file's sha256 (read from the files unless "
+    "--no-files), else the manifest's sha256 column; samples with neither are left out",
+)
 IDENTITY_KEYS = Keys("identity", ("identity",), order=SPLIT_ORDER)
 
 
@@ -225,3 +237,48 @@ def generator_sets(data: DeepfakeData, by: str = "set") -> pl.DataFrame:
         .agg(pl.col("generator").unique().sort().alias("generators"))
         .sort("group")
     )
+
+
+def subject_key_table(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key``: one row per (valid sample, identity it shows), as DF401
+    compares them (:func:`identity_table`)."""
+    assert isinstance(data, DeepfakeData)
+    return identity_table(data).select(
+        pl.col("record").cast(pl.String),
+        pl.col("split").cast(pl.String),
+        pl.col("identity").cast(pl.String).alias("key"),
+    )
+
+
+def generator_key_table(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key``: the generator of each valid fake sample."""
+    assert isinstance(data, DeepfakeData)
+    return (
+        data.valid_rows()
+        .filter(pl.col("generator").is_not_null())
+        .select(
+            pl.col("record").cast(pl.String),
+            pl.col("split").cast(pl.String),
+            pl.col("generator").cast(pl.String).alias("key"),
+        )
+    )
+
+
+#: ``curate overlap``'s other deepfake keys: the people a subject-disjoint split keeps apart,
+#: and the generators a dataset covers.
+SUBJECT_KEYS = Keys(
+    "subject",
+    ("key",),
+    order=SPLIT_ORDER,
+    doc="identity shown by a sample: subject_id, and a face swap's source_id and "
+    "target_id (the people a subject-disjoint split keeps apart)",
+    table=subject_key_table,
+)
+GENERATOR_KEYS = Keys(
+    "generator",
+    ("key",),
+    order=SPLIT_ORDER,
+    doc="generator of a fake sample (set-valued across a dataset: which generation "
+    "techniques it covers, as ILLUSION's Jaccard table compares them)",
+    table=generator_key_table,
+)

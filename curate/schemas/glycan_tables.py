@@ -31,6 +31,7 @@ __all__ = [
     "ID_COLUMNS",
     "GlycanData",
     "GlycanTable",
+    "glycan_key_table",
     "invalid_rows_and_columns",
     "single_table",
     "split_tables",
@@ -40,10 +41,29 @@ __all__ = [
 #: values are unique), and duplicate checks leave them out of the comparison.
 ID_COLUMNS = ("glycan_id", "id", "glycowork_row", "row_id")
 
+
+def glycan_key_table(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key`` over every table's rows that have a canonical key: ``curate
+    overlap --key glycan`` (:data:`GLYCAN_KEYS`)."""
+    assert isinstance(data, GlycanData)
+    return (
+        data.all_rows()
+        .filter(pl.col("key").is_not_null())
+        .select(pl.col("record").cast(pl.String), pl.col("split").cast(pl.String), "key")
+    )
+
+
 #: The family's declaration for the shared leakage joins: two rows are the same glycan when
 #: their canonical ``key`` is (whatever the spelling; the raw text where it does not parse),
-#: and a glycan must not be in an evaluation split and in train.
-GLYCAN_KEYS = Keys("glycan", ("key",))
+#: and a glycan must not be in an evaluation split and in train. Also ``curate overlap --key
+#: glycan``.
+GLYCAN_KEYS = Keys(
+    "glycan",
+    ("key",),
+    doc="canonical key of the IUPAC-condensed glycan (branch order and spelling "
+    "normalised, as GL401/GL402 compare them); unparsable glycans are left out",
+    table=glycan_key_table,
+)
 
 
 @dataclass

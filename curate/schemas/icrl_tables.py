@@ -36,10 +36,12 @@ __all__ = [
     "HISTORY_SCHEMA",
     "RULESET_KEYS",
     "TASK_CONTENT_KEYS",
+    "TASK_KEYS",
     "TASK_SCHEMA",
     "IcrlData",
     "IcrlFile",
     "ScanTables",
+    "task_key_table",
 ]
 
 #: The family's declarations for the shared duplicate joins (RL401-RL404), compared within a
@@ -180,7 +182,7 @@ class ScanTables:
 class IcrlData(LoadedDataset):
     """Loaded learning-history files: their metadata, and the scan to run on first use.
 
-    ``scanner`` is set by the reader (:mod:`curate.families.icrl`), which owns the HDF5 access;
+    ``scanner`` is set by the reader (:mod:`curate.families.icrl_read`), which owns the HDF5 access;
     the rules reach the arrays' compact tables only through the shared table ``scan``
     (:mod:`curate.audits.icrl.registry`). The scan runs once per loaded data and is kept: an
     export or a fix audits, then asks which histories are invalid, then reads the arrays again
@@ -203,3 +205,37 @@ class IcrlData(LoadedDataset):
     def groups(self) -> pl.DataFrame:
         """The task groups (root members that are groups)."""
         return self.tasks.filter(pl.col("kind") == "group")
+
+
+def task_key_table(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key``: one row per fully scanned task group (no splits in this
+    layout), the key a SHA-1 over its histories' digests in order: ``curate overlap --key
+    task`` (:data:`TASK_KEYS`)."""
+    import hashlib
+
+    assert isinstance(data, IcrlData)
+    h = data.scan().histories
+    if h.is_empty():
+        return pl.DataFrame(schema={"record": pl.String, "split": pl.String, "key": pl.String})
+    tasks = (
+        h.sort("file", "group_index", "history")
+        .group_by("file", "group", "group_index", maintain_order=True)
+        .agg(pl.col("digest").str.join(""), (pl.col("error") != "").any().alias("err"))
+        .filter(~pl.col("err"))
+    )
+    keys = [hashlib.sha1(d.encode(), usedforsecurity=False).hexdigest() for d in tasks["digest"]]
+    return tasks.select(
+        pl.col("group").alias("record"), pl.lit(None, pl.String).alias("split")
+    ).with_columns(pl.Series("key", keys, dtype=pl.String))
+
+
+#: ``curate overlap --key task``: a task group by its content (RL402/RL404 compare tasks so).
+TASK_KEYS = Keys(
+    "task",
+    ("key",),
+    split=None,
+    doc="content hash of a task group: SHA-1 over the digests of its histories in "
+    "order (from the scan); a task copied under another id or into another file "
+    "has the same key; groups the scan could not read fully are left out",
+    table=task_key_table,
+)

@@ -36,12 +36,17 @@ __all__ = [
     "CASE_SCHEMA",
     "CODE",
     "EDIT_SCHEMA",
+    "FACT_KEYS",
     "HOP_SCHEMA",
     "PATH",
+    "QUESTION_KEYS",
     "KEData",
     "arrow_type_error",
+    "fact_keys",
     "huge_int",
+    "normalised_question",
     "only_input",
+    "question_keys",
     "records_to_arrow",
     "remastered_batch",
     "remastered_schema",
@@ -400,3 +405,82 @@ def _no_place(field: str) -> UsageError:
         f"{arg('--layout', 'remastered')}: field {field} has no place in the MQuAKE-Remastered "
         f"layout (it would be lost); write these cases with {arg('--layout', 'original')}"
     )
+
+
+# --------------------------------------------------------------------------- text and overlap keys
+
+_NORM = r"[^\p{L}\p{N} ]+"
+
+
+def normalised_question(question: pl.Expr) -> pl.Expr:
+    """A question as KE402 compares it: lower-cased, every run of characters that are neither
+    letters nor digits (Unicode ``L``/``N``: spaces, punctuation, symbols) made one space, and
+    no space at either end. ``"What is  the capital of France?"`` → ``"what is the capital of
+    france"``."""
+    # Two passes, the same result: each run of characters other than letters, digits and the
+    # plain space becomes spaces, then runs of spaces become one. A run of non-letters is a run
+    # of spaces after the first pass either way; the first pass now matches only punctuation
+    # (a few per question, not every space between words): 2x faster over 3 M questions.
+    return (
+        question.str.to_lowercase()
+        .str.replace_all(_NORM, " ")
+        .str.replace_all("  +", " ")
+        .str.strip_chars()
+    )
+
+
+def question_keys(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key``: one row per (case, question), the key normalised as KE402 does
+    (:func:`normalised_question`, shared with ``curate overlap --key question`` so that the
+    overlap and the rule agree); questions that normalise to nothing are left out."""
+    assert isinstance(data, KEData)
+    return (
+        data.cases.select("record", "split", "questions")
+        .explode("questions")
+        .select(
+            pl.col("record").cast(pl.String),
+            pl.col("split").cast(pl.String),
+            normalised_question(pl.col("questions")).alias("key"),
+        )
+        .filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
+    )
+
+
+def fact_keys(data: LoadedDataset) -> pl.DataFrame:
+    """``record, split, key``: one row per edit, the key ``subject|relation|object`` of its
+    edit triple (``orig.edit_triples``), or of the requested rewrite (subject label, relation
+    id, new object id) where a case has no edit triples."""
+    assert isinstance(data, KEData)
+
+    def text(a: str, b: str) -> pl.Expr:
+        return pl.coalesce(pl.col(a).cast(pl.String), pl.col(b).cast(pl.String))
+
+    e = data.edits.select(
+        "row",
+        pl.concat_str(
+            text("t_s", "subject"), text("t_r", "relation_id"), text("t_o", "new_id"), separator="|"
+        ).alias("key"),
+    )
+    return e.join(data.cases.select("row", "record", "split"), on="row", how="left").select(
+        pl.col("record").cast(pl.String), pl.col("split").cast(pl.String), "key"
+    )
+
+
+#: The named keys ``curate overlap`` compares (and, for questions, the text key KE402 compares
+#: by its normal form): the same counterfactual edited twice, the same question asked twice.
+FACT_KEYS = Keys(
+    "fact",
+    ("key",),
+    doc="edit triple subject|relation|object of each requested rewrite: the same "
+    "counterfactual edited in two datasets (or splits)",
+    table=fact_keys,
+)
+QUESTION_KEYS = Keys(
+    "question",
+    ("key",),
+    doc="multi-hop question, lower-cased with punctuation and spacing folded (as "
+    "KE402): a question asked in two datasets is seen at test time",
+    table=question_keys,
+    text=True,
+    normalise=normalised_question,
+)

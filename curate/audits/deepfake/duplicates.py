@@ -6,7 +6,8 @@ Content is compared by hash (:data:`~curate.audits.deepfake.registry.CONTENT`): 
 are the same bytes, whatever their paths or ids. The joins are the
 shared ones (:func:`~curate.audits.shared.duplicates.duplicates` and
 :func:`~curate.audits.shared.duplicates.leaks`, driven by
-:data:`~curate.schemas.deepfake_tables.CONTENT_KEYS`; the benchmark times these).
+:data:`~curate.schemas.deepfake_tables.CONTENT_KEYS`; the benchmark times these), and so is
+the label conflict's (:func:`~curate.audits.shared.conflicts.label_conflicts`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.deepfake.registry import CONTENT, RULES, file_of
+from curate.audits.shared.conflicts import label_conflicts
 from curate.audits.shared.duplicates import duplicates, later_copies, leaks
 from curate.core.findings import clip_expr, finding_frame, json_struct
 from curate.core.rules import AuditContext
@@ -213,22 +215,13 @@ def content_label_conflict(data: DeepfakeData, ctx: AuditContext) -> pl.DataFram
     content is reported with the label counts. No fix: which label is right is not in the
     manifest (the generator column, DF101/DF102, is often the clue).
     """
-    content = ctx.table(CONTENT)
-    counts = (
-        content.filter(pl.col("label").is_not_null())
-        .group_by("key")
-        .agg(
-            pl.col("label").n_unique().alias("n_labels"),
-            (pl.col("label") == "real").sum().alias("real"),
-            (pl.col("label") == "fake").sum().alias("fake"),
-        )
-        .filter(pl.col("n_labels") > 1)
-    )
-    hits = (
-        content.join(counts, on="key", how="inner")
-        .join(data.rows.select("row", "input"), on="row", how="left")
-        .sort("row")
-    )
+    hits = label_conflicts(
+        ctx.table(CONTENT),
+        CONTENT_KEYS.columns,
+        "label",
+        (pl.col("label") == "real").sum().alias("real"),
+        (pl.col("label") == "fake").sum().alias("fake"),
+    ).join(data.rows.select("row", "input"), on="row", how="left", maintain_order="left")
     return finding_frame(
         hits,
         field=pl.lit("label"),

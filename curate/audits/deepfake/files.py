@@ -9,9 +9,11 @@ and leakage rules (DF3xx) compare what the files hold, not what the manifest cla
 ``--no-files`` opens nothing: the table is empty and the DF2xx rules report nothing.
 
 Near-duplicate images (DF208-DF210) come from the 64-bit pHash the scan computes, paired by
-:func:`curate.io.media.near_duplicate_pairs` (banded joins, no loop over pairs). Byte-identical
-files are left to the exact-duplicate rules; here are the re-encoded, resized and lightly
-cropped copies that an exact hash cannot see.
+:func:`curate.io.media.near_duplicate_pairs` (banded joins, no loop over pairs) and oriented
+later copy vs earlier original by the shared near-duplicate manager
+(:func:`curate.audits.shared.near.later_vs_earlier`, the content key's split order).
+Byte-identical files are left to the exact-duplicate rules; here are the re-encoded, resized
+and lightly cropped copies that an exact hash cannot see.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from pathlib import Path
 import polars as pl
 
 from curate.audits.deepfake.registry import RULES, file_of
+from curate.audits.shared.near import later_vs_earlier
 from curate.core.findings import empty_rule_output, finding_frame, json_struct
 from curate.core.rules import AuditContext
 from curate.io.media import default_workers, input_cache, near_duplicate_pairs, scan_media
 from curate.io.media_scan import EXTENSION_KINDS
 from curate.schemas.deepfake import SPLIT_ORDER, DeepfakeOptions
-from curate.schemas.deepfake_tables import DeepfakeData
+from curate.schemas.deepfake_tables import CONTENT_KEYS, DeepfakeData
 
 FILES = "files"
 NEAR = "near_images"
@@ -359,48 +362,12 @@ def _near(ctx: AuditContext) -> pl.DataFrame | None:
     images = files.filter(pl.col("phash").is_not_null() & pl.col("error_kind").is_null())
     pairs = near_duplicate_pairs(
         images.unique("file", keep="first"), opts.near_distance, key="file"
-    )
-    order = {s: i for i, s in enumerate(SPLIT_ORDER)}
-    side = images.select(
-        "row",
-        "record",
-        "split",
-        "path",
-        "file",
-        "sha256",
-        pl.col("split").replace_strict(order, default=None, return_dtype=pl.Int64).alias("rank"),
-    )
-    a = side.rename({c: f"{c}_a" for c in side.columns})
-    b = side.rename({c: f"{c}_b" for c in side.columns})
-    joined = (
-        pairs.rename({"path_a": "file_a", "path_b": "file_b"})
-        .join(a, on="file_a")
-        .join(b, on="file_b")
-        .filter(pl.col("sha256_a") != pl.col("sha256_b"))
-    )
-    b_later = (pl.col("rank_b").fill_null(-1) > pl.col("rank_a").fill_null(-1)) | (
-        (pl.col("rank_b").fill_null(-1) == pl.col("rank_a").fill_null(-1))
-        & (pl.col("row_b") > pl.col("row_a"))
-    )
-
-    def oriented(late: str, early: str) -> list[pl.Expr]:
-        return [
-            pl.col(f"row_{late}").alias("row"),
-            pl.col(f"record_{late}").alias("record"),
-            pl.col(f"split_{late}").alias("split"),
-            pl.col(f"path_{late}").alias("path"),
-            pl.col(f"row_{early}").alias("other_row"),
-            pl.col(f"record_{early}").alias("other_record"),
-            pl.col(f"split_{early}").alias("other_split"),
-            pl.col(f"path_{early}").alias("other_path"),
-            pl.col("distance"),
-        ]
-
-    return pl.concat(
-        [
-            joined.filter(b_later).select(oriented("b", "a")),
-            joined.filter(~b_later).select(oriented("a", "b")),
-        ]
+    ).rename({"path_a": "file_a", "path_b": "file_b"})
+    carry = ("record", "split", "path", "sha256")
+    return (
+        later_vs_earlier(pairs, images, "file", CONTENT_KEYS, carry=carry)
+        .filter(pl.col("sha256") != pl.col("other_sha256"))
+        .drop("sha256", "other_sha256")
     )
 
 

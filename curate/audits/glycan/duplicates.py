@@ -13,6 +13,7 @@ import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import MAX_LISTED, RULES, SINGLE_LABEL
+from curate.audits.shared.conflicts import label_conflicts as conflicts
 from curate.audits.shared.duplicates import later_occurrences
 from curate.core.findings import (
     concat_outputs,
@@ -23,6 +24,7 @@ from curate.core.findings import (
 from curate.core.rules import AuditContext
 from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.schemas.glycan_tables import (
+    GLYCAN_KEYS,
     ID_COLUMNS,
     GlycanData,
     GlycanTable,
@@ -30,11 +32,10 @@ from curate.schemas.glycan_tables import (
 
 
 def label_conflicts(t: GlycanTable) -> pl.DataFrame:
-    """Rows of single-label tasks whose canonical key carries more than one label."""
-    lab = task_labels(t).filter(pl.col("key").is_not_null())
-    return lab.with_columns(pl.col("label_id").n_unique().over("key").alias("n_labels")).filter(
-        pl.col("n_labels") > 1
-    )
+    """Rows of single-label tasks whose canonical key carries more than one label, with
+    ``n_labels`` and ``labels`` (rows per label text) of their key: the shared conflict
+    (:func:`curate.audits.shared.conflicts.label_conflicts`), labels compared by their id."""
+    return conflicts(task_labels(t), GLYCAN_KEYS.columns, "label_id", shown="label")
 
 
 def ceiling_accuracy(t: GlycanTable) -> dict[str, Any]:
@@ -62,13 +63,6 @@ def conflicting_labels(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
         c = label_conflicts(t)
         if c.is_empty():
             continue
-        counts = (
-            c.group_by("key", "label")
-            .len()
-            .group_by("key")
-            .agg(pl.struct("label", "len").sort_by("label").alias("labels"))
-        )
-        c = c.join(counts, on="key").sort("row")
         parts.append(
             finding_frame(
                 c,

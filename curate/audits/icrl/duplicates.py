@@ -19,6 +19,7 @@ import polars as pl
 from curate.audits.icrl.registry import (
     RULES,
     SCAN,
+    drop_group,
     history_findings,
     scan_of,
     task_findings,
@@ -87,7 +88,8 @@ def duplicate_ruleset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-#: The edit of RL402/RL403: the later copy is left out of the fixed file.
+#: The edit of RL403: the later copy of a history is left out of the fixed file (RL402's
+#: leaves out the whole later group: :func:`~curate.audits.icrl.registry.drop_group`).
 DROP = {"op": "drop"}
 
 
@@ -115,7 +117,7 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         hits,
         pl.format("identical content to group {} (every history, byte for byte)", "first"),
         extra=(pl.col("first").alias("same_as"),),
-        fix=DROP,
+        fix=drop_group(),
     )
 
 

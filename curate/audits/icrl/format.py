@@ -2,7 +2,8 @@
 
 Not a rule but the reader's first check: an input that is not an HDF5 file at all (an HTML or
 XML error page saved under the ``.hdf5`` name, an empty or truncated download) ends the run
-with one line naming what it is instead, and exit 2; see :func:`curate.families.icrl.check_hdf5`.
+with one line naming what it is instead, and exit 2; see
+:func:`curate.families.icrl_read.check_hdf5`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import polars as pl
 from curate.audits.icrl.registry import (
     RULES,
     SCAN,
+    drop_group,
     history_findings,
     scan_of,
     task_findings,
@@ -122,5 +124,5 @@ def root_member_not_group(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
             .then(pl.lit("a dataset"))
             .otherwise(pl.lit("neither a group nor a dataset")),
         ),
-        fix={"op": "drop"},
+        fix=drop_group(),
     )

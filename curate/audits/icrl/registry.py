@@ -49,7 +49,7 @@ def task_findings(
     *,
     field: pl.Expr | str = "",
     extra: tuple[pl.Expr, ...] = (),
-    fix: dict | None = None,
+    fix: dict | pl.Expr | None = None,
 ) -> pl.DataFrame:
     """Findings on whole task groups: ``df`` has the ``tasks`` columns ``row``, ``name``,
     ``path``; ``record`` is the group's name and ``details`` carry ``task`` and ``file`` (plus
@@ -75,8 +75,20 @@ def task_findings(
     )
 
 
-def _fix(fix: dict | None) -> tuple[pl.Expr, ...]:
-    return () if fix is None else (pl.lit(dumps(fix)).alias("fix"),)
+def _fix(fix: dict | pl.Expr | None) -> tuple[pl.Expr, ...]:
+    if fix is None:
+        return ()
+    if isinstance(fix, pl.Expr):  # an edit per finding (JSON text)
+        return (fix.alias("fix"),)
+    return (pl.lit(dumps(fix)).alias("fix"),)
+
+
+def drop_group() -> pl.Expr:
+    """The edit that leaves a whole root member out of the fixed file: every history of the
+    task group the finding names (``drop`` with ``where``, see :mod:`curate.core.fixes`)."""
+    return pl.struct(
+        pl.lit("drop").alias("op"), pl.struct(pl.col("name").alias("task")).alias("where")
+    ).struct.json_encode()
 
 
 def history_findings(
@@ -153,6 +165,7 @@ def step_findings(
 __all__ = [
     "RULES",
     "SCAN",
+    "drop_group",
     "history_findings",
     "scan_of",
     "step_findings",

@@ -19,8 +19,14 @@ def _groups(data: IcrlData) -> pl.DataFrame:
     return with_paths(data.groups(), data)
 
 
-#: The edit of RL101/RL102: the fixed file's groups are named 0..N-1 in the input's order.
-RENUMBER = {"op": "renumber"}
+#: The edit of RL101/RL102: the fixed file's task groups are named 0..N-1 in the input's order
+#: (the root members that are not groups keep their names).
+RENUMBER = {
+    "op": "renumber",
+    "field": "group",
+    "where": {"kind": "group"},
+    "reason": "task groups are numbered 0..N-1 in the input's order",
+}
 
 
 @RULES.rule("RL101", "group-name-not-integer", category="schema", severity="error", fix="always")

@@ -5,16 +5,24 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.knowledge_editing.registry import RULES
-from curate.audits.shared.duplicates import later_occurrences
+from curate.audits.shared.duplicates import later_copies, later_occurrences, name_firsts
 from curate.core.findings import (
-    clip_expr,
     empty_rule_output,
     finding_frame,
     json_struct,
     repr_expr,
 )
 from curate.core.rules import AuditContext
-from curate.schemas.knowledge_editing_tables import CASE_KEYS, KEData
+from curate.schemas.knowledge_editing_tables import (
+    CASE_KEYS,
+    QUESTION_KEYS,
+    KEData,
+    fact_keys,
+    normalised_question,
+    question_keys,
+)
+
+__all__ = ["case_keys", "fact_keys", "normalised_question", "question_keys", "questions_table"]
 
 # --------------------------------------------------------------------------- duplicates (KE4xx)
 
@@ -115,29 +123,10 @@ def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-_NORM = r"[^\p{L}\p{N} ]+"
-
-
-def normalised_question(question: pl.Expr) -> pl.Expr:
-    """A question as KE402 compares it: lower-cased, every run of characters that are neither
-    letters nor digits (Unicode ``L``/``N``: spaces, punctuation, symbols) made one space, and
-    no space at either end. ``"What is  the capital of France?"`` → ``"what is the capital of
-    france"``."""
-    # Two passes, the same result: each run of characters other than letters, digits and the
-    # plain space becomes spaces, then runs of spaces become one. A run of non-letters is a run
-    # of spaces after the first pass either way; the first pass now matches only punctuation
-    # (a few per question, not every space between words): 2x faster over 3 M questions.
-    return (
-        question.str.to_lowercase()
-        .str.replace_all(_NORM, " ")
-        .str.replace_all("  +", " ")
-        .str.strip_chars()
-    )
-
-
 @RULES.table("questions")
 def questions_table(ctx: AuditContext) -> pl.DataFrame:
-    """One row per (case, question) with a non-blank normal form (:func:`normalised_question`):
+    """One row per (case, question) with a non-blank normal form (the declared
+    :data:`~curate.schemas.knowledge_editing_tables.QUESTION_KEYS`' normaliser):
     ``row``, ``qi`` (index in ``questions``) and ``key``, a 64-bit hash of the normal form. Built
     once per audit: the regex pass over every question is the costly part of comparing them.
 
@@ -158,45 +147,10 @@ def questions_table(ctx: AuditContext) -> pl.DataFrame:
         )
         .explode("questions", "qi")
         .filter(pl.col("questions").is_not_null())
-        .with_columns(normalised_question(pl.col("questions")).alias("norm"))
+        .with_columns(QUESTION_KEYS.normalised(pl.col("questions")).alias("norm"))
         .filter(pl.col("norm") != "")
         .select("row", "qi", pl.col("norm").hash(seed=0).alias("key"))
         .collect(engine="streaming")
-    )
-
-
-def question_keys(data: KEData) -> pl.DataFrame:
-    """``record, split, key``: one row per (case, question), the key normalised as KE402 does
-    (:func:`normalised_question`, shared with ``curate overlap --key question`` so that the
-    overlap and the rule agree); questions that normalise to nothing are left out."""
-    return (
-        data.cases.select("record", "split", "questions")
-        .explode("questions")
-        .select(
-            pl.col("record").cast(pl.String),
-            pl.col("split").cast(pl.String),
-            normalised_question(pl.col("questions")).alias("key"),
-        )
-        .filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
-    )
-
-
-def fact_keys(data: KEData) -> pl.DataFrame:
-    """``record, split, key``: one row per edit, the key ``subject|relation|object`` of its
-    edit triple (``orig.edit_triples``), or of the requested rewrite (subject label, relation
-    id, new object id) where a case has no edit triples."""
-
-    def text(a: str, b: str) -> pl.Expr:
-        return pl.coalesce(pl.col(a).cast(pl.String), pl.col(b).cast(pl.String))
-
-    e = data.edits.select(
-        "row",
-        pl.concat_str(
-            text("t_s", "subject"), text("t_r", "relation_id"), text("t_o", "new_id"), separator="|"
-        ).alias("key"),
-    )
-    return e.join(data.cases.select("row", "record", "split"), on="row", how="left").select(
-        pl.col("record").cast(pl.String), pl.col("split").cast(pl.String), "key"
     )
 
 
@@ -213,41 +167,35 @@ def near_duplicate_question(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     One question with two gold answers cannot be right for both; and if the answers agree the
     question is counted twice. Pairs already reported as duplicate cases (KE401) are not repeated.
     """
-    dup_rows = (
-        ctx.table("case_keys")
-        .with_columns(pl.col("row").min().over(list(CASE_KEYS.columns)).alias("first_row"))
-        .select("row", "first_row")
+    # the first case of each duplicate-case group (KE401's key): a question repeated only
+    # within one such group is KE401's finding, not a second one here
+    case_first = ctx.table("case_keys").select(
+        "row", pl.col("row").min().over(list(CASE_KEYS.columns)).alias("case_first")
     )
     # Candidates by the hash: every row of a hash group that spans two duplicate-case groups.
     # A group of equal texts lies inside one hash group, whole, so the windows below over the
     # candidates' texts give what they would over every question.
     cand = (
         ctx.table("questions")
-        .join(dup_rows, on="row")
-        .filter(pl.col("first_row").n_unique().over("key") > 1)
+        .join(case_first, on="row")
+        .filter(pl.col("case_first").n_unique().over("key") > 1)
     )
     if cand.is_empty():
         return empty_rule_output()
     q = (
         cand.join(data.cases.select("row", "record", "questions"), on="row")
         .with_columns(pl.col("questions").list.get(pl.col("qi")))
-        .with_columns(normalised_question(pl.col("questions")).alias("norm"))
-        .with_columns(
-            pl.col("row").min().over("norm").alias("norm_first"),
-            pl.col("first_row").n_unique().over("norm").alias("n_groups"),
-        )
-        .filter((pl.col("row") != pl.col("norm_first")) & (pl.col("n_groups") > 1))
-        .sort("row", "qi")
+        .with_columns(QUESTION_KEYS.normalised(pl.col("questions")).alias("norm"))
+        .filter(pl.col("case_first").n_unique().over("norm") > 1)
     )
+    # the exact duplicates of the normal form (the shared join), each naming its first case
+    q = later_copies(q, ["norm"])
     if q.is_empty():
         return empty_rule_output()
-    firsts = data.cases.select(
-        pl.col("row").alias("norm_first"), clip_expr("record", digest=True).alias("first_record")
-    )
     q = (
-        q.join(firsts, on="norm_first", maintain_order="left").unique(
-            ["row", "norm"], keep="first", maintain_order=True
-        )  # a case's first asking
+        name_firsts(q, data.cases)
+        .sort("row", "qi")
+        .unique(["row", "norm"], keep="first", maintain_order=True)  # a case's first asking
     )
     return finding_frame(
         q,

@@ -41,6 +41,7 @@ __all__ = [
     "name_firsts",
     "repeats",
     "seen_in",
+    "split_rank",
 ]
 
 #: rows below 2**40 (a trillion); the split rank sits above them in one Int64
@@ -126,9 +127,10 @@ def repeats(df: pl.DataFrame, by: Sequence[str], **named: str) -> pl.DataFrame:
     return df.join(firsts, on=list(by)).filter(pl.col("row") != pl.col("first_row")).sort("row")
 
 
-def _split_rank(split: pl.Expr, dtype: pl.DataType, order: Sequence[str]) -> pl.Expr:
-    """The split's position in ``order`` (null for a split not in it). An Enum whose
-    categories are ``order`` is its own rank (its physical codes): no string compared."""
+def split_rank(split: pl.Expr, dtype: pl.DataType, order: Sequence[str]) -> pl.Expr:
+    """The split's position in ``order`` (null for a split not in it): what "earlier" means
+    for leaks and near-copies alike. An Enum whose categories are ``order`` is its own rank
+    (its physical codes): no string compared."""
     if isinstance(dtype, pl.Enum) and list(dtype.categories) == list(order):
         return split.to_physical().cast(pl.Int64)
     return (
@@ -154,7 +156,7 @@ def cross_split_copies(
     one an evaluation should not have seen. Rows without a split (or with one not in
     ``order``) take no part."""
     keys = [key] if isinstance(key, str) else list(key)
-    rank = _split_rank(pl.col(split), df.schema[split], order)
+    rank = split_rank(pl.col(split), df.schema[split], order)
     s = _candidates(
         df.with_columns(rank.alias("__rank")).filter(pl.col("__rank").is_not_null()), prefilter
     ).with_columns(
