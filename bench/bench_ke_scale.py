@@ -102,10 +102,10 @@ def write_parquet(jsonl: Path, path: Path, group: int = 65536) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from curate.families.knowledge_editing import _parse_type
     from curate.families.knowledge_editing_columns import parse_json
+    from curate.families.knowledge_editing_read import parse_type
 
-    struct = _parse_type(int)
+    struct = parse_type(int)
     schema = pa.schema(list(struct))
     tmp = path.with_suffix(".part")
     with pq.ParquetWriter(tmp, schema) as w, open(jsonl, "rb") as fh:

@@ -30,8 +30,8 @@ import curate.io.read
 import curate.io.records
 import curate.io.spans
 from curate.families import get_family
-from curate.families.knowledge_editing import _columns, _parse_type
 from curate.families.knowledge_editing_columns import model_check
+from curate.families.knowledge_editing_read import batch_columns, parse_type
 from curate.io.read import open_source
 
 FAM = get_family("knowledge-editing")
@@ -71,7 +71,7 @@ def _columnar_batches(path: Path) -> int:
     src = open_source(path)
     row, n = 0, 0
     for b in src.batches:
-        n += _columns(b, row) is not None
+        n += batch_columns(b, row) is not None
         row += len(b)
     return n
 
@@ -213,11 +213,11 @@ def test_workers_do_not_change_the_result(hard_records: list[dict], tmp_path: Pa
 
 def test_check_never_vouches_for_an_invalid_record(hard_records: list[dict]) -> None:
     """The check may leave a valid record to pydantic, never pass an invalid one."""
-    from curate.families.knowledge_editing import validate_record
     from curate.families.knowledge_editing_columns import parse_json
+    from curate.families.knowledge_editing_read import validate_record
 
     rng = random.Random(7)
-    schema = pa.schema(list(_parse_type(int)))
+    schema = pa.schema(list(parse_type(int)))
     check = model_check(int)
     assert check is not None
     recs, parsed = [], []
@@ -397,10 +397,10 @@ def test_coded_dictionary_holding_a_null_is_not_vouched_for(hard_records: list[d
     batch = batch.set_column(at, "requested_rewrite", rewrites)
     assert batch.column(at).to_pylist()[0][0]["subject"] is None
 
-    cols = _columns(curate.io.records.Batch(None, 0, arrow=batch), 0)
+    cols = batch_columns(curate.io.records.Batch(None, 0, arrow=batch), 0)
     assert cols is not None
     assert cols[0].unsure == [0]
-    conformed = conform(batch, _parse_type(int), Codes(int))
+    conformed = conform(batch, parse_type(int), Codes(int))
     assert conformed is not None
     assert conformed[1] is None  # decoded: the null is a null again
 
@@ -416,11 +416,11 @@ def test_coded_dictionary_holding_a_null_is_not_vouched_for(hard_records: list[d
     )
 )
 def test_string_pool_distinct_gives_each_string_once_and_back(parts: list[list[str]]) -> None:
-    """:meth:`_StringPool.distinct` (what a Ray shard sends): each string of the pool once, and
+    """:meth:`StringPool.distinct` (what a Ray shard sends): each string of the pool once, and
     indexes that give every pooled string back in order, whatever repeats across the parts."""
-    from curate.families.knowledge_editing import _StringPool
+    from curate.families.knowledge_editing_read import StringPool
 
-    pool = _StringPool()
+    pool = StringPool()
     for i, part in enumerate(parts):
         # a parquet dictionary is plain or large; the pool holds both
         pool._parts.append(pa.array(part, pa.string() if i % 2 else pa.large_string()))
@@ -449,9 +449,9 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
     empty subject (that batch is read decoded, as categories, between coded ones)."""
     import pickle
 
-    from curate.families import knowledge_editing as ke
+    from curate.families import knowledge_editing_read as ke_read
     from curate.families.knowledge_editing import FAMILY as KE
-    from curate.families.knowledge_editing import _load_span
+    from curate.families.knowledge_editing import load_span
     from curate.io.spans import SpanNumbering, input_spans
 
     records = copy.deepcopy(hard_records)
@@ -473,12 +473,14 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
         if kind == "jsonl":
             spans = list(SpanNumbering(spans))
         kept, owned = [], []
-        add, own = ke._StringPool.add, ke._StringPool.own
+        add, own = ke_read.StringPool.add, ke_read.StringPool.own
         with (
-            mock.patch.object(ke._StringPool, "add", lambda p, *a: kept.append(1) or add(p, *a)),
-            mock.patch.object(ke._StringPool, "own", lambda p, c: owned.append(1) or own(p, c)),
+            mock.patch.object(
+                ke_read.StringPool, "add", lambda p, *a: kept.append(1) or add(p, *a)
+            ),
+            mock.patch.object(ke_read.StringPool, "own", lambda p, c: owned.append(1) or own(p, c)),
         ):
-            shards = [_load_span(span, span.first_index, None) for span in spans]
+            shards = [load_span(span, span.first_index, None) for span in spans]
         # each way was taken: codes kept for parquet, categories mapped for the rest
         assert (len(kept) > 0) == (kind != "jsonl"), kept
         assert len(owned) == len(spans)

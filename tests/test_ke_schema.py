@@ -8,7 +8,7 @@ from conftest import make_case, simple_case, to_flat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curate.families.knowledge_editing import validate_record
+from curate.families.knowledge_editing_read import validate_record
 from curate.schemas.knowledge_editing import MQuAKECase, RemasteredCase, layout_of, record_id
 
 

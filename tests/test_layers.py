@@ -66,8 +66,6 @@ LONG_MODULES: dict[str, str] = {
     " the canonical form walk the same token stream; split, each half would re-derive it",
     "curate.audits.knowledge_editing.contamination": "the MQuAKE-Remastered contamination"
     " procedure is one algorithm over one set of tables (edit set, fact index, per-hop joins)",
-    "curate.families.knowledge_editing": "its own fix route and column layouts still live here;"
-    " they go when the one fix route lands (issue 31, item 3)",
 }
 
 

@@ -232,13 +232,13 @@ def test_knowledge_editing_identical(ray_engine, ray_cluster, ray_calls, hard_pa
     """MQuAKE-hard as published (a JSON array: read on the driver, its batches' columnar
     parsing as Ray tasks) and as JSON Lines (one shard at the default shard size)."""
     _same_on_both(["knowledge-editing", str(hard_path)], tmp_path, ray_cluster)
-    assert ray_calls["_columns"] >= 1
+    assert ray_calls["batch_columns"] >= 1
     records = json.loads(hard_path.read_text(encoding="utf-8"))
     jsonl = tmp_path / "hard.jsonl"
     jsonl.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
     report = _same_on_both(["knowledge-editing", str(jsonl)], tmp_path, ray_cluster)
     assert report["summary"]["records"] == len(records)
-    assert ray_calls["_load_span"] >= 1
+    assert ray_calls["load_span"] >= 1
     _same_on_both(["knowledge-editing", str(SAMPLES / "mquake_sample.json")], tmp_path, ray_cluster)
 
 
@@ -309,7 +309,7 @@ def test_ke_shards_identical(ray_engine, ray_cluster, ray_calls, shards, hard_re
     lines = {f["details"]["position"] for f in report["findings"] if f["rule"] == "KE001"}
     # records 7 and 68 (0-based): no blank line before the first, ten before the second
     assert {"line 8", "line 79"} <= lines
-    assert ray_calls["_load_span"] >= 1
+    assert ray_calls["load_span"] >= 1
     # two inputs, one read on the driver (a JSON array), one in shards: rows and duplicates
     # run across both
     array = tmp_path / "hard.json"
@@ -373,7 +373,7 @@ def test_ke_parquet_row_groups_identical(
     report = _same_on_both(["knowledge-editing", str(path)], tmp_path, ray_cluster)
     assert shards[-1] >= 5
     assert report["summary"]["by_rule"]["KE002"]["findings"] >= 100
-    assert ray_calls["_load_span"] >= 1
+    assert ray_calls["load_span"] >= 1
 
 
 @pytest.fixture(scope="module")
@@ -539,7 +539,7 @@ def test_ke_shard_worker_killed_mid_run_is_retried(
         import os as _os
         import time as _time
 
-        from curate.families.knowledge_editing import _load_span
+        from curate.families.knowledge_editing import load_span
 
         if span.start == 0 and not _os.path.exists(pid_file):
             tmp = f"{pid_file}.tmp"
@@ -547,9 +547,9 @@ def test_ke_shard_worker_killed_mid_run_is_retried(
                 f.write(str(_os.getpid()))
             _os.replace(tmp, pid_file)
             _time.sleep(120)  # killed long before
-        return _load_span(span, first_row, encoding)
+        return load_span(span, first_row, encoding)
 
-    monkeypatch.setattr(ke, "_load_span", load_or_hang)
+    monkeypatch.setattr(ke, "load_span", load_or_hang)
     ray = _report_killing_one_worker(
         ["knowledge-editing", str(path)], tmp_path, ray_cluster, pid_file
     )
