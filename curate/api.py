@@ -419,21 +419,23 @@ def export(
     license = check_license(license) if license is not None else None
     languages = [check_language(c) for c in language or ()]
     files = _paths(paths)
-    fam.check_command("export", opts, files)
+    opts.check_command("export", files)
     protected = protected_inputs(files, opts)
-    guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.names_inputs)
+    guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.inputs.names_files)
     data = fam.load(files, opts, encoding=encoding, progress=progress)
-    if fam.names_inputs:  # a manifest's media: inputs too, known now, before the audit
+    if fam.inputs.names_files:  # a manifest's media: inputs too, known now, before the audit
         protected = [*protected, *map(Path, data.named_files())]
         guard_folder(out, protected, overwrite=overwrite)
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
+    defaults = fam.card
     card = CardInfo(
         pretty_name=pretty_name or _stem(files[0]),
-        license=license or fam.license,
-        task_categories=fam.task_categories,
-        description=f"{fam.title}, exported by `curate export`." + (f" {note}" if note else ""),
+        license=license or defaults.license,
+        task_categories=defaults.task_categories,
+        description=f"{defaults.title}, exported by `curate export`."
+        + (f" {note}" if note else ""),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
         extra_sections=invalid_section(invalid),
         tags=tags or (),
@@ -453,7 +455,6 @@ def export(
         overwrite=overwrite,
         inputs=protected,
         marker=manifest(command or ["curate.export", fam.name], data.inputs),
-        **({"max_row_group_bytes": fam.max_row_group_bytes} if fam.max_row_group_bytes else {}),
     )
     return Outcome(report, tables, written, None, invalid)
 

@@ -720,3 +720,26 @@ def test_a_row_bigger_than_a_row_group_gets_one_of_its_own(tmp_path):
     meta = pq.read_metadata(f)
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [5, 1, 3]
     assert pq.read_table(f).column("s").to_pylist() == table.column("s").to_pylist()
+
+
+def test_a_streams_row_group_cap_lowers_the_writers_limit_per_split(tmp_path):
+    """``SplitStream.row_group_bytes`` (set by a family whose rows are long nested lists) caps
+    that split's row groups below the writer's limit; a split without one, or with a cap above
+    the limit, keeps the limit (the cap never raises it)."""
+    table = pa.table({"s": ["x" * 100] * 40})  # 104 bytes a row (string and offset)
+    capped = SplitStream(table.schema, lambda: table.to_batches(), 40, row_group_bytes=1100)
+    above = SplitStream(table.schema, lambda: table.to_batches(), 40, row_group_bytes=10**9)
+    out = tmp_path / "o"
+    write_hf_dataset(
+        out,
+        {"train": capped, "test": above, "validation": table},
+        CardInfo(pretty_name="x"),
+        max_row_group_bytes=2200,
+    )
+    groups = {}
+    for f in shards(out):
+        meta = pq.read_metadata(f)
+        split = Path(f).name.split("-")[0]
+        groups[split] = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert groups["train"] == [10, 10, 10, 10]  # 1100 bytes: ten rows
+    assert groups["test"] == groups["validation"] == [21, 19]  # the writer's 2200

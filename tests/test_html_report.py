@@ -252,7 +252,7 @@ def test_glycan_plots(glycan_sample_csv):
     titles = _titles(plots)
     assert titles[0].startswith("Label distribution per split: ")
     assert titles[1] == "Classes per taxonomy level"
-    splits = fam.record_splits(data)
+    splits = data.record_splits()
     assert splits is not None and set(splits["split"].drop_nulls()) >= {"train", "test"}
 
 
@@ -294,7 +294,7 @@ def test_deepfake_plots(tmp_path):
     for p in plots:
         mime, body = p.image()
         assert mime == "image/svg+xml" and len(body) > 1000
-    splits = fam.record_splits(data)
+    splits = data.record_splits()
     assert splits is not None and set(splits["split"].drop_nulls()) == {
         "train",
         "validation",

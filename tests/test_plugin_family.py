@@ -30,6 +30,7 @@ from curate.core.errors import InputError
 from curate.core.findings import json_struct
 from curate.core.keys import Keys
 from curate.core.rules import AuditContext, RuleSet
+from curate.families.base import CardDefaults
 from curate.families.records import RecordsFamily
 
 # ---------------------------------------------------------------- the plug-in family (~50 lines)
@@ -71,7 +72,7 @@ def text_whitespace(data: RecordsData, ctx: AuditContext) -> pl.DataFrame:
 
 class Reviews(RecordsFamily):
     name = "reviews"
-    title = "Product reviews with a sentiment label"
+    card = CardDefaults(title="Product reviews with a sentiment label")
     Model = Review
     key = Keys("text", ("text",))
     prefix = "RV"

@@ -26,13 +26,17 @@ from curate.core.errors import UsageError
 from curate.families import BUILTIN, FamilyLoadError, entries, get_family
 
 PLUGIN = """
+from dataclasses import replace
+
 from curate.families.knowledge_editing import KnowledgeEditingFamily
 
 
 class EchoKE(KnowledgeEditingFamily):
     name = "echo-ke"
     aliases = ("eke",)
-    title = "Knowledge editing, registered by a third-party package"
+    card = replace(
+        KnowledgeEditingFamily.card, title="Knowledge editing, registered by a third-party package"
+    )
 
 
 FAMILY = EchoKE()

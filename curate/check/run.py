@@ -270,13 +270,14 @@ def run_check(
 
 def names_inputs(loaded: LoadedConfig) -> bool:
     """Does a dataset of the configuration name more inputs once read (a deepfake manifest's
-    media, :attr:`Family.names_inputs`)? Then the output gate's "not written by curate" waits
-    until they are known: such a target must be refused as the input it is."""
+    media, :attr:`~curate.families.base.InputSpec.names_files`)? Then the output gate's "not
+    written by curate" waits until they are known: such a target must be refused as the input
+    it is."""
     try:
         plans = plan(loaded, ())
     except UsageError:
         return True
-    return any(p.family.names_inputs for p in plans)
+    return any(p.family.inputs.names_files for p in plans)
 
 
 def protected_inputs(loaded: LoadedConfig) -> list[Path]:

@@ -191,7 +191,7 @@ def _guard_output(
     name, and with ``read`` the files the data names besides, such as the media a deepfake
     manifest lists), a folder, an existing file curate did not write (unless ``--overwrite``).
 
-    With ``fam`` whose data names more inputs (:attr:`Family.names_inputs`), the "not written
+    With ``fam`` whose data names more inputs (:attr:`InputSpec.names_files`), the "not written
     by curate" refusal waits for :func:`_guard_read`: the file may be one of those inputs, and
     must then be refused as one, never with a hint that ``--overwrite`` would do."""
     if output is None or str(output) == "-":
@@ -200,7 +200,7 @@ def _guard_output(
         output,
         [*_protected(paths, options), *(read or ())],
         overwrite=overwrite,
-        all_inputs_known=fam is None or not fam.names_inputs,
+        all_inputs_known=fam is None or not fam.inputs.names_files,
     )
 
 
@@ -575,8 +575,8 @@ ENGINE_PARAMETERS = [
 
 def _family_hint(fam: Family, name: str, hint: Any) -> Any:
     """A verb's parameter as the family's command shows it: PATHS says what the family reads."""
-    if name == "paths" and fam.inputs_help:
-        help = escape_markup(fam.inputs_help)  # a family's text: [brackets] are not markup
+    if name == "paths" and fam.inputs.help:
+        help = escape_markup(fam.inputs.help)  # a family's text: [brackets] are not markup
         return Annotated[list[str], typer.Argument(help=help, metavar="PATHS")]
     return hint
 
@@ -585,7 +585,7 @@ def family_command(verb: str, fam: Family) -> Any:
     """The click command ``curate VERB FAMILY``: the verb's parameters, then its options."""
     impl = VERBS[verb]
     hints = typing.get_type_hints(impl, include_extras=True)
-    skip = {"fam", "options"} | (set() if fam.text_inputs else {"encoding"})
+    skip = {"fam", "options"} | (set() if fam.inputs.text else {"encoding"})
     base = [
         p.replace(annotation=_family_hint(fam, p.name, hints[p.name]), kind=KEYWORD_ONLY)
         for p in inspect.signature(impl).parameters.values()
@@ -614,7 +614,7 @@ def family_command(verb: str, fam: Family) -> Any:
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     doc = inspect.getdoc(impl) or ""
-    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {escape_markup(fam.title)}.")(command)
+    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {escape_markup(fam.card.title)}.")(command)
     cmd = typer.main.get_command(sub)
     cmd.name = fam.name
     return cmd

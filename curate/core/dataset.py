@@ -46,6 +46,14 @@ class LoadedDataset:
         whose data names files says so as soon as it is loaded, before the audit opens them."""
         return list(self.read_files)
 
+    def record_splits(self) -> pl.DataFrame | None:
+        """Each record's split as a frame of ``row`` (the findings' ``row``) and ``split``, for
+        the HTML report's split filter; None (no split column) by default.
+
+        Why on the data and not on the family: it is a fact of what was read, as
+        :meth:`named_files` is, and the data's own tables hold it."""
+        return None
+
 
 @dataclass
 class ChangeEntry:

@@ -19,7 +19,7 @@ import difflib
 import os
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -60,6 +60,17 @@ class FamilyOptions(BaseModel):
         not run a rule that needs one (its report's ``rules_run`` leaves it out) instead of
         running it on nothing and calling the data clean. None by default."""
         return frozenset()
+
+    def check_command(self, command: str, paths: Sequence[str]) -> None:
+        """Refuse a combination of command, these options and inputs the family does not
+        support (:class:`~curate.core.errors.UsageError`, exit 2): called by ``fix`` and
+        ``export`` before any input is read, so that an unsupported request costs a line, not a
+        load and an audit. Nothing by default.
+
+        Why on the options and not on the family: what is refused is a combination of options
+        and a command (a sample given to ``fix``), which the options model already describes
+        (which command takes which option)."""
+        return None
 
     def public(self, command: str | None = None) -> dict[str, Any]:
         """The options as a report shows them: set values only, JSON-friendly.

@@ -56,6 +56,7 @@ class FixSafety(StrEnum):
 
 RuleFunc = Callable[..., pl.DataFrame]
 TableFunc = Callable[["AuditContext"], Any]
+PrepareFunc = Callable[["AuditContext"], None]
 
 
 @dataclass
@@ -116,6 +117,14 @@ class Rule:
     safety: FixSafety = FixSafety.SAFE
     #: Shared tables (registered with :meth:`RuleSet.table`) this rule reads.
     needs: tuple[str, ...] = ()
+    #: A finding of this rule says "this record's own value is malformed" (schema, parse): the
+    #: record is unpublishable. ``fix`` and ``export`` never write a record such a rule reports:
+    #: they leave it out, count it and log it (``--strict`` refuses instead); see
+    #: :meth:`curate.families.base.Family.invalid_records`. Rules about how records relate to
+    #: each other (conflicts, leakage, duplicates, contamination) are not invalid rules: their
+    #: records are each well-formed, and fixing or documenting the relation is the job of the
+    #: fixes and the card. Not shown by ``curate rules`` (its output is kept as it was).
+    invalid: bool = False
 
     @property
     def fixable(self) -> bool:
@@ -174,6 +183,8 @@ class RuleSet:
         self.family = family
         self._rules: dict[str, Rule] = {}
         self.tables: dict[str, TableFunc] = {}
+        #: Checks run before any rule of an audit (:meth:`prepare`), in registration order.
+        self.preparations: list[PrepareFunc] = []
 
     def table(self, name: str) -> Callable[[TableFunc], TableFunc]:
         """Register a shared derived table ``name``: ``builder(ctx) -> value``."""
@@ -186,6 +197,23 @@ class RuleSet:
 
         return register
 
+    def prepare(self, func: PrepareFunc) -> PrepareFunc:
+        """Register ``func(ctx)`` to run before any rule of every audit, whichever rules are
+        selected: a check of the options against the data that fails fast (exit 2 now, not
+        after minutes of other rules), or a shared table built up front for the same reason.
+
+        Why with the rules and not a hook of the family: what it checks is an input of the
+        rules (the edit set they read, the mapping file a rule applies), so it is declared
+        where they are, and a family says nothing about it. Its time is the audit's
+        ``prepare`` stage (``--durations``)."""
+        self.preparations.append(func)
+        return func
+
+    def run_prepare(self, ctx: AuditContext) -> None:
+        """Run every :meth:`prepare` check on the audit's context (the engine calls it)."""
+        for func in self.preparations:
+            func(ctx)
+
     def rule(
         self,
         code: str,
@@ -196,10 +224,12 @@ class RuleSet:
         fix: str = "never",
         unsafe: bool = False,
         needs: Iterable[str] = (),
+        invalid: bool = False,
     ) -> Callable[[RuleFunc], RuleFunc]:
         """Register ``func`` as rule ``code``. ``fix`` is ``always``/``sometimes``/``never``
-        (does a finding carry an edit in its ``fix`` column) and ``unsafe`` marks fixes that
-        choose between meanings (applied only with ``--unsafe-fixes``)."""
+        (does a finding carry an edit in its ``fix`` column), ``unsafe`` marks fixes that
+        choose between meanings (applied only with ``--unsafe-fixes``) and ``invalid`` rules
+        whose findings make a record unpublishable (:attr:`Rule.invalid`)."""
 
         def register(func: RuleFunc) -> RuleFunc:
             if code in self._rules:
@@ -216,6 +246,7 @@ class RuleSet:
                 FixAvailability(fix),
                 FixSafety.UNSAFE if unsafe else FixSafety.SAFE,
                 tuple(needs),
+                invalid,
             )
             return func
 
@@ -223,6 +254,12 @@ class RuleSet:
 
     def __iter__(self):
         return iter(sorted(self._rules.values(), key=lambda r: r.code))
+
+    @property
+    def invalid(self) -> tuple[str, ...]:
+        """The codes of the rules flagged ``invalid=True``, in code order: the rules whose
+        findings make a record unpublishable (:attr:`Rule.invalid`)."""
+        return tuple(r.code for r in self if r.invalid)
 
     def __getitem__(self, code: str) -> Rule:
         return self._rules[code]

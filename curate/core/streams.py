@@ -23,11 +23,17 @@ class SplitStream:
     each time the stream is iterated, so a stream can be read more than once (each read redoes
     the work). ``num_rows`` is the row count the family expects, when it knows it before reading
     (the writer checks it: a differing count means the input changed under us).
+    ``row_group_bytes`` caps the uncompressed bytes per parquet row group the split is written
+    in, below the writer's own limit; None: the writer's limit alone. Rows that are long nested
+    lists need less: parquet holds a nested column's levels beside its values, several times
+    the row group's Arrow size in memory. Why on the stream and not an option of the writer or
+    a setting of the family: it follows from the rows' shape, which the stream's maker knows.
     """
 
     schema: pa.Schema
     batches: Callable[[], Iterable[pa.RecordBatch]]
     num_rows: int | None = None
+    row_group_bytes: int | None = None
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         return iter(self.batches())

@@ -40,15 +40,17 @@ from importlib import metadata
 
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.errors import UsageError
-from curate.families.base import Family
+from curate.families.base import CardDefaults, Family, InputSpec
 
 __all__ = [
     "BUILTIN",
     "GROUP",
+    "CardDefaults",
     "Family",
     "FamilyEntry",
     "FamilyLoadError",
     "FixResult",
+    "InputSpec",
     "LoadedDataset",
     "all_families",
     "broken_families",

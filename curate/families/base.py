@@ -1,5 +1,75 @@
 """The contract every family implements, and the audit engine they share.
 
+The contract
+============
+What a family says: its names, its options, how to load, its tables and keys, its rules, how
+to write and report. Fifteen members, four of them required (R); every other one has a default
+(D) that fits a family without it. Declarations (data) come first, then hooks (methods).
+
+===================  ===  =====================================================================
+member               R/D  what it says (default)
+===================  ===  =====================================================================
+``name``             R    the name on the command line, in reports and in findings' ``family``
+``aliases``          D    other names it answers to (none)
+``Options``          D    its options model (:class:`~curate.core.options.FamilyOptions`, no
+                          option): the CLI's flags, the API's keywords, which command takes
+                          which, the combinations a command refuses (``check_command``), the
+                          files they name, the shared tables they make unavailable
+``inputs``           D    :class:`InputSpec`: PATHS' help, text formats (``--encoding``), data
+                          naming more files (the core's record inputs, text, no)
+``rules``            R    its :class:`~curate.core.rules.RuleSet`: the rules (code, category,
+                          severity, fix availability, ``invalid``: findings make a record
+                          unpublishable), the shared tables they read, the checks run before
+                          any rule (``@RULES.prepare``)
+``card``             D    :class:`CardDefaults`: title, license, task categories of its cards
+                          (no title, ``unknown``, none)
+``read``             R    how to load: paths and validated options to a
+                          :class:`~curate.core.dataset.LoadedDataset` (its tables, schema
+                          findings; the data class also says each record's split,
+                          ``record_splits``, and the files it names, ``named_files``)
+``sniff``            D    how to recognise its input when another family is asked (never)
+``to_tables``        R    the valid records per split in the published layout (a stream may cap
+                          its parquet row groups, ``SplitStream.row_group_bytes``)
+``keys``             D    its :class:`~curate.core.keys.Keys`: what identifies a record, for
+                          the shared duplicate and leakage rules and ``curate overlap`` (none)
+``invalid_records``  D    the records not to publish: the findings of the ``invalid`` rules on
+                          the data (a family whose records are not the findings' rows, icrl's
+                          histories, overrides it)
+``output_note``      D    the card's sentence on the written layout; may refuse (exit 2) before
+                          the audit, when the options ask for a layout the data cannot take ("")
+``card_sections``    D    the card's own lines about an export, after ``to_tables`` (none)
+``summarise``        D    headline figures into ``report.stats``/``report.headlines`` at the end
+                          of every audit (none)
+``plots``            D    the HTML report's plots, drawn after the audit (none)
+===================  ===  =====================================================================
+
+Fix members (the one fix route, :mod:`curate.core.fixes`; listed apart because they are the
+fix route's and only ``curate fix`` reads them): ``fix_frame`` (the records as a frame, required
+to fix), ``write_fixed`` (the writer of the family's format; parquet of ``fix_tables`` by
+default), ``fix_tables``, ``fix_original``, ``reaudit_options``, ``fix_summary``,
+``fix_passes``; ``fix`` is the engine's entry point.
+
+Provided, not overridden: :meth:`Family.options` (validate options), :meth:`Family.load` (the
+``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). Derived, read-only,
+for callers not yet moved (the fix route): ``title``, ``license``, ``task_categories`` (from
+``card``), ``names_inputs`` (from ``inputs``), ``invalid_rules`` (from the rules' flags),
+``check_command`` (the options model's). A family declaring any of those, or another member of
+an earlier contract, is refused when its class is defined (:data:`RETIRED` says what replaced
+each), so that a plug-in written for the old contract fails loudly instead of being silently
+ignored.
+
+Why these stay apart (judged, not counted): three hooks fail fast, at three moments with three
+inputs — the options model's ``check_command`` before any input is read (fix and export),
+``output_note`` once the data is read and before the audit (fix and export), ``@RULES.prepare``
+before the rules of every audit. One ``check(stage, ...)`` would take the union of their
+arguments and return a sentence at one stage only; each now sits with what it checks (options,
+card, rules). ``summarise`` and ``plots`` stay two: the summary is part of every audit (its
+figures are in every report), the plots are drawn only for HTML, later, on a context that does
+not keep the audit's shared tables alive in the report; one hook would either draw plots for
+every audit or keep those tables in memory as long as the report lives. ``output_note`` and
+``card_sections`` stay two: the note must refuse before the audit, the sections describe what
+``to_tables`` wrote.
+
 The data types of the contract (:class:`LoadedDataset`, :class:`FixResult`,
 :class:`ChangeEntry`) live in :mod:`curate.core.dataset`, below the rules that read and produce
 them.
@@ -10,6 +80,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +93,29 @@ from curate.core.findings import Report
 from curate.core.keys import Keys
 from curate.core.options import FamilyOptions, parse_options
 from curate.core.rules import AuditContext, Rule, RuleSet
-from curate.core.streams import SplitStream
+from curate.core.streams import SplitData, SplitStream
 
 if TYPE_CHECKING:
     from curate.core.plots import Plot
     from curate.io.sniff import Probe
 
 Progress = Callable[[str, int], None]
+
+#: Attributes of an earlier contract a family no longer declares, and what replaced each
+#: (:meth:`Family.__init_subclass__` refuses them).
+RETIRED: dict[str, str] = {
+    "invalid_rules": "declare the rules with RuleSet.rule(..., invalid=True)",
+    "title": "declare card = CardDefaults(title=...)",
+    "license": "declare card = CardDefaults(license=...)",
+    "task_categories": "declare card = CardDefaults(task_categories=...)",
+    "inputs_help": "declare inputs = InputSpec(help=...)",
+    "text_inputs": "declare inputs = InputSpec(text=...)",
+    "names_inputs": "declare inputs = InputSpec(names_files=...)",
+    "max_row_group_bytes": "set SplitStream(..., row_group_bytes=...) in to_tables",
+    "check_command": "override check_command(command, paths) of the Options model",
+    "prepare": "register the check with the rules: @RULES.prepare",
+    "record_splits": "give the data class a record_splits() method (LoadedDataset)",
+}
 
 
 def check_not_blank(path: str | Path) -> None:
@@ -110,48 +197,83 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     return [*lines, ""]
 
 
+@dataclass(frozen=True)
+class CardDefaults:
+    """What a family's dataset cards say unless the user says otherwise, declared once.
+
+    ``title`` names the family's data: the description of every card ``export`` and ``fix``
+    write opens with it, and ``--help`` shows it. ``license`` is the card's license (an SPDX
+    id or ``unknown``; ``export --license`` overrides it). ``task_categories`` are the Hub's
+    task categories, also the Croissant file's keywords.
+
+    Why one declaration and not three attributes of :class:`Family`: they are read together,
+    by the commands that write a card (:mod:`curate.api`), and a family says them together,
+    next to nothing else. Why here and not in :mod:`curate.publish`: a family may not import
+    the publishing layer above it; publishing gets them as a
+    :class:`~curate.publish.metadata.CardInfo` that :mod:`curate.api` fills from these.
+    """
+
+    title: str = ""
+    license: str = "unknown"
+    task_categories: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What a family's commands read, as the CLI and the output gate must know it before
+    anything is read.
+
+    ``help``: what the PATHS argument says they take; None: the core's record inputs (files,
+    dataset folders, ``FOLDER:CONFIG``, ``hf://``, ``-``). A family with its own format says
+    what it takes, so ``--help`` never offers what it refuses. ``text``: the inputs are text
+    formats (JSON, CSV), so the commands offer ``--encoding``. ``names_files``: the data names
+    more files the run reads (a deepfake manifest's media), known only once it is loaded
+    (:meth:`~curate.core.dataset.LoadedDataset.named_files`): the output gate waits for them
+    before it calls a target "not written by curate", which may be one of those inputs.
+
+    Why one declaration: the three are facts about the family's input format, said once,
+    next to its reader (:meth:`Family.read`) and its recogniser (:meth:`Family.sniff`).
+    """
+
+    help: str | None = None
+    text: bool = True
+    names_files: bool = False
+
+
 class Family(ABC):
-    """A dataset family: name, rules, reader, fixes and export metadata."""
+    """A dataset family: its names, options, reader, tables, keys, rules, card and report
+    figures; the members and their defaults are listed in the module's docstring."""
 
     name: str
     aliases: tuple[str, ...] = ()
-    title: str = ""
     rules: RuleSet
-    #: Error rules whose findings say "this record's own value is malformed" (schema, parse).
-    #: ``fix`` and ``export`` never write a record one of them reports: they leave it out, count
-    #: it, and log it (``--strict`` refuses instead). Rules about how records relate to each other
-    #: (conflicts, leakage, duplicates, contamination) are *not* listed: their records are each
-    #: well-formed, and fixing or documenting the relation is the job of the fixes and the card.
-    invalid_rules: tuple[str, ...] = ()
-    #: Dataset-card defaults for exports.
-    task_categories: tuple[str, ...] = ()
-    license: str = "unknown"
+    #: What the family's dataset cards say by default: title, license, task categories.
+    card: CardDefaults = CardDefaults()
     #: The family's options model (see :mod:`curate.core.options`); the CLI builds its flags from
     #: it.
     Options: type[FamilyOptions] = FamilyOptions
     #: How many fix passes (apply, re-audit) ``curate fix`` runs at most before it reports the
     #: fixes as not converged; None: the engine's default (:data:`curate.core.fixes.MAX_PASSES`).
     fix_passes: int | None = None
-    #: Uncompressed bytes per parquet row group of an export (None: the writer's default,
-    #: :data:`curate.publish.shards.MAX_ROW_GROUP_BYTES`). A family whose rows are long nested lists
-    #: sets less: parquet writes a nested column's levels beside its values, several times the
-    #: row group's Arrow size in memory.
-    max_row_group_bytes: int | None = None
-    #: What the PATHS argument of the family's commands says they read; None: the core's
-    #: record inputs (files, dataset folders, ``FOLDER:CONFIG``, ``hf://``, ``-``). A family
-    #: with its own format says what it takes, so ``--help`` never offers what it refuses.
-    inputs_help: str | None = None
-    #: The family reads text formats (JSON, CSV): its commands offer ``--encoding``.
-    text_inputs: bool = True
-    #: The data names more files the run reads (a deepfake manifest's media), known only once
-    #: it is loaded (:meth:`LoadedDataset.named_files`): the output gate waits for them before
-    #: it calls a target "not written by curate", which may be one of those inputs.
-    names_inputs: bool = False
+    #: What the family's commands read: PATHS' help, text or not, data naming more files.
+    inputs: InputSpec = InputSpec()
     #: The keys the family declares (:class:`~curate.core.keys.Keys`), listed once: those with a
     #: ``table`` builder are what ``curate overlap --key NAME`` compares the family's datasets
     #: by (its ``doc`` says why equal keys are the same thing; ``text`` allows
     #: ``--near-duplicates``). None by default (``--key column:NAME`` works for any table).
     keys: tuple[Keys, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a family that declares an attribute the contract no longer has: set on a
+        subclass it would be silently ignored (the card would say ``unknown``, an invalid record
+        would be published), so it is an error when the class is defined, naming what replaced
+        it."""
+        super().__init_subclass__(**kwargs)
+        for name, instead in RETIRED.items():
+            if name in vars(cls):
+                raise TypeError(
+                    f"{cls.__qualname__}.{name} is no longer part of the Family contract: {instead}"
+                )
 
     def sniff(self, probe: Probe) -> str | None:
         """Does ``probe`` look like this family's input? A noun phrase saying what it is
@@ -170,11 +292,9 @@ class Family(ABC):
         return parse_options(self.Options, self.name, given, **raw)
 
     def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
-        """Refuse a combination of command, options and inputs the family does not support
-        (UsageError, exit 2) — called by ``fix`` and ``export`` before any input is read, so
-        that an unsupported request costs a line, not a load and an audit. Nothing by default.
-        """
-        return None
+        """Derived, not a hook: :meth:`FamilyOptions.check_command` of ``options`` (the options
+        model says which combinations of command, options and inputs it refuses)."""
+        options.check_command(command, paths)
 
     def load(
         self,
@@ -221,8 +341,9 @@ class Family(ABC):
         (None: detected)."""
 
     @abstractmethod
-    def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
-        """The valid records as Arrow tables per split, in the family's published layout."""
+    def to_tables(self, data: LoadedDataset) -> dict[str, SplitData]:
+        """The valid records per split (Arrow tables or :class:`SplitStream`), in the family's
+        published layout."""
 
     def output_note(self, data: LoadedDataset) -> str:
         """A sentence the card's (and croissant's) description adds about how the written
@@ -340,8 +461,37 @@ class Family(ABC):
         """Side files to write beside the fixed data and family figures for the summary."""
         return {}, {}
 
+    # Derived, read-only: for callers that read them from the family (the fix route's card and
+    # figures). A family declares ``card`` and the rules' ``invalid`` flag instead.
+    @property
+    def title(self) -> str:
+        """:attr:`CardDefaults.title` of :attr:`card`."""
+        return self.card.title
+
+    @property
+    def license(self) -> str:
+        """:attr:`CardDefaults.license` of :attr:`card`."""
+        return self.card.license
+
+    @property
+    def task_categories(self) -> tuple[str, ...]:
+        """:attr:`CardDefaults.task_categories` of :attr:`card`."""
+        return self.card.task_categories
+
+    @property
+    def names_inputs(self) -> bool:
+        """:attr:`InputSpec.names_files` of :attr:`inputs`."""
+        return self.inputs.names_files
+
+    @property
+    def invalid_rules(self) -> tuple[str, ...]:
+        """The codes of the rules declared ``invalid=True`` (:attr:`RuleSet.invalid`); derived,
+        not declared: a rule says itself that its findings make a record unpublishable."""
+        return self.rules.invalid
+
     def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
-        """Findings of :attr:`invalid_rules` on ``data``: the records that must not be published.
+        """Findings of the invalid rules (declared ``invalid=True``, :attr:`Rule.invalid`) on
+        ``data``: the records that must not be published.
 
         Computed from the data (the rules are re-run, all cheap), not taken from a report, so a
         report narrowed with ``--select`` can never let an invalid record through. Columns:
@@ -349,7 +499,7 @@ class Family(ABC):
         such as an interaction matrix's glycan header, have no row and come last).
         """
         frames = []
-        for code in self.invalid_rules:
+        for code in self.rules.invalid:
             rule = self.rules[code]
             ctx = AuditContext(data, data.options or self.options(), self.rules.tables)
             out = rule.run(data, ctx.for_rule(rule))
@@ -387,9 +537,10 @@ class Family(ABC):
     ) -> Report:
         """Run the selected rules and collect their findings into one :class:`Report`.
 
-        Options default to those the data was loaded with. Each rule gets an
-        :class:`~curate.core.rules.AuditContext` serving the shared tables it declared; the context
-        is kept on the report (``report.context``) for the family's summary figures.
+        Options default to those the data was loaded with. The rule set's ``prepare`` checks
+        run first, then each rule, with an :class:`~curate.core.rules.AuditContext` serving the
+        shared tables it declared; :meth:`summarise` then reads the same context for the
+        family's figures. The context is not kept on the report (its tables can be large).
         """
         if options is None and not raw and data.options is not None:
             opts = data.options
@@ -414,7 +565,7 @@ class Family(ABC):
             durations[stage] = took - (ctx.table_seconds() - tables_before)
             return out
 
-        timed("prepare", lambda: self.prepare(ctx))
+        timed("prepare", lambda: self.rules.run_prepare(ctx))
         frames = []
         for i, rule in enumerate(chosen):
             if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
@@ -452,12 +603,11 @@ class Family(ABC):
         timed("summary", lambda: self.summarise(report, ctx))
         return report
 
-    def prepare(self, ctx: AuditContext) -> None:
-        """Check options against the data before any rule runs (fail fast); nothing by default."""
-        return None
-
     def summarise(self, report: Report, ctx: AuditContext) -> None:
-        """Add the family's headline figures to ``report.stats`` (after the rules ran)."""
+        """Add the family's headline figures to ``report.stats`` and its summary sentences to
+        ``report.headlines``, at the end of every audit, on the audit's own context (the shared
+        tables the rules built); nothing by default. Not merged with :meth:`plots`: see the
+        module's docstring."""
         return None
 
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
@@ -473,8 +623,3 @@ class Family(ABC):
         the same bytes.
         """
         return []
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        """Each record's split as a frame of ``row`` (the findings' ``row``) and ``split``, for
-        the HTML report's split filter; None (no split column) by default."""
-        return None

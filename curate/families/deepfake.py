@@ -32,7 +32,14 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.base import (
+    CardDefaults,
+    Family,
+    InputSpec,
+    Progress,
+    check_not_blank,
+    no_records,
+)
 from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, is_stream, read_frame
 from curate.io.records import split_of
@@ -116,17 +123,13 @@ def _content_keys(data: LoadedDataset) -> pl.DataFrame:
 class DeepfakeFamily(Family):
     name = "deepfake"
     aliases = ("deepfakes", "illusion")
-    title = "Deepfake-detection manifests (audio, image, video samples; labels, generators)"
-    names_inputs = True
-    task_categories = ("video-classification", "audio-classification", "image-classification")
-    license = "unknown"
+    card = CardDefaults(
+        title="Deepfake-detection manifests (audio, image, video samples; labels, generators)",
+        license="unknown",
+        task_categories=("video-classification", "audio-classification", "image-classification"),
+    )
+    inputs = InputSpec(names_files=True)
     Options = DeepfakeOptions
-    #: DF001: a row whose own values do not fit the schema (no sample id, an unknown modality,
-    #: label, audio-visual label or split, a malformed sha256, a negative or non-numeric
-    #: duration, size, frame or sample rate, a list or object where text belongs). Such a row is
-    #: never published. Rules about how rows relate (duplicates, leakage, contradictions) are
-    #: not listed: fixing or documenting those is the job of the fixes and the card.
-    invalid_rules = ("DF001",)
     rules = RULES
     #: ``curate overlap`` keys: ``content`` (the sample's sha256: the files' own when they can
     #: be read, as DF3xx compare them), ``subject`` (every identity a sample shows: subject,
@@ -250,10 +253,6 @@ class DeepfakeFamily(Family):
 
         assert isinstance(data, DeepfakeData)
         return deepfake_plots(data, report, ctx)
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, DeepfakeData)
-        return data.rows.select("row", pl.col("split").cast(pl.String))
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid rows per split (rows without a split are published in train), every

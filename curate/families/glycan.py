@@ -14,7 +14,7 @@ single- and multi-valued tables go through the same rules. Interaction matrices 
 Every row is checked, labelled or not: a cell of the wrong kind (an object or a nested list
 where a glycan, label, split or number belongs; a list where one value belongs) is a GL001
 finding, and every glycan string is parsed (GL101/GL102). Those are the rows ``fix`` and
-``export`` never publish (:attr:`GlycanFamily.invalid_rules`).
+``export`` never publish (the rules declared ``invalid=True``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.audits.glycan import RULES, ceiling_accuracy
-from curate.audits.glycan.hierarchy import load_mapping
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
@@ -39,7 +38,7 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, nested_kind, read_frame
 from curate.io.records import Source, split_of
@@ -357,17 +356,12 @@ def malformed_cells(
 class GlycanFamily(Family):
     name = "glycan"
     aliases = ("glycans", "glycanml")
-    title = "Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)"
-    task_categories = ("text-classification",)
-    license = "mit"
+    card = CardDefaults(
+        title="Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)",
+        license="mit",
+        task_categories=("text-classification",),
+    )
     Options = GlycanOptions
-    #: The rows fix/export leave out: GL001 (no glycan, a label outside the task's classes, an
-    #: unknown split, a non-numeric matrix value, a list or object where text belongs) and
-    #: GL101/GL102 (a glycan string that does not parse). Each says the row's own value is
-    #: malformed; a published row must at least be a glycan with values of the task's types.
-    #: GL301/GL302 (contradictions between rows), GL401/GL402 (leakage) and GL601 (two matrix
-    #: columns disagreeing) are about well-formed rows and are fixed or documented instead.
-    invalid_rules = ("GL001", "GL101", "GL102")
     #: A taxonomy fix can ripple up the hierarchy one level per pass: a genus moved to its
     #: majority family may then sit under that family's minority order, found only by the next
     #: re-audit (GL301), and rows it makes equal are dropped by the one after (GL304). Eight
@@ -717,11 +711,6 @@ class GlycanFamily(Family):
     def _table_stats(self, data: GlycanData) -> list[dict[str, Any]]:
         return [dict(x) for x in data.stats["tables"]]
 
-    def prepare(self, ctx: AuditContext) -> None:
-        """A ``--mapping`` file is read and checked before any rule runs (exit 2 on a defect),
-        whichever rules are selected."""
-        load_mapping(ctx.options.mapping)
-
     # ----------------------------------------------------------------- export / fix
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
         """Label distribution per split and, for taxonomy, classes per level per split."""
@@ -730,15 +719,9 @@ class GlycanFamily(Family):
         assert isinstance(data, GlycanData)
         return glycan_plots(data, report, ctx)
 
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, GlycanData)
-        return (
-            pl.concat([t.rows.select("row", "split") for t in data.tables]) if data.tables else None
-        )
-
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan
-        columns whose header does not parse): see :attr:`invalid_rules`.
+        columns whose header does not parse): see :meth:`invalid_records`.
 
         Published as its reader typed it, not as the text the rules read: a column whose every
         value is an integer (or a number) written the way the number prints is numeric again
@@ -763,7 +746,7 @@ class GlycanFamily(Family):
         when none did), without the split column or 0/1 split flags (each split is its own
         files when published).
 
-        Invalid rows (:attr:`invalid_rules`) are left out and logged whole, as read; in an
+        Invalid rows (:meth:`invalid_records`) are left out and logged whole, as read; in an
         interaction matrix, so are the glycan columns whose header does not parse (their values
         logged per protein).
         """

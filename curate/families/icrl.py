@@ -31,15 +31,14 @@ import polars as pl
 import pyarrow as pa
 
 from curate.audits.icrl import RULES
-from curate.audits.icrl.fixes import INVALID_RULES
 from curate.core.dataset import ChangeEntry, LoadedDataset, Written
-from curate.core.errors import InputError, UsageError, arg
+from curate.core.errors import InputError
 from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.core.fixes import RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream
-from curate.families.base import Family, Progress
+from curate.families.base import CardDefaults, Family, InputSpec, Progress
 from curate.families.hints import hinted
 from curate.families.icrl_publish import (
     GroupCopy,
@@ -78,25 +77,21 @@ from curate.schemas.icrl_tables import (
 class IcrlFamily(Family):
     name = "icrl"
     aliases = ("xland",)
-    title = "In-context RL learning histories (XLand-100B-style HDF5)"
-    task_categories = ("reinforcement-learning",)
-    license = "cc-by-sa-4.0"
+    card = CardDefaults(
+        title="In-context RL learning histories (XLand-100B-style HDF5)",
+        license="cc-by-sa-4.0",
+        task_categories=("reinforcement-learning",),
+    )
     Options = IcrlOptions
     rules = RULES
     #: ``curate overlap --key task``: a task group's content hash (its histories' digests in
     #: order), as RL402/RL404 compare tasks — equal bytes whatever the group is called.
     keys = (TASK_KEYS,)
-    invalid_rules = INVALID_RULES
-    inputs_help = (
-        "Local HDF5 files of learning histories (XLand-100B layout), or a folder holding one "
-        "(what curate fix wrote)."
+    inputs = InputSpec(
+        help="Local HDF5 files of learning histories (XLand-100B layout), or a folder holding "
+        "one (what curate fix wrote).",
+        text=False,
     )
-    text_inputs = False
-    #: 16 MB row groups (about 500k steps): parquet holds the repetition and definition levels
-    #: of ``states``' 25 uint8 cells per step beside them, so writing a 100 MB row group peaked
-    #: at 1.4 GB; at 16 MB an export peaks near 0.6 GB (measured on a 3.9M-step file), whatever
-    #: the file's size.
-    max_row_group_bytes = 16_000_000
 
     def sniff(self, probe: Probe) -> str | None:
         """An HDF5 file one of whose first root groups holds three or more of the task
@@ -246,34 +241,12 @@ class IcrlFamily(Family):
         return icrl_plots(data, report, ctx)
 
     # ----------------------------------------------------------------- export and fix
-    def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
-        """Export and fix read one file, all of it checked: ``--metadata-only`` checks no array
-        (nothing may be published from it), and a fixed file must hold every task, so fix takes
-        no sample. Refused here, before the file is read."""
-        opts = options if isinstance(options, IcrlOptions) else IcrlOptions()
-        if len(paths) != 1:
-            raise UsageError(
-                f"icrl {command} reads one HDF5 file at a time (got {len(paths)}); "
-                "audit several together to compare them (RL404)"
-            )
-        if opts.metadata_only:
-            raise UsageError(
-                f"{arg('--metadata-only', True)} checks no array data; icrl {command} writes "
-                "only histories "
-                "the full audit found valid"
-            )
-        if command == "fix" and opts.sampled:
-            raise UsageError(
-                f"{arg('--tasks')}/{arg('--fraction')}: icrl fix writes every task of the file, "
-                "each one checked; "
-                "a sample is for audit and export"
-            )
-
     def _invalid_findings(self, data: IcrlData) -> pl.DataFrame:
-        """Findings of :attr:`invalid_rules`, on one context (the scan is built once)."""
+        """Findings of the invalid rules (``invalid=True``), on one context (the scan is built
+        once)."""
         ctx = AuditContext(data, data.options or self.options(), self.rules.tables)
         frames = []
-        for code in self.invalid_rules:
+        for code in self.rules.invalid:
             rule = self.rules[code]
             out = rule.run(data, ctx.for_rule(rule))
             if out.height:

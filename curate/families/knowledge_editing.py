@@ -37,7 +37,7 @@ from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream, small_types
-from curate.families.base import Family, Progress, check_not_blank, no_records
+from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted, not_this_family
 from curate.families.knowledge_editing_columns import (
     CODED_FIELDS,
@@ -87,18 +87,13 @@ from curate.schemas.knowledge_editing_tables import (
 class KnowledgeEditingFamily(Family):
     name = "knowledge-editing"
     aliases = ("mquake", "ke")
-    title = "Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)"
-    task_categories = ("question-answering",)
-    license = "mit"
+    card = CardDefaults(
+        title="Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)",
+        license="mit",
+        task_categories=("question-answering",),
+    )
     Options = KEOptions
-    #: Only the schema makes a case unpublishable: KE001 is a record that is not a case at all
-    #: (a missing field, a number where a string belongs), so no reader of the published dataset
-    #: could load it. The KE1xx consistency errors are findings *about* well-formed cases (a
-    #: broken chain is still a readable case, and MQuAKE-hard has real ones worth studying); they
-    #: are published with the audit report beside them. KE002 (a repeated case id) is a relation
-    #: between two valid records, not a malformed value.
-    invalid_rules = ("KE001",)
-
+    #: Only KE001 (the schema) is an invalid rule: see its declaration.
     rules = RULES
     #: ``curate overlap`` keys: ``fact`` (the edit triples: an edit in two datasets is the
     #: same counterfactual) and ``question`` (the multi-hop questions, normalised as KE402
@@ -402,10 +397,6 @@ class KnowledgeEditingFamily(Family):
         return (path, spans[0].format, refs, digest), records
 
     # ----------------------------------------------------------------- edit sets
-    def prepare(self, ctx: AuditContext) -> None:
-        """Resolve the edit set before any rule runs: a bad ``ids:`` file or ``random:K`` with
-        K above the number of cases is an error now, not after minutes of other rules."""
-        ctx.table("edited")
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """The edit-set contamination figures a reader checks first."""
@@ -459,10 +450,6 @@ class KnowledgeEditingFamily(Family):
 
         assert isinstance(data, KEData)
         return ke_plots(data, report, ctx)
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, KEData)
-        return data.cases.select("row", "split")
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid cases per split, as streams of record batches in the output layout

@@ -64,7 +64,7 @@ class RecordsFamily(Family):
 
     A subclass sets ``name``, ``Model``, ``key`` and ``prefix`` (and ``rules`` if it has rules
     of its own: a :class:`~curate.core.rules.RuleSet`, else one is made); the generic rules are
-    registered on ``rules`` when the class is made, and ``invalid_rules`` is ``PREFIX001``.
+    registered on ``rules`` when the class is made, ``PREFIX001`` flagged as the invalid rule.
     """
 
     #: What a record is: every row must satisfy it.
@@ -94,8 +94,6 @@ class RecordsFamily(Family):
             )
         if "keys" not in cls.__dict__:
             cls.keys = (cls.key,)
-        if "invalid_rules" not in cls.__dict__:
-            cls.invalid_rules = (cls.prefix + "001",)
 
     # ----------------------------------------------------------------- reading
     def read(
@@ -229,10 +227,6 @@ class RecordsFamily(Family):
         """Rows, valid rows and rows per split (the figures a card states)."""
         assert isinstance(ctx.data, RecordsData)
         report.stats.update(self._stats(ctx.data))
-
-    def record_splits(self, data: LoadedDataset) -> pl.DataFrame | None:
-        assert isinstance(data, RecordsData)
-        return data.rows.select("row", "split")
 
     # ----------------------------------------------------------------- export / fix
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +180,8 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 def write_split(
     folder: Path, split: str, stream: SplitStream, schema: pa.Schema, limits: Limits
 ) -> _SplitResult:
+    if stream.row_group_bytes is not None and stream.row_group_bytes < limits.group_bytes:
+        limits = replace(limits, group_bytes=stream.row_group_bytes)  # the rows' own cap
     writer = _ShardWriter(folder / "data", split, schema, limits)
     try:
         for batch in stream:

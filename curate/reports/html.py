@@ -532,7 +532,7 @@ def render_audit(
     if data is not None:
         fam = get_family(report.family)
         plots = family_plots(fam, data, report, ctx)
-        splits = fam.record_splits(data)
+        splits = data.record_splits()
     plots += list(extra_plots)
     return render_check(result, plots={name: plots}, splits={name: splits})
 

@@ -96,6 +96,10 @@ class DeepfakeData(LoadedDataset):
     def paths(self) -> list[str]:
         return [i.path for i in self.inputs]
 
+    def record_splits(self) -> pl.DataFrame | None:
+        """Each row's split (``row``, ``split``), for the HTML report's split filter."""
+        return self.rows.select("row", pl.col("split").cast(pl.String))
+
     def valid_rows(self) -> pl.DataFrame:
         return self.rows.filter(pl.col("valid"))
 

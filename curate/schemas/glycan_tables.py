@@ -99,6 +99,13 @@ class GlycanData(LoadedDataset):
     tables: list[GlycanTable] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
 
+    def record_splits(self) -> pl.DataFrame | None:
+        """Each row's split (``row``, ``split``) over every table, for the HTML report's split
+        filter."""
+        return (
+            pl.concat([t.rows.select("row", "split") for t in self.tables]) if self.tables else None
+        )
+
     def all_rows(self) -> pl.DataFrame:
         """Rows of every table (label columns differ between tasks, so only shared columns)."""
         shared = ["row", "table", "record", "split", "glycan", "key", "error", "valid", "in_task"]

@@ -29,11 +29,12 @@ without pydantic), and are re-exported here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from curate.core.errors import arg
+from curate.core.errors import UsageError, arg
 from curate.core.options import FamilyOptions, option
 from curate.io.xland_layout import (
     ATTRS,
@@ -206,6 +207,28 @@ class IcrlOptions(FamilyOptions):
                 "their own length)"
             )
         return self
+
+    def check_command(self, command: str, paths: Sequence[str]) -> None:
+        """Export and fix read one file, all of it checked: ``--metadata-only`` checks no array
+        (nothing may be published from it), and a fixed file must hold every task, so fix takes
+        no sample. Refused here, before the file is read."""
+        if len(paths) != 1:
+            raise UsageError(
+                f"icrl {command} reads one HDF5 file at a time (got {len(paths)}); "
+                "audit several together to compare them (RL404)"
+            )
+        if self.metadata_only:
+            raise UsageError(
+                f"{arg('--metadata-only', True)} checks no array data; icrl {command} writes "
+                "only histories "
+                "the full audit found valid"
+            )
+        if command == "fix" and self.sampled:
+            raise UsageError(
+                f"{arg('--tasks')}/{arg('--fraction')}: icrl fix writes every task of the file, "
+                "each one checked; "
+                "a sample is for audit and export"
+            )
 
     @property
     def segment_steps(self) -> int:

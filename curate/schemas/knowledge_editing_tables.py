@@ -155,6 +155,10 @@ class KEData(LoadedDataset):
     #: ``record`` by ``row`` (null for an invalid record), built on first use for ``cases``.
     _records_by_row: tuple[int, pl.Series] | None = field(default=None, repr=False)
 
+    def record_splits(self) -> pl.DataFrame | None:
+        """Each case's split (``row``, ``split``), for the HTML report's split filter."""
+        return self.cases.select("row", "split")
+
     def records_by_row(self) -> pl.Series:
         """Case ids indexed by ``row`` (rows number every input record, so this is a gather
         index): how ``hops`` and ``edits`` rows, which carry only ``row``, get their case id."""

@@ -8,8 +8,14 @@ from curate.audits.deepfake.registry import RULES
 from curate.core.rules import AuditContext
 from curate.schemas.deepfake_tables import DeepfakeData
 
+# DF001 is the invalid rule (``invalid=True``): a row whose own values do not fit the schema (no
+# sample id, an unknown modality, label, audio-visual label or split, a malformed sha256, a
+# negative or non-numeric duration, size, frame or sample rate, a list or object where text
+# belongs) is never published. Rules about how rows relate (duplicates, leakage,
+# contradictions) are not: fixing or documenting those is the job of the fixes and the card.
 
-@RULES.rule("DF001", "schema-invalid", category="schema", severity="error")
+
+@RULES.rule("DF001", "schema-invalid", category="schema", severity="error", invalid=True)
 def schema_invalid(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
     """A manifest row does not fit the schema: no sample id; a modality other than
     audio/image/video; a label that is not real or fake (``bonafide``/``spoof``/``0``/``1``

@@ -309,6 +309,13 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     return concat_outputs(parts)
 
 
+@RULES.prepare
+def check_mapping(ctx: AuditContext) -> None:
+    """A ``--mapping`` file is read and checked before any rule runs (exit 2 on a defect),
+    whichever rules are selected."""
+    load_mapping(ctx.options.mapping)
+
+
 def load_mapping(path: str | Path | None) -> dict[str, dict[str, str]]:
     """``--mapping FILE``: ``{"<child level>": {"<child>": "<parent>"}}``, checked entry by entry.
 

@@ -17,9 +17,15 @@ from curate.schemas.glycan_tables import (
 )
 
 # --------------------------------------------------------------------------- GL0xx / GL1xx
+# The rows fix/export leave out (``invalid=True``): GL001 (no glycan, a label outside the task's
+# classes, an unknown split, a non-numeric matrix value, a list or object where text belongs) and
+# GL101/GL102 (a glycan string that does not parse). Each says the row's own value is malformed;
+# a published row must at least be a glycan with values of the task's types. GL301/GL302
+# (contradictions between rows), GL401/GL402 (leakage) and GL601 (two matrix columns disagreeing)
+# are about well-formed rows and are fixed or documented instead.
 
 
-@RULES.rule("GL001", "schema-invalid", category="schema", severity="error")
+@RULES.rule("GL001", "schema-invalid", category="schema", severity="error", invalid=True)
 def schema_invalid(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """A row does not fit its task's schema: missing glycan, a label outside the task's classes
     (immunogenicity 0/1, glycosylation N/O/free), an unknown split name, a non-numeric
@@ -82,7 +88,7 @@ def _shortened(col: str, limit: int) -> pl.Expr:
     return pl.when(c.str.len_chars() > limit).then(c.str.slice(0, limit) + "…").otherwise(c)
 
 
-@RULES.rule("GL101", "unparseable-glycan", category="schema", severity="error")
+@RULES.rule("GL101", "unparseable-glycan", category="schema", severity="error", invalid=True)
 def unparseable_glycan(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The glycan is not well-formed IUPAC-condensed: unbalanced brackets, a missing or malformed
     linkage, stray characters. The message gives the 0-based character position and what was
@@ -93,7 +99,7 @@ def unparseable_glycan(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     return _parse_findings(data, "syntax")
 
 
-@RULES.rule("GL102", "unknown-residue", category="schema", severity="error")
+@RULES.rule("GL102", "unknown-residue", category="schema", severity="error", invalid=True)
 def unknown_residue(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """The glycan uses a monosaccharide, modification or linkage token outside the vocabulary
     (``curate/data/glycan_vocab.json``, built from GlycanML's 127 residue and 84 linkage tokens

@@ -18,7 +18,14 @@ from curate.schemas.icrl import MAX_STATE_VALUE, NEAR_CONSTANT_SHARE, NUM_ACTION
 from curate.schemas.icrl_tables import IcrlData
 
 
-@RULES.rule("RL301", "action-out-of-range", category="integrity", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL301",
+    "action-out-of-range",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
+)
 def action_out_of_range(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """An action is not one of XLand-MiniGrid's six (0..5: forward, left, right, pick up, put
     down, toggle).
@@ -38,7 +45,12 @@ def action_out_of_range(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
 
 
 @RULES.rule(
-    "RL302", "expert-action-out-of-range", category="integrity", severity="error", needs=(SCAN,)
+    "RL302",
+    "expert-action-out-of-range",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
 )
 def expert_action_out_of_range(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """An expert action is not one of the six actions (0..5).
@@ -97,7 +109,14 @@ def near_constant_expert(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL304", "invalid-state-value", category="integrity", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL304",
+    "invalid-state-value",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
+)
 def invalid_state_value(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """An observation cell does not decode to a tile and a colour.
 

@@ -93,7 +93,12 @@ def _episode_findings(
 
 
 @RULES.rule(
-    "RL201", "reward-length-mismatch", category="integrity", severity="error", needs=(SCAN,)
+    "RL201",
+    "reward-length-mismatch",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
 )
 def reward_length_mismatch(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A successful episode's reward is not the one its length implies.
@@ -125,7 +130,9 @@ def reward_length_mismatch(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL202", "episode-too-long", category="integrity", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL202", "episode-too-long", category="integrity", severity="error", needs=(SCAN,), invalid=True
+)
 def episode_too_long(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """An episode runs past the environment's step limit without a done.
 
@@ -151,7 +158,12 @@ def episode_too_long(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
 
 
 @RULES.rule(
-    "RL203", "zero-reward-done-early", category="integrity", severity="error", needs=(SCAN,)
+    "RL203",
+    "zero-reward-done-early",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
 )
 def zero_reward_done_early(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """An episode ends with reward 0 before the step limit.
@@ -176,7 +188,14 @@ def zero_reward_done_early(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL204", "reward-not-on-done", category="integrity", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL204",
+    "reward-not-on-done",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
+)
 def reward_not_on_done(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A positive reward on a step that is not a done.
 
@@ -190,7 +209,9 @@ def reward_not_on_done(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL205", "nonfinite-reward", category="integrity", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL205", "nonfinite-reward", category="integrity", severity="error", needs=(SCAN,), invalid=True
+)
 def nonfinite_reward(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A reward is NaN or infinite.
 
@@ -200,7 +221,14 @@ def nonfinite_reward(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     return step_findings(data, ctx, "reward_nonfinite", "NaN or infinite reward at", "rewards")
 
 
-@RULES.rule("RL206", "reward-out-of-range", category="integrity", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL206",
+    "reward-out-of-range",
+    category="integrity",
+    severity="error",
+    needs=(SCAN,),
+    invalid=True,
+)
 def reward_out_of_range(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A reward is negative or above 1.
 

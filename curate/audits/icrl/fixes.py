@@ -36,25 +36,13 @@ file), and the warnings.
 
 from __future__ import annotations
 
+from curate.audits.icrl import RULES
+
 #: Rules whose error findings make a history (or, for :data:`TASK_RULES`, a whole task group)
-#: unpublishable: the family's ``invalid_rules``. Invariants of the file and the environment —
-#: not relations between tasks (duplicates, overlap: fixes) and not heuristics (warnings).
-INVALID_RULES = (
-    "RL001",
-    "RL103",
-    "RL104",
-    "RL105",
-    "RL107",
-    "RL201",
-    "RL202",
-    "RL203",
-    "RL204",
-    "RL205",
-    "RL206",
-    "RL301",
-    "RL302",
-    "RL304",
-)
+#: unpublishable: the rules declared ``invalid=True`` (RL001, RL103-RL105, RL107, RL201-RL206,
+#: RL301, RL302, RL304). Invariants of the file and the environment — not relations between
+#: tasks (duplicates, overlap: fixes) and not heuristics (warnings).
+INVALID_RULES: tuple[str, ...] = RULES.invalid
 #: The task-level ones: the group cannot be read (RL103, RL105), identified (RL104) or checked
 #: against its environment's step limit and reward (RL107).
 TASK_RULES = frozenset({"RL103", "RL104", "RL105", "RL107"})

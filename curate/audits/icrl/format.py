@@ -25,7 +25,9 @@ from curate.schemas.icrl import DATASETS
 from curate.schemas.icrl_tables import IcrlData
 
 
-@RULES.rule("RL001", "unreadable-block", category="schema", severity="error", needs=(SCAN,))
+@RULES.rule(
+    "RL001", "unreadable-block", category="schema", severity="error", needs=(SCAN,), invalid=True
+)
 def unreadable_block(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A block of a history cannot be read: a chunk is corrupt or missing.
 

@@ -106,7 +106,7 @@ def group_names_not_contiguous(data: IcrlData, ctx: AuditContext) -> pl.DataFram
     return rule_output(out)
 
 
-@RULES.rule("RL103", "missing-dataset", category="schema", severity="error")
+@RULES.rule("RL103", "missing-dataset", category="schema", severity="error", invalid=True)
 def missing_dataset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A task group lacks one of the five datasets (states, actions, rewards, dones,
     expert_actions), or one of them is not a dataset, or is a link that cannot be followed (a
@@ -145,7 +145,7 @@ def missing_dataset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL104", "missing-attribute", category="schema", severity="error")
+@RULES.rule("RL104", "missing-attribute", category="schema", severity="error", invalid=True)
 def missing_attribute(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A task group lacks ``env-id``, ``benchmark-id`` or ``ruleset-id``, or one has the wrong
     type (the ids are strings, ``ruleset-id`` an integer).
@@ -175,7 +175,7 @@ def missing_attribute(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL105", "dataset-shape-dtype", category="schema", severity="error")
+@RULES.rule("RL105", "dataset-shape-dtype", category="schema", severity="error", invalid=True)
 def dataset_shape_dtype(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """A dataset has the wrong dtype or shape, or the five datasets of a group disagree on the
     number of histories and steps ``(H, L)``.
@@ -301,7 +301,7 @@ def shape_differs(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-@RULES.rule("RL107", "unknown-env-id", category="schema", severity="error")
+@RULES.rule("RL107", "unknown-env-id", category="schema", severity="error", invalid=True)
 def unknown_env_id(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     """``env-id`` is not an XLand-MiniGrid environment id (``XLand-MiniGrid-R<rooms>-<H>x<W>``).
 

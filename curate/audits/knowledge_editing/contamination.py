@@ -828,6 +828,13 @@ def edited_table(ctx: AuditContext) -> pl.Series:
     return resolve_edit_set(data, ctx.options.edit_set)
 
 
+@RULES.prepare
+def resolve_edit_set_first(ctx: AuditContext) -> None:
+    """Resolve the edit set before any rule runs: a bad ``ids:`` file or ``random:K`` with K
+    above the number of cases is an error now, not after minutes of other rules."""
+    ctx.table("edited")
+
+
 @RULES.table("contamination")
 def contamination_table(ctx: AuditContext) -> pl.DataFrame:
     """The contamination join for the edit set (KE201 and KE202 both read it)."""

@@ -22,8 +22,15 @@ from curate.schemas.knowledge_editing_tables import KEData, with_record
 
 # --------------------------------------------------------------------------- schema / integrity
 
+# Only the schema makes a case unpublishable (``invalid=True``): KE001 is a record that is not a
+# case at all (a missing field, a number where a string belongs), so no reader of the published
+# dataset could load it. The KE1xx consistency errors are findings *about* well-formed cases (a
+# broken chain is still a readable case, and MQuAKE-hard has real ones worth studying); they are
+# published with the audit report beside them. KE002 (a repeated case id) is a relation between
+# two valid records, not a malformed value.
 
-@RULES.rule("KE001", "schema-invalid", category="schema", severity="error")
+
+@RULES.rule("KE001", "schema-invalid", category="schema", severity="error", invalid=True)
 def schema_invalid(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Record does not fit the MQuAKE schema (either the original or the Remastered layout).
 

@@ -55,6 +55,10 @@ class RecordsData(LoadedDataset):
     extra: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
 
+    def record_splits(self) -> pl.DataFrame | None:
+        """Each row's split (``row``, ``split``), for the HTML report's split filter."""
+        return self.rows.select("row", "split")
+
     def valid_rows(self) -> pl.DataFrame:
         """Bookkeeping and values of the valid rows."""
         return key_table(self, list(self.values.columns)).filter(pl.col("valid"))
@@ -240,7 +244,7 @@ def record_rules(
             fix=edit,
         )
 
-    rules.rule(codes[0], GENERIC_CODES["001"], category="schema", severity="error")(
+    rules.rule(codes[0], GENERIC_CODES["001"], category="schema", severity="error", invalid=True)(
         _documented(schema_invalid, _SCHEMA_DOC)
     )
     rules.rule(
