@@ -264,12 +264,14 @@ def fix(
     opts = fam.options(**options)
     languages = [check_language(c) for c in language or ()]  # before the long work
     files = _paths(paths)
-    fam.check_command("fix", opts, files)
+    opts.check_command("fix", files)
     protected = protected_inputs(files, opts)
     if out is not None:
-        guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.names_inputs)
+        guard_folder(
+            out, protected, overwrite=overwrite, all_inputs_known=not fam.inputs.names_files
+        )
     data = fam.load(files, opts, keep_records=True, encoding=encoding, progress=progress)
-    if fam.names_inputs:  # a manifest's media: inputs too, known now, before the audit
+    if fam.inputs.names_files:  # a manifest's media: inputs too, known now, before the audit
         protected = [*protected, *map(Path, data.named_files())]
         if out is not None:
             guard_folder(out, protected, overwrite=overwrite)
@@ -279,9 +281,9 @@ def fix(
     shown = opts.public()
     card = CardInfo(
         pretty_name=f"{_stem(files[0])} (remastered by curate)",
-        license=fam.license,
-        task_categories=fam.task_categories,
-        description=f"{fam.title}: fixed with `curate fix`"
+        license=fam.card.license,
+        task_categories=fam.card.task_categories,
+        description=f"{fam.card.title}: fixed with `curate fix`"
         + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
         + (f" {note}" if note else ""),
         source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],

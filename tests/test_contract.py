@@ -36,17 +36,16 @@ def _table() -> dict[str, str]:
 
 
 def test_the_contract_table_lists_every_member_a_family_says() -> None:
-    """Every public member of Family is in the table, or named as a fix member, provided or
-    derived; required means what the class requires (no default, or abstract)."""
+    """Every public member of Family is in the table, or named as a fix member or provided;
+    required means what the class requires (no default, or abstract). Nothing is kept for old
+    callers: the retired members are gone from the class."""
     table = _table()
     fix = _names("Fix members")
     provided = {"options", "load", "audit"}
-    derived = {"title", "license", "task_categories", "names_inputs", "invalid_rules"}
-    derived |= {"check_command"}
-    assert derived <= _names("Provided, not overridden")
     members = {n for n in vars(Family) if not n.startswith("_")} | set(Family.__annotations__)
-    assert members == set(table) | fix | provided | derived
-    assert not set(table) & (fix | provided | derived)
+    assert members == set(table) | fix | provided
+    assert not set(table) & (fix | provided)
+    assert not members & set(RETIRED)
     required = {n for n, r in table.items() if r == "R"}
     abstract = set(Family.__abstractmethods__)
     declared_without_default = {n for n in Family.__annotations__ if n not in vars(Family)}
@@ -126,4 +125,4 @@ def test_a_familys_card_declaration_is_what_its_export_card_says(tmp_path: Path)
     assert meta["license"] == "cc-by-4.0"
     assert meta["task_categories"] == ["question-answering"]
     assert "Edited facts, exported by `curate export`." in readme
-    assert Relicensed().license == "cc-by-4.0"  # derived, for the fix route's card
+    assert Relicensed().card.license == "cc-by-4.0"

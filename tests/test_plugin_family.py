@@ -231,7 +231,7 @@ def test_export_loads_with_datasets(tmp_path: Path) -> None:
 def test_rules_are_documented_with_the_declared_key() -> None:
     codes = {r.code: r for r in FAMILY.rules}
     assert list(codes) == ["RV001", "RV101", "RV401", "RV402"]
-    assert FAMILY.invalid_rules == ("RV001",)
+    assert FAMILY.rules.invalid == ("RV001",)
     assert codes["RV401"].summary.startswith("Two records of one split have the same text:")
     assert codes["RV401"].fix_label == "fix: always (safe)"
     assert codes["RV402"].fix_label == "fix: always (unsafe)"

@@ -50,11 +50,9 @@ default), ``fix_tables``, ``fix_original``, ``reaudit_options``, ``fix_summary``
 ``fix_passes``; ``fix`` is the engine's entry point.
 
 Provided, not overridden: :meth:`Family.options` (validate options), :meth:`Family.load` (the
-``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). Derived, read-only,
-for callers not yet moved (the fix route): ``title``, ``license``, ``task_categories`` (from
-``card``), ``names_inputs`` (from ``inputs``), ``invalid_rules`` (from the rules' flags),
-``check_command`` (the options model's). A family declaring any of those, or another member of
-an earlier contract, is refused when its class is defined (:data:`RETIRED` says what replaced
+``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). A family declaring
+a member of an earlier contract (``title``, ``license``, ``task_categories``, ``invalid_rules``,
+``check_command``, ...) is refused when its class is defined (:data:`RETIRED` says what replaced
 each), so that a plug-in written for the old contract fails loudly instead of being silently
 ignored.
 
@@ -115,6 +113,9 @@ RETIRED: dict[str, str] = {
     "check_command": "override check_command(command, paths) of the Options model",
     "prepare": "register the check with the rules: @RULES.prepare",
     "record_splits": "give the data class a record_splits() method (LoadedDataset)",
+    "overlap_keys": "declare keys = (Keys(...).read_by(build), ...)",
+    "fix_writes_files": "override write_fixed(frame, data, folder, changes) to write your format",
+    "fix_files": "override write_fixed(frame, data, folder, changes) to write your format",
 }
 
 
@@ -291,11 +292,6 @@ class Family(ABC):
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
         return parse_options(self.Options, self.name, given, **raw)
 
-    def check_command(self, command: str, options: FamilyOptions, paths: Sequence[str]) -> None:
-        """Derived, not a hook: :meth:`FamilyOptions.check_command` of ``options`` (the options
-        model says which combinations of command, options and inputs it refuses)."""
-        options.check_command(command, paths)
-
     def load(
         self,
         paths: Sequence[str | Path] | str | Path,
@@ -387,7 +383,7 @@ class Family(ABC):
         )
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
         run = run_fixes(self, data, report, opts, choice, progress=progress, workdir=workdir, **kw)
-        summary = fix_figures(run, data, self.invalid_rules)
+        summary = fix_figures(run, data, self.rules.invalid)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
         written = run.written
@@ -460,34 +456,6 @@ class Family(ABC):
     ) -> tuple[dict[str, bytes], dict[str, Any]]:
         """Side files to write beside the fixed data and family figures for the summary."""
         return {}, {}
-
-    # Derived, read-only: for callers that read them from the family (the fix route's card and
-    # figures). A family declares ``card`` and the rules' ``invalid`` flag instead.
-    @property
-    def title(self) -> str:
-        """:attr:`CardDefaults.title` of :attr:`card`."""
-        return self.card.title
-
-    @property
-    def license(self) -> str:
-        """:attr:`CardDefaults.license` of :attr:`card`."""
-        return self.card.license
-
-    @property
-    def task_categories(self) -> tuple[str, ...]:
-        """:attr:`CardDefaults.task_categories` of :attr:`card`."""
-        return self.card.task_categories
-
-    @property
-    def names_inputs(self) -> bool:
-        """:attr:`InputSpec.names_files` of :attr:`inputs`."""
-        return self.inputs.names_files
-
-    @property
-    def invalid_rules(self) -> tuple[str, ...]:
-        """The codes of the rules declared ``invalid=True`` (:attr:`RuleSet.invalid`); derived,
-        not declared: a rule says itself that its findings make a record unpublishable."""
-        return self.rules.invalid
 
     def invalid_records(self, data: LoadedDataset) -> pl.DataFrame:
         """Findings of the invalid rules (declared ``invalid=True``, :attr:`Rule.invalid`) on

@@ -846,7 +846,7 @@ class GlycanFamily(Family):
             )
             more["seed"] = options.seed
             more["resplit"] = options.resplit
-        summary = {**fix_figures(run, data, self.invalid_rules), **more}
+        summary = {**fix_figures(run, data, self.rules.invalid), **more}
         return {"fix_summary.json": dumps(summary).encode()}, more
 
     def reaudit_options(
