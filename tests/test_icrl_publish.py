@@ -360,3 +360,50 @@ def test_fix_with_unequal_groups_loads_every_kept_history(valid, tmp_path, capsy
     again = curate.audit("icrl", str(out))
     assert again.findings.filter(severity="error").height == 0
     assert again.stats["histories"] == 9
+
+
+def test_a_copy_of_an_invalid_group_is_kept(valid, tmp_path) -> None:
+    """RL402 reports group 3 as a copy of group 0, but group 0 is invalid (no ruleset-id) and
+    left out: dropping the copy too would lose the task. The copy stays, as the task's group."""
+    src = _copy(valid, tmp_path)
+    with h5py.File(src, "r+") as f:
+        del f["0"].attrs["ruleset-id"]  # RL104: group 0 invalid
+        for name in ARRAYS:
+            f["3"][name][...] = f["0"][name][...]
+    report = curate.audit("icrl", str(src))
+    assert "RL402" in set(report.findings["rule"].to_list())
+    done = curate.fix("icrl", str(src), tmp_path / "out")
+    assert "RL402" not in {c.rule for c in done.fix.changelog}
+    with h5py.File(src) as a, h5py.File(tmp_path / "out" / src.name) as b:
+        assert sorted(b) == ["0", "1", "2"]
+        assert np.array_equal(b["2"]["actions"][:], a["3"]["actions"][:])  # the copy, kept
+    assert done.fix.summary["rows_out"] == 9
+
+
+def test_members_kept_as_they_are_with_rl003_ignored(valid, tmp_path, capsys) -> None:
+    """With RL003 ignored a dangling link is written as the same link (not silently lost), the
+    summary counts histories only, and a renumbered group that would take a kept member's name
+    is one line and exit 2, nothing written."""
+    src = _copy(valid, tmp_path)
+    with h5py.File(src, "r+") as f:
+        f["zlink"] = h5py.SoftLink("/nowhere")
+    done = curate.fix("icrl", str(src), tmp_path / "links", ignore=["RL003"])
+    with h5py.File(tmp_path / "links" / src.name) as f:
+        assert isinstance(f.get("zlink", getlink=True), h5py.SoftLink)
+        assert f.get("zlink", getlink=True).path == "/nowhere"
+    s = done.fix.summary
+    assert (s["rows_in"], s["rows_out"], s["invalid_dropped"], s["dropped"]) == (12, 12, 0, 0)
+    left = curate.fix("icrl", str(src), tmp_path / "gone")  # RL003 applied: the link goes
+    assert left.fix.summary["members_dropped"] == 1 and left.fix.summary["rows_out"] == 12
+
+    with h5py.File(src, "r+") as f:
+        f.move("2", "task_2")
+        f["2"] = np.arange(3)  # a root dataset holding a name renumbering hands out
+    capsys.readouterr()
+    out = tmp_path / "clash"
+    rc = main(["fix", "icrl", str(src), "--out", str(out), "--ignore", "RL003"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    # numeric names first: group 3 is the third task group, renumbered onto the dataset "2"
+    assert "task group 3 would be renumbered to 2, the name of the root member 2" in err
+    assert not out.exists()

@@ -38,6 +38,12 @@ Edits (the ``fix`` JSON of a finding; ``row`` is the finding's row):
 
 * ``{"op": "drop", "where": {C: V, ...}}`` — a table edit: leave out every row whose columns
   ``C`` hold ``V`` (a whole HDF5 task group: every history of it), each logged whole;
+* a ``drop`` of a later copy may say what it copies: ``"copy_of": R`` (the original's finding
+  row) or ``"copy_of": {C: V, ...}`` (rows holding those values). It applies only while the
+  original is still there: when the original is itself left out (an invalid record, or
+  dropped by an earlier edit of the pass), the copy is kept, and the next pass's re-audit
+  names the copy that is first now. Without it, a valid copy of an invalid original was lost
+  with it;
 * ``{"op": "renumber", "field": F, "where": {C: V, ...}, "reason": R}`` — a table edit, applied
   after every other edit of the pass: the values of column ``F`` of the rows left (those
   matching ``where``, if given) are renamed ``0`` … ``N-1`` in frame order (as text in a text
@@ -242,6 +248,37 @@ def apply_edits(
             )
         )
 
+    index: dict[str, dict[Any, list[int]]] = {}
+
+    def matching(where: dict[str, Any]) -> list[int]:
+        """The live rows whose columns hold ``where``'s values (indexed by the first column:
+        a file's thousands of group drops are not each a scan of every row)."""
+        if not where or not all(c in frame.columns for c in where):
+            return []
+        first, *rest = where
+        if first not in index:
+            by: dict[Any, list[int]] = {}
+            for k, v in enumerate(col(first)):
+                by.setdefault(v, []).append(k)
+            index[first] = by
+        return [
+            k
+            for k in index[first].get(where[first], ())
+            if k not in dropped and all(col(c)[k] == where[c] for c in rest)
+        ]
+
+    def original_kept(op: dict[str, Any]) -> bool:
+        """A drop of a copy (``copy_of``: the original's row, or a ``where``) applies only while
+        the original is still there: when it is itself left out (invalid, or dropped by an
+        earlier edit), the copy is the one to keep."""
+        if "copy_of" not in op:
+            return True
+        of = op["copy_of"]
+        if isinstance(of, dict):
+            return bool(matching(of))
+        k = pos.get(of)
+        return k is not None and k not in dropped
+
     renumbered: set[str] = set()
     namers: dict[tuple[str, Any], dict[str, Any]] = {}  # (renumber key, record) -> its edit
     for e in edits:
@@ -257,14 +294,13 @@ def apply_edits(
             skipped += 1
             continue
         done = satisfied = False
-        if kind == "drop" and "where" in op:
-            where = op["where"]
-            if all(c in frame.columns for c in where):
-                for k in range(len(rows)):
-                    if k not in dropped and all(col(c)[k] == v for c, v in where.items()):
-                        log(k, "", whole(k), None, e, "dropped: " + e["message"])
-                        dropped.add(k)
-                        done = True
+        if kind == "drop" and not original_kept(op):
+            pass  # a copy whose original is gone stays: the next pass's re-audit decides
+        elif kind == "drop" and "where" in op:
+            for k in matching(op["where"]):
+                log(k, "", whole(k), None, e, "dropped: " + e["message"])
+                dropped.add(k)
+                done = True
         elif kind == "renumber":
             key = _renumber_key(op)
             if key in renumbered:

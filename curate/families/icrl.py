@@ -515,6 +515,18 @@ class IcrlFamily(Family):
                 )
                 if lost:
                     moved += _renumbered(str(task), kept, lost, changes)
+        taken: dict[str, GroupCopy] = {}
+        for g in groups:
+            if g.name in taken:  # a renumbered group onto a member kept as it is (RL003 ignored)
+                moved, kept = sorted((g, taken[g.name]), key=lambda x: x.source == x.name)
+                raise InputError(
+                    f"cannot write the fixed file: task group {moved.source} would be "
+                    f"renumbered to {g.name}, the name of the root member {kept.source}, kept "
+                    "as it is (RL003 ignored); let RL003 leave it out, or ignore RL101 and "
+                    "RL102 too",
+                    path=source,
+                )
+            taken[g.name] = g
         target = folder / name
         write_fixed(source, target, groups)
         kept = kept_per_group(groups)
@@ -542,11 +554,19 @@ class IcrlFamily(Family):
             pl.len().alias("kept"),
         )
         kept_inputs = set(out_groups["input"].to_list())
+        # the engine counted every record left out; icrl's records are histories (rows_in), so
+        # a root member that is not a task group (RL003) or an empty group is counted apart
+        members = [c for c in run.changelog if c.field == "" and c.new is None]
+        histories = [c for c in members if "/" in str(c.record)]
         summary: dict[str, Any] = {
+            "invalid_dropped": sum(1 for c in histories if c.pass_no == 0),
+            "dropped": sum(1 for c in histories if c.pass_no > 0),
             "groups_dropped": sum(1 for g in sizes if g not in kept_inputs),
             "groups_renamed": sum(1 for c in run.changelog if c.field == "group"),
             "files": dict(written.files),
         }
+        if len(members) > len(histories):
+            summary["members_dropped"] = len(members) - len(histories)
         kept = {r["task"]: r["kept"] for r in out_groups.iter_rows(named=True)}
         short = [
             {

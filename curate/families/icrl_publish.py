@@ -317,7 +317,12 @@ def write_fixed(
         done = 0
         for g in groups:
             obj = src.get(g.source, getlink=False)
-            if obj is None:
+            if obj is None:  # a dangling or external link kept (RL003 ignored): as a link
+                link = src.get(g.source, getlink=True)
+                if isinstance(link, h5py.SoftLink):
+                    dst[g.name] = h5py.SoftLink(link.path)
+                elif isinstance(link, h5py.ExternalLink):
+                    dst[g.name] = h5py.ExternalLink(link.filename, link.path)
                 continue
             if g.kind != "group" or len(g.kept) == g.histories:
                 src.copy(obj, dst, name=g.name)

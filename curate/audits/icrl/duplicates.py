@@ -88,9 +88,12 @@ def duplicate_ruleset(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-#: The edit of RL403: the later copy of a history is left out of the fixed file (RL402's
-#: leaves out the whole later group: :func:`~curate.audits.icrl.registry.drop_group`).
-DROP = {"op": "drop"}
+#: The edit of RL403: the later copy of a history is left out of the fixed file, unless its
+#: first copy is left out itself (RL402's leaves out the whole later group:
+#: :func:`~curate.audits.icrl.registry.drop_group`).
+DROP_COPY = pl.struct(
+    pl.lit("drop").alias("op"), pl.col("first_row").alias("copy_of")
+).struct.json_encode()
 
 
 @RULES.rule(
@@ -108,7 +111,8 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     A task copied under a new id — the classic way an evaluation task leaks into training —
     whatever its attributes say. Compared by content digest, so it is found even when the
     ids and attributes differ. Only groups scanned completely are compared. Fix (safe): the
-    later copy is left out of the fixed file (the first one stays).
+    later copy is left out of the fixed file (the first one stays; when the first one is left
+    out itself, as invalid, the copy stays and is the task's group).
     """
     t = _task_digests(data, ctx)
     g = _groups(data).join(t, on=["file", "group_index"], how="inner")
@@ -117,7 +121,7 @@ def duplicate_task_content(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         hits,
         pl.format("identical content to group {} (every history, byte for byte)", "first"),
         extra=(pl.col("first").alias("same_as"),),
-        fix=drop_group(),
+        fix=drop_group(copy_of="first"),
     )
 
 
@@ -135,8 +139,9 @@ def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
     Two learning runs never produce the same 60,000 steps; a repeated history was copied (a
     collection worker writing its buffer twice, a merge of overlapping shards) and is weighted
     twice in training. Histories of a group that RL402 reports as a whole copy are left to it.
-    Fix (safe): the later copy is left out of the fixed file; its group keeps its other
-    histories (and lists the dropped one in ``curate-dropped-histories``).
+    Fix (safe): the later copy is left out of the fixed file (unless the first copy is left out
+    itself, as invalid: then the copy stays); its group keeps its other histories (and lists
+    the dropped one in ``curate-dropped-histories``).
     """
     h = with_paths(scan_of(ctx).histories, data)
     if h.is_empty():
@@ -155,7 +160,7 @@ def duplicate_history(data: IcrlData, ctx: AuditContext) -> pl.DataFrame:
         start=pl.lit(0),
         end=pl.col("steps"),
         extra=(pl.col("first").alias("same_as"),),
-        fix=DROP,
+        fix=DROP_COPY,
     )
 
 

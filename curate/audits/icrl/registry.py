@@ -83,12 +83,14 @@ def _fix(fix: dict | pl.Expr | None) -> tuple[pl.Expr, ...]:
     return (pl.lit(dumps(fix)).alias("fix"),)
 
 
-def drop_group() -> pl.Expr:
+def drop_group(copy_of: str | None = None) -> pl.Expr:
     """The edit that leaves a whole root member out of the fixed file: every history of the
-    task group the finding names (``drop`` with ``where``, see :mod:`curate.core.fixes`)."""
-    return pl.struct(
-        pl.lit("drop").alias("op"), pl.struct(pl.col("name").alias("task")).alias("where")
-    ).struct.json_encode()
+    task group the finding names (``drop`` with ``where``, see :mod:`curate.core.fixes`).
+    ``copy_of``: the column naming the group it copies (kept if that one is left out)."""
+    parts = [pl.lit("drop").alias("op"), pl.struct(pl.col("name").alias("task")).alias("where")]
+    if copy_of is not None:
+        parts.append(pl.struct(pl.col(copy_of).alias("task")).alias("copy_of"))
+    return pl.struct(parts).struct.json_encode()
 
 
 def history_findings(
@@ -99,7 +101,7 @@ def history_findings(
     end: pl.Expr,
     field: str | pl.Expr = "",
     extra: tuple[pl.Expr, ...] = (),
-    fix: dict | None = None,
+    fix: dict | pl.Expr | None = None,
 ) -> pl.DataFrame:
     """Findings on histories: ``df`` has the ``histories`` columns ``row``, ``record``,
     ``group``, ``history`` and ``path``; details carry ``task``, ``history``, ``step_start`` and
