@@ -46,6 +46,11 @@ The measurements run interleaved, ``--repeat`` rounds of all of them, and each f
 of its rounds: a shared machine only ever slows a pass down, and interleaving exposes both
 libraries to the same load. Without glycowork installed the script prints a skip line for it
 and still reports curate's rates.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the rows of bench/RESULTS.md this run
+measured: ``iupac-canonical-key`` (cold caches against glycowork with its LRU bypassed: the
+honest pair) from the default mode, ``iupac-long-glycans`` (the 100,000-residue chain) from
+``--scaling``. The default mode runs both libraries in one process, so it records no peak RSS.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runnable as ``python bench/bench_iupac.py`` without installing
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
 
 from curate.schemas import iupac  # noqa: E402
 
@@ -261,10 +268,12 @@ SCALING = [
 ]
 
 
-def scaling() -> None:
-    """Each case in a fresh interpreter, so that its peak RSS is its own."""
+def scaling() -> dict[tuple[str, int, str], tuple[int, float, float]]:
+    """Each case in a fresh interpreter, so that its peak RSS is its own; returns
+    {(kind, residues, op): (characters, seconds, peak MiB)}."""
     import subprocess
 
+    results = {}
     print(
         f"{'input':<28}{'chars':>11}{'op':>7}{'seconds':>9}{'us/char':>9}{'peak MiB':>10}  result"
     )
@@ -283,6 +292,33 @@ def scaling() -> None:
                 f"{label:<28}{chars:>11,}{what:>7}{seconds:>9.3f}"
                 f"{seconds / chars * 1e6:>9.3f}{peak:>10}  {ok}"
             )
+            results[(kind, residues, what)] = (chars, seconds, float(peak))
+    return results
+
+
+#: The page's long-glycan row: parse of this chain, its time per character against the shortest
+#: chain's (linear time: at most :data:`LINEAR_SLACK` times as much per character).
+LONG_CHAIN, SHORT_CHAIN, LINEAR_SLACK = 100_000, 10_000, 1.5
+
+
+def long_glycans_row(results: dict[tuple[str, int, str], tuple[int, float, float]]) -> record.Row:
+    """The ``iupac-long-glycans`` row from :func:`scaling`'s results."""
+    chars, seconds, peak = results[("chain", LONG_CHAIN, "parse")]
+    short_chars, short_seconds, short_peak = results[("chain", SHORT_CHAIN, "parse")]
+    per_char, short_per_char = seconds / chars * 1e6, short_seconds / short_chars * 1e6
+    met = "met" if per_char <= LINEAR_SLACK * short_per_char else "not met"
+    return record.Row(
+        id="iupac-long-glycans",
+        section="target",
+        benchmark="IUPAC parser: long glycans",
+        workload=f"one chain of {LONG_CHAIN:,} residues ({chars:,} characters)",
+        curate_figure=f"**{seconds:.2f} s** parse ({per_char:.2f} µs/char; "
+        f"{short_per_char:.2f} at {SHORT_CHAIN:,} residues)",
+        target=f"linear time (µs/char within {LINEAR_SLACK:g}× of the {SHORT_CHAIN:,}-residue "
+        f"chain's): {met}",
+        rss_curate=f"{peak:.0f} MiB ({short_peak:.0f} at {SHORT_CHAIN:,} residues)",
+        values={f"{k}, {r}, {op}": list(v) for (k, r, op), v in results.items()},
+    )
 
 
 #: Monosaccharide symbols of glycan compositions (H3N4F1S2, Hex2HexNAc4NeuAc1, H5N4F1Sulf1).
@@ -403,11 +439,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only count accepted/rejected strings of glycowork's bundled tables not in --data",
     )
+    record.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.heldout:
         return heldout(args.data)
+    recorder = record.start(args)
     if args.scaling:
-        scaling()
+        results = scaling()
+        if recorder:
+            recorder.write(long_glycans_row(results))
         return 0
 
     seconds = time_adversarial(args.repeat)
@@ -501,6 +541,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{job.label:<62}{rates[job.label]:>12,.0f}  {versus}")
     if glycowork is not None:
         print("Ratios: LRU bypassed against LRU bypassed, LRU on against LRU on.")
+    if recorder:
+        if glycowork is None:
+            print("not recorded: the row's peer, glycowork, is not installed")
+            return 0
+        cold = next(job for job in jobs if "cold caches" in job.label)
+        ours, theirs = rates[cold.label], rates[gw_bypassed]
+        recorder.write(
+            record.Row(
+                id="iupac-canonical-key",
+                section="peer",
+                benchmark="IUPAC parser: canonical key",
+                workload=f"{len(subset):,} distinct glycan strings, cold caches",
+                peer="glycowork `glycan_to_nxGraph` (LRU bypassed)",
+                curate_figure=f"{ours:,.0f} glycans/s",
+                peer_figure=f"{theirs:,.0f} glycans/s",
+                ratio=f"**{ours / theirs:.1f}×** ({ours:,.0f} vs {theirs:,.0f} glycans/s)",
+                values={"glycans_per_s": rates, "best_of": args.repeat},
+            )
+        )
     return 0
 
 

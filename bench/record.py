@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const=RESULTS,
         type=Path,
         metavar="DIR",
-        help=f"also write the rows as JSON for bench/RESULTS.md (default DIR: {RESULTS})",
+        help="also write the rows as JSON for bench/RESULTS.md (default DIR: bench/results)",
     )
     parser.add_argument(
         "--machine",
