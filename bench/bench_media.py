@@ -23,6 +23,11 @@ by ``tests/media_data.py``): files/s of the full scan (hash, sniff, decode, pHas
 
 Run: ``python bench/bench_media.py [--files 64 --mb 8] [--images 400 --audio 100 --videos 20]
 [--dir DIR] [--repeat K]``; prints one table row per measurement (best of ``--repeat``).
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the two rows of bench/RESULTS.md:
+``media-hashing`` (curate on 1 thread against ``sha256sum`` on one core, and ``openssl dgst``)
+and ``media-metadata`` (the 2-thread scan). Other sizes than the defaults get ids of their
+own (``media-hashing-16x8mb``), so a smaller run never replaces the row of the real workload.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
+
 OLD_NS = 1_600_000_000_000_000_000  # files' mtime: old enough to be cached (not "racy")
 
 
@@ -139,10 +147,12 @@ def main() -> None:
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-dir", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-cache", default="", help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.child:
         _child(args)
         return
+    recorder = record.start(args)
     work = Path(args.dir or tempfile.mkdtemp(prefix="curate-bench-media-"))
     blobs, media = work / "blobs", work / "media"
     total = _write_random(blobs, args.files, args.mb)
@@ -186,13 +196,61 @@ def main() -> None:
     print(f"\nmetadata: {args.images} images (256x256 PNG/JPEG), {args.audio} WAV (1 s), "
           f"{args.videos} MP4 (12 frames): {n} files")  # fmt: skip
     print(f"{'run':<22}{'s':>8}{'files/s':>9}{'RSS MB':>9}")
+    meta = {}
     for name, kind in (("1 thread", "1"), ("2 threads", "2"), ("2 procs", "procs")):
         s, rss, _ = _best(_me(kind, media), args.repeat)
         print(f"{name:<22}{s:>8.3f}{n / s:>9.0f}{rss:>9.0f}")
+        meta[name] = (s, rss)
     print(
         "\n(curate rows: the scan's own time in its child, imports excluded; RSS: the child's peak;"
     )
     print(" CPU s: the whole child's user+system time, imports included)")
+    if recorder:
+        hashing = {name: (s, rss) for name, s, rss, _ in rows}
+        recorder.write(*media_rows(args, mb, hashing, n, meta))
+
+
+def media_rows(
+    args: argparse.Namespace,
+    mb: float,
+    hashing: dict[str, tuple[float, float]],
+    files: int,
+    meta: dict[str, tuple[float, float]],
+) -> list[record.Row]:
+    """The page's two rows from the hashing and metadata tables: {run: (seconds, peak MB)}."""
+    ours, ours_rss = hashing["curate, 1 thread"]
+    sha, sha_rss = hashing["sha256sum"]
+    ssl = hashing["openssl dgst"][0]
+    sizes = f"{args.files}x{args.mb:g}mb"
+    media = f"{args.images}+{args.audio}+{args.videos}"
+    meta_s, meta_rss = meta["2 threads"]
+    return [
+        record.Row(
+            id="media-hashing" + ("" if sizes == "64x8mb" else f"-{sizes}"),
+            section="peer",
+            benchmark="media scan: hashing",
+            workload=f"{args.files} files × {args.mb:g} MB ({mb:.0f} MB), page cache warm; "
+            "curate on 1 thread",
+            peer="`sha256sum` (and `openssl dgst`)",
+            curate_figure=f"{ours:.2f} s",
+            peer_figure=f"{sha:.2f} s (`sha256sum`), {ssl:.2f} s (`openssl dgst`)",
+            ratio=f"**{sha / ours:.1f}×** `sha256sum` ({ours:.2f} s vs {sha:.2f} s); "
+            f"**{ssl / ours:.2f}×** `openssl dgst` ({ssl:.2f} s)",
+            rss_curate=f"{ours_rss:.0f}",
+            rss_peer=f"{sha_rss:.0f} MB",
+            values={"seconds_and_peak_mb": hashing, "best_of": args.repeat},
+        ),
+        record.Row(
+            id="media-metadata" + ("" if media == "400+100+20" else f"-{media}"),
+            section="target",
+            benchmark="media scan: metadata",
+            workload=f"{files} files ({args.images} images, {args.audio} WAV, {args.videos} MP4)",
+            curate_figure=f"**{files / meta_s:.0f} files/s** on 2 threads",
+            target="—",
+            rss_curate=f"{meta_rss:.0f} MB",
+            values={"seconds_and_peak_mb": meta, "best_of": args.repeat},
+        ),
+    ]
 
 
 if __name__ == "__main__":
