@@ -23,6 +23,10 @@ reports each child's peak RSS (``os.wait4``).
 
     python bench/bench_deepfake.py                 # 10 M keys
     python bench/bench_deepfake.py --rows 1000000 --repeat 5
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's row, curate against the
+faster pandas: ``deepfake-duplicates`` at 10 M keys, ``deepfake-duplicates-<rows>`` at any other
+size (so a reduced run is recorded as what it is, beside the 10 M row, never over it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import record  # bench/record.py: what every script's --record shares
 
 SPLITS = ("train", "validation", "test")
 
@@ -167,10 +172,12 @@ def main() -> None:
     )
     ap.add_argument("--child", dest="side", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--data", default=None, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.side:
         child(args)
         return
+    recorder = record.start(args)
     with tempfile.TemporaryDirectory(prefix="bench-deepfake-") as tmp:
         data = Path(tmp) / "keys.parquet"
         t0 = time.perf_counter()
@@ -197,6 +204,27 @@ def main() -> None:
             print(f"| {side} | {took:.3f} | {rss:,.0f} |")
         print(f"curate: {ours:.3f} s on {args.rows:,} keys; "
               f"{results[peer][0] / ours:.1f}x faster than {peer} (the faster pandas)")  # fmt: skip
+    if recorder:
+        theirs, theirs_rss = results[peer]
+        size = f"{args.rows / 1e6:g} M" if args.rows >= 1_000_000 else f"{args.rows:,}"
+        recorder.write(
+            record.Row(
+                id="deepfake-duplicates" + ("" if args.rows == 10_000_000 else f"-{args.rows}"),
+                section="peer",
+                benchmark="deepfake: duplicates and leakage (DF302/DF303)",
+                workload=f"{size} sha256 keys, 80/10/10 splits, "
+                f"{planted['planted_duplicates']:,} planted duplicates, "
+                f"{planted['planted_leaks']:,} planted leaks",
+                peer=f"pandas `duplicated` + `isin`, `{peer.removeprefix('pandas-')}` strings",
+                curate_figure=f"{ours:.3f} s",
+                peer_figure=f"{theirs:.3f} s",
+                ratio=f"**{theirs / ours:.1f}×** ({ours:.3f} s vs {theirs:.3f} s)",
+                rss_curate=f"{results['curate'][1]:,.0f}",
+                rss_peer=f"{theirs_rss:,.0f} MB",
+                values={"seconds_and_peak_mb": results, "best_of": args.repeat, **planted},
+                note=None if args.rows == 10_000_000 else "reduced size",
+            )
+        )
 
 
 if __name__ == "__main__":
