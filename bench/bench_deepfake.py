@@ -206,13 +206,12 @@ def main() -> None:
               f"{results[peer][0] / ours:.1f}x faster than {peer} (the faster pandas)")  # fmt: skip
     if recorder:
         theirs, theirs_rss = results[peer]
-        size = f"{args.rows / 1e6:g} M" if args.rows >= 1_000_000 else f"{args.rows:,}"
         recorder.write(
             record.Row(
                 id="deepfake-duplicates" + ("" if args.rows == 10_000_000 else f"-{args.rows}"),
                 section="peer",
                 benchmark="deepfake: duplicates and leakage (DF302/DF303)",
-                workload=f"{size} sha256 keys, 80/10/10 splits, "
+                workload=f"{record.size(args.rows)} sha256 keys, 80/10/10 splits, "
                 f"{planted['planted_duplicates']:,} planted duplicates, "
                 f"{planted['planted_leaks']:,} planted leaks",
                 peer=f"pandas `duplicated` + `isin`, `{peer.removeprefix('pandas-')}` strings",

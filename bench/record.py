@@ -106,6 +106,15 @@ class Row:
     note: str | None = None  # shown after the machine state, e.g. "reduced size"
 
 
+def size(n: int) -> str:
+    """A workload's size as the page writes it: ``1 M``, ``100k``, ``2,000``."""
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1e6:g} M"
+    if n >= 10_000 and n % 1_000 == 0:
+        return f"{n // 1000}k"
+    return f"{n:,}"
+
+
 def load_average() -> float:
     """The 1-minute load average: on 2 cores, above ~1 something else is running."""
     return round(os.getloadavg()[0], 2)
