@@ -17,6 +17,9 @@ Run: ``python bench/bench_export.py`` (defaults: 20,000 and 200,000 cases; ~10 m
 2 cores, ~3 GB of temporary disk). ``--markdown`` prints the table as markdown for a dated
 section of bench/history/ (bench/RESULTS.md takes the 200k row's figures);
 ``--no-peer`` skips ``datasets``.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's row for the largest size
+measured with the peer: ``export`` at 200k cases, ``export-<n>`` otherwise.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
+import record  # bench/record.py: what every script's --record shares
 from bench_ke import HARD, rekey_record  # the KE benchmark's generator, shared
 
 
@@ -126,9 +130,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--no-peer", action="store_true", help="skip the datasets peer")
+    record.add_arguments(ap)
     args = ap.parse_args()
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
+    recorder = record.start(args)
     real = json.loads(HARD.read_text(encoding="utf-8"))
     print(machine(), flush=True)
     results = []
@@ -180,6 +186,34 @@ def main() -> None:
                     f"| {n:,} | {size_mib:,.0f} MiB | `datasets` from_json + to_parquet | "
                     f"{peer[0]:.1f} s | {peer[1]:,.0f} MiB | 1 | | | {peer[2]:,.0f} MiB |"
                 )
+    with_peer = [r for r in results if r[5]]
+    if recorder and with_peer:
+        n, size_mib, wall, rss, _, peer = max(with_peer, key=lambda r: r[0])
+        recorder.write(export_row(n, size_mib, wall, rss, peer))
+    elif recorder:
+        print("not recorded: the page's row compares with the peer (run without --no-peer)")
+
+
+def export_row(n: int, size_mib: float, wall: float, rss: float, peer: tuple) -> record.Row:
+    """The page's row: curate's export against the ``datasets`` peer on ``n`` cases."""
+    p_wall, p_rss, _ = peer
+    ratio = p_wall / wall
+    text = f"**{ratio:.2f}×**" if ratio < 1 else f"**{ratio:.1f}×**"
+    if ratio < 1:
+        text += f": the peer is ~{1 / ratio:.0f}× faster"
+    return record.Row(
+        id="export" + ("" if n == 200_000 else f"-{n}"),
+        section="peer",
+        benchmark="export",
+        workload=f"{record.size(n)} MQuAKE cases, JSON Lines, {size_mib:,.0f} MiB → HF folder",
+        peer="`datasets` `Dataset.from_json(f).to_parquet(out)` (no validation, no audit)",
+        curate_figure=f"{wall:.1f} s",
+        peer_figure=f"{p_wall:.1f} s",
+        ratio=f"{text} ({p_wall:.1f} s vs {wall:.1f} s)",
+        rss_curate=f"{rss:,.0f}",
+        rss_peer=f"{p_rss:,.0f} MiB",
+        values={"wall_s": wall, "peak_mib": rss, "peer_wall_s": p_wall, "peer_peak_mib": p_rss},
+    )
 
 
 if __name__ == "__main__":
