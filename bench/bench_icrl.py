@@ -27,6 +27,10 @@ Run: ``python bench/bench_icrl.py [--gb N] [--dir DIR] [--repeat K]``; prints on
 measurement (best of ``--repeat`` by wall time; its CPU seconds beside, user + system of the
 process and its workers, which a shared machine disturbs less) and the extrapolation to
 XLand-100B (112.6e9 steps).
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's row: the audit's time as a
+share of the h5py floor's, on one core and on two processes (``icrl-audit`` for 64 × 32 ×
+60,928 steps, ``icrl-audit-<tasks>x<histories>x<steps>`` for any other file).
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
 
 #: Steps of XLand-100B (the published table): what the per-step rate is extrapolated to.
 XLAND_100B_STEPS = 112_598_843_392
@@ -152,10 +158,12 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "curate-bench-icrl")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return
+    recorder = record.start(args)
     from icrl_data import write_file
 
     if args.gb:
@@ -216,6 +224,34 @@ def main() -> None:
         t = best[label][0]
         hours = XLAND_100B_STEPS / (steps / t) / 3600
         print(f"XLand-100B ({XLAND_100B_STEPS:,} steps) at the {label} rate: {hours:.1f} h")
+    if recorder:
+        recorder.write(audit_row(args, steps, best))
+
+
+def audit_row(
+    args: argparse.Namespace, steps: int, best: dict[str, tuple[float, float, float]]
+) -> record.Row:
+    """The page's row from the best (seconds, CPU seconds, peak RSS MB) of each measurement."""
+    floor, _, floor_rss = best["floor"]
+    one, _, one_rss = best["audit, 1 core"]
+    two = best["audit, 2 procs"][0]
+    shape = (args.tasks, args.histories, args.steps)
+    total = f"{steps / 1e6:,.0f} M" if steps >= 10**6 else f"{steps:,}"
+    return record.Row(
+        id="icrl-audit" + ("" if shape == (64, 32, 60_928) else "-{}x{}x{}".format(*shape)),
+        section="peer",
+        benchmark="in-context RL: audit",
+        workload=f"generated XLand-layout HDF5, {args.tasks} tasks × {args.histories} histories "
+        f"× {args.steps:,} steps ({total} steps)",
+        peer='h5py reading every array on one core (the "floor")',
+        curate_figure=f"{one:.2f} s on 1 core, {two:.2f} s on 2 processes",
+        peer_figure=f"{floor:.2f} s",
+        ratio=f"**{one / floor:.2f}×** the floor's time on 1 core, **{two / floor:.2f}×** on "
+        "2 processes",
+        rss_curate=f"{one_rss:.0f}",
+        rss_peer=f"{floor_rss:.0f} MB",
+        values={"seconds_cpu_peak_mb": best, "best_of": args.repeat},
+    )
 
 
 if __name__ == "__main__":
