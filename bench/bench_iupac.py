@@ -50,7 +50,9 @@ and still reports curate's rates.
 ``--record [DIR]`` (see ``bench/record.py``) also writes the rows of bench/RESULTS.md this run
 measured: ``iupac-canonical-key`` (cold caches against glycowork with its LRU bypassed: the
 honest pair) from the default mode, ``iupac-long-glycans`` (the 100,000-residue chain) from
-``--scaling``. The default mode runs both libraries in one process, so it records no peak RSS.
+``--scaling``. The rates are measured in one process (interleaved, the same load on both), so
+the peak RSS of each side comes from a child of its own that makes one such pass over the same
+distinct strings (imports included: what using the library costs), printed after the rates.
 """
 
 from __future__ import annotations
@@ -407,9 +409,51 @@ def heldout(data: Path) -> int:
     return 0
 
 
+def rss_child(side: str, strings_file: str) -> None:
+    """One pass over the strings of ``strings_file`` (one per line) in this fresh process: curate's
+    ``canonical_key`` from cold caches, or glycowork's ``glycan_to_nxGraph`` with its LRU
+    bypassed. Prints its own peak RSS (``VmHWM``: the parent's would leak into ``ru_maxrss``)."""
+    strings = Path(strings_file).read_text(encoding="utf-8").split("\n")
+    if side == "curate":
+        clear_curate()
+        for s in strings:
+            KEY(s)
+    else:
+        from glycowork.motif.graph import glycan_to_nxGraph
+
+        with glycowork_lru_bypassed(), contextlib.redirect_stdout(None):
+            for s in strings:
+                glycan_to_nxGraph(s)
+    print(record.own_peak_mib())
+
+
+def peak_rss(strings: Sequence[str], sides: Sequence[str]) -> dict[str, float]:
+    """Peak RSS in MiB of one pass of each side, each in a child of its own."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-iupac-") as tmp:
+        path = Path(tmp) / "strings.txt"
+        path.write_text("\n".join(strings), encoding="utf-8")
+        peaks = {}
+        for side in sides:
+            done = subprocess.run(
+                [sys.executable, __file__, "--rss-child", side, str(path)],
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode:
+                raise SystemExit(f"the {side} child failed: {done.stderr[-1000:]}")
+            peaks[side] = float(done.stdout.split()[-1])
+    return peaks
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) == 5 and sys.argv[1] == "--one":
         measure_one(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        return 0
+    if argv is None and len(sys.argv) == 4 and sys.argv[1] == "--rss-child":
+        rss_child(sys.argv[2], sys.argv[3])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="folder with the glycan CSVs")
@@ -541,6 +585,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{job.label:<62}{rates[job.label]:>12,.0f}  {versus}")
     if glycowork is not None:
         print("Ratios: LRU bypassed against LRU bypassed, LRU on against LRU on.")
+    peaks = peak_rss(subset, ["curate"] + (["glycowork"] if glycowork is not None else []))
+    print(
+        f"peak RSS of one pass over the {len(subset):,} distinct strings, a child process per "
+        "side (imports included): "
+        + ", ".join(
+            f"{side} {mib:,.0f} MiB"
+            + (" (canonical_key, cold caches)" if side == "curate" else " (LRU bypassed)")
+            for side, mib in peaks.items()
+        )
+    )
     if recorder:
         if glycowork is None:
             print("not recorded: the row's peer, glycowork, is not installed")
@@ -557,7 +611,9 @@ def main(argv: list[str] | None = None) -> int:
                 curate_figure=f"{ours:,.0f} glycans/s",
                 peer_figure=f"{theirs:,.0f} glycans/s",
                 ratio=f"**{ours / theirs:.1f}×** ({ours:,.0f} vs {theirs:,.0f} glycans/s)",
-                values={"glycans_per_s": rates, "best_of": args.repeat},
+                rss_curate=f"{peaks['curate']:,.0f}",
+                rss_peer=f"{peaks['glycowork']:,.0f} MiB",
+                values={"glycans_per_s": rates, "best_of": args.repeat, "peak_mib": peaks},
             )
         )
     return 0

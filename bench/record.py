@@ -131,10 +131,23 @@ def peak_mib(usage: Any) -> float:
 
 
 def self_peak_mib() -> float:
-    """This process's own peak RSS in MiB (its children not included)."""
+    """This process's own peak RSS in MiB (its children not included), as ``ru_maxrss``."""
     import resource
 
     return peak_mib(resource.getrusage(resource.RUSAGE_SELF))
+
+
+def own_peak_mib() -> float:
+    """This process's peak RSS in MiB since it started its program (``VmHWM``), for a child
+    to print to its parent. Why not the child's ``ru_maxrss`` from ``os.wait4``: Linux carries
+    the parent's high-water mark into a child spawned by ``vfork`` + ``exec`` (what
+    ``subprocess`` does), so a child of a 600 MiB parent reports at least 600 MiB even if it
+    ran ``pass``; ``VmHWM`` belongs to the child's own address space."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return self_peak_mib()  # not Linux: the best there is
 
 
 def git_commit() -> str | None:
