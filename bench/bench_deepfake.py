@@ -150,12 +150,15 @@ def child(args: argparse.Namespace) -> None:
 def run_child(side: str, data: Path, repeat: int) -> tuple[float, float]:
     """Seconds (best of ``repeat``) and peak RSS in MB of one side in a child process."""
     cmd = [sys.executable, __file__, "--child", side, "--data", str(data), "--repeat", str(repeat)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    # the child's own peak through GNU time: os.wait4's would carry the parent's high-water
+    # mark (the parent made the keys), which is larger than curate's own peak at 1 M keys
+    peak_file = data.with_name(f"{side}-peak")
+    proc = subprocess.Popen(record.wrap_for_peak(cmd, peak_file), stdout=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     out = proc.stdout.read() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{side} failed")
-    return float(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+    return float(out.strip().splitlines()[-1]), record.read_peak(peak_file, usage)
 
 
 def main() -> None:

@@ -234,9 +234,7 @@ def scaling_input(kind: str, residues: int) -> str:
 
 
 def measure_one(kind: str, residues: int, what: str) -> None:
-    """Time one call in this fresh process and print seconds and peak RSS (ru_maxrss, MiB)."""
-    import resource
-
+    """Time one call in this fresh process and print seconds and peak RSS (VmHWM, MiB)."""
     text = scaling_input(kind, residues)
     start = time.perf_counter()
     if what == "key":
@@ -247,7 +245,7 @@ def measure_one(kind: str, residues: int, what: str) -> None:
     else:
         result = iupac.try_parse(text)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = record.own_peak_mib()  # VmHWM: ru_maxrss would carry the parent's high-water mark
     ok = f"rejected@{result.position}" if isinstance(result, iupac.IUPACError) else "ok"
     print(f"{len(text)} {seconds:.4f} {peak:.0f} {ok}")
 

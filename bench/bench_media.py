@@ -75,17 +75,23 @@ def _child(args: argparse.Namespace) -> None:
 
 def _run(cmd: list[str] | str, shell: bool = False) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) and stdout of one child (its CPU seconds appended to the
-    stdout as ``cpu=S``: on a shared machine CPU time is steadier than wall time)."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read() if p.stdout else b""
-    err = p.stderr.read() if p.stderr else b""
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    if status != 0:
-        raise SystemExit(f"failed: {cmd}\n{err.decode()[-2000:]}")
+    stdout as ``cpu=S``: on a shared machine CPU time is steadier than wall time). The peak is
+    the child's own, through GNU time (``record.wrap_for_peak``): ``os.wait4``'s would carry
+    this script's high-water mark; with ``time`` the wall time includes its ~1 ms start."""
+    with tempfile.TemporaryDirectory(prefix="bench-media-rss-") as tmp:
+        peak_file = Path(tmp) / "peak"
+        wrapped = record.wrap_for_peak(cmd, peak_file)  # the child's own peak, not ours
+        t0 = time.perf_counter()
+        p = subprocess.Popen(wrapped, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out = p.stdout.read() if p.stdout else b""
+        err = p.stderr.read() if p.stderr else b""
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        if status != 0:
+            raise SystemExit(f"failed: {cmd}\n{err.decode()[-2000:]}")
+        peak = record.read_peak(peak_file, usage)
     cpu = usage.ru_utime + usage.ru_stime
-    return wall, usage.ru_maxrss / 1024, out.decode() + f" cpu={cpu:.3f}"
+    return wall, peak, out.decode() + f" cpu={cpu:.3f}"
 
 
 def _best(cmd: list[str] | str, repeat: int, shell: bool = False) -> tuple[float, float, str]:

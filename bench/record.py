@@ -150,6 +150,32 @@ def own_peak_mib() -> float:
     return self_peak_mib()  # not Linux: the best there is
 
 
+#: GNU time: forks the measured command from its own small address space and writes the
+#: command's ``ru_maxrss`` (KiB), which no parent's high-water mark reaches.
+TIME = Path("/usr/bin/time")
+
+
+def wrap_for_peak(cmd: list[str] | str, out: Path) -> list[str] | str:
+    """``cmd`` run under GNU time writing its own peak RSS to ``out`` (read it with
+    :func:`read_peak`); ``cmd`` unchanged where there is no ``/usr/bin/time``. A string is a
+    shell command (``subprocess(..., shell=True)``) and stays one."""
+    if not TIME.exists():
+        return cmd
+    if isinstance(cmd, str):
+        return shlex.join([str(TIME), "-f", "%M", "-o", str(out), "sh", "-c", cmd])
+    return [str(TIME), "-f", "%M", "-o", str(out), *cmd]
+
+
+def read_peak(out: Path, usage: Any) -> float:
+    """Peak RSS in MiB written by :func:`wrap_for_peak`'s GNU time, else (no ``time``) the
+    ``os.wait4`` usage's, which may carry the parent's high-water mark (see
+    :func:`own_peak_mib`)."""
+    try:
+        return int(Path(out).read_text().split()[-1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return peak_mib(usage)
+
+
 def git_commit() -> str | None:
     """HEAD's short hash, ``+dirty`` if tracked files outside the recorded results differ (a
     figure from uncommitted code cannot be reproduced from the commit alone)."""
