@@ -19,7 +19,7 @@ validation and test rows copying a training key. The data is written once to a p
 each side runs in its own child process that reads it (untimed), runs its operation
 ``--repeat`` times (best time kept) and writes the row ids it found; the parent asserts that
 both sides found the same rows (and exactly the planted ones) before it prints any time, and
-reports each child's peak RSS (``os.wait4``).
+reports each child's own peak RSS (through GNU time, ``record.child_peak``).
 
     python bench/bench_deepfake.py                 # 10 M keys
     python bench/bench_deepfake.py --rows 1000000 --repeat 5
@@ -152,13 +152,14 @@ def run_child(side: str, data: Path, repeat: int) -> tuple[float, float]:
     cmd = [sys.executable, __file__, "--child", side, "--data", str(data), "--repeat", str(repeat)]
     # the child's own peak through GNU time: os.wait4's would carry the parent's high-water
     # mark (the parent made the keys), which is larger than curate's own peak at 1 M keys
-    peak_file = data.with_name(f"{side}-peak")
-    proc = subprocess.Popen(record.wrap_for_peak(cmd, peak_file), stdout=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    out = proc.stdout.read() if proc.stdout else ""
+    with record.child_peak(cmd) as (wrapped, own_peak):
+        proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out = proc.stdout.read() if proc.stdout else ""
+        rss = own_peak(usage)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{side} failed")
-    return float(out.strip().splitlines()[-1]), record.read_peak(peak_file, usage)
+    return float(out.strip().splitlines()[-1]), rss
 
 
 def main() -> None:

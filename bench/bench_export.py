@@ -4,9 +4,9 @@ beside the peer a user would write instead.
 The cases are the 429 real MQuAKE-hard cases replicated with re-keyed ids (``bench_ke``'s
 generator: replica r maps ``Q123`` to ``Q123~r`` and suffixes labels, questions and answers), so
 every case is valid and distinct. They are written as JSON Lines (the streamed input format) and
-exported by the real command in a child process; its peak RSS comes from ``os.wait4`` (the child's
-own ``ru_maxrss``, not this script's), its wall time from the clock around it. The target is a
-200k-case export under 2 GB peak RSS (before streaming: 10.7 GB).
+exported by the real command in a child process; its peak RSS is the child's own (through GNU
+time, ``record.child_peak``: not this script's), its wall time from the clock around it. The
+target is a 200k-case export under 2 GB peak RSS (before streaming: 10.7 GB).
 
 The peer, measured the same way on the same file in the same run: ``datasets``'
 ``Dataset.from_json(file).to_parquet(out)``, the shortest way from JSON Lines to parquet a
@@ -72,18 +72,24 @@ def run_child(cmd: list[str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one child process."""
     # Output to files, not pipes: the child is reaped with os.wait4 (for its own rusage), so
     # nothing may wait on it through subprocess.
-    with tempfile.TemporaryFile() as out_fh, tempfile.TemporaryFile() as err_fh:
+    # The child's own peak through GNU time: wait4's would carry this process's high-water mark.
+    with (
+        tempfile.TemporaryFile() as out_fh,
+        tempfile.TemporaryFile() as err_fh,
+        record.child_peak(cmd) as (wrapped, own_peak),
+    ):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh)
+        proc = subprocess.Popen(wrapped, stdout=out_fh, stderr=err_fh)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        rss = own_peak(usage)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out_fh.seek(0)
         err_fh.seek(0)
         stdout, stderr = out_fh.read().decode(), err_fh.read().decode(errors="replace")
     if proc.returncode != 0:
         sys.exit(f"{cmd[1:4]} failed ({proc.returncode}): {stderr}")
-    return wall, usage.ru_maxrss / 1024, stdout
+    return wall, rss, stdout
 
 
 def describe(out: Path) -> dict:

@@ -5,11 +5,12 @@ Default mode: load + full audit of each real table (best of 3, parser cache clea
 
 ``--scaling``: the taxonomy audit of the species file replicated ×1, ×10, ×100 (13,209 to
 1,320,900 rows), each size in a child process of its own (``python bench/bench_glycan.py --child
-FILE``), reaped with ``os.wait4`` for its peak RSS and CPU time. Printed per size: rows, wall time
-of load + audit, rows/s, µs per row, the child's CPU seconds (user + system, all threads: on a
-loaded machine wall time waits for a core, CPU time does not), peak RSS, and the time of every
-stage (``Report.durations``, as ``--durations`` prints them: a table shared by several rules,
-such as the long label table, is its own ``table:NAME`` row, not charged to a rule).
+FILE``), reaped with ``os.wait4`` for its CPU time, its own peak RSS through GNU time. Printed
+per size: rows, wall time of load + audit, rows/s, µs per row, the child's CPU seconds (user +
+system, all threads: on a loaded machine wall time waits for a core, CPU time does not), peak
+RSS, and the time of every stage (``Report.durations``, as ``--durations`` prints them: a table
+shared by several rules, such as the long label table, is its own ``table:NAME`` row, not
+charged to a rule).
 Target (issue 9): 1.3 M rows in ≤ 15 s and ≤ 3 GB, time per row flat from 13k to 1.3 M.
 
 How replicas are made (``--replicate``):
@@ -159,16 +160,18 @@ def scaling(sizes: list[int], how: str, workdir: Path | None) -> record.Row:
     results = []
     for n in sizes:
         path = replicate(n, how, out)
-        with tempfile.TemporaryFile() as fh:
-            proc = subprocess.Popen(
-                [sys.executable, __file__, "--child", str(path)], stdout=fh, stderr=sys.stderr
-            )
+        # the child's own peak (GNU time): wait4's would carry the high-water mark of this
+        # process, which built the replicated table
+        child_cmd = [sys.executable, __file__, "--child", str(path)]
+        with tempfile.TemporaryFile() as fh, record.child_peak(child_cmd) as (cmd, own_peak):
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=sys.stderr)
             _, status, usage = os.wait4(proc.pid, 0)
+            rss_mib = own_peak(usage)
             if os.waitstatus_to_exitcode(status):
                 sys.exit(f"child failed on {path}")
             fh.seek(0)
             res = orjson.loads(fh.read().splitlines()[-1])
-        res["rss_gb"] = usage.ru_maxrss / 2**20  # KiB on Linux
+        res["rss_gb"] = rss_mib / 1024
         res["cpu"] = usage.ru_utime + usage.ru_stime  # all threads, interpreter start included
         res["times"] = n
         results.append(res)

@@ -2,7 +2,7 @@
 
 The floor is what any audit must at least do: h5py reading and decompressing every dataset of
 the file (whole chunks, history by history) and nothing else. Measured in the same run, each in
-a fresh child process (time and peak RSS from ``os.wait4``):
+a fresh child process (time; its own peak RSS through GNU time, ``record.child_peak``):
 
 * ``floor``            the floor on one core
 * ``floor, 2 threads`` the floor split over two threads (does h5py decompress in parallel?)
@@ -136,17 +136,21 @@ def measure(
 ) -> tuple[float, float, float]:
     """(seconds, CPU seconds, peak RSS in MB over the child and its own children) of one
     measurement; seconds and CPU seconds cover the measured work only (not the child's start)."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", kind, str(path), str(workers)],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
+    # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+    child_cmd = [sys.executable, __file__, "--child", kind, str(path), str(workers)]
+    with record.child_peak(child_cmd) as (cmd, own_peak):
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        rss = own_peak(usage)
     out = proc.stdout.read().decode() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{kind} failed: {out}")
     wall, cpu = (float(x) for x in out.strip().splitlines()[-1].split())
-    return wall, cpu, usage.ru_maxrss / 1024
+    return wall, cpu, rss
 
 
 def main() -> None:

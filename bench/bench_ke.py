@@ -5,8 +5,9 @@ entity ``Q123`` to ``Q123~r`` and suffixes every label, question and answer with
 get ``r * 10**6`` added), so replicas are disjoint and findings scale linearly with N.
 
 Measured, each in a child process of its own (so every figure has its own peak RSS, taken from
-the child's ``ru_maxrss`` through ``os.wait4``), on N cases (default 1 M) whose tables are built
-once by replicating the loaded tables in polars and handed to the children as Arrow IPC files:
+the child's own, through GNU time: ``record.child_peak``), on N cases (default 1 M) whose tables
+are built once by replicating the loaded tables in polars and handed to the children as Arrow
+IPC files:
 
 * **contamination** (KE201+KE202, ``FAM.audit(select=[KE201, KE202])``: the edit set, the
   contamination join, the findings with their fixes, the report) for ``all`` and ``random:K``;
@@ -40,7 +41,6 @@ import gc
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -314,12 +314,18 @@ def run_child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str,
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = Path(fh.name)
     try:
-        proc = subprocess.Popen([sys.executable, __file__, *argv, "--out", str(out)], env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+        with record.child_peak([sys.executable, __file__, *argv, "--out", str(out)]) as (
+            cmd,
+            own_peak,
+        ):
+            proc = subprocess.Popen(cmd, env=env)
+            _, status, usage = os.wait4(proc.pid, 0)
+            rss = own_peak(usage)
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode:
             sys.exit(f"child {argv} failed with exit code {proc.returncode}")
-        return json.loads(out.read_text()), usage.ru_maxrss / 1024
+        return json.loads(out.read_text()), rss
     finally:
         out.unlink(missing_ok=True)
 
@@ -335,7 +341,7 @@ def timed(fn, *args, **kw):
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return record.own_peak_mib()  # VmHWM: ru_maxrss would carry the parent's high-water mark
 
 
 def gib(mib: float) -> str:

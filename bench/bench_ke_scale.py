@@ -1,6 +1,7 @@
 """Knowledge editing at scale: load and memory of ``curate audit mquake`` on 100k-3M cases.
 
-Every figure comes from a child process of its own (wall time, and peak RSS from ``os.wait4``),
+Every figure comes from a child process of its own (wall time, and its own peak RSS through GNU
+time, ``record.child_peak``),
 so one measurement's memory never inflates another's. Measured in the same run:
 
 * ``curate audit mquake FILE`` end to end (the CLI, JSON report to a file) per size;
@@ -155,10 +156,9 @@ def small_groups(pq_path: Path) -> Path:
 
 def child(what: str, path: str, out: str) -> None:
     """One measurement, in this process (started by :func:`run`); prints one JSON line."""
-    import resource
 
     def peak() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GiB
+        return record.own_peak_mib() / 1024  # GiB; VmHWM, not the parent's high-water mark
 
     res: dict[str, Any] = {}
     if what == "staged":
@@ -242,15 +242,18 @@ LAST_CPU = [0.0]
 
 def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict[str, Any]]:
     """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(
-        args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **env} if env else None,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
+    # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+    with record.child_peak(args) as (cmd, own_peak):
+        t = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env} if env else None,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        rss = own_peak(usage)
     out = proc.stdout.read().decode() if proc.stdout else ""
     err = proc.stderr.read().decode() if proc.stderr else ""
     LAST_CPU[0] = usage.ru_utime + usage.ru_stime
@@ -262,7 +265,7 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, floa
         printed = json.loads(last)
     except json.JSONDecodeError:
         printed = {}
-    return wall, usage.ru_maxrss / 2**20, printed
+    return wall, rss / 1024, printed
 
 
 def me(what: str, path: Path, out: Path) -> list[str]:

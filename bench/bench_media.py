@@ -1,6 +1,6 @@
 """Media scan benchmark: file hashing against ``sha256sum``, cold vs cached, and the metadata pass.
 
-Every measurement runs in a fresh child process (wall time and peak RSS from ``os.wait4``), in
+Every measurement runs in a fresh child process (wall time; its own peak RSS through GNU time), in
 the same run, over the same files:
 
 Hashing (``--files`` files of ``--mb`` MB of random bytes; not media, so only the hash runs):
@@ -78,9 +78,7 @@ def _run(cmd: list[str] | str, shell: bool = False) -> tuple[float, float, str]:
     stdout as ``cpu=S``: on a shared machine CPU time is steadier than wall time). The peak is
     the child's own, through GNU time (``record.wrap_for_peak``): ``os.wait4``'s would carry
     this script's high-water mark; with ``time`` the wall time includes its ~1 ms start."""
-    with tempfile.TemporaryDirectory(prefix="bench-media-rss-") as tmp:
-        peak_file = Path(tmp) / "peak"
-        wrapped = record.wrap_for_peak(cmd, peak_file)  # the child's own peak, not ours
+    with record.child_peak(cmd) as (wrapped, own_peak):  # the child's own peak, not ours
         t0 = time.perf_counter()
         p = subprocess.Popen(wrapped, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out = p.stdout.read() if p.stdout else b""
@@ -89,7 +87,7 @@ def _run(cmd: list[str] | str, shell: bool = False) -> tuple[float, float, str]:
         wall = time.perf_counter() - t0
         if status != 0:
             raise SystemExit(f"failed: {cmd}\n{err.decode()[-2000:]}")
-        peak = record.read_peak(peak_file, usage)
+        peak = own_peak(usage)
     cpu = usage.ru_utime + usage.ru_stime
     return wall, peak, out.decode() + f" cpu={cpu:.3f}"
 

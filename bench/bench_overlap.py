@@ -26,8 +26,9 @@ one-permutation
 
 Recall is measured on the planted pairs whose exact Jaccard (over the same shingles) is at least
 the threshold: the pairs any tool should return — among the candidates and among the verified
-pairs. Each side runs in a child process of its own; its peak RSS is the child's ``ru_maxrss``
-(``os.wait4``); the texts are read from a parquet file the parent wrote (not timed).
+pairs. Each side runs in a child process of its own; its peak RSS is the child's own (through
+GNU time, ``record.child_peak``); the texts are read from a parquet file the parent wrote (not
+timed).
 ``--seed-spread S`` also counts each side's candidates for hash seeds 1..S: on these templated
 texts the count moves by ±40 % with the seed on *both* sides, so one run's counts differ
 between the tools by chance.
@@ -283,12 +284,18 @@ def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = Path(fh.name)
     try:
-        proc = subprocess.Popen([sys.executable, __file__, *argv, "--out", str(out)])
-        _, status, usage = os.wait4(proc.pid, 0)
+        # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+        with record.child_peak([sys.executable, __file__, *argv, "--out", str(out)]) as (
+            cmd,
+            own_peak,
+        ):
+            proc = subprocess.Popen(cmd)
+            _, status, usage = os.wait4(proc.pid, 0)
+            rss = own_peak(usage)
         code = os.waitstatus_to_exitcode(status)
         if code:
             sys.exit(f"child {argv} failed with exit code {code}")
-        return json.loads(out.read_text()), usage.ru_maxrss / 1024
+        return json.loads(out.read_text()), rss
     finally:
         out.unlink(missing_ok=True)
 

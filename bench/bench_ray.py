@@ -1,6 +1,6 @@
 """``--engine ray`` against the local engine, in the same run, on the same files.
 
-Measured, each in a fresh child process (wall time and the child's peak RSS from ``os.wait4``):
+Measured, each in a fresh child process (wall time and the child's own peak RSS, through GNU time):
 
 * ``local, 1 core``  the local engine pinned to one core (``taskset -c 0``; icrl ``--workers 1``)
 * ``local, 2 cores`` the local engine on both cores (icrl ``--workers 2``: its process pool)
@@ -186,15 +186,18 @@ def measure(
 
     t = threading.Thread(target=sample)
     t.start()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    # the driver's own peak (GNU time): wait4's would carry this process's high-water mark
+    with record.child_peak(cmd) as (wrapped, own_peak):
+        proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        driver_rss = own_peak(usage)
     stop.set()
     t.join()
     text = proc.stdout.read().decode() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{family} {engine} failed: {text[-1500:]}")
     res = json.loads(text.strip().splitlines()[-1])
-    return {"seconds": res["seconds"], "rss": usage.ru_maxrss / 1024, "cluster_rss": peak[0]}
+    return {"seconds": res["seconds"], "rss": driver_rss, "cluster_rss": peak[0]}
 
 
 def xland_file(args: argparse.Namespace) -> tuple[Path, int, int]:

@@ -19,12 +19,14 @@ script runs as ``python bench/bench_x.py``) and by ``bench/make_results.py`` for
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -174,6 +176,23 @@ def read_peak(out: Path, usage: Any) -> float:
         return int(Path(out).read_text().split()[-1]) / 1024
     except (OSError, ValueError, IndexError):
         return peak_mib(usage)
+
+
+@contextlib.contextmanager
+def child_peak(
+    cmd: list[str] | str,
+) -> Iterator[tuple[list[str] | str, Callable[[Any], float]]]:
+    """``cmd`` wrapped by :func:`wrap_for_peak`, and a function of the ``os.wait4`` usage that
+    gives the child's own peak RSS in MiB::
+
+        with record.child_peak(cmd) as (wrapped, peak):
+            proc = subprocess.Popen(wrapped)
+            _, status, usage = os.wait4(proc.pid, 0)
+            rss = peak(usage)
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-peak-") as tmp:
+        out = Path(tmp) / "peak"
+        yield wrap_for_peak(cmd, out), lambda usage: read_peak(out, usage)
 
 
 def git_commit() -> str | None:
