@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test demo bench lint format clean
+.PHONY: install test demo bench results lint format clean
 
 install: $(STAMP)
 
@@ -26,6 +26,10 @@ bench: install
 	$(BIN)/python bench/bench_iupac.py
 	$(BIN)/python bench/bench_glycan.py
 	$(BIN)/python bench/bench_export.py --markdown
+
+# bench/RESULTS.md from the row files the scripts write with --record (bench/results/*.json)
+results: install
+	$(BIN)/python bench/make_results.py
 
 lint: install
 	$(BIN)/ruff check curate tests bench

@@ -19,10 +19,14 @@ validation and test rows copying a training key. The data is written once to a p
 each side runs in its own child process that reads it (untimed), runs its operation
 ``--repeat`` times (best time kept) and writes the row ids it found; the parent asserts that
 both sides found the same rows (and exactly the planted ones) before it prints any time, and
-reports each child's peak RSS (``os.wait4``).
+reports each child's own peak RSS (through GNU time, ``record.child_peak``).
 
     python bench/bench_deepfake.py                 # 10 M keys
     python bench/bench_deepfake.py --rows 1000000 --repeat 5
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's row, curate against the
+faster pandas: ``deepfake-duplicates`` at 10 M keys, ``deepfake-duplicates-<rows>`` at any other
+size (so a reduced run is recorded as what it is, beside the 10 M row, never over it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import record  # bench/record.py: what every script's --record shares
 
 SPLITS = ("train", "validation", "test")
 
@@ -145,12 +150,16 @@ def child(args: argparse.Namespace) -> None:
 def run_child(side: str, data: Path, repeat: int) -> tuple[float, float]:
     """Seconds (best of ``repeat``) and peak RSS in MB of one side in a child process."""
     cmd = [sys.executable, __file__, "--child", side, "--data", str(data), "--repeat", str(repeat)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    out = proc.stdout.read() if proc.stdout else ""
+    # the child's own peak through GNU time: os.wait4's would carry the parent's high-water
+    # mark (the parent made the keys), which is larger than curate's own peak at 1 M keys
+    with record.child_peak(cmd) as (wrapped, own_peak):
+        proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out = proc.stdout.read() if proc.stdout else ""
+        rss = own_peak(usage)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{side} failed")
-    return float(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+    return float(out.strip().splitlines()[-1]), rss
 
 
 def main() -> None:
@@ -167,10 +176,12 @@ def main() -> None:
     )
     ap.add_argument("--child", dest="side", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--data", default=None, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.side:
         child(args)
         return
+    recorder = record.start(args)
     with tempfile.TemporaryDirectory(prefix="bench-deepfake-") as tmp:
         data = Path(tmp) / "keys.parquet"
         t0 = time.perf_counter()
@@ -197,6 +208,26 @@ def main() -> None:
             print(f"| {side} | {took:.3f} | {rss:,.0f} |")
         print(f"curate: {ours:.3f} s on {args.rows:,} keys; "
               f"{results[peer][0] / ours:.1f}x faster than {peer} (the faster pandas)")  # fmt: skip
+    if recorder:
+        theirs, theirs_rss = results[peer]
+        recorder.write(
+            record.Row(
+                id="deepfake-duplicates" + ("" if args.rows == 10_000_000 else f"-{args.rows}"),
+                section="peer",
+                benchmark="deepfake: duplicates and leakage (DF302/DF303)",
+                workload=f"{record.size(args.rows)} sha256 keys, 80/10/10 splits, "
+                f"{planted['planted_duplicates']:,} planted duplicates, "
+                f"{planted['planted_leaks']:,} planted leaks",
+                peer=f"pandas `duplicated` + `isin`, `{peer.removeprefix('pandas-')}` strings",
+                curate_figure=f"{ours:.3f} s",
+                peer_figure=f"{theirs:.3f} s",
+                ratio=f"**{theirs / ours:.1f}×** ({ours:.3f} s vs {theirs:.3f} s)",
+                rss_curate=f"{results['curate'][1]:,.0f}",
+                rss_peer=f"{theirs_rss:,.0f} MB",
+                values={"seconds_and_peak_mb": results, "best_of": args.repeat, **planted},
+                note=None if args.rows == 10_000_000 else "reduced size",
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@ beside the peer a user would write instead.
 The cases are the 429 real MQuAKE-hard cases replicated with re-keyed ids (``bench_ke``'s
 generator: replica r maps ``Q123`` to ``Q123~r`` and suffixes labels, questions and answers), so
 every case is valid and distinct. They are written as JSON Lines (the streamed input format) and
-exported by the real command in a child process; its peak RSS comes from ``os.wait4`` (the child's
-own ``ru_maxrss``, not this script's), its wall time from the clock around it. The target is a
-200k-case export under 2 GB peak RSS (before streaming: 10.7 GB).
+exported by the real command in a child process; its peak RSS is the child's own (through GNU
+time, ``record.child_peak``: not this script's), its wall time from the clock around it. The
+target is a 200k-case export under 2 GB peak RSS (before streaming: 10.7 GB).
 
 The peer, measured the same way on the same file in the same run: ``datasets``'
 ``Dataset.from_json(file).to_parquet(out)``, the shortest way from JSON Lines to parquet a
@@ -17,6 +17,9 @@ Run: ``python bench/bench_export.py`` (defaults: 20,000 and 200,000 cases; ~10 m
 2 cores, ~3 GB of temporary disk). ``--markdown`` prints the table as markdown for a dated
 section of bench/history/ (bench/RESULTS.md takes the 200k row's figures);
 ``--no-peer`` skips ``datasets``.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's row for the largest size
+measured with the peer: ``export`` at 200k cases, ``export-<n>`` otherwise.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
+import record  # bench/record.py: what every script's --record shares
 from bench_ke import HARD, rekey_record  # the KE benchmark's generator, shared
 
 
@@ -68,18 +72,24 @@ def run_child(cmd: list[str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one child process."""
     # Output to files, not pipes: the child is reaped with os.wait4 (for its own rusage), so
     # nothing may wait on it through subprocess.
-    with tempfile.TemporaryFile() as out_fh, tempfile.TemporaryFile() as err_fh:
+    # The child's own peak through GNU time: wait4's would carry this process's high-water mark.
+    with (
+        tempfile.TemporaryFile() as out_fh,
+        tempfile.TemporaryFile() as err_fh,
+        record.child_peak(cmd) as (wrapped, own_peak),
+    ):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh)
+        proc = subprocess.Popen(wrapped, stdout=out_fh, stderr=err_fh)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        rss = own_peak(usage)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out_fh.seek(0)
         err_fh.seek(0)
         stdout, stderr = out_fh.read().decode(), err_fh.read().decode(errors="replace")
     if proc.returncode != 0:
         sys.exit(f"{cmd[1:4]} failed ({proc.returncode}): {stderr}")
-    return wall, usage.ru_maxrss / 1024, stdout
+    return wall, rss, stdout
 
 
 def describe(out: Path) -> dict:
@@ -126,9 +136,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--no-peer", action="store_true", help="skip the datasets peer")
+    record.add_arguments(ap)
     args = ap.parse_args()
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
+    recorder = record.start(args)
     real = json.loads(HARD.read_text(encoding="utf-8"))
     print(machine(), flush=True)
     results = []
@@ -180,6 +192,34 @@ def main() -> None:
                     f"| {n:,} | {size_mib:,.0f} MiB | `datasets` from_json + to_parquet | "
                     f"{peer[0]:.1f} s | {peer[1]:,.0f} MiB | 1 | | | {peer[2]:,.0f} MiB |"
                 )
+    with_peer = [r for r in results if r[5]]
+    if recorder and with_peer:
+        n, size_mib, wall, rss, _, peer = max(with_peer, key=lambda r: r[0])
+        recorder.write(export_row(n, size_mib, wall, rss, peer))
+    elif recorder:
+        print("not recorded: the page's row compares with the peer (run without --no-peer)")
+
+
+def export_row(n: int, size_mib: float, wall: float, rss: float, peer: tuple) -> record.Row:
+    """The page's row: curate's export against the ``datasets`` peer on ``n`` cases."""
+    p_wall, p_rss, _ = peer
+    ratio = p_wall / wall
+    text = f"**{ratio:.2f}×**" if ratio < 1 else f"**{ratio:.1f}×**"
+    if ratio < 1:
+        text += f": the peer is ~{1 / ratio:.0f}× faster"
+    return record.Row(
+        id="export" + ("" if n == 200_000 else f"-{n}"),
+        section="peer",
+        benchmark="export",
+        workload=f"{record.size(n)} MQuAKE cases, JSON Lines, {size_mib:,.0f} MiB → HF folder",
+        peer="`datasets` `Dataset.from_json(f).to_parquet(out)` (no validation, no audit)",
+        curate_figure=f"{wall:.1f} s",
+        peer_figure=f"{p_wall:.1f} s",
+        ratio=f"{text} ({p_wall:.1f} s vs {wall:.1f} s)",
+        rss_curate=f"{rss:,.0f}",
+        rss_peer=f"{p_rss:,.0f} MiB",
+        values={"wall_s": wall, "peak_mib": rss, "peer_wall_s": p_wall, "peer_peak_mib": p_rss},
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 The floor is what any audit must at least do: h5py reading and decompressing every dataset of
 the file (whole chunks, history by history) and nothing else. Measured in the same run, each in
-a fresh child process (time and peak RSS from ``os.wait4``):
+a fresh child process (time; its own peak RSS through GNU time, ``record.child_peak``):
 
 * ``floor``            the floor on one core
 * ``floor, 2 threads`` the floor split over two threads (does h5py decompress in parallel?)
@@ -27,6 +27,10 @@ Run: ``python bench/bench_icrl.py [--gb N] [--dir DIR] [--repeat K]``; prints on
 measurement (best of ``--repeat`` by wall time; its CPU seconds beside, user + system of the
 process and its workers, which a shared machine disturbs less) and the extrapolation to
 XLand-100B (112.6e9 steps).
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's row: the audit's time as a
+share of the h5py floor's, on one core and on two processes (``icrl-audit`` for 64 × 32 ×
+60,928 steps, ``icrl-audit-<tasks>x<histories>x<steps>`` for any other file).
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
 
 #: Steps of XLand-100B (the published table): what the per-step rate is extrapolated to.
 XLAND_100B_STEPS = 112_598_843_392
@@ -130,17 +136,21 @@ def measure(
 ) -> tuple[float, float, float]:
     """(seconds, CPU seconds, peak RSS in MB over the child and its own children) of one
     measurement; seconds and CPU seconds cover the measured work only (not the child's start)."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", kind, str(path), str(workers)],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
+    # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+    child_cmd = [sys.executable, __file__, "--child", kind, str(path), str(workers)]
+    with record.child_peak(child_cmd) as (cmd, own_peak):
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        rss = own_peak(usage)
     out = proc.stdout.read().decode() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{kind} failed: {out}")
     wall, cpu = (float(x) for x in out.strip().splitlines()[-1].split())
-    return wall, cpu, usage.ru_maxrss / 1024
+    return wall, cpu, rss
 
 
 def main() -> None:
@@ -152,10 +162,12 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "curate-bench-icrl")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return
+    recorder = record.start(args)
     from icrl_data import write_file
 
     if args.gb:
@@ -216,6 +228,34 @@ def main() -> None:
         t = best[label][0]
         hours = XLAND_100B_STEPS / (steps / t) / 3600
         print(f"XLand-100B ({XLAND_100B_STEPS:,} steps) at the {label} rate: {hours:.1f} h")
+    if recorder:
+        recorder.write(audit_row(args, steps, best))
+
+
+def audit_row(
+    args: argparse.Namespace, steps: int, best: dict[str, tuple[float, float, float]]
+) -> record.Row:
+    """The page's row from the best (seconds, CPU seconds, peak RSS MB) of each measurement."""
+    floor, _, floor_rss = best["floor"]
+    one, _, one_rss = best["audit, 1 core"]
+    two = best["audit, 2 procs"][0]
+    shape = (args.tasks, args.histories, args.steps)
+    total = f"{steps / 1e6:,.0f} M" if steps >= 10**6 else f"{steps:,}"
+    return record.Row(
+        id="icrl-audit" + ("" if shape == (64, 32, 60_928) else "-{}x{}x{}".format(*shape)),
+        section="peer",
+        benchmark="in-context RL: audit",
+        workload=f"generated XLand-layout HDF5, {args.tasks} tasks × {args.histories} histories "
+        f"× {args.steps:,} steps ({total} steps)",
+        peer='h5py reading every array on one core (the "floor")',
+        curate_figure=f"{one:.2f} s on 1 core, {two:.2f} s on 2 processes",
+        peer_figure=f"{floor:.2f} s",
+        ratio=f"**{one / floor:.2f}×** the floor's time on 1 core, **{two / floor:.2f}×** on "
+        "2 processes",
+        rss_curate=f"{one_rss:.0f}",
+        rss_peer=f"{floor_rss:.0f} MB",
+        values={"seconds_cpu_peak_mb": best, "best_of": args.repeat},
+    )
 
 
 if __name__ == "__main__":

@@ -46,6 +46,13 @@ The measurements run interleaved, ``--repeat`` rounds of all of them, and each f
 of its rounds: a shared machine only ever slows a pass down, and interleaving exposes both
 libraries to the same load. Without glycowork installed the script prints a skip line for it
 and still reports curate's rates.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the rows of bench/RESULTS.md this run
+measured: ``iupac-canonical-key`` (cold caches against glycowork with its LRU bypassed: the
+honest pair) from the default mode, ``iupac-long-glycans`` (the 100,000-residue chain) from
+``--scaling``. The rates are measured in one process (interleaved, the same load on both), so
+the peak RSS of each side comes from a child of its own that makes one such pass over the same
+distinct strings (imports included: what using the library costs), printed after the rates.
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runnable as ``python bench/bench_iupac.py`` without installing
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
 
 from curate.schemas import iupac  # noqa: E402
 
@@ -225,9 +234,7 @@ def scaling_input(kind: str, residues: int) -> str:
 
 
 def measure_one(kind: str, residues: int, what: str) -> None:
-    """Time one call in this fresh process and print seconds and peak RSS (ru_maxrss, MiB)."""
-    import resource
-
+    """Time one call in this fresh process and print seconds and peak RSS (VmHWM, MiB)."""
     text = scaling_input(kind, residues)
     start = time.perf_counter()
     if what == "key":
@@ -238,7 +245,7 @@ def measure_one(kind: str, residues: int, what: str) -> None:
     else:
         result = iupac.try_parse(text)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = record.own_peak_mib()  # VmHWM: ru_maxrss would carry the parent's high-water mark
     ok = f"rejected@{result.position}" if isinstance(result, iupac.IUPACError) else "ok"
     print(f"{len(text)} {seconds:.4f} {peak:.0f} {ok}")
 
@@ -261,10 +268,12 @@ SCALING = [
 ]
 
 
-def scaling() -> None:
-    """Each case in a fresh interpreter, so that its peak RSS is its own."""
+def scaling() -> dict[tuple[str, int, str], tuple[int, float, float]]:
+    """Each case in a fresh interpreter, so that its peak RSS is its own; returns
+    {(kind, residues, op): (characters, seconds, peak MiB)}."""
     import subprocess
 
+    results = {}
     print(
         f"{'input':<28}{'chars':>11}{'op':>7}{'seconds':>9}{'us/char':>9}{'peak MiB':>10}  result"
     )
@@ -283,6 +292,36 @@ def scaling() -> None:
                 f"{label:<28}{chars:>11,}{what:>7}{seconds:>9.3f}"
                 f"{seconds / chars * 1e6:>9.3f}{peak:>10}  {ok}"
             )
+            results[(kind, residues, what)] = (chars, seconds, float(peak))
+    return results
+
+
+#: The page's long-glycan row: parse of this chain, its time per character against the shortest
+#: chain's. Linear time: at most :data:`LINEAR_SLACK` times as much per character. Quadratic time
+#: would be 10× per character from 10,000 to 100,000 residues; 2× tells the two apart and leaves
+#: room for a shared machine's noise (the short parse takes ~15 ms, one timing; 1.5× failed on
+#: noise once, at 0.25 against 0.16 µs/char).
+LONG_CHAIN, SHORT_CHAIN, LINEAR_SLACK = 100_000, 10_000, 2.0
+
+
+def long_glycans_row(results: dict[tuple[str, int, str], tuple[int, float, float]]) -> record.Row:
+    """The ``iupac-long-glycans`` row from :func:`scaling`'s results."""
+    chars, seconds, peak = results[("chain", LONG_CHAIN, "parse")]
+    short_chars, short_seconds, short_peak = results[("chain", SHORT_CHAIN, "parse")]
+    per_char, short_per_char = seconds / chars * 1e6, short_seconds / short_chars * 1e6
+    met = "met" if per_char <= LINEAR_SLACK * short_per_char else "not met"
+    return record.Row(
+        id="iupac-long-glycans",
+        section="target",
+        benchmark="IUPAC parser: long glycans",
+        workload=f"one chain of {LONG_CHAIN:,} residues ({chars:,} characters)",
+        curate_figure=f"**{seconds:.2f} s** parse ({per_char:.2f} µs/char; "
+        f"{short_per_char:.2f} at {SHORT_CHAIN:,} residues)",
+        target=f"linear time (µs/char within {LINEAR_SLACK:g}× of the {SHORT_CHAIN:,}-residue "
+        f"chain's): {met}",
+        rss_curate=f"{peak:.0f} MiB ({short_peak:.0f} at {SHORT_CHAIN:,} residues)",
+        values={f"{k}, {r}, {op}": list(v) for (k, r, op), v in results.items()},
+    )
 
 
 #: Monosaccharide symbols of glycan compositions (H3N4F1S2, Hex2HexNAc4NeuAc1, H5N4F1Sulf1).
@@ -371,9 +410,51 @@ def heldout(data: Path) -> int:
     return 0
 
 
+def rss_child(side: str, strings_file: str) -> None:
+    """One pass over the strings of ``strings_file`` (one per line) in this fresh process: curate's
+    ``canonical_key`` from cold caches, or glycowork's ``glycan_to_nxGraph`` with its LRU
+    bypassed. Prints its own peak RSS (``VmHWM``: the parent's would leak into ``ru_maxrss``)."""
+    strings = Path(strings_file).read_text(encoding="utf-8").split("\n")
+    if side == "curate":
+        clear_curate()
+        for s in strings:
+            KEY(s)
+    else:
+        from glycowork.motif.graph import glycan_to_nxGraph
+
+        with glycowork_lru_bypassed(), contextlib.redirect_stdout(None):
+            for s in strings:
+                glycan_to_nxGraph(s)
+    print(record.own_peak_mib())
+
+
+def peak_rss(strings: Sequence[str], sides: Sequence[str]) -> dict[str, float]:
+    """Peak RSS in MiB of one pass of each side, each in a child of its own."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-iupac-") as tmp:
+        path = Path(tmp) / "strings.txt"
+        path.write_text("\n".join(strings), encoding="utf-8")
+        peaks = {}
+        for side in sides:
+            done = subprocess.run(
+                [sys.executable, __file__, "--rss-child", side, str(path)],
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode:
+                raise SystemExit(f"the {side} child failed: {done.stderr[-1000:]}")
+            peaks[side] = float(done.stdout.split()[-1])
+    return peaks
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) == 5 and sys.argv[1] == "--one":
         measure_one(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        return 0
+    if argv is None and len(sys.argv) == 4 and sys.argv[1] == "--rss-child":
+        rss_child(sys.argv[2], sys.argv[3])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="folder with the glycan CSVs")
@@ -403,11 +484,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only count accepted/rejected strings of glycowork's bundled tables not in --data",
     )
+    record.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.heldout:
         return heldout(args.data)
+    recorder = record.start(args)
     if args.scaling:
-        scaling()
+        results = scaling()
+        if recorder:
+            recorder.write(long_glycans_row(results))
         return 0
 
     seconds = time_adversarial(args.repeat)
@@ -501,6 +586,37 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{job.label:<62}{rates[job.label]:>12,.0f}  {versus}")
     if glycowork is not None:
         print("Ratios: LRU bypassed against LRU bypassed, LRU on against LRU on.")
+    peaks = peak_rss(subset, ["curate"] + (["glycowork"] if glycowork is not None else []))
+    print(
+        f"peak RSS of one pass over the {len(subset):,} distinct strings, a child process per "
+        "side (imports included): "
+        + ", ".join(
+            f"{side} {mib:,.0f} MiB"
+            + (" (canonical_key, cold caches)" if side == "curate" else " (LRU bypassed)")
+            for side, mib in peaks.items()
+        )
+    )
+    if recorder:
+        if glycowork is None:
+            print("not recorded: the row's peer, glycowork, is not installed")
+            return 0
+        cold = next(job for job in jobs if "cold caches" in job.label)
+        ours, theirs = rates[cold.label], rates[gw_bypassed]
+        recorder.write(
+            record.Row(
+                id="iupac-canonical-key",
+                section="peer",
+                benchmark="IUPAC parser: canonical key",
+                workload=f"{len(subset):,} distinct glycan strings, cold caches",
+                peer="glycowork `glycan_to_nxGraph` (LRU bypassed)",
+                curate_figure=f"{ours:,.0f} glycans/s",
+                peer_figure=f"{theirs:,.0f} glycans/s",
+                ratio=f"**{ours / theirs:.1f}×** ({ours:,.0f} vs {theirs:,.0f} glycans/s)",
+                rss_curate=f"{peaks['curate']:,.0f}",
+                rss_peer=f"{peaks['glycowork']:,.0f} MiB",
+                values={"glycans_per_s": rates, "best_of": args.repeat, "peak_mib": peaks},
+            )
+        )
     return 0
 
 

@@ -5,8 +5,9 @@ entity ``Q123`` to ``Q123~r`` and suffixes every label, question and answer with
 get ``r * 10**6`` added), so replicas are disjoint and findings scale linearly with N.
 
 Measured, each in a child process of its own (so every figure has its own peak RSS, taken from
-the child's ``ru_maxrss`` through ``os.wait4``), on N cases (default 1 M) whose tables are built
-once by replicating the loaded tables in polars and handed to the children as Arrow IPC files:
+the child's own, through GNU time: ``record.child_peak``), on N cases (default 1 M) whose tables
+are built once by replicating the loaded tables in polars and handed to the children as Arrow
+IPC files:
 
 * **contamination** (KE201+KE202, ``FAM.audit(select=[KE201, KE202])``: the edit set, the
   contamination join, the findings with their fixes, the report) for ``all`` and ``random:K``;
@@ -27,6 +28,10 @@ column in the same run.
 Run: ``python bench/bench_ke.py`` (1 M cases, 4 edit sets, per-rule times: ~10 minutes on 2
 cores, peak ~6 GB per child); ``--n 100000`` for a quick run; ``--load-n 100000`` adds the
 validate (read + schema + tables) row from a JSON Lines file.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's contamination row: the
+range of the loop / curate ratios over the edit sets, ``all`` spelt out; ``ke-contamination``
+at 1 M cases, ``ke-contamination-<n>`` at any other size.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ import gc
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -46,6 +50,7 @@ from typing import Any
 
 import orjson
 import polars as pl
+import record  # bench/record.py: what every script's --record shares
 
 from curate.families import get_family
 from curate.schemas.knowledge_editing_tables import KEData
@@ -217,9 +222,9 @@ def hits_from_findings(findings: pl.DataFrame) -> list[list[Any]]:
     """(edited?, case id, hop, source case ids) per KE201/KE202 finding, from its fix."""
     f = findings.filter(pl.col("rule").is_in(["KE201", "KE202"]))
     out = []
-    for rule, record, details, fix in f.select("rule", "record", "details", "fix").iter_rows():
+    for rule, case, details, fix in f.select("rule", "record", "details", "fix").iter_rows():
         refs = sorted(int(x) for x in orjson.loads(fix)["refs"])
-        out.append([rule == "KE201", int(record), orjson.loads(details)["hop"], refs])
+        out.append([rule == "KE201", int(case), orjson.loads(details)["hop"], refs])
     return sorted(out)
 
 
@@ -309,12 +314,18 @@ def run_child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str,
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = Path(fh.name)
     try:
-        proc = subprocess.Popen([sys.executable, __file__, *argv, "--out", str(out)], env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+        with record.child_peak([sys.executable, __file__, *argv, "--out", str(out)]) as (
+            cmd,
+            own_peak,
+        ):
+            proc = subprocess.Popen(cmd, env=env)
+            _, status, usage = os.wait4(proc.pid, 0)
+            rss = own_peak(usage)
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode:
             sys.exit(f"child {argv} failed with exit code {proc.returncode}")
-        return json.loads(out.read_text()), usage.ru_maxrss / 1024
+        return json.loads(out.read_text()), rss
     finally:
         out.unlink(missing_ok=True)
 
@@ -330,11 +341,44 @@ def timed(fn, *args, **kw):
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return record.own_peak_mib()  # VmHWM: ru_maxrss would carry the parent's high-water mark
 
 
 def gib(mib: float) -> str:
     return f"{mib / 1024:.1f} GiB"
+
+
+def contamination_row(n: int, measured: dict[str, dict[str, float]]) -> record.Row:
+    """The page's row: the ratio's range over the edit sets (each a line of the printed table)."""
+    ratio = {spec: m["loop_s"] / m["curate_s"] for spec, m in measured.items()}
+    low, high = min(ratio, key=ratio.__getitem__), max(ratio, key=ratio.__getitem__)
+    if low == high:
+        text = f"**{ratio[low]:.1f}×** (`{low}`)"
+    else:
+        text = f"**{ratio[low]:.1f}×** (`{low}`) to **{ratio[high]:.1f}×** (`{high}`)"
+    if "all" in measured and "all" not in (low, high):
+        m = measured["all"]
+        text += f"; `all` {ratio['all']:.1f}× ({m['curate_s']:.2f} s vs {m['loop_s']:.1f} s)"
+
+    def span(key: str) -> str:
+        values = [m[key] / 1024 for m in measured.values()]
+        lo, hi = min(values), max(values)
+        return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}"
+
+    specs = ", ".join(f"`{spec}`" for spec in measured)
+    return record.Row(
+        id="ke-contamination" + ("" if n == 1_000_000 else f"-{n}"),
+        section="peer",
+        benchmark="knowledge editing: contamination (KE2xx)",
+        workload=f"{record.size(n)} generated MQuAKE cases; edit sets {specs}",
+        peer="an indexed pure-Python loop of the contamination definition",
+        curate_figure=", ".join(f"{m['curate_s']:.3f} s (`{s}`)" for s, m in measured.items()),
+        peer_figure=", ".join(f"{m['loop_s']:.2f} s (`{s}`)" for s, m in measured.items()),
+        ratio=text,
+        rss_curate=span("curate_rss_mib"),
+        rss_peer=f"{span('loop_rss_mib')} GiB",
+        values={"edit_sets": measured},
+    )
 
 
 def main() -> None:
@@ -355,9 +399,11 @@ def main() -> None:
     ap.add_argument("--tables", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
+    recorder = None if args.child else record.start(args)
     if args.child:
         if args.child == "build":
             res = child_build(Path(args.tables), args.n)
@@ -401,6 +447,7 @@ def main() -> None:
         common = ["--tables", str(folder), "--n", str(n), "--repeat", str(args.repeat)]
         once = ["--tables", str(folder), "--n", str(n), "--repeat", "1"]
 
+        measured: dict[str, dict[str, float]] = {}  # edit set -> the figures of its row
         before_hdr = " before | before RSS |" if args.before else ""
         rows = [
             f"| edit set | cases | contaminated (edited+unedited) | indexed loop | loop RSS |"
@@ -432,6 +479,12 @@ def main() -> None:
                 assert old["hits"] == ref["hits"], f"{spec}: before and the loop disagree"
                 before = f" {old['seconds']:.3f} s | {gib(old_rss)} |"
             ce, cu = ref["contaminated"]
+            measured[spec] = {
+                "loop_s": ref["seconds"],
+                "loop_rss_mib": ref_rss,
+                "curate_s": got["seconds"],
+                "curate_rss_mib": rss,
+            }
             rows.append(
                 f"| `{spec}` | {n:,} | {ce:,}+{cu:,} ({len(ref['hits']):,} hops) | "
                 f"{ref['seconds']:.2f} s | {gib(ref_rss)} |{before} **{got['seconds']:.3f} s** | "
@@ -439,6 +492,8 @@ def main() -> None:
             )
             print(rows[-1], flush=True)
         print("\n" + "\n".join(rows) + "\n", flush=True)
+        if recorder and measured:
+            recorder.write(contamination_row(n, measured))
 
         if not args.no_rules:
             now, rss = run_child(["--child", "rules", *common])

@@ -1,6 +1,7 @@
 """Knowledge editing at scale: load and memory of ``curate audit mquake`` on 100k-3M cases.
 
-Every figure comes from a child process of its own (wall time, and peak RSS from ``os.wait4``),
+Every figure comes from a child process of its own (wall time, and its own peak RSS through GNU
+time, ``record.child_peak``),
 so one measurement's memory never inflates another's. Measured in the same run:
 
 * ``curate audit mquake FILE`` end to end (the CLI, JSON report to a file) per size;
@@ -24,6 +25,11 @@ repository.
 Run: ``python bench/bench_ke_scale.py`` (100k and 1M; ~10 min on 2 quiet cores, 5 GB of disk);
 ``--sizes 100000`` for a quick run (``--no-peer --parquet``: without the slow peer); ``--big``
 adds 3M cases (memory of the full audit; 15 GB of disk, ~15 min).
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's rows, per size: the load
+against the peer (``ke-load`` at 100k, ``ke-load-<n>`` otherwise; not with ``--no-peer``) and
+the end-to-end CLI run (``ke-memory-100k`` at 100k, ``ke-1m-end-to-end`` at 1 M with its
+targets of 4 GB and 60 s, ``ke-end-to-end-<n>`` otherwise).
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
 
 HARD = HERE.parents[1] / "shared" / "data" / "mquake" / "MQuAKE-hard.json"
 _MARK = "@@R@@"
@@ -148,10 +156,9 @@ def small_groups(pq_path: Path) -> Path:
 
 def child(what: str, path: str, out: str) -> None:
     """One measurement, in this process (started by :func:`run`); prints one JSON line."""
-    import resource
 
     def peak() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GiB
+        return record.own_peak_mib() / 1024  # GiB; VmHWM, not the parent's high-water mark
 
     res: dict[str, Any] = {}
     if what == "staged":
@@ -235,15 +242,18 @@ LAST_CPU = [0.0]
 
 def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict[str, Any]]:
     """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(
-        args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **env} if env else None,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
+    # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+    with record.child_peak(args) as (cmd, own_peak):
+        t = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env} if env else None,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        rss = own_peak(usage)
     out = proc.stdout.read().decode() if proc.stdout else ""
     err = proc.stderr.read().decode() if proc.stderr else ""
     LAST_CPU[0] = usage.ru_utime + usage.ru_stime
@@ -255,7 +265,7 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, floa
         printed = json.loads(last)
     except json.JSONDecodeError:
         printed = {}
-    return wall, usage.ru_maxrss / 2**20, printed
+    return wall, rss / 1024, printed
 
 
 def me(what: str, path: Path, out: Path) -> list[str]:
@@ -277,10 +287,13 @@ def main() -> None:
         "--parquet", action="store_true", help="with --no-peer: the parquet row all the same"
     )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
+    recorder = record.start(args)
+    recorded: list[record.Row] = []
     if not HARD.exists():
         sys.exit(f"real data missing: {HARD}")
     sizes = [*args.sizes, *([3_000_000] if args.big else [])]
@@ -308,6 +321,7 @@ def main() -> None:
             f"{rss:.2f} GiB",
             f"JSON Lines, {mib:,.0f} MiB",
         )
+        recorded.append(end_to_end_row(n, mib, wall, rss))
         if big:
             continue
         wall, rss, st = run(me("staged", jsonl, report))
@@ -364,6 +378,23 @@ def main() -> None:
                 f"{prss:.2f} GiB",
                 f"curate load = {ld['load'] / pr['load']:.2f}x the peer's time",
             )
+            ours, theirs = ld["load"], pr["load"]
+            recorded.append(
+                record.Row(
+                    id="ke-load" + ("" if n == 100_000 else f"-{n}"),
+                    section="peer",
+                    benchmark="knowledge editing: load",
+                    workload=f"{record.size(n)} MQuAKE cases, JSON Lines, {mib:,.0f} MiB "
+                    "(read + validate + tables)",
+                    peer=f"`TypeAdapter(list[MQuAKECase]).validate_json`, {label}",
+                    curate_figure=f"{ours:.1f} s",
+                    peer_figure=f"{theirs:.1f} s",
+                    ratio=f"**{theirs / ours:.1f}×** ({ours:.1f} s vs {theirs:.1f} s)",
+                    rss_curate=f"{rss:.2f}",
+                    rss_peer=f"{prss:.2f} GiB",
+                    values={"load_s": ours, "peer_s": theirs, "cpu_s": cpu},
+                )
+            )
         if pq_path is None:
             continue
         _, qrss, qd = run(me("load", pq_path, report))
@@ -386,6 +417,34 @@ def main() -> None:
             f"{ld['load'] / sd['load']:.1f}x faster than JSON Lines; process CPU "
             f"{LAST_CPU[0]:.1f} s",
         )
+    if recorder:
+        recorder.write(*recorded)
+
+
+#: The 1 M end-to-end targets of the page (issue 8): peak RSS and wall time.
+TARGET_GB, TARGET_S = 4.0, 60.0
+
+
+def end_to_end_row(n: int, mib: float, wall: float, rss: float) -> record.Row:
+    """The page's row for one size's end-to-end CLI run (``rss`` in GiB)."""
+    ids = {100_000: "ke-memory-100k", 1_000_000: "ke-1m-end-to-end"}
+    target = "—"
+    if n == 1_000_000:
+        target = (
+            f"≤ {TARGET_GB:g} GB RSS: {'met' if rss * 2**30 <= TARGET_GB * 1e9 else 'not met'}; "
+            f"{TARGET_S:g} s: {'met' if wall <= TARGET_S else 'not met'}"
+        )
+    return record.Row(
+        id=ids.get(n, f"ke-end-to-end-{n}"),
+        section="target",
+        benchmark=f"knowledge editing: {'memory at 100k' if n == 100_000 else 'end to end'}",
+        workload=f"{record.size(n)} cases end to end (CLI), JSON Lines, {mib:,.0f} MiB, "
+        "`curate audit mquake … -f json`",
+        curate_figure=f"**{rss:.2f} GiB** peak, {wall:.1f} s wall",
+        target=target,
+        rss_curate=f"{rss:.2f} GiB",
+        values={"wall_s": wall, "peak_gib": rss},
+    )
 
 
 if __name__ == "__main__":

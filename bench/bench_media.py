@@ -1,6 +1,6 @@
 """Media scan benchmark: file hashing against ``sha256sum``, cold vs cached, and the metadata pass.
 
-Every measurement runs in a fresh child process (wall time and peak RSS from ``os.wait4``), in
+Every measurement runs in a fresh child process (wall time; its own peak RSS through GNU time), in
 the same run, over the same files:
 
 Hashing (``--files`` files of ``--mb`` MB of random bytes; not media, so only the hash runs):
@@ -23,6 +23,11 @@ by ``tests/media_data.py``): files/s of the full scan (hash, sniff, decode, pHas
 
 Run: ``python bench/bench_media.py [--files 64 --mb 8] [--images 400 --audio 100 --videos 20]
 [--dir DIR] [--repeat K]``; prints one table row per measurement (best of ``--repeat``).
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the two rows of bench/RESULTS.md:
+``media-hashing`` (curate on 1 thread against ``sha256sum`` on one core, and ``openssl dgst``)
+and ``media-metadata`` (the 2-thread scan). Other sizes than the defaults get ids of their
+own (``media-hashing-16x8mb``), so a smaller run never replaces the row of the real workload.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
+
 OLD_NS = 1_600_000_000_000_000_000  # files' mtime: old enough to be cached (not "racy")
 
 
@@ -67,17 +75,21 @@ def _child(args: argparse.Namespace) -> None:
 
 def _run(cmd: list[str] | str, shell: bool = False) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) and stdout of one child (its CPU seconds appended to the
-    stdout as ``cpu=S``: on a shared machine CPU time is steadier than wall time)."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read() if p.stdout else b""
-    err = p.stderr.read() if p.stderr else b""
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    if status != 0:
-        raise SystemExit(f"failed: {cmd}\n{err.decode()[-2000:]}")
+    stdout as ``cpu=S``: on a shared machine CPU time is steadier than wall time). The peak is
+    the child's own, through GNU time (``record.wrap_for_peak``): ``os.wait4``'s would carry
+    this script's high-water mark; with ``time`` the wall time includes its ~1 ms start."""
+    with record.child_peak(cmd) as (wrapped, own_peak):  # the child's own peak, not ours
+        t0 = time.perf_counter()
+        p = subprocess.Popen(wrapped, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out = p.stdout.read() if p.stdout else b""
+        err = p.stderr.read() if p.stderr else b""
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        if status != 0:
+            raise SystemExit(f"failed: {cmd}\n{err.decode()[-2000:]}")
+        peak = own_peak(usage)
     cpu = usage.ru_utime + usage.ru_stime
-    return wall, usage.ru_maxrss / 1024, out.decode() + f" cpu={cpu:.3f}"
+    return wall, peak, out.decode() + f" cpu={cpu:.3f}"
 
 
 def _best(cmd: list[str] | str, repeat: int, shell: bool = False) -> tuple[float, float, str]:
@@ -139,10 +151,12 @@ def main() -> None:
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-dir", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-cache", default="", help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.child:
         _child(args)
         return
+    recorder = record.start(args)
     work = Path(args.dir or tempfile.mkdtemp(prefix="curate-bench-media-"))
     blobs, media = work / "blobs", work / "media"
     total = _write_random(blobs, args.files, args.mb)
@@ -186,13 +200,61 @@ def main() -> None:
     print(f"\nmetadata: {args.images} images (256x256 PNG/JPEG), {args.audio} WAV (1 s), "
           f"{args.videos} MP4 (12 frames): {n} files")  # fmt: skip
     print(f"{'run':<22}{'s':>8}{'files/s':>9}{'RSS MB':>9}")
+    meta = {}
     for name, kind in (("1 thread", "1"), ("2 threads", "2"), ("2 procs", "procs")):
         s, rss, _ = _best(_me(kind, media), args.repeat)
         print(f"{name:<22}{s:>8.3f}{n / s:>9.0f}{rss:>9.0f}")
+        meta[name] = (s, rss)
     print(
         "\n(curate rows: the scan's own time in its child, imports excluded; RSS: the child's peak;"
     )
     print(" CPU s: the whole child's user+system time, imports included)")
+    if recorder:
+        hashing = {name: (s, rss) for name, s, rss, _ in rows}
+        recorder.write(*media_rows(args, mb, hashing, n, meta))
+
+
+def media_rows(
+    args: argparse.Namespace,
+    mb: float,
+    hashing: dict[str, tuple[float, float]],
+    files: int,
+    meta: dict[str, tuple[float, float]],
+) -> list[record.Row]:
+    """The page's two rows from the hashing and metadata tables: {run: (seconds, peak MB)}."""
+    ours, ours_rss = hashing["curate, 1 thread"]
+    sha, sha_rss = hashing["sha256sum"]
+    ssl = hashing["openssl dgst"][0]
+    sizes = f"{args.files}x{args.mb:g}mb"
+    media = f"{args.images}+{args.audio}+{args.videos}"
+    meta_s, meta_rss = meta["2 threads"]
+    return [
+        record.Row(
+            id="media-hashing" + ("" if sizes == "64x8mb" else f"-{sizes}"),
+            section="peer",
+            benchmark="media scan: hashing",
+            workload=f"{args.files} files × {args.mb:g} MB ({mb:.0f} MB), page cache warm; "
+            "curate on 1 thread",
+            peer="`sha256sum` (and `openssl dgst`)",
+            curate_figure=f"{ours:.2f} s",
+            peer_figure=f"{sha:.2f} s (`sha256sum`), {ssl:.2f} s (`openssl dgst`)",
+            ratio=f"**{sha / ours:.1f}×** `sha256sum` ({ours:.2f} s vs {sha:.2f} s); "
+            f"**{ssl / ours:.2f}×** `openssl dgst` ({ssl:.2f} s)",
+            rss_curate=f"{ours_rss:.0f}",
+            rss_peer=f"{sha_rss:.0f} MB",
+            values={"seconds_and_peak_mb": hashing, "best_of": args.repeat},
+        ),
+        record.Row(
+            id="media-metadata" + ("" if media == "400+100+20" else f"-{media}"),
+            section="target",
+            benchmark="media scan: metadata",
+            workload=f"{files} files ({args.images} images, {args.audio} WAV, {args.videos} MP4)",
+            curate_figure=f"**{files / meta_s:.0f} files/s** on 2 threads",
+            target="—",
+            rss_curate=f"{meta_rss:.0f} MB",
+            values={"seconds_and_peak_mb": meta, "best_of": args.repeat},
+        ),
+    ]
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ one-permutation
 
 Recall is measured on the planted pairs whose exact Jaccard (over the same shingles) is at least
 the threshold: the pairs any tool should return — among the candidates and among the verified
-pairs. Each side runs in a child process of its own; its peak RSS is the child's ``ru_maxrss``
-(``os.wait4``); the texts are read from a parquet file the parent wrote (not timed).
+pairs. Each side runs in a child process of its own; its peak RSS is the child's own (through
+GNU time, ``record.child_peak``); the texts are read from a parquet file the parent wrote (not
+timed).
 ``--seed-spread S`` also counts each side's candidates for hash seeds 1..S: on these templated
 texts the count moves by ±40 % with the seed on *both* sides, so one run's counts differ
 between the tools by chance.
@@ -40,6 +41,11 @@ the full pairwise matrix of intersection counts: curate (with the UpSet patterns
 Run: ``python bench/bench_overlap.py`` (~2 minutes on 2 cores); ``--n``, ``--collections``,
 ``--keys``, ``--threshold``, ``--perm``, ``--shingle-k`` change the sizes; ``--skip-datasketch``
 and ``--skip-matrix`` leave parts out; ``--seed-spread S`` adds the seed table.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes the page's rows: curate's
+one-permutation sketch against datasketch end to end (``overlap-near-duplicates``; not with
+``--skip-datasketch``) and the matrix (``overlap-jaccard-matrix``); other sizes than the
+defaults get ids of their own (``overlap-near-duplicates-2000``).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import record  # bench/record.py: what every script's --record shares
 
 HARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mquake" / "MQuAKE-hard.json"
 
@@ -277,12 +284,18 @@ def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = Path(fh.name)
     try:
-        proc = subprocess.Popen([sys.executable, __file__, *argv, "--out", str(out)])
-        _, status, usage = os.wait4(proc.pid, 0)
+        # the child's own peak (GNU time): wait4's would carry this process's high-water mark
+        with record.child_peak([sys.executable, __file__, *argv, "--out", str(out)]) as (
+            cmd,
+            own_peak,
+        ):
+            proc = subprocess.Popen(cmd)
+            _, status, usage = os.wait4(proc.pid, 0)
+            rss = own_peak(usage)
         code = os.waitstatus_to_exitcode(status)
         if code:
             sys.exit(f"child {argv} failed with exit code {code}")
-        return json.loads(out.read_text()), usage.ru_maxrss / 1024
+        return json.loads(out.read_text()), rss
     finally:
         out.unlink(missing_ok=True)
 
@@ -290,8 +303,8 @@ def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
 # --------------------------------------------------------------------------- main
 
 
-def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> None:
-    """The near-duplicate comparison (see the module docstring)."""
+def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> record.Row | None:
+    """The near-duplicate comparison (see the module docstring); the page's row if the peer ran."""
     texts, planted = mquake_texts(a.n, a.planted, a.seed)
     sh = [char_shingles(t, a.shingle_k) for t in texts]
     truth = [(i, j, len(sh[i] & sh[j]) / len(sh[i] | sh[j])) for i, j in planted]
@@ -354,6 +367,27 @@ def run_near(a: argparse.Namespace, folder: Path, common: list[str]) -> None:
                 + f" | {np.mean(counts):,.0f} |"
             )
         print()
+    if peer is None:
+        return None
+    (_, ours, ours_rss), (_, theirs, theirs_rss) = rows[0], rows[-1]
+    recall = [side["found"] / max(1, len(should)) for side in (ours, theirs)]
+    return record.Row(
+        id="overlap-near-duplicates" + ("" if a.n == 100_000 else f"-{a.n}"),
+        section="peer",
+        benchmark="overlap: near-duplicate texts",
+        workload=f"{len(texts):,} MQuAKE-hard questions, {len(planted):,} planted "
+        f"near-duplicates; char {a.shingle_k}-grams, {a.perm} permutations, threshold "
+        f"{a.threshold}",
+        peer="datasketch `MinHash.bulk` + `MinHashLSH`",
+        curate_figure=f"{ours['seconds']:.2f} s",
+        peer_figure=f"{theirs['seconds']:.2f} s",
+        ratio=f"**{theirs['seconds'] / ours['seconds']:.1f}×** end to end "
+        f"({ours['seconds']:.2f} s vs {theirs['seconds']:.2f} s); recall {recall[0]:.3f} vs "
+        f"{recall[1]:.3f}",
+        rss_curate=f"{ours_rss:,.0f}",
+        rss_peer=f"{theirs_rss:,.0f} MiB",
+        values={label: {**res, "peak_mib": rss} for label, res, rss in rows},
+    )
 
 
 def main() -> None:
@@ -379,6 +413,7 @@ def main() -> None:
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     a = ap.parse_args()
 
     if a.child:
@@ -402,10 +437,12 @@ def main() -> None:
         "--shingle-k",
         str(a.shingle_k),
     ]
+    recorder = record.start(a)
+    recorded: list[record.Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-overlap-") as tmp:
         folder = Path(tmp)
-        if not a.skip_near:
-            run_near(a, folder, common)
+        if not a.skip_near and (near := run_near(a, folder, common)):
+            recorded.append(near)
         if not a.skip_matrix:
             rng = np.random.default_rng(a.seed)
             universe = 10 * a.keys
@@ -437,6 +474,33 @@ def main() -> None:
                     f"{mres['sets'][0]['seconds'] / res['seconds']:.1f}x |"
                 )
             print()
+            recorded.append(matrix_row(a, members.height, mres))
+    if recorder:
+        recorder.write(*recorded)
+
+
+def matrix_row(
+    a: argparse.Namespace, keys: int, mres: dict[str, tuple[dict[str, Any], float]]
+) -> record.Row:
+    """The page's row for the Jaccard matrix: curate's ``overlap`` against Python sets."""
+    (ours, ours_rss), (theirs, theirs_rss) = mres["curate"], mres["sets"]
+    pairs = a.collections * (a.collections - 1) // 2
+    default = (a.collections, a.keys) == (30, 300_000)
+    return record.Row(
+        id="overlap-jaccard-matrix" + ("" if default else f"-{a.collections}x{a.keys}"),
+        section="peer",
+        benchmark="overlap: Jaccard matrix",
+        workload=f"{a.collections} collections of ~{a.keys:,} keys ({keys / 1e6:.2f} M keys in "
+        "all, random overlap)",
+        peer=f"Python sets, `len(a & b)` for all {pairs:,} pairs",
+        curate_figure=f"{ours['seconds']:.1f} s",
+        peer_figure=f"{theirs['seconds']:.1f} s",
+        ratio=f"**{theirs['seconds'] / ours['seconds']:.1f}×** ({ours['seconds']:.1f} s vs "
+        f"{theirs['seconds']:.1f} s)",
+        rss_curate=f"{ours_rss:,.0f}",
+        rss_peer=f"{theirs_rss:,.0f} MiB",
+        values={side: {**res, "peak_mib": rss} for side, (res, rss) in mres.items()},
+    )
 
 
 if __name__ == "__main__":

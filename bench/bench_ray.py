@@ -1,6 +1,6 @@
 """``--engine ray`` against the local engine, in the same run, on the same files.
 
-Measured, each in a fresh child process (wall time and the child's peak RSS from ``os.wait4``):
+Measured, each in a fresh child process (wall time and the child's own peak RSS, through GNU time):
 
 * ``local, 1 core``  the local engine pinned to one core (``taskset -c 0``; icrl ``--workers 1``)
 * ``local, 2 cores`` the local engine on both cores (icrl ``--workers 2``: its process pool)
@@ -28,6 +28,11 @@ ranges, parquet row groups); the load average is printed before and after each f
 Run: ``python bench/bench_ray.py [--tasks 64 --histories 32 --steps 60928] [--cases 1000000]
 [--skip-ke] [--skip-icrl] [--parquet] [--repeat 1]``. The machine may be shared: compare ratios
 in one run.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes one page row per file measured: Ray's
+extra time over the local engine on 2 cores, with both peaks (``ray-xland-<tasks>`` for 32
+histories × 60,928 steps, ``ray-mquake-jsonl`` / ``ray-mquake-parquet`` for 1 M cases; other
+shapes and sizes get ids of their own).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
 
 XLAND_100B_STEPS = 112_598_843_392
 XLAND_100B_GROUPS = 28_876
@@ -179,15 +186,18 @@ def measure(
 
     t = threading.Thread(target=sample)
     t.start()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    # the driver's own peak (GNU time): wait4's would carry this process's high-water mark
+    with record.child_peak(cmd) as (wrapped, own_peak):
+        proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        driver_rss = own_peak(usage)
     stop.set()
     t.join()
     text = proc.stdout.read().decode() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{family} {engine} failed: {text[-1500:]}")
     res = json.loads(text.strip().splitlines()[-1])
-    return {"seconds": res["seconds"], "rss": usage.ru_maxrss / 1024, "cluster_rss": peak[0]}
+    return {"seconds": res["seconds"], "rss": driver_rss, "cluster_rss": peak[0]}
 
 
 def xland_file(args: argparse.Namespace) -> tuple[Path, int, int]:
@@ -267,11 +277,14 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.child:
         family, path, engine, address, cores, out = args.child
         child(family, path, engine, address, int(cores), out)
         return
+    recorder = record.start(args)
+    recorded: list[record.Row] = []
     work = Path(tempfile.mkdtemp(prefix="cb-ray-"))
     icrl = ke = None
     if not args.skip_icrl:
@@ -293,6 +306,17 @@ def main() -> None:
             )
             print(f"{_load()} (after)")
             project(best, steps)
+            shape = (args.histories, args.steps)
+            recorded.append(
+                ray_row(
+                    f"ray-xland-{groups}"
+                    + ("" if shape == (32, 60_928) else f"x{args.histories}x{args.steps}"),
+                    "in-context RL",
+                    f"XLand layout, {groups} groups, {steps / 1e6:,.0f} M steps, "
+                    f"{size / 1e9:.2f} GB on disk ({steps * 29 / 1e9:.2f} GB decompressed)",
+                    best,
+                )
+            )
         if ke is not None:
             jsonl, parquet = ke
             for kind, path in (("JSON Lines", jsonl), ("parquet", parquet)):
@@ -301,14 +325,46 @@ def main() -> None:
                 size = path.stat().st_size / 1e9
                 print(f"\nMQuAKE {kind} file {path}: {args.cases:,} cases, {size:.2f} GB")
                 print(f"{_load()} (before)")
-                run_family(
+                best = run_family(
                     f"knowledge editing (MQuAKE {kind})", "ke", path, cluster, args.repeat, work
                 )
                 print(f"{_load()} (after)")
+                suffix = "jsonl" if kind == "JSON Lines" else "parquet"
+                recorded.append(
+                    ray_row(
+                        f"ray-mquake-{suffix}"
+                        + ("" if args.cases == 1_000_000 else f"-{args.cases}"),
+                        "knowledge editing",
+                        f"MQuAKE {record.size(args.cases)} cases, {kind}, {size:.2f} GB",
+                        best,
+                    )
+                )
     finally:
         cluster.stop()
         # the reports and the cluster's logs (~200 MB a run): made here, for this run only
         shutil.rmtree(work, ignore_errors=True)
+    if recorder:
+        recorder.write(*recorded)
+
+
+def ray_row(
+    row_id: str, family: str, workload: str, best: dict[str, dict[str, float]]
+) -> record.Row:
+    """The page's row: Ray on 2 one-CPU nodes against the local engine on 2 cores."""
+    local, ray = best["local, 2 cores"], best["ray, 2 nodes"]
+    return record.Row(
+        id=row_id,
+        section="ray",
+        benchmark=f"Ray vs local: {family}",
+        workload=workload,
+        peer="`--engine local`, 2 cores",
+        curate_figure=f"{ray['seconds']:.2f} s",
+        peer_figure=f"{local['seconds']:.2f} s",
+        ratio=f"**{100 * (ray['seconds'] / local['seconds'] - 1):+.1f} %**",
+        rss_curate=f"{ray['rss']:,.0f} + {ray['cluster_rss']:,.0f} MB",
+        rss_peer=f"{local['rss']:,.0f}",
+        values=best,
+    )
 
 
 def project(best: dict[str, dict[str, float]], steps: int) -> None:
