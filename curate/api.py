@@ -40,10 +40,12 @@ from curate.families.base import (
     describe_invalid,
     invalid_section,
 )
+from curate.io.frames import TableLike
 from curate.io.read import input_scope
 
 PathLike = str | Path
-Paths = PathLike | Sequence[PathLike]
+#: Inputs: paths, and for a family that reads them (``table``) tables in memory.
+Paths = PathLike | TableLike | Sequence[PathLike | TableLike]
 
 
 class StrictRefusal(Exception):
@@ -54,17 +56,31 @@ def _family(family: str | Family) -> Family:
     return family if isinstance(family, Family) else get_family(family)
 
 
-def _paths(paths: Paths) -> list[str]:
+def _paths(paths: Paths, fam: Family | None = None) -> list[str]:
     """One path or several; a ``str`` is one path, never a sequence of characters.
 
     Kept as strings: ``hf://datasets/...`` and ``FOLDER:CONFIG`` are not file-system paths.
+    A family that reads tables in memory (:attr:`InputSpec.frames`) also takes a DataFrame, a
+    pyarrow Table or a ``datasets`` dataset (:mod:`curate.io.frames`) where a path would go.
     """
+    from curate.io.frames import as_input, is_frame
     from curate.io.read import check_inputs
 
-    def keep(p: str | Path) -> str:  # a SplitInput is a str and keeps its split
+    def keep(p: Any) -> str:  # a SplitInput is a str and keeps its split
+        if is_frame(p):
+            if fam is None or not fam.inputs.frames:
+                name = fam.name if fam is not None else "this family"
+                raise ArgumentError(
+                    f"paths: {name} reads files, not a {type(p).__name__} (the table family "
+                    "takes tables in memory)"
+                )
+            return as_input(p)
         return p if isinstance(p, str) else str(p)
 
-    out = [keep(paths)] if isinstance(paths, str | Path) else [keep(p) for p in paths]
+    if isinstance(paths, str | Path) or is_frame(paths):
+        out = [keep(paths)]
+    else:
+        out = [keep(p) for p in paths]
     if not out:
         raise UsageError("paths: no input given (an empty list)")
     check_inputs(out)
@@ -105,13 +121,13 @@ def load(
     fam = _family(family)
     opts = fam.options(**options)
     return fam.load(
-        _paths(paths), opts, encoding=encoding, keep_records=keep_records, progress=progress
+        _paths(paths, fam), opts, encoding=encoding, keep_records=keep_records, progress=progress
     )
 
 
 @checked(
     family="a family name or a Family",
-    paths="a path, a list of paths or the data curate.load returned",
+    paths="a path, a list of paths, a table in memory or the data curate.load returned",
 )
 @input_scope()  # each pipe read once for the whole call
 def audit(
@@ -143,7 +159,7 @@ def audit(
         opts = fam.options(**options)  # options are refused before paths, as always
         _, report = read_and_audit(
             fam,
-            _paths(paths),
+            _paths(paths, fam),
             opts,
             encoding=encoding,
             progress=progress,
@@ -263,7 +279,7 @@ def fix(
     fam = _family(family)
     opts = fam.options(**options)
     languages = [check_language(c) for c in language or ()]  # before the long work
-    files = _paths(paths)
+    files = _paths(paths, fam)
     opts.check_command("fix", files)
     protected = protected_inputs(files, opts)
     if out is not None:
@@ -420,7 +436,7 @@ def export(
     # Card options are checked before the long work: a typo must not cost a whole load.
     license = check_license(license) if license is not None else None
     languages = [check_language(c) for c in language or ()]
-    files = _paths(paths)
+    files = _paths(paths, fam)
     opts.check_command("export", files)
     protected = protected_inputs(files, opts)
     guard_folder(out, protected, overwrite=overwrite, all_inputs_known=not fam.inputs.names_files)

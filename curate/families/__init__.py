@@ -70,6 +70,8 @@ BUILTIN: dict[str, str] = {
     "icrl": "curate.families.icrl:FAMILY",
     "xland": "curate.families.icrl:FAMILY",
     "deepfake": "curate.families.deepfake:FAMILY",
+    "table": "curate.families.table:FAMILY",
+    "tabular": "curate.families.table:FAMILY",
 }
 _OWN = "curate"
 

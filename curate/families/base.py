@@ -239,6 +239,9 @@ class InputSpec:
     help: str | None = None
     text: bool = True
     names_files: bool = False
+    #: The family also reads tables given in memory (a polars or pandas DataFrame, a pyarrow
+    #: Table, a ``datasets.Dataset``/``DatasetDict``) through the API, not only paths.
+    frames: bool = False
 
 
 class Family(ABC):

@@ -124,7 +124,7 @@ class RecordsFamily(Family):
             if frame.height == 0:
                 raise no_records(path)
             self._check_columns(frame, path)
-            split = self._split(frame, path)
+            split = self._split(frame, path, self.split_field)
             if self.split_field in self.Model.model_fields and split is not None:
                 frame = frame.with_columns(split.alias(self.split_field))
             values, problems = validate_frame(frame, self.Model, nested=src.nested_cells)
@@ -198,13 +198,13 @@ class RecordsFamily(Family):
             )
             raise hinted(e, self, path, header) from None
 
-    def _split(self, frame: pl.DataFrame, path: str | Path) -> pl.Series | None:
-        """Each row's split: a configuration's split for this file, else the declared split
-        column, else the folder layout; canonical spellings (:data:`SPLIT_NAMES`)."""
+    def _split(self, frame: pl.DataFrame, path: str | Path, column: str | None) -> pl.Series | None:
+        """Each row's split: a configuration's split for this file, else the split ``column``,
+        else the folder layout; canonical spellings (:data:`SPLIT_NAMES`)."""
         if (given := split_of(path)) is not None:
             raw = pl.Series("split", [given] * frame.height, dtype=pl.String)
-        elif self.split_field and self.split_field in frame.columns:
-            raw = frame[self.split_field].cast(pl.String)
+        elif column and column in frame.columns:
+            raw = frame[column].cast(pl.String)
         elif SPLIT_FROM_LAYOUT in frame.columns:
             raw = frame[SPLIT_FROM_LAYOUT]
         else:
@@ -250,10 +250,13 @@ class RecordsFamily(Family):
     def _split_tables(self, frame: pl.DataFrame) -> dict[str, pa.Table]:
         body = [c for c in frame.columns if c not in BOOKKEEPING]
         names = frame[SPLIT].unique(maintain_order=True).to_list()
-        order = [s for s in self.key.order if s in names] + sorted(
-            s for s in names if s not in self.key.order
-        )
+        known = self._split_order()
+        order = [s for s in known if s in names] + sorted(s for s in names if s not in known)
         return {s: frame.filter(pl.col(SPLIT) == s).select(body).to_arrow() for s in order}
+
+    def _split_order(self) -> tuple[str, ...]:
+        """The splits in the order they are published (the key's order: train first)."""
+        return self.key.order
 
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
         """The valid rows per split (see :meth:`_publish_frame`)."""

@@ -1,0 +1,295 @@
+"""TB4xx: repeated ids, repeated rows, repeated inputs, and examples that cross splits.
+
+All are the shared joins of :mod:`curate.audits.shared.duplicates` (one hash group-by or window
+over the table, never a loop over pairs) on the declaration's columns: the id, every published
+column, the key in its normal form (``keys`` table), the group.
+"""
+
+from __future__ import annotations
+
+import orjson
+import polars as pl
+
+from curate.audits.shared.duplicates import cross_split_copies, later_copies, name_firsts
+from curate.audits.shared.resplit import regroup_split
+from curate.audits.table.registry import RULES, columns, key_names, value
+from curate.core.findings import concat_outputs, empty_rule_output, finding_frame, json_struct
+from curate.core.rules import AuditContext
+
+
+def _where(split: str = "split") -> pl.Expr:
+    return (
+        pl.when(pl.col(split).is_null())
+        .then(pl.lit(""))
+        .otherwise(pl.format(" in {}", pl.col(split)))
+    )
+
+
+@RULES.rule("TB401", "duplicate-id", category="duplicate", severity="error", needs=("ids",))
+def duplicate_id(data, ctx: AuditContext) -> pl.DataFrame:
+    """Two rows have the same ``--id``: the later one reuses the first's id.
+
+    An id that names two rows makes every reference to it ambiguous (a finding, a changelog
+    line, a published correction, a prediction file joined on ids). Each later row is reported
+    with the first row of its id, in any split. No fix: which row should keep the id is a
+    person's decision; where the rows are equal in every other column, TB402 (duplicate-row)
+    or TB405 (split-leakage) proposes dropping the copy."""
+    idc = ctx.options.id
+    table = ctx.table("ids").filter(pl.col(value(idc)).is_not_null())
+    hits = name_firsts(later_copies(table, [value(idc)]), table, extra=["split"])
+    return finding_frame(
+        hits,
+        field=pl.lit(idc),
+        message=pl.format(
+            "id {} is also row {}'s{}",
+            "record",
+            "first_row",
+            pl.when(pl.col("first_split").is_null())
+            .then(pl.lit(""))
+            .otherwise(pl.format(" (in {})", pl.col("first_split"))),
+        ),
+        details=json_struct(
+            pl.col("first_row").alias("duplicate_of_row"),
+            pl.col("first_split"),
+            data.file_of().alias("file"),
+        ),
+    )
+
+
+def published_columns(data, ctx: AuditContext) -> list[str]:
+    """The columns a duplicate row repeats: every published column but the id and the split
+    (a copy under a new id, or in another split, is still a copy)."""
+    opts = ctx.options
+    skip = {opts.id, opts.split}
+    return [c for c in data.values.columns if c not in skip]
+
+
+def exact_copies(data, ctx: AuditContext) -> pl.DataFrame:
+    """Valid rows equal to an earlier row of their split in every published column but the
+    id (``row``, ``record``, ``split``, ``first_row``, ``first_record``)."""
+    cols = published_columns(data, ctx)
+    table = columns(data, cols)
+    if not cols:
+        return table.head(0).with_columns(pl.lit(0).alias("first_row"))
+    hits = later_copies(
+        table.select("row", "record", "split", *map(value, cols)), [*map(value, cols), "split"]
+    )
+    return name_firsts(hits.select("row", "record", "split", "first_row"), table)
+
+
+@RULES.rule("TB402", "duplicate-row", category="duplicate", severity="warning", fix="always")
+def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
+    """A row repeats an earlier row of its split in every column (the id aside).
+
+    A repeated example weighs double in training and counts twice in a score (Deepchecks'
+    DataDuplicates). Each later copy is reported with the first row it repeats; a copy in
+    another split is a leak (TB405), not a duplicate. Fix (safe: nothing is lost, the first
+    row stays): drop the later copy; the changelog keeps it whole."""
+    hits = exact_copies(data, ctx)
+    return finding_frame(
+        hits,
+        field=pl.lit(""),
+        message=pl.format(
+            "repeats row {} (record {}){}, every column equal",
+            "first_row",
+            "first_record",
+            _where(),
+        ),
+        details=json_struct(
+            pl.col("first_record").alias("duplicate_of"),
+            pl.col("first_row").alias("duplicate_of_row"),
+            data.file_of().alias("file") if "input" in hits.columns else pl.lit(None),
+        ),
+        fix=json_struct(pl.lit("drop").alias("op"), pl.col("first_row").alias("copy_of")),
+    )
+
+
+@RULES.rule(
+    "TB403",
+    "duplicate-input",
+    category="duplicate",
+    severity="warning",
+    fix="sometimes",
+    needs=("keys",),
+)
+def duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
+    """A row's input (``--key``, else ``--text``) is an earlier row's of its split once both
+    are normalised (``--normalise``: Unicode NFKC, case, punctuation, white space — Deepchecks'
+    defaults), while the rows differ elsewhere.
+
+    "What is the capital of France?" and "what is the capital of france" are one example to a
+    model: kept twice, it weighs double. Rows equal in every column are TB402's; rows whose
+    labels differ are also a conflict (TB301). Fix: drop the later row — safe where it agrees
+    with the first in every column but the input and the id (only the input's spelling is
+    lost), unsafe where other columns differ (named in the message; the drop chooses between
+    two versions, so only with ``--unsafe-fixes``); where labels differ there is no fix here,
+    TB301 decides the label first."""
+    opts = ctx.options
+    keys = key_names(len(opts.key_columns()))
+    table = ctx.table("keys")
+    hits = later_copies(table, [*keys, "split"])
+    exact = exact_copies(data, ctx).select("row")
+    hits = hits.join(exact, on="row", how="anti")
+    if hits.is_empty():
+        return empty_rule_output()
+    labels = opts.label
+    other = [c for c in published_columns(data, ctx) if c not in (*opts.key_columns(), *labels)]
+    cmp = [*labels, *other]
+    vals = columns(data, cmp).select("row", *map(value, cmp))
+    hits = name_firsts(hits, table).join(vals, on="row", how="left")
+    first = vals.rename({value(c): f"f:{c}" for c in cmp} | {"row": "first_row"})
+    hits = hits.join(first, on="first_row", how="left")
+
+    def differing(names: list[str]) -> pl.Expr:
+        if not names:
+            return pl.lit([], pl.List(pl.String))
+        return pl.concat_list(
+            [pl.when(pl.col(value(c)).ne_missing(pl.col(f"f:{c}"))).then(pl.lit(c)) for c in names]
+        ).list.drop_nulls()
+
+    hits = hits.with_columns(
+        (differing(labels).list.len() == 0).alias("__same"),
+        differing(other).alias("__differs"),
+    )
+    shown = ",".join(opts.key_columns())
+    same = pl.format(
+        "same {} as row {} (record {}){} once normalised",
+        pl.lit(shown),
+        "first_row",
+        "first_record",
+        _where(),
+    )
+    return finding_frame(
+        hits,
+        field=pl.lit(shown),
+        message=pl.when(~pl.col("__same"))
+        .then(pl.format("{}, another label (TB301)", same))
+        .when(pl.col("__differs").list.len() > 0)
+        .then(pl.format("{}, but {} differ", same, pl.col("__differs").list.join(", ")))
+        .otherwise(same),
+        details=json_struct(
+            pl.col("first_record").alias("duplicate_of"),
+            pl.col("first_row").alias("duplicate_of_row"),
+            pl.col("__differs").alias("differs"),
+            pl.lit(",".join(opts.normalise) or "none").alias("normalised"),
+        ),
+        fix=pl.when(pl.col("__same") & (pl.col("__differs").list.len() == 0))
+        .then(json_struct(pl.lit("drop").alias("op"), pl.col("first_row").alias("copy_of")))
+        .when(pl.col("__same"))
+        .then(
+            json_struct(
+                pl.lit("drop").alias("op"),
+                pl.col("first_row").alias("copy_of"),
+                pl.lit(True).alias("unsafe"),
+            )
+        ),
+    )
+
+
+def _units(data, ctx: AuditContext) -> tuple[str, pl.DataFrame]:
+    """What must not cross splits, per valid row: ``row, record, split, unit`` — the
+    ``--group`` value when declared, else the key in its normal form (as one string)."""
+    opts = ctx.options
+    if opts.group:
+        frame = columns(data, [opts.group]).select(
+            "row", "record", "split", pl.col(value(opts.group)).cast(pl.String).alias("unit")
+        )
+        return opts.group, frame.filter(pl.col("unit").is_not_null())
+    keys = key_names(len(opts.key_columns()))
+    table = ctx.table("keys")
+    unit = (
+        pl.col(keys[0]).cast(pl.String)
+        if len(keys) == 1
+        else pl.concat_str([pl.col(k).cast(pl.String) for k in keys], separator="\x1f")
+    )
+    return ",".join(opts.key_columns()), table.select("row", "record", "split", unit.alias("unit"))
+
+
+@RULES.table("units")
+def units_table(ctx: AuditContext) -> tuple[str, pl.DataFrame]:
+    """What must not cross splits (see :func:`_units`)."""
+    return _units(ctx.data, ctx)
+
+
+@RULES.rule(
+    "TB405",
+    "split-leakage",
+    category="leakage",
+    severity="error",
+    fix="always",
+    unsafe=True,
+    needs=("keys", "units"),
+)
+def split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
+    """A validation or test row shares its ``--group`` (else its normalised input, ``--key`` or
+    ``--text``) with a row of an earlier split (train < validation < test).
+
+    The score then counts memorisation as generalisation (Deepchecks' TrainTestSamplesMix; a
+    patient or a source document in both splits). Each row of a later split is reported with
+    the first row of its group in the earliest split; rows without a split take no part.
+
+    Fix (unsafe: it changes what is evaluated, so only with ``--unsafe-fixes``): regroup the
+    splits by group, seeded (``--seed``): every row of a leaking group moves into one split,
+    the one furthest below its share of the table (shares as they are now), groups taken in a
+    seeded random order; a group already in one split stays. The training rows of a group sent
+    to test move with it (they are no findings: the edit names them)."""
+    name, units = ctx.table("units")
+    hits = cross_split_copies(units, "unit")
+    if hits.is_empty():
+        return empty_rule_output()
+    hits = name_firsts(hits, units)
+    fixes = _regroup_edits(hits, units, ctx.options.seed, name)
+    hits = hits.with_columns(pl.Series("fix", fixes, dtype=pl.String))
+    return finding_frame(
+        hits,
+        field=pl.lit(name),
+        message=pl.format(
+            "{} row has the same {} as row {} (record {}) in {}",
+            "split",
+            pl.lit(name),
+            "first_row",
+            "first_record",
+            "first_split",
+        ),
+        details=json_struct(
+            pl.col("split"),
+            pl.col("first_split"),
+            pl.col("first_record").alias("duplicate_of"),
+            pl.col("first_row").alias("duplicate_of_row"),
+        ),
+        fix=pl.col("fix"),
+    )
+
+
+def _regroup_edits(hits: pl.DataFrame, units: pl.DataFrame, seed: int, name: str) -> list:
+    """Each finding's ``move`` edit: its row and the other rows of its group not yet in the
+    group's target split (:func:`~curate.audits.shared.resplit.regroup_split`)."""
+    target = regroup_split(units["unit"], units["split"], seed=seed)
+    placed = units.with_columns(
+        target.alias("target"), pl.col("split").fill_null("train").alias("s")
+    )
+    leaking = hits.select(pl.col("unit")).unique()
+    movers = (
+        placed.join(leaking, on="unit", how="semi")
+        .filter(pl.col("s") != pl.col("target"))
+        .group_by("unit")
+        .agg(pl.col("row").alias("m_rows"), pl.col("s").alias("m_splits"))
+    )
+    info = (
+        hits.select("row", "unit", "split")
+        .join(placed.select("row", "target"), on="row", how="left", maintain_order="left")
+        .join(movers, on="unit", how="left", maintain_order="left")
+    )
+    reason = f"re-split grouped by {name} (seed {seed})"
+    out: list[str | None] = []
+    for row, _, split, new, m_rows, m_splits in info.iter_rows():
+        others = [[r, s] for r, s in zip(m_rows or (), m_splits or (), strict=True) if r != row]
+        if new is None or (split == new and not others):
+            out.append(None)
+            continue
+        edit = {"op": "move", "old": split, "new": new, "with": others, "reason": reason}
+        out.append(orjson.dumps(edit).decode())
+    return out
+
+
+__all__ = ["concat_outputs"]

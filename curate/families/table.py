@@ -1,0 +1,344 @@
+"""The ``table`` family: any dataset declared by its columns' roles and, optionally, a model.
+
+``curate audit table data.csv --id id --label y --split split --text question`` audits a table
+nobody wrote a family for. The declaration (:class:`~curate.schemas.table.TableOptions`) says
+which column is what; the rules (:mod:`curate.audits.table`) read it at run time. What a family
+otherwise writes comes from :class:`~curate.families.records.RecordsFamily`: publishing the
+valid rows per split, the fix frame, the changelog's rows as read.
+
+Types: with ``--schema`` every row is checked against the user's Pydantic model (columnwise
+where its fields allow, the model's own verdicts, :func:`~curate.schemas.records.validate_frame`
+on the cells as text, so a verdict never depends on the format). Without one the types come
+from the file: parquet and Arrow columns as stored; a text format's columns as their text
+spells them (:func:`infer_types`). The published dataset keeps those types.
+
+Why the read does not go through :func:`~curate.io.read.read_frame` for parquet: that reader
+makes a Python object per cell (fine for the hand-sized files the other families validate
+row by row); a 10 M-row parquet table must reach the rules as Arrow, untouched
+(:func:`~curate.io.typed.read_table`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel
+
+from curate.audits.shared.records import RecordsData
+from curate.audits.table import RULES
+from curate.core.dataset import LoadedDataset
+from curate.core.errors import InputError
+from curate.core.findings import InputInfo
+from curate.core.keys import SPLIT_ORDER
+from curate.core.options import FamilyOptions
+from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
+from curate.families.hints import hinted
+from curate.families.records import RecordsFamily
+from curate.io.read import SPLIT_FROM_LAYOUT
+from curate.io.typed import read_table
+from curate.schemas.records import plan_fields, validate_frame
+from curate.schemas.table import TableOptions, load_model
+
+__all__ = ["FAMILY", "TableData", "TableFamily", "infer_types", "text_cells"]
+
+#: Integers spelt with a leading zero ("007", a zip code, an id) are text: read as a number
+#: they would be published as 7.
+_INTEGER = r"^[+-]?(0|[1-9][0-9]*)$"
+_FLOAT = r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$"
+_BOOLEAN = {"true": True, "false": False}
+
+
+def infer_types(
+    frame: pl.DataFrame, keep_text: set[str] | frozenset[str] = frozenset()
+) -> pl.DataFrame:
+    """A text frame's columns typed as their text spells them: every non-empty cell an integer
+    → Int64, a number → Float64, ``true``/``false`` (any case) → Boolean, else String (and the
+    columns in ``keep_text``, which were strings in the file). An empty cell is null in a typed
+    column. What pandas and ``datasets`` would infer, without their guesses: an integer with a
+    leading zero, or one beyond Int64, stays text."""
+    out = []
+    for name, s in frame.to_dict().items():
+        if s.dtype != pl.String or name in keep_text or name == SPLIT_FROM_LAYOUT:
+            out.append(s)
+            continue
+        t = s.str.strip_chars()
+        present = t.is_not_null() & (t != "")
+        n = int(present.sum())
+        if n == 0:
+            out.append(s)
+            continue
+        low = t.str.to_lowercase()
+        if int((present & t.str.contains(_INTEGER)).sum()) == n:
+            ints = t.str.to_integer(strict=False)
+            if int(ints.is_not_null().sum()) == n:
+                out.append(ints.alias(name))
+                continue
+        if int((present & low.str.contains(_FLOAT)).sum()) == n:
+            out.append(t.cast(pl.Float64, strict=False).alias(name))
+            continue
+        if int((present & low.is_in(list(_BOOLEAN))).sum()) == n:
+            out.append((low == "true").alias(name).set(~present, None))
+            continue
+        out.append(s)
+    return pl.DataFrame(out)
+
+
+def text_cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every column as text (what a model's columnwise checks read): numbers as written,
+    booleans as ``true``/``false``, lists and structs as JSON."""
+    out = []
+    for name, s in frame.to_dict().items():
+        if s.dtype == pl.String:
+            out.append(s)
+        elif s.dtype == pl.Boolean:
+            out.append(s.replace_strict({True: "true", False: "false"}, return_dtype=pl.String))
+        elif s.dtype.is_nested():
+            out.append(
+                pl.Series(
+                    name, [None if v is None else _json(v) for v in s.to_list()], dtype=pl.String
+                )
+            )
+        else:
+            out.append(s.cast(pl.String))
+    return pl.DataFrame(out)
+
+
+def _json(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value, default=str).decode()
+
+
+@dataclass
+class TableData(RecordsData):
+    """A declared table as read: :class:`RecordsData` plus what publishing and the rules need
+    beyond it."""
+
+    #: The ``--schema`` model, if any.
+    model: type[BaseModel] | None = None
+    #: Columns read as text and typed here (:func:`infer_types`): TB003 reads them as written.
+    inferred: frozenset[str] = frozenset()
+    #: Value columns as published: value name → column name, in order.
+    published: dict[str, str] = field(default_factory=dict)
+
+
+class TableFamily(RecordsFamily):
+    """Any table, declared by :class:`~curate.schemas.table.TableOptions` (see the module)."""
+
+    name = "table"
+    aliases = ("tabular",)
+    rules = RULES
+    Options = TableOptions
+    card = CardDefaults(title="A table audited by curate")
+    inputs = InputSpec(
+        help="The table: CSV/TSV, JSON, JSON Lines, parquet, a dataset folder (FOLDER:CONFIG "
+        "for one config), hf://datasets/..., or - for standard input; .gz/.zst compressed.",
+        frames=True,
+    )
+    id_field = None
+    split_field = None
+
+    def read(
+        self,
+        paths: list[str | Path],
+        options: FamilyOptions,
+        *,
+        progress: Progress | None = None,
+        keep_records: bool = False,
+        encoding: str | None = None,
+    ) -> TableData:
+        """Each input read with its own types (:func:`~curate.io.typed.read_table`, or a frame
+        given in memory), the declared columns checked to exist (exit 2, one line), the split
+        resolved, the rows checked against ``--schema`` when given."""
+        assert isinstance(options, TableOptions)
+        model = load_model(options.schema_) if options.schema_ else None
+        parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
+        inputs: list[InputInfo] = []
+        inferred: set[str] = set()
+        offset = 0
+        for i, path in enumerate(paths):
+            frame, info, text = self._read_one(path, encoding)
+            self._check_declared(frame, path, options, model)
+            split = self._split(frame, path, options.split)
+            if text:
+                typed = infer_types(frame, info[1])
+                inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}
+            else:
+                typed = frame
+            typed = typed.drop([SPLIT_FROM_LAYOUT], strict=False)
+            if model is not None:
+                cells = frame if text else text_cells(typed)
+                values, problems = validate_frame(cells, model, nested=info[2])
+            else:
+                values, problems = (
+                    typed,
+                    pl.DataFrame(
+                        schema={
+                            "row": pl.Int64,
+                            "field": pl.String,
+                            "message": pl.String,
+                            "value": pl.String,
+                        }
+                    ),
+                )
+            rows = self._rows(typed, split, options.id, offset, i)
+            bad = rows.join(problems.with_columns(pl.col("row") + offset), on="row")
+            rows = rows.with_columns((~pl.col("row").is_in(bad["row"].implode())).alias("valid"))
+            findings = bad.select(
+                "row",
+                "record",
+                "field",
+                "message",
+                pl.struct(
+                    pl.lit(str(path)).alias("file"),
+                    pl.col("field").alias("column"),
+                    pl.col("value"),
+                )
+                .struct.json_encode()
+                .alias("details"),
+                pl.lit(None, pl.String).alias("fix"),
+            )
+            parts.append((rows, values, typed, findings))
+            splits = dict(rows.group_by("split").len().drop_nulls("split").rows())
+            inputs.append(InputInfo(info[0], info[3], typed.height, info[4], splits))
+            offset += typed.height
+            if progress:
+                progress(f"read {info[0]}", offset)
+        raw = pl.concat([p[2] for p in parts], how="diagonal_relaxed")
+        values = pl.concat([p[1] for p in parts], how="diagonal_relaxed")
+        if model is not None:
+            plans = plan_fields(model, raw.columns)
+            published = {p.name: p.column for p in plans if p.column in raw.columns or p.required}
+            fields = set(published.values())
+        else:
+            published = {c: c for c in values.columns if c != options.split}
+            fields = set(published)
+        skip = {*fields, *([options.split] if options.split else [])}
+        data = TableData(
+            family=self.name,
+            inputs=inputs,
+            schema_findings=pl.concat([p[3] for p in parts]).with_columns(
+                pl.lit("TB001").alias("rule")
+            ),
+            rows=pl.concat([p[0] for p in parts]),
+            values=values,
+            raw=raw,
+            extra=[c for c in raw.columns if c not in skip],
+            options=options,
+            model=model,
+            inferred=frozenset(inferred),
+            published=published,
+        )
+        data.stats = self._stats(data)
+        return data
+
+    def _read_one(self, path: str | Path, encoding: str | None) -> tuple[pl.DataFrame, tuple, bool]:
+        """``(frame, (name, text columns, nested cells, sha256, format), text)``."""
+        from curate.io.frames import in_memory
+
+        if (given := in_memory(path)) is not None:
+            return given.frame, (given.name, frozenset(), {}, given.sha256, given.kind), False
+        check_not_blank(path)
+        try:
+            frame, src, typed = read_table(path, encoding=encoding)
+        except InputError as e:
+            if e.message.startswith("no records found"):
+                raise no_records(path) from None
+            if e.message.startswith("unknown file type"):
+                raise hinted(e, self, path) from None
+            raise
+        if frame.height == 0:
+            raise no_records(path)
+        keep = frozenset(src.text_columns) if not typed else frozenset()
+        return frame, (str(path), keep, src.nested_cells, src.sha256, src.format), not typed
+
+    def _check_declared(
+        self,
+        frame: pl.DataFrame,
+        path: str | Path,
+        options: TableOptions,
+        model: type[BaseModel] | None,
+    ) -> None:
+        """A declared column the table does not have is a mistake in the declaration (or the
+        wrong file): one line naming it and the columns there are (exit 2)."""
+        header = [c for c in frame.columns if c != SPLIT_FROM_LAYOUT]
+        missing = [c for c in options.declared() if c not in header]
+        if model is not None:
+            missing += [
+                p.column
+                for p in plan_fields(model, header)
+                if p.required and p.column not in header and p.column not in missing
+            ]
+        if missing:
+            import difflib
+
+            close = difflib.get_close_matches(missing[0], header, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InputError(
+                f"no column {missing[0]!r}{hint}; columns: {', '.join(header[:20])}"
+                f"{', ...' if len(header) > 20 else ''}",
+                path=path,
+            )
+
+    def _rows(
+        self,
+        frame: pl.DataFrame,
+        split: pl.Series | None,
+        id_col: str | None,
+        offset: int,
+        index: int,
+    ) -> pl.DataFrame:
+        local = pl.int_range(frame.height, dtype=pl.Int64)
+        ident = (
+            frame[id_col].cast(pl.String)
+            if id_col
+            else pl.Series("r", [None] * frame.height, dtype=pl.String)
+        )
+        return pl.DataFrame({"__id": ident}).select(
+            (local + offset).alias("row"),
+            pl.coalesce("__id", pl.format("#{}", local)).alias("record"),
+            (split if split is not None else pl.lit(None, pl.String)).alias("split"),
+            pl.lit(index, pl.Int32).alias("input"),
+        )
+
+    def reaudit_options(
+        self, options: FamilyOptions, data: LoadedDataset | None = None
+    ) -> FamilyOptions:
+        """The fixed data is published with its splits as the folder layout, not a column: the
+        re-audit reads them from there (``--split`` off)."""
+        assert isinstance(options, TableOptions)
+        return options.model_copy(update={"split": None})
+
+    def _split_order(self) -> tuple[str, ...]:
+        return SPLIT_ORDER
+
+    def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
+        """The value columns under their published names (the user's types), then the other
+        columns as read, plus the engine's bookkeeping."""
+        assert isinstance(data, TableData)
+        from curate.core.fixes import RECORD, ROW, SPLIT
+
+        return pl.concat(
+            [
+                data.values.select(
+                    [
+                        pl.col(n).alias(c)
+                        for n, c in data.published.items()
+                        if n in data.values.columns
+                    ]
+                ),
+                data.raw.select(data.extra),
+                data.rows.select(
+                    pl.col("row").alias(ROW),
+                    pl.col("record").alias(RECORD),
+                    pl.col("split").fill_null("train").alias(SPLIT),
+                ),
+            ],
+            how="horizontal",
+        )
+
+
+FAMILY = TableFamily()

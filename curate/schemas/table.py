@@ -1,0 +1,264 @@
+"""The ``table`` family's declaration: which columns of a user's table are what, and the model
+its rows must satisfy.
+
+A table is any labelled (or unlabelled) dataset: a QA set, a classification table, an
+instruction set. Its user does not write a family; they say which column is the id, the label,
+the split, the input text, the group or key that must not cross splits, and optionally name a
+Pydantic v2 model every row must satisfy (``--schema module:Model`` or
+``--schema path/to/models.py:Model``). Everything else (which rules run, what they compare) is
+read off this declaration, so the same declaration works on the command line, in
+``[[tool.curate.datasets]]`` (``options = { label = ["y"], text = ["question"] }``) and in the
+API (``curate.audit("table", df, label="y", split="split")``).
+
+Why text normalisation is declared here (``--normalise``): what counts as "the same input" is
+the user's call. Deepchecks' defaults (case, unicode NFKC, punctuation, whitespace) are the
+default here; each part can be switched off (``--normalise case,whitespace``, or ``none``).
+
+May import: ``curate.core``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+import polars as pl
+from pydantic import BaseModel, BeforeValidator, field_validator, model_validator
+
+from curate.core.errors import UsageError, arg
+from curate.core.options import FamilyOptions, option
+
+__all__ = [
+    "NORMALISE_PARTS",
+    "TableOptions",
+    "load_model",
+    "normaliser",
+]
+
+#: The parts of the text normal form, in the order they are applied, and what each folds.
+NORMALISE_PARTS: dict[str, str] = {
+    "unicode": "Unicode NFKC (full-width letters, ligatures, compatibility forms)",
+    "case": "lower case",
+    "punctuation": "punctuation and symbols removed",
+    "whitespace": "runs of white space as one space, none at the ends",
+}
+
+#: Unicode punctuation (P*) and symbols (S*): what Deepchecks' ``string.punctuation`` folds,
+#: beyond ASCII (curly quotes, dashes, ellipses, currency signs).
+_PUNCTUATION = r"[\p{P}\p{S}]+"
+
+
+def _columns(v: Any) -> Any:
+    """``a,b`` (one flag value), ``["a", "b"]`` (repeated flags, TOML) or ``"a"`` (the API):
+    the same list of column names."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        v = [v]
+    if isinstance(v, list | tuple):
+        out = [p.strip() for item in v for p in str(item).split(",")]
+        if any(not p for p in out):
+            raise ValueError("an empty column name")
+        return list(dict.fromkeys(out))
+    return v
+
+
+Columns = Annotated[list[str], BeforeValidator(_columns)]
+
+
+class TableOptions(FamilyOptions):
+    """The declaration of a table: its columns' roles, its model and the rules' thresholds."""
+
+    at_least_one: ClassVar[frozenset[str]] = frozenset({"workers", "permutations"})
+
+    id: str | None = option(
+        None,
+        help="Column holding each row's id: findings name rows by it; TB401 reports a repeated "
+        "one (default: #N, the row's position in its file).",
+    )
+    label: Columns = option(
+        [],
+        help="Label column(s), comma-separated: the conflicting-label, label-distribution and "
+        "identifier-label rules read them (several: each is checked on its own).",
+    )
+    split: str | None = option(
+        None,
+        help="Column holding each row's split (train/validation/test and their spellings); "
+        "default: a dataset folder's configs or split files, else no splits.",
+    )
+    text: Columns = option(
+        [],
+        help="Input column(s), comma-separated: what a model reads. Duplicate inputs, "
+        "conflicting labels and leakage compare them after --normalise; near-duplicates compare "
+        "their shingles.",
+    )
+    group: str | None = option(
+        None,
+        help="Column whose values must not cross splits (a patient, a source document, a "
+        "subject): TB405 reports a group in two splits; the leak fix regroups by it.",
+    )
+    key: Columns = option(
+        [],
+        help="Column(s) that make two rows the same example, comma-separated (default: the "
+        "--text columns): duplicates, conflicts and exact leakage compare them.",
+    )
+    schema_: str | None = option(
+        None,
+        help="A Pydantic v2 model every row must satisfy: module:Model or path/to/file.py:Model "
+        "(default: the types the file declares, or a dataset folder card's features).",
+        flag="--schema",
+    )
+    normalise: Columns = option(
+        list(NORMALISE_PARTS),
+        help="What two inputs may differ in and still be the same, comma-separated: "
+        "unicode, case, punctuation, whitespace (default: all), or none.",
+        commands=("validate", "audit", "fix"),
+    )
+    near_threshold: float = option(
+        0.8,
+        help="Jaccard index of two inputs' character 5-gram sets at which they are "
+        "near-duplicates (TB404, TB406; 0 turns near-duplicates off).",
+        commands=("validate", "audit", "fix"),
+    )
+    permutations: int = option(
+        128,
+        help="MinHash permutations for near-duplicates (more: a tighter estimate, slower).",
+        commands=("validate", "audit", "fix"),
+    )
+    imbalance: float = option(
+        0.1,
+        help="TB203 reports a class whose share of a split is below this fraction of an even "
+        "share (1/classes), as cleanlab's class-imbalance check does.",
+        commands=("validate", "audit", "fix"),
+    )
+    mixed_share: float = option(
+        0.1,
+        help="TB003 reports a column whose cells are of two kinds (numbers, booleans, text) "
+        "when the rarer kinds are at most this share of its cells.",
+        commands=("validate", "audit", "fix"),
+    )
+    seed: int = option(
+        0,
+        help="Seed of the leak fix's regrouping (which split a leaking group moves into).",
+        commands=("fix",),
+    )
+
+    @field_validator("normalise")
+    @classmethod
+    def _normalise(cls, v: list[str]) -> list[str]:
+        if v == ["none"]:
+            return []
+        unknown = [p for p in v if p not in NORMALISE_PARTS]
+        if unknown:
+            raise ValueError(
+                f"unknown part {unknown[0]!r}; parts: {', '.join(NORMALISE_PARTS)}, or none"
+            )
+        return [p for p in NORMALISE_PARTS if p in v]  # the order they are applied in
+
+    @field_validator("near_threshold", "imbalance", "mixed_share")
+    @classmethod
+    def _fraction(cls, v: float) -> float:
+        if not 0 <= v <= 1:
+            raise ValueError(f"must be between 0 and 1 (got {v})")
+        return v
+
+    @model_validator(mode="after")
+    def _roles(self) -> TableOptions:
+        """A column may not be the label and an input at once (it would predict itself)."""
+        both = set(self.label) & set(self.text)
+        if both:
+            raise ValueError(f"column {sorted(both)[0]!r} is both --label and --text")
+        return self
+
+    # ----------------------------------------------------------------- derived
+    def key_columns(self) -> list[str]:
+        """What makes two rows the same example: ``--key``, else ``--text``."""
+        return list(self.key or self.text)
+
+    def declared(self) -> list[str]:
+        """Every column the declaration names, once, in declaration order."""
+        named = [self.id, *self.label, self.split, *self.text, self.group, *self.key]
+        return list(dict.fromkeys(c for c in named if c))
+
+    def unavailable_tables(self) -> frozenset[str]:
+        """The rules' inputs this declaration does not give: a rule needing one is not run
+        (the report's ``rules_run`` leaves it out) rather than called clean."""
+        missing = set()
+        if not self.label:
+            missing.add("labels")
+        if not self.key_columns():
+            missing.add("keys")
+        if not self.text or self.near_threshold == 0:
+            missing.add("near")
+        if self.id is None:
+            missing.add("ids")
+        return frozenset(missing)
+
+    def input_files(self) -> list[Path]:
+        """A ``--schema path.py:Model`` file is read: the output gate protects it."""
+        if self.schema_ and (path := _schema_path(self.schema_)) is not None:
+            return [path]
+        return []
+
+
+def _schema_path(spec: str) -> Path | None:
+    module = spec.rpartition(":")[0]
+    return Path(module) if module.endswith(".py") else None
+
+
+def load_model(spec: str) -> type[BaseModel]:
+    """The model ``--schema`` names: ``module:Model`` (imported) or ``path.py:Model`` (the file
+    executed as a module of its own). Every failure is one line (exit 2), never a traceback:
+    a missing file, a module that does not import, no such name, a name that is no model."""
+    where = arg("--schema")
+    module, sep, name = spec.rpartition(":")
+    if not sep or not module or not name:
+        raise UsageError(f"{where}: expected module:Model or path/to/file.py:Model, got {spec!r}")
+    try:
+        if module.endswith(".py"):
+            path = Path(module)
+            if not path.is_file():
+                raise UsageError(f"{where}: {path}: no such file")
+            unique = f"curate_user_schema_{abs(hash(str(path.resolve())))}"
+            found = importlib.util.spec_from_file_location(unique, path)
+            if found is None or found.loader is None:
+                raise UsageError(f"{where}: {path}: not a Python file")
+            mod = importlib.util.module_from_spec(found)
+            sys.modules[unique] = mod  # dataclasses and pydantic look their module up
+            found.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(module)
+    except UsageError:
+        raise
+    except Exception as e:  # the user's module: any error it raises is theirs to read
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise UsageError(f"{where}: {module} does not import ({type(e).__name__}: {first})") from e
+    model = getattr(mod, name, None)
+    if model is None:
+        raise UsageError(f"{where}: {module} has no {name!r}")
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise UsageError(f"{where}: {module}:{name} is not a Pydantic model")
+    return model
+
+
+def normaliser(parts: list[str]) -> Callable[[pl.Expr], pl.Expr]:
+    """The text normal form ``parts`` declare, as a polars expression (vectorised: 10 M cells
+    are one pass per part, never Python per cell)."""
+
+    def normal(text: pl.Expr) -> pl.Expr:
+        out = text
+        if "unicode" in parts:
+            out = out.str.normalize("NFKC")
+        if "case" in parts:
+            out = out.str.to_lowercase()
+        if "punctuation" in parts:
+            out = out.str.replace_all(_PUNCTUATION, "")
+        if "whitespace" in parts:
+            out = out.str.replace_all(r"\s+", " ").str.strip_chars()
+        return out
+
+    return normal
