@@ -36,7 +36,7 @@ from curate.core.keys import SPLIT_ORDER
 from curate.core.options import FamilyOptions
 from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
-from curate.families.records import RecordsFamily
+from curate.families.records import SPLIT_NAMES, RecordsFamily
 from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.io.typed import read_table
 from curate.schemas.records import plan_fields, validate_frame
@@ -84,6 +84,21 @@ def infer_types(
             continue
         out.append(s)
     return pl.DataFrame(out)
+
+
+def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
+    """``--split-map`` applied to the split column's values as written (``True``, ``1``,
+    ``eval``; any case), before the canonical spellings; a value it does not name keeps its
+    split."""
+    if options.split is None or options.split not in frame.columns:
+        return split
+    written = text_cells(frame.select(options.split)).to_series().str.strip_chars()
+    # compared without case: a parquet boolean reads "true" where the CSV said "True"
+    keys = {k.lower(): v for k, v in options.split_map.items()}
+    mapped = written.str.to_lowercase().replace_strict(keys, default=None, return_dtype=pl.String)
+    low = mapped.str.to_lowercase()
+    canon = low.replace_strict(SPLIT_NAMES, default=mapped, return_dtype=pl.String)
+    return canon.fill_null(split).alias("split")
 
 
 def text_cells(frame: pl.DataFrame) -> pl.DataFrame:
@@ -163,6 +178,8 @@ class TableFamily(RecordsFamily):
             frame, info, text = self._read_one(path, encoding)
             self._check_declared(frame, path, options, model)
             split = self._split(frame, path, options.split)
+            if split is not None and options.split_map:
+                split = _mapped(frame, options, split)
             if text:
                 typed = infer_types(frame, info[1])
                 inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}

@@ -70,6 +70,26 @@ def _columns(v: Any) -> Any:
 Columns = Annotated[list[str], BeforeValidator(_columns)]
 
 
+def _pairs(v: Any) -> Any:
+    """``VALUE=SPLIT`` pairs (repeated flags, comma-separated, or a mapping from TOML/the API)."""
+    if v is None:
+        return {}
+    if isinstance(v, dict):
+        return {str(k): str(x) for k, x in v.items()}
+    items = [v] if isinstance(v, str) else list(v)
+    out: dict[str, str] = {}
+    for item in items:
+        for part in str(item).split(","):
+            key, sep, split = part.partition("=")
+            if not sep or not key.strip() or not split.strip():
+                raise ValueError(f"expected VALUE=SPLIT, got {part!r}")
+            out[key.strip()] = split.strip()
+    return out
+
+
+SplitMap = Annotated[dict[str, str], BeforeValidator(_pairs)]
+
+
 class TableOptions(FamilyOptions):
     """The declaration of a table: its columns' roles, its model and the rules' thresholds."""
 
@@ -89,6 +109,12 @@ class TableOptions(FamilyOptions):
         None,
         help="Column holding each row's split (train/validation/test and their spellings); "
         "default: a dataset folder's configs or split files, else no splits.",
+    )
+    split_map: SplitMap = option(
+        {},
+        help="Read a value of the --split column as a split: VALUE=SPLIT, comma-separated or "
+        "repeated, e.g. True=test,False=train for an is_test flag.",
+        flag="--split-map",
     )
     text: Columns = option(
         [],
@@ -169,6 +195,8 @@ class TableOptions(FamilyOptions):
     @model_validator(mode="after")
     def _roles(self) -> TableOptions:
         """A column may not be the label and an input at once (it would predict itself)."""
+        if self.split_map and not self.split:
+            raise ValueError("--split-map needs --split (the column whose values it maps)")
         both = set(self.label) & set(self.text)
         if both:
             raise ValueError(f"column {sorted(both)[0]!r} is both --label and --text")
