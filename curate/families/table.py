@@ -29,7 +29,6 @@ from pydantic import BaseModel
 
 from curate.audits.shared.records import RecordsData
 from curate.audits.table import RULES
-from curate.core.dataset import LoadedDataset
 from curate.core.errors import InputError
 from curate.core.findings import InputInfo
 from curate.core.keys import SPLIT_ORDER
@@ -38,6 +37,7 @@ from curate.families.base import CardDefaults, InputSpec, Progress, check_not_bl
 from curate.families.hints import hinted
 from curate.families.records import SPLIT_NAMES, RecordsFamily
 from curate.io.read import SPLIT_FROM_LAYOUT
+from curate.io.records import split_of
 from curate.io.typed import read_table
 from curate.schemas.records import plan_fields, validate_frame
 from curate.schemas.table import TableOptions, load_model
@@ -47,7 +47,7 @@ __all__ = ["FAMILY", "TableData", "TableFamily", "infer_types", "text_cells"]
 #: Integers spelt with a leading zero ("007", a zip code, an id) are text: read as a number
 #: they would be published as 7.
 _INTEGER = r"^[+-]?(0|[1-9][0-9]*)$"
-_FLOAT = r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$"
+_FLOAT = r"^[+-]?(((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$"
 _BOOLEAN = {"true": True, "false": False}
 
 
@@ -180,6 +180,10 @@ class TableFamily(RecordsFamily):
             split = self._split(frame, path, options.split)
             if split is not None and options.split_map:
                 split = _mapped(frame, options, split)
+            if options.split and options.split not in frame.columns and split is not None:
+                # a dataset folder (curate's own output among them) keeps the split in its
+                # layout: the declared split column is that, for the model and the rules
+                frame = frame.with_columns(split.alias(options.split))
             if text:
                 typed = infer_types(frame, info[1])
                 inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}
@@ -228,7 +232,11 @@ class TableFamily(RecordsFamily):
         values = pl.concat([p[1] for p in parts], how="diagonal_relaxed")
         if model is not None:
             plans = plan_fields(model, raw.columns)
-            published = {p.name: p.column for p in plans if p.column in raw.columns or p.required}
+            published = {
+                p.name: p.column
+                for p in plans
+                if (p.column in raw.columns or p.required) and p.column != options.split
+            }
             fields = set(published.values())
         else:
             published = {c: c for c in values.columns if c != options.split}
@@ -282,12 +290,18 @@ class TableFamily(RecordsFamily):
         """A declared column the table does not have is a mistake in the declaration (or the
         wrong file): one line naming it and the columns there are (exit 2)."""
         header = [c for c in frame.columns if c != SPLIT_FROM_LAYOUT]
-        missing = [c for c in options.declared() if c not in header]
+        layout = SPLIT_FROM_LAYOUT in frame.columns or split_of(path) is not None
+        missing = [
+            c for c in options.declared() if c not in header and not (c == options.split and layout)
+        ]
         if model is not None:
             missing += [
                 p.column
                 for p in plan_fields(model, header)
-                if p.required and p.column not in header and p.column not in missing
+                if p.required
+                and p.column not in header
+                and p.column not in missing
+                and not (p.column == options.split and layout)
             ]
         if missing:
             import difflib
@@ -320,14 +334,6 @@ class TableFamily(RecordsFamily):
             (split if split is not None else pl.lit(None, pl.String)).alias("split"),
             pl.lit(index, pl.Int32).alias("input"),
         )
-
-    def reaudit_options(
-        self, options: FamilyOptions, data: LoadedDataset | None = None
-    ) -> FamilyOptions:
-        """The fixed data is published with its splits as the folder layout, not a column: the
-        re-audit reads them from there (``--split`` off)."""
-        assert isinstance(options, TableOptions)
-        return options.model_copy(update={"split": None})
 
     def _split_order(self) -> tuple[str, ...]:
         return SPLIT_ORDER
