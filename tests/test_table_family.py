@@ -252,7 +252,7 @@ def test_audit_fix_export_with_the_users_model(kind: str, sample, tmp_path: Path
     assert "taxon_id" in fields
     if kind != "folder":
         assert "split" in fields  # the model's Literal, not one of the canonical splits
-    rows = df.height if kind != "folder" else df.height
+    rows = df.height
     out = curate.fix("table", data, tmp_path / "fixed", **declared)
     changelog = [json.loads(x) for x in (out.path / "changelog.jsonl").read_text().splitlines()]
     assert {c["rule"] for c in changelog} >= {"TB001", "TB402"}
@@ -292,7 +292,7 @@ def test_a_declared_column_missing_is_one_line(tmp_path: Path, sample) -> None:
     path = tmp_path / "t.csv"
     df.write_csv(path)
     with pytest.raises(
-        curate.core.errors.InputError, match="no column 'Kingdon' .*did you mean 'Kingdom'"
+        curate.core.errors.InputError, match=r"no column 'Kingdon' .*did you mean 'Kingdom'"
     ):
         curate.audit("table", path, label="Kingdon")
 
