@@ -220,6 +220,8 @@ class TableOptions(FamilyOptions):
             missing.add("labels")
         if not self.key_columns():
             missing.add("keys")
+            if not self.group:
+                missing.add("units")
         if not self.text or self.near_threshold == 0:
             missing.add("near")
         if self.id is None:

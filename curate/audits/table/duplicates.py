@@ -57,10 +57,12 @@ def duplicate_id(data, ctx: AuditContext) -> pl.DataFrame:
 
 
 def published_columns(data, ctx: AuditContext) -> list[str]:
-    """The columns a duplicate row repeats: every published column but the id and the split
-    (a copy under a new id, or in another split, is still a copy)."""
+    """The columns a duplicate row repeats: every published column but the split (a copy in
+    another split is a leak) and, when the declaration names an input (``--text``/``--key``),
+    the id: a copy under a new id is still a copy. Without a declared input nothing says the id
+    is not the content itself (a clip id, a URL), so it counts."""
     opts = ctx.options
-    skip = {opts.id, opts.split}
+    skip = {opts.split, *([opts.id] if opts.key_columns() else [])}
     return [c for c in data.values.columns if c not in skip]
 
 
@@ -79,12 +81,17 @@ def exact_copies(data, ctx: AuditContext) -> pl.DataFrame:
 
 @RULES.rule("TB402", "duplicate-row", category="duplicate", severity="warning", fix="always")
 def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
-    """A row repeats an earlier row of its split in every column (the id aside).
+    """A row repeats an earlier row of its split in every column (the id aside when an input
+    is declared).
 
     A repeated example weighs double in training and counts twice in a score (Deepchecks'
     DataDuplicates). Each later copy is reported with the first row it repeats; a copy in
-    another split is a leak (TB405), not a duplicate. Fix (safe: nothing is lost, the first
-    row stays): drop the later copy; the changelog keeps it whole."""
+    another split is a leak (TB405), not a duplicate. The ``--id`` column is left out of the
+    comparison when ``--text`` or ``--key`` says what the example is (a review scraped twice
+    gets two ids); without them the id may be the content itself (a clip id), so it counts.
+
+    Fix (safe: nothing is lost, the first row stays): drop the later copy; the changelog keeps
+    it whole."""
     hits = exact_copies(data, ctx)
     return finding_frame(
         hits,
@@ -218,7 +225,7 @@ def units_table(ctx: AuditContext) -> tuple[str, pl.DataFrame]:
     severity="error",
     fix="always",
     unsafe=True,
-    needs=("keys", "units"),
+    needs=("units",),
 )
 def split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
     """A validation or test row shares its ``--group`` (else its normalised input, ``--key`` or
