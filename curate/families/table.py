@@ -339,12 +339,13 @@ class TableFamily(RecordsFamily):
         return SPLIT_ORDER
 
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
-        """The value columns under their published names (the user's types), then the other
-        columns as read, plus the engine's bookkeeping."""
+        """The value columns under their published names (the user's types) and the other
+        columns as read, in the file's column order (a model's field the file lacks, filled by
+        its default, last), plus the engine's bookkeeping."""
         assert isinstance(data, TableData)
-        from curate.core.fixes import RECORD, ROW, SPLIT
+        from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
 
-        return pl.concat(
+        frame = pl.concat(
             [
                 data.values.select(
                     [
@@ -362,6 +363,8 @@ class TableFamily(RecordsFamily):
             ],
             how="horizontal",
         )
+        first = [c for c in data.raw.columns if c in frame.columns and c not in BOOKKEEPING]
+        return frame.select([*first, pl.exclude(first)])
 
 
 FAMILY = TableFamily()
