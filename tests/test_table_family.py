@@ -387,3 +387,41 @@ def test_leading_zeros_stay_text() -> None:
     typed = infer_types(pl.DataFrame({"zip": ["007", "120"], "n": ["7", ""]}))
     assert typed["zip"].dtype == pl.String
     assert typed["n"].to_list() == [7, None]
+
+
+def test_declared_in_the_project_configuration(tmp_path: Path, capsys, shared) -> None:
+    """``[[tool.curate.datasets]]`` carries the same declaration (options spelt like flags)."""
+    from curate.cli.main import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "plants.csv").write_bytes(shared("data/glycan/glycowork_sample.csv").read_bytes())
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """
+            [[tool.curate.datasets]]
+            name = "plants"
+            family = "table"
+            paths = ["data/plants.csv"]
+            select = ["TB405"]
+            options = { id = "glycowork_row", split = "split", text = ["glycan"], normalise = ["none"] }
+            """
+        )
+    )
+    rc = main(["check", "--config", str(tmp_path / "pyproject.toml"), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    df = pd.read_csv(shared("data/glycan/glycowork_sample.csv"))
+    first = df.assign(rank=df["split"].map(RANK)).groupby("glycan")["rank"].transform("min")
+    leaks = int((df["split"].map(RANK) > first).sum())
+    assert rc == 1
+    assert json.dumps(out).count("TB405") >= 1
+    report = curate.audit(
+        "table",
+        data / "plants.csv",
+        id="glycowork_row",
+        split="split",
+        text="glycan",
+        normalise="none",
+        select=["TB405"],
+    )
+    assert report.findings.height == leaks
