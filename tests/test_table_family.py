@@ -404,7 +404,8 @@ def test_declared_in_the_project_configuration(tmp_path: Path, capsys, shared) -
             family = "table"
             paths = ["data/plants.csv"]
             select = ["TB405"]
-            options = { id = "glycowork_row", split = "split", text = ["glycan"], normalise = ["none"] }
+            options = { id = "glycowork_row", split = "split", text = ["glycan"], \
+                normalise = ["none"] }
             """
         )
     )
@@ -425,3 +426,57 @@ def test_declared_in_the_project_configuration(tmp_path: Path, capsys, shared) -
         select=["TB405"],
     )
     assert report.findings.height == leaks
+
+
+CARD = """---
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: data/train.csv
+  - split: test
+    path: data/test.csv
+dataset_info:
+  features:
+  - name: ytid
+    dtype: string
+  - name: start_s
+    dtype: int32
+  - name: author_id
+    dtype: int16
+  - name: is_balanced_subset
+    dtype: bool
+  - name: caption
+    dtype: string
+---
+"""
+
+
+def test_a_folders_card_features_type_its_text_files(shared, tmp_path: Path) -> None:
+    """A folder of CSV files whose card declares ``features``: the columns are read as those
+    types (as ``datasets`` would load them), a cell its type cannot hold is TB001, the export
+    keeps the declared types."""
+    df = pd.read_csv(shared("data/deepfake/musiccaps-public-openai.csv"), dtype=str)
+    df = df[["ytid", "start_s", "author_id", "is_balanced_subset", "caption", "is_audioset_eval"]]
+    df.loc[[4, 40], "author_id"] = ["n/a", "4.5"]
+    df.loc[[7], "start_s"] = ["ten"]
+    folder = tmp_path / "musiccaps"
+    (folder / "data").mkdir(parents=True)
+    (folder / "README.md").write_text(CARD)
+    train, test = df[df.is_audioset_eval == "False"], df[df.is_audioset_eval == "True"]
+    train.drop(columns="is_audioset_eval").to_csv(folder / "data" / "train.csv", index=False)
+    test.drop(columns="is_audioset_eval").to_csv(folder / "data" / "test.csv", index=False)
+    report = curate.audit("table", folder, id="ytid", text="caption")
+    bad = found(report, "TB001")
+    ordered = pd.concat([train, test])
+    expected = set()
+    for col in ("start_s", "author_id"):
+        numbers = pd.to_numeric(ordered[col], errors="coerce")
+        whole = numbers.notna() & (numbers == numbers.round())
+        expected |= {(r, col) for r in ordered["ytid"][~whole]}
+    assert set(zip(bad["record"], bad["field"], strict=True)) == expected
+    assert len(expected) == 3
+    out = curate.export("table", folder, tmp_path / "hf", id="ytid", text="caption")
+    features = datasets.load_dataset(str(out.path))["train"].features
+    assert (features["start_s"].dtype, features["author_id"].dtype) == ("int32", "int16")
+    assert features["is_balanced_subset"].dtype == "bool"

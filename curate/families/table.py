@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 from pydantic import BaseModel
 
 from curate.audits.shared.records import RecordsData
@@ -36,10 +37,11 @@ from curate.core.options import FamilyOptions
 from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
 from curate.families.records import SPLIT_NAMES, RecordsFamily
+from curate.io.folders import card_features
 from curate.io.read import SPLIT_FROM_LAYOUT
-from curate.io.records import split_of
+from curate.io.records import brief, split_of
 from curate.io.typed import read_table
-from curate.schemas.records import plan_fields, validate_frame
+from curate.schemas.records import invalid_schema, plan_fields, validate_frame
 from curate.schemas.table import TableOptions, load_model
 
 __all__ = ["FAMILY", "TableData", "TableFamily", "infer_types", "text_cells"]
@@ -84,6 +86,74 @@ def infer_types(
             continue
         out.append(s)
     return pl.DataFrame(out)
+
+
+#: No problem found (the columns of :func:`~curate.schemas.records.validate_frame`'s problems).
+_NO_PROBLEMS = pl.DataFrame(schema=invalid_schema())
+
+
+def card_types(
+    frame: pl.DataFrame, features: list[Any], where: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A text frame cast to the types a dataset card's ``features`` declare, as ``datasets``
+    casts a CSV or JSON folder on load: ``(typed, problems)``, one problem per cell its type
+    cannot hold (TB001: "not an int64 (the card's features)"). A ``ClassLabel`` column takes
+    its names or their indexes and is read as the names (published as text: the exported card
+    carries no ``ClassLabel``, so an index would lose its meaning); a column the card does not
+    type (or types as nested) is typed by its spelling (:func:`infer_types`)."""
+    from datasets import ClassLabel, Features, Value
+
+    try:
+        declared = Features._from_yaml_list(features)
+    except Exception as e:  # datasets raises plain exceptions for unknown dtypes
+        raise InputError(f"the card's features are not valid ({brief(e)})", path=where) from None
+    rest = infer_types(frame.select([c for c in frame.columns if c not in declared]))
+    out: list[pl.Series] = []
+    problems = [_NO_PROBLEMS]
+    for name, s in frame.to_dict().items():
+        feature = declared.get(name)
+        if s.dtype != pl.String or not isinstance(feature, Value | ClassLabel):
+            out.append(rest[name] if name in rest.columns else s)
+            continue
+        text = s.str.strip_chars()
+        present = text.is_not_null() & (text != "")
+        if isinstance(feature, ClassLabel):
+            index = text.str.to_integer(strict=False)
+            ok = text.is_in(feature.names) | ((index >= 0) & (index < feature.num_classes))
+            shown = ", ".join(feature.names[:8]) + (", ..." if feature.num_classes > 8 else "")
+            what = f"one of the card's class names ({shown}) or 0-{feature.num_classes - 1}"
+            # one spelling per class, its name: "1" and "positive" are one label to the rules
+            by_index = {str(i): n for i, n in enumerate(feature.names)}
+            typed = (
+                index.cast(pl.String)
+                .replace_strict(by_index, default=None, return_dtype=pl.String)
+                .fill_null(text.set(~text.is_in(feature.names), None))
+                .alias(name)
+            )
+        else:
+            dtype = pl.from_arrow(pa.array([], feature.pa_type)).dtype
+            if dtype == pl.String:
+                out.append(s)
+                continue
+            if dtype == pl.Boolean:
+                low = text.str.to_lowercase()
+                typed = low.replace_strict(_BOOLEAN, default=None, return_dtype=pl.Boolean)
+            else:
+                typed = text.cast(dtype, strict=False)
+            ok = typed.is_not_null()
+            what = f"{'an' if feature.dtype[0] in 'aeiou' else 'a'} {feature.dtype}"
+            typed = typed.set(~present, None).alias(name)
+        bad = pl.DataFrame({"v": s, "bad": present & ~ok.fill_null(False)}).with_row_index("row")
+        problems.append(
+            bad.filter("bad").select(
+                pl.col("row").cast(pl.Int64),
+                pl.lit(name).alias("field"),
+                pl.lit(f"not {what} (the card's features)").alias("message"),
+                pl.col("v").alias("value"),
+            )
+        )
+        out.append(typed)
+    return pl.DataFrame(out), pl.concat(problems).sort("row", maintain_order=True)
 
 
 def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
@@ -184,7 +254,11 @@ class TableFamily(RecordsFamily):
                 # a dataset folder (curate's own output among them) keeps the split in its
                 # layout: the declared split column is that, for the model and the rules
                 frame = frame.with_columns(split.alias(options.split))
-            if text:
+            declared = _NO_PROBLEMS
+            if text and info[5] is not None:
+                typed, declared = card_types(frame, info[5], info[0])
+                inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}
+            elif text:
                 typed = infer_types(frame, info[1])
                 inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}
             else:
@@ -194,17 +268,7 @@ class TableFamily(RecordsFamily):
                 cells = frame if text else text_cells(typed)
                 values, problems = validate_frame(cells, model, nested=info[2])
             else:
-                values, problems = (
-                    typed,
-                    pl.DataFrame(
-                        schema={
-                            "row": pl.Int64,
-                            "field": pl.String,
-                            "message": pl.String,
-                            "value": pl.String,
-                        }
-                    ),
-                )
+                values, problems = typed, declared
             rows = self._rows(typed, split, options.id, offset, i)
             bad = rows.join(problems.with_columns(pl.col("row") + offset), on="row")
             rows = rows.with_columns((~pl.col("row").is_in(bad["row"].implode())).alias("valid"))
@@ -261,11 +325,13 @@ class TableFamily(RecordsFamily):
         return data
 
     def _read_one(self, path: str | Path, encoding: str | None) -> tuple[pl.DataFrame, tuple, bool]:
-        """``(frame, (name, text columns, nested cells, sha256, format), text)``."""
+        """``(frame, (name, text columns, nested cells, sha256, format, card features), text)``;
+        the card's features only for a dataset folder of text files (parquet carries its own
+        types)."""
         from curate.io.frames import in_memory
 
         if (given := in_memory(path)) is not None:
-            return given.frame, (given.name, frozenset(), {}, given.sha256, given.kind), False
+            return given.frame, (given.name, frozenset(), {}, given.sha256, given.kind, None), False
         check_not_blank(path)
         try:
             frame, src, typed = read_table(path, encoding=encoding)
@@ -278,7 +344,11 @@ class TableFamily(RecordsFamily):
         if frame.height == 0:
             raise no_records(path)
         keep = frozenset(src.text_columns) if not typed else frozenset()
-        return frame, (str(path), keep, src.nested_cells, src.sha256, src.format), not typed
+        features = None
+        if not typed and src.format == "hf-files" and isinstance(src.path, Path):
+            features = card_features(src.path, src.config)
+        info = (str(path), keep, src.nested_cells, src.sha256, src.format, features)
+        return frame, info, not typed
 
     def _check_declared(
         self,

@@ -133,7 +133,24 @@ def hub_configs(folder: str | Path) -> dict[str, dict[str, Any]] | None:
     return _card_configs(tree)
 
 
-def _card_configs(tree: Any) -> dict[str, dict[str, Any]] | None:
+def card_features(folder: Path, config: str | None) -> list[Any] | None:
+    """The ``features`` the card's ``dataset_info`` declares for ``config`` (``default`` when
+    None; a card with one ``dataset_info`` mapping and no name: that one), as YAML gives them;
+    None without a card, ``dataset_info`` or features. What ``datasets`` casts a CSV or JSON
+    folder's columns to, so the types a user published are the types their table is read as."""
+    meta = _card_meta(LocalTree(folder))
+    infos = meta.get("dataset_info") if isinstance(meta, dict) else None
+    listed = infos if isinstance(infos, list) else [infos] if isinstance(infos, dict) else []
+    wanted = config or "default"
+    for info in listed:
+        if isinstance(info, dict) and info.get("config_name", "default") == wanted:
+            features = info.get("features")
+            return features if isinstance(features, list) else None
+    return None
+
+
+def _card_meta(tree: Any) -> Any:
+    """The card's YAML header (None without a card or header); InputError when not YAML."""
     raw = tree.read_bytes("README.md")
     if raw is None:
         return None
@@ -152,6 +169,12 @@ def _card_configs(tree: Any) -> dict[str, dict[str, Any]] | None:
         raise InputError(
             f"the card's YAML header is not valid YAML ({problem})", path=where, position=line
         ) from None
+    return meta
+
+
+def _card_configs(tree: Any) -> dict[str, dict[str, Any]] | None:
+    meta = _card_meta(tree)
+    where = f"{tree.label}/README.md"
     configs = meta.get("configs") if isinstance(meta, dict) else None
     if configs is None:
         return None

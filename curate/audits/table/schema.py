@@ -65,7 +65,9 @@ def missing_value(data, ctx: AuditContext) -> pl.DataFrame:
     parts = [p for p in parts if p.height]
     if not parts:
         return parts_empty()
-    return pl.concat(parts).sort("row", "field")
+    # a cell the model or the card's types refused is TB001's (its value is null here), not empty
+    refused = data.schema_findings.select("row", "field")
+    return pl.concat(parts).join(refused, on=["row", "field"], how="anti").sort("row", "field")
 
 
 def parts_empty() -> pl.DataFrame:
