@@ -393,14 +393,16 @@ class TableFamily(RecordsFamily):
         index: int,
     ) -> pl.DataFrame:
         local = pl.int_range(frame.height, dtype=pl.Int64)
-        ident = (
-            frame[id_col].cast(pl.String)
-            if id_col
-            else pl.Series("r", [None] * frame.height, dtype=pl.String)
-        )
+        ident = frame[id_col].cast(pl.String) if id_col else None
+        if ident is not None and not ident.has_nulls():
+            record = pl.col("__id")  # every row has its id: no "#N" made for 10 M rows
+        else:
+            record = pl.coalesce("__id", pl.format("#{}", local))
+        if ident is None:
+            ident = pl.Series("r", [None] * frame.height, dtype=pl.String)
         return pl.DataFrame({"__id": ident}).select(
             (local + offset).alias("row"),
-            pl.coalesce("__id", pl.format("#{}", local)).alias("record"),
+            record.alias("record"),
             (split if split is not None else pl.lit(None, pl.String)).alias("split"),
             pl.lit(index, pl.Int32).alias("input"),
         )

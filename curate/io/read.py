@@ -151,6 +151,24 @@ def open_source(
     return Source(inp.label, inp.format, batches, digest, config=inp.config, location=inp.where)
 
 
+def local_parquet(path: str | Path) -> list[tuple[str | None, list[Path]]] | None:
+    """The local parquet files an input is, per split (None for a single file's split), or
+    None when it is anything else (a text format, a pipe, the Hub, ``save_to_disk``): what a
+    reader that hands whole files to a multi-threaded parquet reader may take directly."""
+    text = str(path)
+    if is_stdin(text) or text.startswith(HF_SCHEME):
+        return None
+    try:
+        inp = _resolve(path)
+    except InputError:
+        return None
+    if inp.format == "parquet" and isinstance(inp.where, Path):
+        return [(split_of(path), [inp.where])]
+    if inp.format == "hf-parquet" and inp.plan is not None and isinstance(inp.where, LocalTree):
+        return [(s, [inp.where.root / r for r in rels]) for s, rels in inp.plan.splits.items()]
+    return None
+
+
 def check_inputs(paths: Sequence[str | Path]) -> None:
     """Usage checks over a command's inputs: standard input (``-``) can be read only once, and
     one file given twice would count every record twice (each then a duplicate of itself)."""

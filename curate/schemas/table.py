@@ -35,6 +35,7 @@ from curate.core.options import FamilyOptions, option
 __all__ = [
     "NORMALISE_PARTS",
     "TableOptions",
+    "fold",
     "load_model",
     "normaliser",
 ]
@@ -219,7 +220,7 @@ class TableOptions(FamilyOptions):
         if not self.label:
             missing.add("labels")
         if not self.key_columns():
-            missing.add("keys")
+            missing |= {"keys", "key_hashes"}
             if not self.group:
                 missing.add("units")
         if not self.text or self.near_threshold == 0:
@@ -277,18 +278,57 @@ def load_model(spec: str) -> type[BaseModel]:
 
 def normaliser(parts: list[str]) -> Callable[[pl.Expr], pl.Expr]:
     """The text normal form ``parts`` declare, as a polars expression (vectorised: 10 M cells
-    are one pass per part, never Python per cell)."""
+    are one pass per part, never Python per cell). :func:`fold` is the same normal form on a
+    column, faster where the text is ASCII."""
 
     def normal(text: pl.Expr) -> pl.Expr:
         out = text
         if "unicode" in parts:
             out = out.str.normalize("NFKC")
-        if "case" in parts:
-            out = out.str.to_lowercase()
-        if "punctuation" in parts:
-            out = out.str.replace_all(_PUNCTUATION, "")
-        if "whitespace" in parts:
-            out = out.str.replace_all(r"\s+", " ").str.strip_chars()
-        return out
+        return _after_unicode(out, parts)
 
     return normal
+
+
+def _after_unicode(out: pl.Expr, parts: list[str]) -> pl.Expr:
+    if "case" in parts:
+        out = out.str.to_lowercase()
+    if "punctuation" in parts:
+        out = out.str.replace_all(_PUNCTUATION, "")
+    if "whitespace" in parts:
+        # the rare matches only (a run of two or more, or a tab, a newline, a no-break
+        # space): "\s+" matches every single space and costs 3x as much on prose
+        out = out.str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars()
+    return out
+
+
+def fold(column: pl.Series, parts: list[str]) -> pl.Series:
+    """``column`` in the normal form ``parts`` declare (see :func:`normaliser`).
+
+    Why not the expression alone: two steps cost far more than they need on real text. NFKC
+    costs ~0.7 µs a cell (7 s for 10 M short texts) and changes nothing in ASCII text, which
+    is most of most datasets; white space needs rewriting only where a cell has a run of
+    spaces, a tab, a newline or a non-ASCII character, and a regular expression that matches
+    every single space costs 3x as much on prose. So each of those runs on the cells that
+    need it (found by cheap literal scans: their byte and character lengths differing, a
+    double space, a control character), and everything else on every cell."""
+    out = column
+    wide = (column.str.len_bytes() != column.str.len_chars()).fill_null(False)
+    if "unicode" in parts and wide.any():
+        at = wide.arg_true()
+        # a copy: scatter writes in place, and the column is the table's
+        out = out.clone().scatter(at, out.gather(at).str.normalize("NFKC"))
+    if "case" in parts:
+        out = out.str.to_lowercase()
+    if "punctuation" in parts:
+        out = out.str.replace_all(_PUNCTUATION, "")
+    if "whitespace" in parts:
+        odd = wide
+        for mark in ("  ", "\t", "\n", "\r", "\x0b", "\x0c"):
+            odd = odd | out.str.contains(mark, literal=True).fill_null(False)
+        if odd.any():
+            at = odd.arg_true()
+            spaced = out.gather(at).str.replace_all(r"\s{2,}|[^\S ]", " ")
+            out = out.scatter(at, spaced) if out is not column else out.clone().scatter(at, spaced)
+        out = out.str.strip_chars()
+    return out

@@ -40,11 +40,14 @@ def regroup_split(
             proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
     order_of = {"train": 0, "validation": 1, "test": 2}
     names = sorted(proportions, key=lambda s: (order_of.get(s, 9), s))
-    group = pl.Series(
-        [k if k is not None else f"\x00row{i}" for i, k in enumerate(keys.to_list())],
-        dtype=pl.String,
+    index = pl.int_range(pl.len(), dtype=pl.Int64)
+    frame = pl.DataFrame({"g": keys, "s": current.cast(pl.String)}).select(
+        pl.when(pl.col("g").is_null())
+        .then(pl.format("\x00row{}", index))
+        .otherwise(pl.col("g").cast(pl.String))
+        .alias("g"),
+        "s",
     )
-    frame = pl.DataFrame({"g": group, "s": current.cast(pl.String)})
     groups = (
         frame.group_by("g")
         .agg(
@@ -52,19 +55,25 @@ def regroup_split(
             pl.col("s").drop_nulls().unique().alias("splits"),
             pl.col("s").null_count().alias("nulls"),
         )
-        .sort("g")
+        .with_columns(
+            (
+                (pl.col("splits").list.len() == 1)
+                & (pl.col("nulls") == 0)
+                & pl.col("splits").list.first().is_in(names)
+            ).alias("stays")
+        )
     )
+    # a key whose rows all sit in one known split stays there (columnar: no Python per group)
+    stays = groups.filter("stays").select("g", pl.col("splits").list.first().alias("t"), "n")
     filled = dict.fromkeys(names, 0)
-    assign: dict[str, str] = {}
-    loose: list[tuple[str, int]] = []
-    for g, size, splits, nulls in groups.iter_rows():
-        if len(splits) == 1 and nulls == 0 and splits[0] in filled:
-            assign[g] = splits[0]
-            filled[splits[0]] += size
-        else:
-            loose.append((g, size))
+    for split, size in stays.group_by("t").agg(pl.col("n").sum()).iter_rows():
+        filled[split] += size
+    # the loose keys (leaks, keys without a split) in sorted order, then shuffled: Python only
+    # for them, so a table of millions with a few leaks costs one group-by
+    loose = list(groups.filter(~pl.col("stays")).sort("g").select("g", "n").iter_rows())
     random.Random(seed).shuffle(loose)
     target = {s: proportions[s] * n for s in names}
+    assign: dict[str, str] = {}
     for g, size in loose:
         best = max(
             names,
@@ -72,4 +81,8 @@ def regroup_split(
         )
         assign[g] = best
         filled[best] += size
-    return group.replace_strict(assign, return_dtype=pl.String)
+    moved = pl.DataFrame(
+        {"g": list(assign), "t": list(assign.values())}, schema={"g": pl.String, "t": pl.String}
+    )
+    placed = pl.concat([stays.select("g", "t"), moved])
+    return frame.join(placed, on="g", how="left", maintain_order="left")["t"]

@@ -12,7 +12,15 @@ import polars as pl
 
 from curate.audits.shared.duplicates import cross_split_copies, later_copies, name_firsts
 from curate.audits.shared.resplit import regroup_split
-from curate.audits.table.registry import RULES, columns, key_names, value
+from curate.audits.table.registry import (
+    RULES,
+    at,
+    columns,
+    exact_keys,
+    key_names,
+    repeated,
+    value,
+)
 from curate.core.findings import concat_outputs, empty_rule_output, finding_frame, json_struct
 from curate.core.rules import AuditContext
 
@@ -36,6 +44,9 @@ def duplicate_id(data, ctx: AuditContext) -> pl.DataFrame:
     or TB405 (split-leakage) proposes dropping the copy."""
     idc = ctx.options.id
     table = ctx.table("ids").filter(pl.col(value(idc)).is_not_null())
+    # only ids whose hash repeats can repeat: an integer is_duplicated over 10 M ids is ~3x
+    # faster than the strings' own; the few candidates are then compared as text
+    table = table.filter(pl.col(value(idc)).hash().is_duplicated())
     hits = name_firsts(later_copies(table, [value(idc)]), table, extra=["split"])
     return finding_frame(
         hits,
@@ -66,20 +77,47 @@ def published_columns(data, ctx: AuditContext) -> list[str]:
     return [c for c in data.values.columns if c not in skip]
 
 
-def exact_copies(data, ctx: AuditContext) -> pl.DataFrame:
+@RULES.table("copies")
+def exact_copies(ctx: AuditContext) -> pl.DataFrame:
     """Valid rows equal to an earlier row of their split in every published column but the
-    id (``row``, ``record``, ``split``, ``first_row``, ``first_record``)."""
+    id (``row``, ``record``, ``split``, ``first_row``, ``first_record``): TB402's findings,
+    and what TB403 leaves to it.
+
+    Candidates first, the copies then found on the values themselves (a hash collision is
+    never a finding): with a declared input, the rows whose key hash repeats within their
+    split (equal rows have equal keys; ``key_hashes`` is built for the other rules anyway)
+    and those without a key; else the rows whose whole-row hash repeats."""
+    data = ctx.data
     cols = published_columns(data, ctx)
-    table = columns(data, cols)
     if not cols:
-        return table.head(0).with_columns(pl.lit(0).alias("first_row"))
+        return columns(data, cols).head(0).with_columns(pl.lit(0).alias("first_row"))
+    if ctx.options.key_columns():
+        keyed = ctx.table("key_hashes")
+        # valid rows without a key (a copy: scatter writes in place)
+        keyless = data.rows["valid"].clone().scatter(keyed["row"], False)
+        maybe = pl.concat(
+            [repeated(keyed, "h", "split")["row"], keyless.arg_true().cast(pl.Int64)]
+        ).sort()
+        table = at(data, maybe, cols)
+    else:
+        table = columns(data, cols)
+        whole = pl.struct([pl.col(value(c)) for c in cols]).hash()
+        table = table.filter(pl.struct(whole, pl.col("split")).is_duplicated())
     hits = later_copies(
-        table.select("row", "record", "split", *map(value, cols)), [*map(value, cols), "split"]
+        table.select("row", "record", "split", "input", *map(value, cols)),
+        [*map(value, cols), "split"],
     )
-    return name_firsts(hits.select("row", "record", "split", "first_row"), table)
+    return name_firsts(hits.select("row", "record", "split", "input", "first_row"), table)
 
 
-@RULES.rule("TB402", "duplicate-row", category="duplicate", severity="warning", fix="always")
+@RULES.rule(
+    "TB402",
+    "duplicate-row",
+    category="duplicate",
+    severity="warning",
+    fix="always",
+    needs=("copies",),
+)
 def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
     """A row repeats an earlier row of its split in every column (the id aside when an input
     is declared).
@@ -92,7 +130,7 @@ def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
 
     Fix (safe: nothing is lost, the first row stays): drop the later copy; the changelog keeps
     it whole."""
-    hits = exact_copies(data, ctx)
+    hits = ctx.table("copies")
     return finding_frame(
         hits,
         field=pl.lit(""),
@@ -105,7 +143,7 @@ def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
         details=json_struct(
             pl.col("first_record").alias("duplicate_of"),
             pl.col("first_row").alias("duplicate_of_row"),
-            data.file_of().alias("file") if "input" in hits.columns else pl.lit(None),
+            data.file_of().alias("file"),
         ),
         fix=json_struct(pl.lit("drop").alias("op"), pl.col("first_row").alias("copy_of")),
     )
@@ -117,7 +155,7 @@ def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
     category="duplicate",
     severity="warning",
     fix="sometimes",
-    needs=("keys",),
+    needs=("key_hashes", "copies"),
 )
 def duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
     """A row's input (``--key``, else ``--text``) is an earlier row's of its split once both
@@ -133,19 +171,20 @@ def duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
     TB301 decides the label first."""
     opts = ctx.options
     keys = key_names(len(opts.key_columns()))
-    table = ctx.table("keys")
+    table = exact_keys(ctx, repeated(ctx.table("key_hashes"), "h", "split"))
     hits = later_copies(table, [*keys, "split"])
-    exact = exact_copies(data, ctx).select("row")
+    exact = ctx.table("copies").select("row")
     hits = hits.join(exact, on="row", how="anti")
     if hits.is_empty():
         return empty_rule_output()
     labels = opts.label
     other = [c for c in published_columns(data, ctx) if c not in (*opts.key_columns(), *labels)]
     cmp = [*labels, *other]
-    vals = columns(data, cmp).select("row", *map(value, cmp))
-    hits = name_firsts(hits, table).join(vals, on="row", how="left")
-    first = vals.rename({value(c): f"f:{c}" for c in cmp} | {"row": "first_row"})
-    hits = hits.join(first, on="first_row", how="left")
+    vals = columns(data, cmp, valid=False).select("row", *map(value, cmp))
+    hits = name_firsts(hits, table)
+    hits = pl.concat([hits, vals[hits["row"]].drop("row")], how="horizontal")
+    first = vals[hits["first_row"]].drop("row").rename({value(c): f"f:{c}" for c in cmp})
+    hits = pl.concat([hits, first], how="horizontal")
 
     def differing(names: list[str]) -> pl.Expr:
         if not names:
@@ -202,14 +241,12 @@ def _units(data, ctx: AuditContext) -> tuple[str, pl.DataFrame]:
             "row", "record", "split", pl.col(value(opts.group)).cast(pl.String).alias("unit")
         )
         return opts.group, frame.filter(pl.col("unit").is_not_null())
-    keys = key_names(len(opts.key_columns()))
-    table = ctx.table("keys")
-    unit = (
-        pl.col(keys[0]).cast(pl.String)
-        if len(keys) == 1
-        else pl.concat_str([pl.col(k).cast(pl.String) for k in keys], separator="\x1f")
+    # every row's key as its hash (what the regrouping groups by: a collision only moves two
+    # keys together); the leak findings are verified on the folded keys (split_leakage)
+    table = ctx.table("key_hashes")
+    return ",".join(opts.key_columns()), table.select(
+        "row", "record", "split", pl.col("h").alias("unit"), "repeated"
     )
-    return ",".join(opts.key_columns()), table.select("row", "record", "split", unit.alias("unit"))
 
 
 @RULES.table("units")
@@ -241,7 +278,25 @@ def split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
     seeded random order; a group already in one split stays. The training rows of a group sent
     to test move with it (they are no findings: the edit names them)."""
     name, units = ctx.table("units")
-    hits = cross_split_copies(units, "unit")
+    candidates = units.filter("repeated") if "repeated" in units.columns else None
+    if candidates is None:
+        candidates = repeated(units, "unit")
+    if not ctx.options.group:  # compare the folded keys themselves, not their hashes
+        keys = key_names(len(ctx.options.key_columns()))
+        folded = exact_keys(ctx, candidates.select("row"))
+        candidates = candidates.drop("unit").join(
+            folded.select(
+                "row",
+                pl.concat_str([pl.col(k).cast(pl.String) for k in keys], separator="\x1f").alias(
+                    "text"
+                ),
+            ),
+            on="row",
+        )
+        hits = cross_split_copies(candidates, "text")
+        hits = hits.drop("text").join(units.select("row", "unit"), on="row")
+    else:
+        hits = cross_split_copies(candidates, "unit")
     if hits.is_empty():
         return empty_rule_output()
     hits = name_firsts(hits, units)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.shared.conflicts import label_conflicts
-from curate.audits.table.registry import RULES, key_names, value
+from curate.audits.table.registry import RULES, at, exact_keys, key_names, repeated, value
 from curate.core.findings import concat_outputs, finding_frame, json_struct
 from curate.core.rules import AuditContext
 
@@ -20,7 +20,9 @@ _SHOWN = 5
     severity="error",
     fix="sometimes",
     unsafe=True,
-    needs=("keys", "labels"),
+    # "labels" unread (the candidates' labels are gathered by position) but declared: without
+    # --label the engine does not run the rule rather than call the table clean
+    needs=("key_hashes", "labels"),
 )
 def conflicting_labels(data, ctx: AuditContext) -> pl.DataFrame:
     """Rows with the same input (``--key``, else ``--text``, normalised as ``--normalise``
@@ -34,12 +36,14 @@ def conflicting_labels(data, ctx: AuditContext) -> pl.DataFrame:
     there is no majority, and no fix."""
     opts = ctx.options
     keys = key_names(len(opts.key_columns()))
-    table = ctx.table("keys")
-    labels = ctx.table("labels")
+    # only keys whose hash repeats can carry two labels; folded again for those rows alone
+    table = exact_keys(ctx, repeated(ctx.table("key_hashes"), "h"))
+    # the candidates' labels by position (the whole label table is what "labels" serves)
+    labels = at(data, table["row"], opts.label)
     parts = []
     for label in opts.label:
         col = value(label)
-        df = table.join(labels.select("row", col), on="row")
+        df = pl.concat([table, labels.select(col)], how="horizontal")
         hits = label_conflicts(df, keys, col)
         if hits.is_empty():
             continue

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import polars as pl
 
 from curate.core.rules import AuditContext, RuleSet
-from curate.schemas.table import normaliser
+from curate.schemas.table import fold
 
-__all__ = ["RULES", "columns", "key_names", "value"]
+__all__ = ["RULES", "at", "columns", "exact_keys", "key_names", "repeated", "value"]
 
 RULES = RuleSet("table")
 
@@ -52,28 +52,148 @@ def columns(data: object, names: Sequence[str], *, valid: bool = True) -> pl.Dat
     return frame.filter(pl.col("valid")) if valid else frame
 
 
+def at(data: object, rows: pl.Series | pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+    """:func:`columns` of the rows ``rows`` only (a ``row`` column or series), in that order.
+
+    A gather by position, never a join: a table's ``row`` is its position across the inputs
+    (``0 .. N-1``, see :class:`~curate.families.table.TableData`), so the few candidates of an
+    exact rule cost their own number of rows, not a hash join against 10 M."""
+    index = rows["row"] if isinstance(rows, pl.DataFrame) else rows
+    return pl.concat(
+        [
+            data.rows[index],  # type: ignore[attr-defined]
+            data.values.select([pl.col(n).alias(value(n)) for n in names])[index],  # type: ignore[attr-defined]
+        ],
+        how="horizontal",
+    )
+
+
 def _blank(expr: pl.Expr) -> pl.Expr:
     return expr.is_null() | (expr.cast(pl.String).str.strip_chars() == "")
+
+
+def _folded(data: object, opts: object, rows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``row`` and ``k0..kn``: the key columns of the valid rows (of ``rows`` only, when
+    given) in their normal form (text columns folded by ``--normalise``, others as they
+    are), with a row whose key has an empty column left out."""
+    cols = opts.key_columns()  # type: ignore[attr-defined]
+    frame = columns(data, cols) if rows is None else at(data, rows, cols).filter("valid")
+    parts = opts.normalise  # type: ignore[attr-defined]
+    out = [frame["row"]]
+    for n, c in zip(key_names(len(cols)), cols, strict=True):
+        s = frame[value(c)]
+        out.append((fold(s, parts) if s.dtype == pl.String and parts else s).alias(n))
+    keyed = pl.DataFrame(out)
+    blank = pl.any_horizontal([_blank(pl.col(n)) for n in key_names(len(cols))])
+    return keyed.filter(~blank)
 
 
 @RULES.table("keys")
 def keys_table(ctx: AuditContext) -> pl.DataFrame:
     """``row, record, split, k0..kn``: each valid row's key in its normal form (text columns
     folded by ``--normalise``, others as they are); a row with an empty key column has no key
-    and is left out (it is never the same example as another)."""
-    opts = ctx.options
-    cols = opts.key_columns()
+    and is left out (it is never the same example as another). Every row's folded text: for
+    the few rules that need it whole (near-duplicates); the exact rules use ``key_hashes``."""
+    keyed = _folded(ctx.data, ctx.options)
+    return ctx.data.rows.select("row", "record", "split").join(keyed, on="row")
+
+
+#: Rows sampled to judge how often a column's cells repeat (see :func:`fold_hash`).
+_SAMPLE = 100_000
+#: Fewest cells worth a slice of their own (below it a thread costs more than it saves).
+_SLICE = 50_000
+
+
+def _fold_hash(column: pl.Series, parts: list[str], seed: int) -> pl.DataFrame:
+    """``h`` (the folded cell's hash) and ``blank`` (folded to nothing) per cell, the column
+    cut into slices folded by one thread each: polars releases the GIL, and one string
+    expression on one column runs on one core."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from curate.core.engine import available_cores
+
+    def one(part: pl.Series) -> pl.DataFrame:
+        folded = fold(part, parts)
+        return pl.DataFrame({"h": folded.hash(seed), "blank": folded.is_null() | (folded == "")})
+
+    n = column.len()
+    workers = available_cores()
+    # a few slices per core: fewer leaves a core idle behind a slow slice, many more costs
+    # each slice its fixed overhead (measured on 10 M captions: 8 slices on 2 cores best)
+    size = max(_SLICE, -(-n // (4 * workers)))
+    slices = [column.slice(a, size) for a in range(0, n, size)] or [column]
+    if workers == 1 or len(slices) == 1:
+        return pl.concat([one(p) for p in slices])
+    with ThreadPoolExecutor(workers) as pool:
+        return pl.concat(list(pool.map(one, slices)))
+
+
+def fold_hash(column: pl.Series, parts: list[str], seed: int) -> pl.DataFrame:
+    """``h`` and ``blank`` per cell of ``column`` in its normal form (see
+    :func:`key_hashes_table`). A column whose cells repeat (a QA set's contexts, an NLI set's
+    premises: judged on a sample) is folded once per distinct cell and joined back."""
+    if column.dtype != pl.String:
+        blank = column.is_null()
+        return pl.DataFrame({"h": column.hash(seed), "blank": blank})
+    if not parts:
+        return pl.DataFrame(
+            {"h": column.hash(seed), "blank": column.is_null() | (column.str.strip_chars() == "")}
+        )
+    sample = column.head(_SAMPLE)
+    if column.len() > _SAMPLE and sample.n_unique() < sample.len() // 2:
+        distinct = column.unique()
+        folded = _fold_hash(distinct, parts, seed).with_columns(distinct.alias("v"))
+        joined = column.to_frame("v").join(folded, on="v", how="left", maintain_order="left")
+        return joined.select("h", pl.col("blank").fill_null(True))
+    return _fold_hash(column, parts, seed).with_columns(pl.col("blank").fill_null(True))
+
+
+@RULES.table("key_hashes")
+def key_hashes_table(ctx: AuditContext) -> pl.DataFrame:
+    """``row, record, split, h, repeated, repeated_in_split``: each valid row's key in its
+    normal form as a 64-bit hash (a row with an empty key column left out), and whether the
+    hash occurs again (in the table; in the row's split).
+
+    Why a hash: the exact rules (duplicates, conflicts, leakage) group 10 M rows; grouping
+    one integer is ~10x faster than grouping two long texts, and holding the folded texts of
+    every row would double the table's memory. Equal keys have equal hashes, so the rows whose
+    hash repeats are the only candidates; :func:`exact_keys` folds just those again and the
+    rules group them on the text itself, so a hash collision never makes a finding."""
+    cols = ctx.options.key_columns()
+    parts = ctx.options.normalise
     frame = columns(ctx.data, cols)
-    fold = normaliser(opts.normalise)
-    exprs = []
-    for n, c in zip(key_names(len(cols)), cols, strict=True):
-        col = pl.col(value(c))
-        if frame.schema[value(c)] == pl.String:
-            col = fold(col) if opts.normalise else col
-        exprs.append(col.alias(n))
-    out = frame.select("row", "record", "split", *exprs)
-    blank = pl.any_horizontal([_blank(pl.col(n)) for n in key_names(len(cols))])
-    return out.filter(~blank)
+    hashes = []
+    ok = pl.repeat(True, frame.height, eager=True)
+    for i, c in enumerate(cols):
+        got = fold_hash(frame[value(c)], parts, i)
+        ok = ok & ~got["blank"]
+        hashes.append(got["h"].alias(f"h{i}"))
+    h = pl.DataFrame(hashes).select(pl.struct(pl.all()).hash().alias("h")).to_series()
+    keyed = frame.select("row", "record", "split").with_columns(h).filter(ok)
+    # which keys repeat, anywhere and within a split: every exact rule starts from these
+    return keyed.with_columns(
+        pl.col("h").is_duplicated().alias("repeated"),
+        (pl.col("h") ^ pl.col("split").hash(7)).is_duplicated().alias("repeated_in_split"),
+    )
+
+
+def exact_keys(ctx: AuditContext, rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` (with ``row``) and ``k0..kn``, their keys folded again (see
+    :func:`key_hashes_table`); rows without a key dropped."""
+    rows = rows.sort("row")
+    return rows.join(_folded(ctx.data, ctx.options, rows), on="row", maintain_order="left")
+
+
+def repeated(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
+    """The rows of ``frame`` whose ``by`` values occur more than once: the candidates. The
+    key hashes say it already (``repeated``, ``repeated_in_split``)."""
+    if by == ("h",) and "repeated" in frame.columns:
+        return frame.filter("repeated")
+    if by == ("h", "split") and "repeated_in_split" in frame.columns:
+        return frame.filter("repeated_in_split")
+    return frame.filter(
+        pl.struct(*by).is_duplicated() if len(by) > 1 else pl.col(by[0]).is_duplicated()
+    )
 
 
 @RULES.table("labels")
