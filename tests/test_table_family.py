@@ -480,3 +480,30 @@ def test_a_folders_card_features_type_its_text_files(shared, tmp_path: Path) -> 
     features = datasets.load_dataset(str(out.path))["train"].features
     assert (features["start_s"].dtype, features["author_id"].dtype) == ("int32", "int16")
     assert features["is_balanced_subset"].dtype == "bool"
+
+
+# ----------------------------------------------------------------- the normal form
+
+_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(
+            max_codepoint=0x2FFF,
+            blacklist_categories=("Cs",),
+            # separators Python's str.split() knows but Unicode's White_Space does not
+            blacklist_characters="\x1c\x1d\x1e\x1f",
+        ),
+        st.sampled_from(list(" \t\n\r,.!?;:'\"()[]{}-_/ＡＢａｂﬁ\u00a0\u2003Σς")),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=20))
+def test_fold_is_the_normal_form(texts: list[str]) -> None:
+    """The folded column equals the normal form written independently (``unicodedata`` and
+    ``str`` methods), whichever cells take the fast paths."""
+    from curate.schemas.table import NORMALISE_PARTS, fold
+
+    got = fold(pl.Series("t", texts), list(NORMALISE_PARTS)).to_list()
+    assert got == [normal(t) or "" for t in texts]
