@@ -507,3 +507,24 @@ def test_fold_is_the_normal_form(texts: list[str]) -> None:
 
     got = fold(pl.Series("t", texts), list(NORMALISE_PARTS)).to_list()
     assert got == [normal(t) or "" for t in texts]
+
+
+@pytest.mark.parametrize("command", ["validate", "audit", "fix", "export"])
+def test_every_command_on_the_command_line(command: str, sample, tmp_path: Path, capsys) -> None:
+    """Each verb takes the declaration as flags; validate runs the schema rules only."""
+    from curate.cli.main import main
+
+    df, models = sample
+    path = tmp_path / "t.csv"
+    df.write_csv(path)
+    argv = [command, "table", str(path), "--id", "glycowork_row", "--split", "split"]
+    argv += ["--text", "glycan", "--schema", f"{models}:Occurrence", "--format", "json"]
+    if command in ("fix", "export"):
+        argv = [a for a in argv if a not in ("--format", "json")] + ["--out", str(tmp_path / "o")]
+    rc = main(argv)
+    out = capsys.readouterr().out
+    assert rc == (1 if command in ("validate", "audit") else 0), out
+    if command == "validate":
+        assert set(json.loads(out)["summary"]["rules_run"]) == {"TB001", "TB002"}
+    if command in ("fix", "export"):
+        assert datasets.load_dataset(str(tmp_path / "o"))["train"].num_rows > 3000

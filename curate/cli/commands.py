@@ -243,7 +243,8 @@ def validate(
         paths,
         options,
         encoding=encoding,
-        select=["schema", "integrity"],
+        # the categories the family has (a plug-in family may have no integrity rule)
+        select=[c for c in ("schema", "integrity") if any(r.category == c for r in fam.rules)],
         loaded=lambda data: _guard_read(output, paths, options, data, overwrite),
     )
     _guard_read(output, paths, options, data, overwrite)
