@@ -44,7 +44,7 @@ from curate.io.read import SPLIT_FROM_LAYOUT, read_frame
 from curate.io.records import split_of
 from curate.schemas.records import plan_fields, validate_frame
 
-__all__ = ["SPLIT_NAMES", "RecordsFamily"]
+__all__ = ["SPLIT_NAMES", "RecordsFamily", "record_rows", "with_problems"]
 
 #: Split spellings read as the canonical splits (lower-cased first); others are kept as written.
 SPLIT_NAMES: dict[str, str] = {
@@ -57,6 +57,52 @@ SPLIT_NAMES: dict[str, str] = {
     "test": "test",
     "testing": "test",
 }
+
+
+def record_rows(
+    height: int, ident: pl.Series | None, split: pl.Series | None, offset: int, index: int
+) -> pl.DataFrame:
+    """The bookkeeping of one input's rows (see :class:`RecordsData`): ``row`` (its position
+    across the inputs, from ``offset``), ``record`` (the id, else ``#N`` in the file),
+    ``split``, ``input``."""
+    local = pl.int_range(height, dtype=pl.Int64)
+    if ident is not None and not ident.has_nulls():
+        record = pl.col("__id")  # every row has its id: no "#N" made for 10 M rows
+    else:
+        record = pl.coalesce("__id", pl.format("#{}", local))
+    if ident is None:
+        ident = pl.Series("r", [None] * height, dtype=pl.String)
+    return pl.DataFrame({"__id": ident}).select(
+        (local + offset).alias("row"),
+        record.alias("record"),
+        (split if split is not None else pl.lit(None, pl.String)).alias("split"),
+        pl.lit(index, pl.Int32).alias("input"),
+    )
+
+
+def with_problems(
+    rows: pl.DataFrame, problems: pl.DataFrame, offset: int, path: str | Path
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``rows`` with ``valid`` (no problem), and the schema findings of ``problems`` (one per
+    invalid cell, from :func:`~curate.schemas.records.validate_frame`; rows local to the
+    input, so moved by ``offset``), each naming the file, the column and the value read."""
+    bad = rows.join(problems.with_columns(pl.col("row") + offset), on="row")
+    rows = rows.with_columns((~pl.col("row").is_in(bad["row"].implode())).alias("valid"))
+    findings = bad.select(
+        "row",
+        "record",
+        "field",
+        "message",
+        pl.struct(
+            pl.lit(str(path)).alias("file"),
+            pl.col("field").alias("column"),
+            pl.col("value"),
+        )
+        .struct.json_encode()
+        .alias("details"),
+        pl.lit(None, pl.String).alias("fix"),
+    )
+    return rows, findings
 
 
 class RecordsFamily(Family):
@@ -128,34 +174,13 @@ class RecordsFamily(Family):
             if self.split_field in self.Model.model_fields and split is not None:
                 frame = frame.with_columns(split.alias(self.split_field))
             values, problems = validate_frame(frame, self.Model, nested=src.nested_cells)
-            local = pl.int_range(frame.height, dtype=pl.Int64)
             ident = (
                 frame[self.id_field].cast(pl.String)
                 if self.id_field and self.id_field in frame.columns
-                else pl.Series("r", [None] * frame.height, dtype=pl.String)
+                else None
             )
-            rows = pl.DataFrame({"__id": ident}).select(
-                (local + offset).alias("row"),
-                pl.coalesce("__id", pl.format("#{}", local)).alias("record"),
-                (split if split is not None else pl.lit(None, pl.String)).alias("split"),
-                pl.lit(i, pl.Int32).alias("input"),
-            )
-            bad = rows.join(problems.with_columns(pl.col("row") + offset), on="row")
-            rows = rows.with_columns((~pl.col("row").is_in(bad["row"].implode())).alias("valid"))
-            findings = bad.select(
-                "row",
-                "record",
-                "field",
-                "message",
-                pl.struct(
-                    pl.lit(str(path)).alias("file"),
-                    pl.col("field").alias("column"),
-                    pl.col("value"),
-                )
-                .struct.json_encode()
-                .alias("details"),
-                pl.lit(None, pl.String).alias("fix"),
-            )
+            rows = record_rows(frame.height, ident, split, offset, i)
+            rows, findings = with_problems(rows, problems, offset, path)
             parts.append((rows, values, frame, findings))
             splits = dict(rows.group_by("split").len().drop_nulls("split").rows())
             inputs.append(InputInfo(str(path), src.sha256, frame.height, src.format, splits))

@@ -36,7 +36,7 @@ from curate.core.keys import SPLIT_ORDER
 from curate.core.options import FamilyOptions
 from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
-from curate.families.records import SPLIT_NAMES, RecordsFamily
+from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, with_problems
 from curate.io.folders import card_features
 from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.io.records import brief, split_of
@@ -269,23 +269,9 @@ class TableFamily(RecordsFamily):
                 values, problems = validate_frame(cells, model, nested=info[2])
             else:
                 values, problems = typed, declared
-            rows = self._rows(typed, split, options.id, offset, i)
-            bad = rows.join(problems.with_columns(pl.col("row") + offset), on="row")
-            rows = rows.with_columns((~pl.col("row").is_in(bad["row"].implode())).alias("valid"))
-            findings = bad.select(
-                "row",
-                "record",
-                "field",
-                "message",
-                pl.struct(
-                    pl.lit(str(path)).alias("file"),
-                    pl.col("field").alias("column"),
-                    pl.col("value"),
-                )
-                .struct.json_encode()
-                .alias("details"),
-                pl.lit(None, pl.String).alias("fix"),
-            )
+            ident = typed[options.id].cast(pl.String) if options.id else None
+            rows = record_rows(typed.height, ident, split, offset, i)
+            rows, findings = with_problems(rows, problems, offset, info[0])
             parts.append((rows, values, typed, findings))
             splits = dict(rows.group_by("split").len().drop_nulls("split").rows())
             inputs.append(InputInfo(info[0], info[3], typed.height, info[4], splits))
@@ -383,29 +369,6 @@ class TableFamily(RecordsFamily):
                 f"{', ...' if len(header) > 20 else ''}",
                 path=path,
             )
-
-    def _rows(
-        self,
-        frame: pl.DataFrame,
-        split: pl.Series | None,
-        id_col: str | None,
-        offset: int,
-        index: int,
-    ) -> pl.DataFrame:
-        local = pl.int_range(frame.height, dtype=pl.Int64)
-        ident = frame[id_col].cast(pl.String) if id_col else None
-        if ident is not None and not ident.has_nulls():
-            record = pl.col("__id")  # every row has its id: no "#N" made for 10 M rows
-        else:
-            record = pl.coalesce("__id", pl.format("#{}", local))
-        if ident is None:
-            ident = pl.Series("r", [None] * frame.height, dtype=pl.String)
-        return pl.DataFrame({"__id": ident}).select(
-            (local + offset).alias("row"),
-            record.alias("record"),
-            (split if split is not None else pl.lit(None, pl.String)).alias("split"),
-            pl.lit(index, pl.Int32).alias("input"),
-        )
 
     def _split_order(self) -> tuple[str, ...]:
         return SPLIT_ORDER

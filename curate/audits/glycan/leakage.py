@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import polars as pl
 
 from curate.audits.glycan.labels import label_tables, task_labels
 from curate.audits.glycan.registry import RULES
 from curate.audits.shared.duplicates import leaks_from, seen_in
-from curate.audits.shared.resplit import regroup_split
+from curate.audits.shared.resplit import move_edits, regroup_split
 from curate.core.findings import (
     clip_expr,
     concat_outputs,
@@ -98,31 +97,11 @@ def _leak_rule(data: GlycanData, same: bool, ctx: AuditContext) -> pl.DataFrame:
         # built only when something leaks: a table without a split never needs the re-split
         split_of = ctx.table("resplit").get(t.index) if lk.height else None
         if split_of is not None and lk.height:
-            # every row of a key has the key's target: the rows of the reported keys that are
-            # not there yet move with each finding (a row without a split is in train for the
-            # fix engine, and when published)
-            placed = split_of.with_columns(pl.col("split").fill_null("train").alias("s"))
-            movers = (
-                placed.filter(pl.col("s") != pl.col("target"))
-                .join(lk.select(pl.col("key").alias("k")).unique(), on="k", how="semi")
-                .group_by("k")
-                .agg(pl.col("row").alias("m_rows"), pl.col("s").alias("m_splits"))
+            fixes = move_edits(
+                lk.select("row", pl.col("key").alias("unit"), "split"),
+                split_of.select("row", pl.col("k").alias("unit"), "split", "target"),
+                reason,
             )
-            info = (
-                lk.select("row", "key", "split")
-                .join(split_of.select("row", "target"), on="row", how="left", maintain_order="left")
-                .join(movers, left_on="key", right_on="k", how="left", maintain_order="left")
-            )
-            for n, (row, _, split, new, m_rows, m_splits) in enumerate(info.iter_rows()):
-                if new is None:
-                    continue
-                others = [
-                    [r, s] for r, s in zip(m_rows or (), m_splits or (), strict=True) if r != row
-                ]
-                if split == new and not others:
-                    continue
-                edit = {"op": "move", "old": split, "new": new, "with": others, "reason": reason}
-                fixes[n] = orjson.dumps(edit).decode()
         lk = lk.with_columns(pl.Series("fix", fixes, dtype=pl.String))
         parts.append(
             finding_frame(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import polars as pl
 
-__all__ = ["regroup_split"]
+__all__ = ["move_edits", "regroup_split"]
 
 
 def regroup_split(
@@ -86,3 +87,34 @@ def regroup_split(
     )
     placed = pl.concat([stays.select("g", "t"), moved])
     return frame.join(placed, on="g", how="left", maintain_order="left")["t"]
+
+
+def move_edits(hits: pl.DataFrame, placed: pl.DataFrame, reason: str) -> list[str | None]:
+    """The fix engine's ``move`` edit of each leak finding (``hits``: ``row``, ``unit``,
+    ``split``, in the findings' order), given every row's ``target`` split (``placed``:
+    ``row``, ``unit``, ``split``, ``target``, from :func:`regroup_split`): the finding's row
+    and, with it, every other row of its unit not yet in the target (the training rows of a
+    glycan or a group sent to test are no findings, but must move too). Every finding of a
+    unit states the whole unit, so whichever is applied first moves it; None where nothing
+    moves. A row without a split is in train, for the fix engine and when published."""
+    placed = placed.with_columns(pl.col("split").fill_null("train").alias("s"))
+    movers = (
+        placed.filter(pl.col("s") != pl.col("target"))
+        .join(hits.select("unit").unique(), on="unit", how="semi")
+        .group_by("unit")
+        .agg(pl.col("row").alias("m_rows"), pl.col("s").alias("m_splits"))
+    )
+    info = (
+        hits.select("row", "unit", "split")
+        .join(placed.select("row", "target"), on="row", how="left", maintain_order="left")
+        .join(movers, on="unit", how="left", maintain_order="left")
+    )
+    out: list[str | None] = []
+    for row, _, split, new, m_rows, m_splits in info.iter_rows():
+        others = [[r, s] for r, s in zip(m_rows or (), m_splits or (), strict=True) if r != row]
+        if new is None or (split == new and not others):
+            out.append(None)
+            continue
+        edit = {"op": "move", "old": split, "new": new, "with": others, "reason": reason}
+        out.append(orjson.dumps(edit).decode())
+    return out

@@ -7,11 +7,10 @@ column, the key in its normal form (``keys`` table), the group.
 
 from __future__ import annotations
 
-import orjson
 import polars as pl
 
 from curate.audits.shared.duplicates import cross_split_copies, later_copies, name_firsts
-from curate.audits.shared.resplit import regroup_split
+from curate.audits.shared.resplit import move_edits, regroup_split
 from curate.audits.table.registry import (
     RULES,
     at,
@@ -21,7 +20,7 @@ from curate.audits.table.registry import (
     repeated,
     value,
 )
-from curate.core.findings import concat_outputs, empty_rule_output, finding_frame, json_struct
+from curate.core.findings import empty_rule_output, finding_frame, json_struct
 from curate.core.rules import AuditContext
 
 
@@ -324,34 +323,8 @@ def split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
 
 
 def _regroup_edits(hits: pl.DataFrame, units: pl.DataFrame, seed: int, name: str) -> list:
-    """Each finding's ``move`` edit: its row and the other rows of its group not yet in the
+    """Each finding's ``move`` edit (:func:`~curate.audits.shared.resplit.move_edits`) to its
     group's target split (:func:`~curate.audits.shared.resplit.regroup_split`)."""
     target = regroup_split(units["unit"], units["split"], seed=seed)
-    placed = units.with_columns(
-        target.alias("target"), pl.col("split").fill_null("train").alias("s")
-    )
-    leaking = hits.select(pl.col("unit")).unique()
-    movers = (
-        placed.join(leaking, on="unit", how="semi")
-        .filter(pl.col("s") != pl.col("target"))
-        .group_by("unit")
-        .agg(pl.col("row").alias("m_rows"), pl.col("s").alias("m_splits"))
-    )
-    info = (
-        hits.select("row", "unit", "split")
-        .join(placed.select("row", "target"), on="row", how="left", maintain_order="left")
-        .join(movers, on="unit", how="left", maintain_order="left")
-    )
-    reason = f"re-split grouped by {name} (seed {seed})"
-    out: list[str | None] = []
-    for row, _, split, new, m_rows, m_splits in info.iter_rows():
-        others = [[r, s] for r, s in zip(m_rows or (), m_splits or (), strict=True) if r != row]
-        if new is None or (split == new and not others):
-            out.append(None)
-            continue
-        edit = {"op": "move", "old": split, "new": new, "with": others, "reason": reason}
-        out.append(orjson.dumps(edit).decode())
-    return out
-
-
-__all__ = ["concat_outputs"]
+    placed = units.select("row", "unit", "split").with_columns(target.alias("target"))
+    return move_edits(hits, placed, f"re-split grouped by {name} (seed {seed})")
