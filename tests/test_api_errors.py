@@ -61,7 +61,10 @@ def test_paths_of_the_wrong_type_name_the_argument() -> None:
     assert str(ei.value).endswith(", got int")
     # curate's own usage error, and still the TypeError Python code may catch
     assert isinstance(ei.value, UsageError) and isinstance(ei.value, TypeError)
-    with pytest.raises(ArgumentError, match=r"^paths\[1\]: expected a path, got int$"):
+    with pytest.raises(
+        ArgumentError,
+        match=r"^paths\[1\]: expected a path or a DataFrame \(polars, pandas\), .*, got int$",
+    ):
         curate.load("mquake", [MQUAKE, 5])
     with pytest.raises(ArgumentError, match=r"^family: expected a family name or a Family"):
         curate.audit(7, MQUAKE)

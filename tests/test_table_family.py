@@ -242,7 +242,7 @@ def test_audit_fix_export_with_the_users_model(kind: str, sample, tmp_path: Path
     else:
         data = df.to_pandas()
     declared = dict(
-        id="glycowork_row", label="Kingdom", text="glycan", schema_=f"{models}:Occurrence"
+        id="glycowork_row", label="Kingdom", text="glycan", schema=f"{models}:Occurrence"
     )
     if kind != "folder":
         declared["split"] = "split"
@@ -266,7 +266,7 @@ def test_schema_given_as_module(monkeypatch, sample, tmp_path: Path) -> None:
     df, models = sample
     monkeypatch.syspath_prepend(str(models.parent))
     report = curate.audit(
-        "table", df, id="glycowork_row", split="split", schema_="models:Occurrence"
+        "table", df, id="glycowork_row", split="split", schema="models:Occurrence"
     )
     assert set(found(report, "TB001")["field"]) == {"taxon_id", "split"}
 
@@ -284,7 +284,7 @@ def test_schema_given_as_module(monkeypatch, sample, tmp_path: Path) -> None:
 def test_schema_errors_are_one_line(spec: str, words: str, sample) -> None:
     df, _ = sample
     with pytest.raises(UsageError, match=words):
-        curate.audit("table", df, schema_=spec)
+        curate.audit("table", df, schema=spec)
 
 
 def test_a_declared_column_missing_is_one_line(tmp_path: Path, sample) -> None:
@@ -488,7 +488,9 @@ _TEXT = st.text(
     alphabet=st.one_of(
         st.characters(
             max_codepoint=0x2FFF,
-            blacklist_categories=("Cs",),
+            # unassigned in Python's Unicode database (3.11: Unicode 14) but perhaps assigned
+            # in the newer one polars' regex engine has (U+1B4E is punctuation in Unicode 15)
+            blacklist_categories=("Cs", "Cn"),
             # separators Python's str.split() knows but Unicode's White_Space does not
             blacklist_characters="\x1c\x1d\x1e\x1f",
         ),

@@ -239,7 +239,7 @@ class TableFamily(RecordsFamily):
         given in memory), the declared columns checked to exist (exit 2, one line), the split
         resolved, the rows checked against ``--schema`` when given."""
         assert isinstance(options, TableOptions)
-        model = load_model(options.schema_) if options.schema_ else None
+        model = load_model(options.schema) if options.schema else None
         parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
         inputs: list[InputInfo] = []
         inferred: set[str] = set()

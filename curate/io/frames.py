@@ -69,6 +69,9 @@ class TableLike(metaclass=ABCMeta):  # noqa: B024 (a check, nothing to implement
     ``isinstance(df, TableLike)`` holds for the kinds :func:`as_input` reads, without
     importing pandas or ``datasets`` to ask."""
 
+    #: How argument errors name it (``paths: expected a path or a DataFrame ...``).
+    described_as = "a DataFrame (polars, pandas), a pyarrow Table or a datasets Dataset"
+
     @classmethod
     def __subclasshook__(cls, sub: type) -> bool:
         return _kind_of(sub) is not None

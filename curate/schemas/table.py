@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -91,6 +92,11 @@ def _pairs(v: Any) -> Any:
 SplitMap = Annotated[dict[str, str], BeforeValidator(_pairs)]
 
 
+# ``--schema`` is the option's name on the command line and in Python (``schema=``); the field
+# shadows pydantic's deprecated ``BaseModel.schema()``, which nothing here calls.
+warnings.filterwarnings("ignore", message='Field name "schema" in "TableOptions" shadows')
+
+
 class TableOptions(FamilyOptions):
     """The declaration of a table: its columns' roles, its model and the rules' thresholds."""
 
@@ -133,11 +139,10 @@ class TableOptions(FamilyOptions):
         help="Column(s) that make two rows the same example, comma-separated (default: the "
         "--text columns): duplicates, conflicts and exact leakage compare them.",
     )
-    schema_: str | None = option(
+    schema: str | None = option(  # type: ignore[assignment]  (BaseModel.schema: deprecated)
         None,
         help="A Pydantic v2 model every row must satisfy: module:Model or path/to/file.py:Model "
         "(default: the types the file declares, or a dataset folder card's features).",
-        flag="--schema",
     )
     normalise: Columns = option(
         list(NORMALISE_PARTS),
@@ -231,7 +236,7 @@ class TableOptions(FamilyOptions):
 
     def input_files(self) -> list[Path]:
         """A ``--schema path.py:Model`` file is read: the output gate protects it."""
-        if self.schema_ and (path := _schema_path(self.schema_)) is not None:
+        if self.schema and (path := _schema_path(self.schema)) is not None:
             return [path]
         return []
 
