@@ -79,7 +79,7 @@ def test_every_family_is_in_the_example():
 def test_the_example_passes_as_shipped(repo, capsys):
     rc, out, err = run(capsys, "check")
     assert rc == 0, out + err
-    assert "curate check passed: 4 dataset(s)" in out
+    assert "curate check passed: 5 dataset(s)" in out
     # the accepted findings are there, counted as baselined and ignored, not hidden
     assert "KE401" in out and "GL402" in out
     # the configured report files were written, and they validate
@@ -385,7 +385,7 @@ def test_an_unusable_dataset_is_named_and_the_others_still_checked(repo, capsys,
     junit = (repo / "reports" / "curate-junit.xml").read_text("utf-8")
     validate_junit(junit)
     assert '<error message="data/mquake/cases.json' in junit and 'errors="1"' in junit
-    assert junit.count("<testsuite ") == 4
+    assert junit.count("<testsuite ") == 5
     doc = validate_sarif((repo / "reports" / "curate.sarif").read_text("utf-8"))
     run0 = doc["runs"][0]
     hit = next(r for r in run0["results"] if r["ruleId"] == "unusable-input")
