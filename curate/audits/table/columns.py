@@ -105,7 +105,7 @@ def mixed_types(data, ctx: AuditContext) -> pl.DataFrame:
     words is a text column and is not reported. One finding per column, on the first cell of a
     rarer kind, with how many cells are of each kind; the details hold the counts. Columns a
     file types itself (parquet, Arrow, an in-memory frame, a JSON column of strings only) have
-    one type and are not checked; nor are the rows TB001 or TB002 refused. No fix: whether
+    one type and are not checked; nor are the rows TB001 refused. No fix: whether
     ``n/a`` means missing or ``1,5`` means 1.5 is the data owner's call."""
     share = ctx.options.mixed_share
     names = [c for c in data.raw.columns if c in data.inferred and data.raw.schema[c] == pl.String]
@@ -162,14 +162,14 @@ def single_value_column(data, ctx: AuditContext) -> pl.DataFrame:
     """A column holds one value in every valid row that has one, or no value at all
     (Deepchecks' IsSingleValue, empty cells ignored).
 
-    A constant column tells a model nothing and every row apart: it is a leftover of a filter
-    (``language`` = ``en`` after keeping the English rows), an export default, or a column
-    that was never filled. Any column of the table is checked, declared or not, except the
-    ``--split`` column (one split is a table without splits, not a defect); a float column's
-    NaN counts as empty. One finding per column, naming no row, with the value and how many
-    rows have it; a column with no value at all is reported as such. A table with fewer than
-    two valid rows is not checked (one row has one value in every column). No fix: drop the
-    column, or keep it as documentation, by hand."""
+    A constant column tells no row from another, so a model learns nothing from it; it is a
+    leftover of a filter (``language`` = ``en`` after keeping the English rows), an export
+    default, or a column that was never filled. Any column of the table is checked, declared
+    or not, except the ``--split`` column (one split is a table without splits, not a
+    defect); a float column's NaN counts as empty. One finding per column, naming no row,
+    with the value and how many rows have it; a column with no value at all is reported as
+    such. A table with fewer than two valid rows is not checked (one row has one value in
+    every column). No fix: drop the column, or keep it as documentation, by hand."""
     skip = {ctx.options.split}
     names = [c for c in data.raw.columns if c not in skip]
     frame = _raw(data, names)
