@@ -163,8 +163,8 @@ class TableOptions(FamilyOptions):
     )
     imbalance: float = option(
         0.1,
-        help="TB203 reports a class whose share of a split is below this fraction of an even "
-        "share (1/classes), as cleanlab's class-imbalance check does.",
+        help="TB203 reports a class whose share of the valid rows is below this fraction of an "
+        "even share (1/classes), as cleanlab's class-imbalance check does.",
         commands=("validate", "audit", "fix"),
     )
     mixed_share: float = option(

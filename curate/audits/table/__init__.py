@@ -1,8 +1,9 @@
 """The ``table`` family's rules: any table, driven by its declaration (``--id``, ``--label``,
 ``--split``, ``--text``, ``--group``, ``--key``, ``--schema``).
 
-Codes: ``TB0xx`` schema and cell types (:mod:`.schema`), ``TB1xx`` columns
-(single-value, identifier-label correlation), ``TB2xx`` label distribution, ``TB3xx`` label
+Codes: ``TB0xx`` schema and cell types (:mod:`.schema`; TB003 mixed kinds in a column,
+:mod:`.columns`), ``TB1xx`` columns (single-value, identifier-label correlation,
+:mod:`.columns`), ``TB2xx`` label distribution (:mod:`.distribution`), ``TB3xx`` label
 conflicts (:mod:`.labels`), ``TB4xx`` duplicates, near-duplicates and split leakage
 (:mod:`.duplicates`). :mod:`.registry` holds the rule set and the shared tables. Imported in
 code order, the order ``curate rules table`` lists them in.
@@ -11,7 +12,9 @@ code order, the order ``curate rules table`` lists them in.
 from __future__ import annotations
 
 # isort: off
-from curate.audits.table import schema  # noqa: F401  (TB0xx)
+from curate.audits.table import schema  # noqa: F401  (TB001, TB002)
+from curate.audits.table import columns  # noqa: F401  (TB003, TB1xx)
+from curate.audits.table import distribution  # noqa: F401  (TB2xx)
 from curate.audits.table import labels  # noqa: F401  (TB3xx)
 from curate.audits.table import duplicates  # noqa: F401  (TB4xx)
 
