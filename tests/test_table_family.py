@@ -527,6 +527,7 @@ def test_every_command_on_the_command_line(command: str, sample, tmp_path: Path,
     out = capsys.readouterr().out
     assert rc == (1 if command in ("validate", "audit") else 0), out
     if command == "validate":
-        assert set(json.loads(out)["summary"]["rules_run"]) == {"TB001", "TB002"}
+        run = set(json.loads(out)["summary"]["rules_run"])
+        assert {"TB001", "TB002"} <= run and not {r for r in run if r[2] in "34"}
     if command in ("fix", "export"):
         assert datasets.load_dataset(str(tmp_path / "o"))["train"].num_rows > 3000

@@ -371,7 +371,7 @@ def glyco_report(shared: Callable[[str], Path]) -> tuple[pd.DataFrame, curate.Re
 def music_report(shared: Callable[[str], Path]) -> tuple[pd.DataFrame, curate.Report]:
     """MusicCaps with AudioSet's eval flag read as the split and three labels of three types
     (the annotator, an integer; the balanced-subset flag, a boolean; GPT's musicality, text
-    with 9 empty cells: TB002's, in no musicality class, while their annotator counts)."""
+    with 9 empty cells: TB002's rows, which take no part in any label rule)."""
     path = shared(MUSIC)
     labels = ["author_id", "is_balanced_subset", "oai_musicality"]
     report = curate.audit(
@@ -385,7 +385,10 @@ def music_report(shared: Callable[[str], Path]) -> tuple[pd.DataFrame, curate.Re
     )
     df = pd.read_csv(path)
     df["split"] = df["is_audioset_eval"].map({True: "test", False: "train"})
-    return df, report
+    # a row with an empty declared cell is TB002's and takes no part in the label rules
+    declared = df[["ytid", *labels]]
+    empty = declared.isna() | declared.astype(str).apply(lambda c: c.str.strip() == "")
+    return df[~empty.any(axis=1)], report
 
 
 LABEL_CASES = [

@@ -156,6 +156,25 @@ def card_types(
     return pl.DataFrame(out), pl.concat(problems).sort("row", maintain_order=True)
 
 
+def _missing(values: pl.DataFrame, options: TableOptions) -> pl.Series:
+    """Rows whose ``--id``, ``--label`` or ``--text`` cell is empty (null, or white space
+    only): TB002's rows, unpublishable, and like TB001's taking no part in any other rule (a
+    row without its label is no evidence of a conflict or of imbalance)."""
+    required = list(
+        dict.fromkeys([*([options.id] if options.id else []), *options.label, *options.text])
+    )
+    empty = pl.repeat(False, values.height, eager=True)
+    for c in required:
+        if c not in values.columns:
+            continue
+        s = values[c]
+        gone = s.is_null()
+        if s.dtype == pl.String:
+            gone = gone | (s.str.strip_chars() == "")
+        empty = empty | gone
+    return empty
+
+
 def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
     """``--split-map`` applied to the split column's values as written (``True``, ``1``,
     ``eval``; any case), before the canonical spellings; a value it does not name keeps its
@@ -272,6 +291,7 @@ class TableFamily(RecordsFamily):
             ident = typed[options.id].cast(pl.String) if options.id else None
             rows = record_rows(typed.height, ident, split, offset, i)
             rows, findings = with_problems(rows, problems, offset, info[0])
+            rows = rows.with_columns(pl.col("valid") & ~_missing(values, options))
             parts.append((rows, values, typed, findings))
             splits = dict(rows.group_by("split").len().drop_nulls("split").rows())
             inputs.append(InputInfo(info[0], info[3], typed.height, info[4], splits))

@@ -29,7 +29,8 @@ def missing_value(data, ctx: AuditContext) -> pl.DataFrame:
 
     Those are the columns the declaration says every example has: a row without its input or
     its label cannot be trained or scored on, and one without its id cannot be referred to.
-    Such a row is not published (``fix`` logs it whole in ``changelog.jsonl``). The ``--key``,
+    Such a row takes no part in any other rule and is not published (``fix`` logs it whole
+    in ``changelog.jsonl``). The ``--key``,
     ``--group`` and ``--split`` columns may be empty: a row without a key is never a duplicate,
     one without a split is published in train."""
     opts = ctx.options
