@@ -97,6 +97,7 @@ def similar_texts(
     shingles: str = "char:5",
     permutations: int = 128,
     seed: int = 1,
+    recall: float | None = None,
 ) -> pl.DataFrame:
     """The text pair source: pairs of distinct texts of ``df[on]`` (nulls left out) whose
     shingle sets have a Jaccard index of ``threshold`` or more (MinHash + LSH, each candidate's
@@ -104,10 +105,17 @@ def similar_texts(
 
     Returns ``<on>_a``, ``<on>_b`` (``a`` the text met first in ``df``), ``estimated`` and
     ``exact``, most similar first (then in the texts' order). Distinct texts only: equal ones
-    are exact duplicates, the business of :mod:`~curate.audits.shared.duplicates`."""
+    are exact duplicates, the business of :mod:`~curate.audits.shared.duplicates`.
+    ``recall``: the chance a pair at the threshold is found
+    (:func:`~curate.audits.shared.minhash.recall_params`; default: datasketch's banding)."""
     texts = df.get_column(on).drop_nulls().unique(maintain_order=True)
     found = near_duplicates(
-        texts, threshold=threshold, num_perm=permutations, shingles=shingles, seed=seed
+        texts,
+        threshold=threshold,
+        num_perm=permutations,
+        shingles=shingles,
+        seed=seed,
+        recall=recall,
     )
     i = found["i"].to_numpy().astype(np.int64)
     j = found["j"].to_numpy().astype(np.int64)
@@ -129,6 +137,7 @@ def near_copies(
     shingles: str = "char:5",
     permutations: int = 128,
     carry: Sequence[str] = (),
+    recall: float | None = None,
 ) -> pl.DataFrame:
     """Near-duplicate texts as ``keys`` declares them: the rows of ``df`` (``row``, the key's
     text column ``keys.columns[0]``, its split) whose text, in the key's normal form
@@ -143,6 +152,11 @@ def near_copies(
         pl.col("__text").is_not_null() & (pl.col("__text") != "")
     )
     pairs = similar_texts(
-        normal, "__text", threshold=threshold, shingles=shingles, permutations=permutations
+        normal,
+        "__text",
+        threshold=threshold,
+        shingles=shingles,
+        permutations=permutations,
+        recall=recall,
     )
     return later_vs_earlier(pairs, normal, "__text", keys, carry=carry)
