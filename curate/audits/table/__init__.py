@@ -4,9 +4,9 @@
 Codes: ``TB0xx`` schema and cell types (:mod:`.schema`; TB003 mixed kinds in a column,
 :mod:`.columns`), ``TB1xx`` columns (single-value, identifier-label correlation,
 :mod:`.columns`), ``TB2xx`` label distribution (:mod:`.distribution`), ``TB3xx`` label
-conflicts (:mod:`.labels`), ``TB4xx`` duplicates, near-duplicates and split leakage
-(:mod:`.duplicates`). :mod:`.registry` holds the rule set and the shared tables. Imported in
-code order, the order ``curate rules table`` lists them in.
+conflicts (:mod:`.labels`), ``TB4xx`` duplicates and split leakage (:mod:`.duplicates`),
+near-duplicates within and across splits (:mod:`.near`). :mod:`.registry` holds the rule set
+and the shared tables. Imported in code order, the order ``curate rules table`` lists them in.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from curate.audits.table import columns  # noqa: F401  (TB003, TB1xx)
 from curate.audits.table import distribution  # noqa: F401  (TB2xx)
 from curate.audits.table import labels  # noqa: F401  (TB3xx)
 from curate.audits.table import duplicates  # noqa: F401  (TB4xx)
+from curate.audits.table import near  # noqa: F401  (TB404, TB406)
 
 # isort: on
 from curate.audits.table.registry import RULES
