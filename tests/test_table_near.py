@@ -302,10 +302,17 @@ def test_several_text_columns_are_one_input(captions) -> None:
     small = path.with_name("two.csv")
     sub.to_csv(small, index=False)
     report = curate.audit("table", small, id="ytid", split="split", text="caption,openai_refine")
-    want = expected(inputs(sub, ["caption", "openai_refine"]), sub["split"].tolist())
+    texts = inputs(sub, ["caption", "openai_refine"])
+    want = expected(texts, sub["split"].tolist())
     assert want["TB404"] or want["TB406"]
     assert_same(found(report, "TB404"), want["TB404"])
     assert_same(found(report, "TB406"), want["TB406"])
+    # without --split the table is one split: every near pair is TB404's, none leaks
+    whole = curate.audit("table", small, id="ytid", text="caption,openai_refine")
+    want = expected(texts, [None] * len(sub))
+    assert len(want["TB404"]) > len(found(report, "TB404")) and not want["TB406"]
+    assert_same(found(whole, "TB404"), want["TB404"])
+    assert "TB406" in whole.rules_run and not found(whole, "TB406")
 
 
 def test_glycans_match_brute_force(shared: Callable[[str], Path]) -> None:

@@ -1,0 +1,151 @@
+"""Table near-duplicates benchmark: TB404 + TB406 end to end against the shared manager alone.
+
+Issue 32 asks that the ``table`` family's near-duplicate rules be as fast as the existing
+MinHash (``bench/bench_overlap.py`` measures the shared manager,
+:func:`curate.audits.shared.minhash.near_duplicates`, against datasketch). This script times,
+on the same generated texts and in the same run:
+
+* ``rules``: ``curate.audit("table", frame, --id, --split, --text, select TB404,TB406)``, the
+  whole route a user gets: the input normalised (``--normalise`` default), the distinct inputs
+  sketched (128 permutations, character 5-grams), LSH with the rules' recall-targeted banding
+  (:data:`curate.audits.table.near.RECALL`: 16 bands x 6 rows at 0.8), every candidate's exact
+  Jaccard, the orientation by split and row, the findings;
+* ``manager, rules' banding``: ``near_duplicates(recall=RECALL)`` alone on the distinct
+  normalised texts (what the rules add over it is the normalisation, the joins and the
+  findings);
+* ``manager, overlap's banding``: ``near_duplicates`` with datasketch's banding (9 x 13), the
+  call ``bench_overlap.py`` times, on the same texts;
+* ``bench_overlap texts``: that call on ``bench_overlap.py``'s own MQuAKE texts
+  (``--overlap-n``, default 100k), so the manager's rate here is comparable with its page.
+
+Texts (realistic, not one caption repeated): each base text is the first sentence of one real
+MusicCaps caption followed by the rest of another, with ~15 % of its words replaced by words
+of the captions (so bases are distinct, alike only as captions are alike); 2 % more are planted
+near copies of a base (a word replaced, dropped or two swapped). Splits are seeded 80/10/10.
+
+Run: ``python bench/bench_table_near.py`` (100k and 1M rows; the 1M run needs ~6 GB);
+``--n 20000`` for a quick look. Prints rows/s for each line and the pairs found; records
+nothing (see ``bench/RESULTS.md`` for the recorded benches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+import curate
+from curate.audits.shared import minhash as mh
+from curate.audits.table.near import RECALL
+from curate.schemas.table import NORMALISE_PARTS, normaliser
+
+CAPTIONS = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "deepfake"
+    / "musiccaps-public-openai.csv"
+)
+
+
+def generate(n: int, planted: float, seed: int) -> pl.DataFrame:
+    """``id, text, split``: ``n`` rows, of which ``planted`` are near copies of a base."""
+    rng = random.Random(seed)
+    caps = pl.read_csv(CAPTIONS, infer_schema=False)["caption"].drop_nulls().to_list()
+    sentences = [re.split(r"(?<=[.!?])\s+", c.strip()) for c in caps]
+    vocab = sorted({w for c in caps for w in c.split()})
+    base_n = int(n / (1 + planted))
+    texts: list[str] = []
+    for _ in range(base_n):
+        a, b = rng.choice(sentences), rng.choice(sentences)
+        words = " ".join([a[0], *b[1:]] if len(b) > 1 else [a[0], *b]).split()
+        for i in range(len(words)):
+            if rng.random() < 0.15:
+                words[i] = rng.choice(vocab)
+        texts.append(" ".join(words))
+    for _ in range(n - base_n):
+        words = texts[rng.randrange(base_n)].split()
+        i = rng.randrange(max(1, len(words) - 1))
+        kind = rng.randrange(3)
+        if kind == 0:
+            words[i] = rng.choice(vocab)
+        elif kind == 1 and len(words) > 3:
+            del words[i]
+        elif i + 1 < len(words):
+            words[i], words[i + 1] = words[i + 1], words[i]
+        texts.append(" ".join(words))
+    splits = rng.choices(["train", "validation", "test"], [8, 1, 1], k=n)
+    return pl.DataFrame({"id": [f"r{i}" for i in range(n)], "text": texts, "split": splits})
+
+
+def timed(f, *args, **kw):
+    gc.collect()
+    t = time.perf_counter()
+    out = f(*args, **kw)
+    return out, time.perf_counter() - t
+
+
+def line(what: str, rows: int, seconds: float, extra: str = "") -> None:
+    print(f"  {what:<34} {seconds:8.2f} s  {rows / seconds:>10,.0f} rows/s  {extra}", flush=True)
+
+
+def run(n: int, args: argparse.Namespace) -> None:
+    df, gen = timed(generate, n, args.planted, args.seed)
+    print(f"\n{n:,} rows (generated in {gen:.1f} s, not timed below)", flush=True)
+    report, sec = timed(
+        curate.audit,
+        "table",
+        df,
+        id="id",
+        split="split",
+        text="text",
+        select=["TB404", "TB406"],
+    )
+    counts = report.findings.group_by("rule").len().sort("rule").rows()
+    line("rules TB404+TB406 (audit)", n, sec, f"findings {dict(counts)}")
+    del report
+    best = 0
+    normal = df.select(normaliser(list(NORMALISE_PARTS))(pl.col("text")))["text"].unique()
+    for name, recall in (("manager, rules' banding", RECALL), ("manager, overlap's banding", None)):
+        b, r = mh.recall_params(0.8, 128, recall) if recall else mh.lsh_params(0.8, 128)
+        found, sec = timed(mh.near_duplicates, normal, threshold=0.8, num_perm=128, recall=recall)
+        line(name, n, sec, f"{b}x{r}: {found.height:,} pairs")
+        if recall is None:
+            print(f"    (pairs the overlap banding misses: {best - found.height:,})")
+        else:
+            best = found.height
+
+
+def overlap_rate(n: int) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bench_overlap
+
+    texts, _ = bench_overlap.mquake_texts(n, 0.02, 0)
+    s = pl.Series("text", texts)
+    print(f"\nbench_overlap.py's MQuAKE texts, {n:,}:")
+    for name, recall in (("manager, overlap's banding", None), ("manager, rules' banding", RECALL)):
+        found, sec = timed(mh.near_duplicates, s, threshold=0.8, num_perm=128, recall=recall)
+        line(name, n, sec, f"{found.height:,} pairs")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
+    p.add_argument("--planted", type=float, default=0.02)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overlap-n", type=int, default=100_000, help="0: skip")
+    args = p.parse_args()
+    if args.overlap_n:
+        overlap_rate(args.overlap_n)
+    for n in args.n:
+        run(n, args)
+
+
+if __name__ == "__main__":
+    main()
