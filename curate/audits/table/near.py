@@ -33,7 +33,7 @@ from curate.audits.table.registry import RULES, columns, value
 from curate.core.findings import empty_rule_output, finding_frame, json_struct
 from curate.core.keys import SPLIT_ORDER, Keys
 from curate.core.rules import AuditContext
-from curate.schemas.table import normaliser
+from curate.schemas.table import TableOptions, normaliser
 
 __all__ = ["JOIN", "near_inputs", "near_table"]
 
@@ -60,25 +60,28 @@ def _as_text(name: str, dtype: pl.DataType) -> pl.Expr:
     return col.cast(pl.String)
 
 
-def near_inputs(data: object, options: object) -> pl.DataFrame:
+def near_inputs(data: object, options: TableOptions) -> pl.DataFrame:
     """``row, record, split, text``: each valid row's input in its normal form (the
     ``--text`` columns folded by ``--normalise``, joined by :data:`JOIN`); a row whose parts
     are all empty is left out."""
-    names = list(options.text)  # type: ignore[attr-defined]
-    parts = list(options.normalise)  # type: ignore[attr-defined]
+    names, parts = list(options.text), list(options.normalise)
     frame = columns(data, names)
     fold = normaliser(parts)
-    texts = []
-    for c in names:
-        t = _as_text(value(c), frame.schema[value(c)])
-        texts.append((fold(t) if parts else t).fill_null(""))
-    empty = pl.all_horizontal([t.str.strip_chars() == "" for t in texts])
-    joined = texts[0] if len(texts) == 1 else pl.concat_str(texts, separator=JOIN)
-    return (
-        frame.select("row", "record", "split", joined.alias("text"), empty.alias("__empty"))
-        .filter(~pl.col("__empty"))
-        .drop("__empty")
+    parts_of = [f"__p{i}" for i in range(len(names))]
+    folded = frame.select(  # each part folded once (one pass per normal-form step)
+        "row",
+        "record",
+        "split",
+        *[
+            (fold(t) if parts else t).fill_null("").alias(p)
+            for t, p in zip(
+                (_as_text(value(c), frame.schema[value(c)]) for c in names), parts_of, strict=True
+            )
+        ],
     )
+    empty = pl.all_horizontal([pl.col(p).str.strip_chars() == "" for p in parts_of])
+    joined = pl.col(parts_of[0]) if len(names) == 1 else pl.concat_str(parts_of, separator=JOIN)
+    return folded.filter(~empty).select("row", "record", "split", joined.alias("text"))
 
 
 @RULES.table("near")
