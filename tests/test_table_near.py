@@ -57,12 +57,21 @@ def normal(text: object, fold: bool = True) -> str:
     return " ".join(s.split())
 
 
-def inputs(df: pd.DataFrame, text: list[str], fold: bool = True) -> list[str | None]:
-    """Each row's input: the normal forms of its text columns joined; None when all empty."""
+def inputs(
+    df: pd.DataFrame, text: list[str], fold: bool = True, required: tuple[str, ...] = ()
+) -> list[str | None]:
+    """Each row's input: the normal forms of its text columns joined; None when they are all
+    empty, or when a text or ``required`` (id, label) cell is empty as written (TB002's row,
+    which takes no part)."""
     out: list[str | None] = []
-    for values in df[text].itertuples(index=False):
+    for values, needed in zip(
+        df[text].itertuples(index=False),
+        df[[*text, *required]].itertuples(index=False),
+        strict=True,
+    ):
         parts = [normal(v, fold) for v in values]
-        out.append(JOIN.join(parts) if any(p.strip() for p in parts) else None)
+        blank = any(not normal(v, False).strip() for v in needed)
+        out.append(None if blank or not any(p.strip() for p in parts) else JOIN.join(parts))
     return out
 
 
@@ -260,7 +269,7 @@ def test_captions_match_brute_force(captions, fold: bool) -> None:
     df, path = captions
     declared = {} if fold else {"normalise": "none"}
     report = curate.audit("table", path, id="ytid", split="split", text="caption", **declared)
-    want = expected(inputs(df, ["caption"], fold), df["split"].tolist())
+    want = expected(inputs(df, ["caption"], fold, ("ytid",)), df["split"].tolist())
     assert len(want["TB406"]) >= 25 and len(want["TB404"]) >= 15  # the injected ones, mostly
     assert_same(found(report, "TB404"), want["TB404"])
     assert_same(found(report, "TB406"), want["TB406"])
@@ -299,10 +308,11 @@ def test_several_text_columns_are_one_input(captions) -> None:
     injected rows carry their source's refinement, so they stay near."""
     df, path = captions
     sub = df.iloc[-700:].reset_index(drop=True)
+    assert sub["openai_refine"].isna().any()  # a TB002 row: it takes no part
     small = path.with_name("two.csv")
     sub.to_csv(small, index=False)
     report = curate.audit("table", small, id="ytid", split="split", text="caption,openai_refine")
-    texts = inputs(sub, ["caption", "openai_refine"])
+    texts = inputs(sub, ["caption", "openai_refine"], required=("ytid",))
     want = expected(texts, sub["split"].tolist())
     assert want["TB404"] or want["TB406"]
     assert_same(found(report, "TB404"), want["TB404"])
@@ -321,7 +331,8 @@ def test_glycans_match_brute_force(shared: Callable[[str], Path]) -> None:
     report = curate.audit(
         "table", path, id="glycowork_row", label="Kingdom", split="split", text="glycan"
     )
-    want = expected(inputs(df, ["glycan"]), df["split"].tolist())
+    texts = inputs(df, ["glycan"], required=("glycowork_row", "Kingdom"))
+    want = expected(texts, df["split"].tolist())
     assert len(want["TB404"]) > 100 and len(want["TB406"]) > 50
     # Recall, not equality: glycans differing in a linkage or two sit at the threshold by the
     # hundred (half of this sample's ~1,750 near pairs have a Jaccard below 0.85), and a pair

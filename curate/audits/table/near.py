@@ -14,8 +14,10 @@ the ``keys`` table folds TB403's and TB405's keys with), so that case, punctuati
 space never make two inputs merely *near*. Several ``--text`` columns are one input: their
 normal forms joined by the ASCII unit separator (U+001F, which no normal form produces and
 which a user's text practically never holds), so a question and its context are compared as
-one text, and a shingle may span the join. An empty cell is an empty part; a row whose parts
-are all empty has no input and takes no part. Non-text columns are compared as their text.
+one text, and a shingle may span the join. Only valid rows take part: a row with an empty
+``--id``, ``--label`` or ``--text`` cell is TB002's, one failing the model TB001's; a part
+whose normal form is empty (a cell of punctuation only) is an empty part, and a row whose parts
+are all empty has no input. Non-text columns are compared as their text.
 
 Equal normal forms are not near-duplicates: they are exact copies (TB403 within a split,
 TB405 across splits, which compare the ``--key`` when one is declared). A row with an exact
