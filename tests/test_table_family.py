@@ -531,3 +531,25 @@ def test_every_command_on_the_command_line(command: str, sample, tmp_path: Path,
         assert {"TB001", "TB002"} <= run and not {r for r in run if r[2] in "34"}
     if command in ("fix", "export"):
         assert datasets.load_dataset(str(tmp_path / "o"))["train"].num_rows > 3000
+
+
+def test_tokenised_inputs_are_compared_as_their_text(species: pd.DataFrame, tmp_path: Path) -> None:
+    """A list column as --text (a tokenised input, as parquet stores it) is folded as its
+    items joined by spaces; a list-typed --group groups by its items."""
+    df = species.head(3000).copy()
+    df["tokens"] = df["target"].str.split(r"[()\[\]]")
+    df["site"] = df["Species"].str.split("_")
+    path = tmp_path / "tokens.parquet"
+    df.to_parquet(path)
+    report = curate.audit("table", path, id="id", split="split", text="tokens", group="site")
+    d = df.reset_index(drop=True)
+    d["k"] = d["tokens"].map(lambda t: normal(" ".join(t)))
+    d["rank"] = d["split"].map(RANK)
+    # TB402's rows (equal in every column; the list columns follow target and Species)
+    plain = [c for c in species.columns if c != "id"]
+    exact = d.duplicated(subset=plain, keep="first")
+    dup = d["k"].notna() & d.duplicated(subset=["k", "split"], keep="first") & ~exact
+    assert rows_of(report, "TB403") == set(d.index[dup])
+    g = d["site"].map(" ".join)
+    first = d.assign(g=g).groupby("g")["rank"].transform("min")
+    assert rows_of(report, "TB405") == set(d.index[d["rank"] > first])

@@ -13,6 +13,7 @@ from curate.audits.shared.duplicates import cross_split_copies, later_copies, na
 from curate.audits.shared.resplit import move_edits, regroup_split
 from curate.audits.table.registry import (
     RULES,
+    as_text,
     at,
     columns,
     exact_keys,
@@ -236,9 +237,9 @@ def _units(data, ctx: AuditContext) -> tuple[str, pl.DataFrame]:
     ``--group`` value when declared, else the key in its normal form (as one string)."""
     opts = ctx.options
     if opts.group:
-        frame = columns(data, [opts.group]).select(
-            "row", "record", "split", pl.col(value(opts.group)).cast(pl.String).alias("unit")
-        )
+        frame = columns(data, [opts.group])
+        unit = as_text(frame[value(opts.group)]).cast(pl.String).alias("unit")
+        frame = frame.select("row", "record", "split").with_columns(unit)
         return opts.group, frame.filter(pl.col("unit").is_not_null())
     # every row's key as its hash (what the regrouping groups by: a collision only moves two
     # keys together); the leak findings are verified on the folded keys (split_leakage)

@@ -72,6 +72,20 @@ def _blank(expr: pl.Expr) -> pl.Expr:
     return expr.is_null() | (expr.cast(pl.String).str.strip_chars() == "")
 
 
+def as_text(column: pl.Series) -> pl.Series:
+    """A nested key column as text, so that it is folded like text: a list's items joined by
+    spaces (a tokenised input, ``["Hello", "world"]``, is the sentence ``Hello world``), a
+    struct as its JSON; other columns as they are."""
+    if isinstance(column.dtype, pl.List | pl.Array):
+        items = column.to_frame("c").select(
+            pl.col("c").cast(pl.List(pl.String)) if isinstance(column.dtype, pl.Array) else "c"
+        )["c"]
+        return items.list.eval(pl.element().cast(pl.String)).list.join(" ").alias(column.name)
+    if isinstance(column.dtype, pl.Struct):
+        return column.struct.json_encode().alias(column.name)
+    return column
+
+
 def _folded(data: object, opts: object, rows: pl.DataFrame | None = None) -> pl.DataFrame:
     """``row`` and ``k0..kn``: the key columns of the valid rows (of ``rows`` only, when
     given) in their normal form (text columns folded by ``--normalise``, others as they
@@ -81,7 +95,7 @@ def _folded(data: object, opts: object, rows: pl.DataFrame | None = None) -> pl.
     parts = opts.normalise  # type: ignore[attr-defined]
     out = [frame["row"]]
     for n, c in zip(key_names(len(cols)), cols, strict=True):
-        s = frame[value(c)]
+        s = as_text(frame[value(c)])
         out.append((fold(s, parts) if s.dtype == pl.String and parts else s).alias(n))
     keyed = pl.DataFrame(out)
     blank = pl.any_horizontal([_blank(pl.col(n)) for n in key_names(len(cols))])
@@ -132,6 +146,7 @@ def fold_hash(column: pl.Series, parts: list[str], seed: int) -> pl.DataFrame:
     """``h`` and ``blank`` per cell of ``column`` in its normal form (see
     :func:`key_hashes_table`). A column whose cells repeat (a QA set's contexts, an NLI set's
     premises: judged on a sample) is folded once per distinct cell and joined back."""
+    column = as_text(column)
     if column.dtype != pl.String:
         blank = column.is_null()
         return pl.DataFrame({"h": column.hash(seed), "blank": blank})
