@@ -225,7 +225,7 @@ class TableOptions(FamilyOptions):
         if not self.label:
             missing.add("labels")
         if not self.key_columns():
-            missing |= {"keys", "key_hashes"}
+            missing.add("key_hashes")
             if not self.group:
                 missing.add("units")
         if not self.text or self.near_threshold == 0:

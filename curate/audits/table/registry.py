@@ -6,9 +6,11 @@ whose input the declaration does not give (no ``--label``: no label rule) needs 
 the options call unavailable, so the engine does not run it and the report's ``rules_run``
 says so, instead of a clean bill for a check that never ran.
 
-Shared tables: ``keys`` (each valid row's key in its normal form: the ``--key`` columns, else
-the ``--text`` columns, text folded as ``--normalise`` says), ``labels`` (the declared label
-columns of the valid rows), ``near`` (near-duplicate input pairs, MinHash), ``ids``.
+Shared tables: ``key_hashes`` (each valid row's key in its normal form, as a hash: the
+``--key`` columns, else the ``--text`` columns, text folded as ``--normalise`` says; the exact
+rules verify the repeated ones on the text, :func:`exact_keys`), ``copies`` (exact copies),
+``units`` (what must not cross splits), ``labels`` (the declared label columns of the valid
+rows), ``near`` (near-duplicate input pairs, MinHash), ``ids``.
 
 Column names: a rule's frame holds the bookkeeping (``row``, ``record``, ``split``, ``input``,
 ``valid``) and each value column under ``v:<name>`` (:func:`columns`), so that a user's column
@@ -100,16 +102,6 @@ def _folded(data: object, opts: object, rows: pl.DataFrame | None = None) -> pl.
     keyed = pl.DataFrame(out)
     blank = pl.any_horizontal([_blank(pl.col(n)) for n in key_names(len(cols))])
     return keyed.filter(~blank)
-
-
-@RULES.table("keys")
-def keys_table(ctx: AuditContext) -> pl.DataFrame:
-    """``row, record, split, k0..kn``: each valid row's key in its normal form (text columns
-    folded by ``--normalise``, others as they are); a row with an empty key column has no key
-    and is left out (it is never the same example as another). Every row's folded text: for
-    the few rules that need it whole (near-duplicates); the exact rules use ``key_hashes``."""
-    keyed = _folded(ctx.data, ctx.options)
-    return ctx.data.rows.select("row", "record", "split").join(keyed, on="row")
 
 
 #: Rows sampled to judge how often a column's cells repeat (see :func:`fold_hash`).
