@@ -417,6 +417,136 @@ def test_glycan_identical(ray_engine, ray_cluster, ray_calls, glycan_sample_csv,
     _same_on_both(["glycan", str(sample)], tmp_path, ray_cluster)
 
 
+#: The user's models for glycowork's sample (``--schema models.py:Row`` / ``:Plain``): ``Row``
+#: has a validator (validated row by row), ``Plain`` constraints only (columnwise, its
+#: constrained fields by pydantic over their distinct values). ``Domain`` is an enum of the
+#: file (its members must come back from a worker as the driver's); "Eukaryota" is not one.
+TABLE_MODELS = """
+import enum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, PositiveInt, StringConstraints, field_validator
+
+
+class Domain(str, enum.Enum):
+    BACTERIA = "Bacteria"
+    EUKARYA = "Eukarya"
+    VIRUS = "Virus"
+    ARCHAEA = "Archaea"
+
+
+class Row(BaseModel):
+    glycowork_row: int
+    glycan: str
+    Species: str
+    Kingdom: str
+    Domain: Domain
+    taxon_id: PositiveInt | None = None
+    split: Literal["train", "validation", "test"]
+
+    @field_validator("glycan")
+    @classmethod
+    def balanced(cls, v: str) -> str:
+        if v.count("(") != v.count(")"):
+            raise ValueError("unbalanced parentheses")
+        return v
+
+
+class Plain(BaseModel):
+    glycowork_row: int
+    glycan: Annotated[str, StringConstraints(pattern=r"^[^()]*(\\([^()]*\\)[^()]*)*$")]
+    Kingdom: Annotated[str, StringConstraints(pattern=r"^[A-Z][a-z]+$")]
+    Domain: Domain
+    taxon_id: PositiveInt | None = None
+    split: Literal["train", "validation", "test"]
+"""
+
+#: Cells written over glycowork's sample (row, column, value): each fails both models.
+TABLE_BREAKS = [
+    (11, "taxon_id", "not a number"),
+    (12, "glycan", "Gal(b1-4"),
+    (300, "taxon_id", "-5"),
+    (2500, "glycan", "Fuc(a1-2"),
+    (4800, "taxon_id", "0"),
+]
+
+
+@pytest.fixture(scope="module")
+def glycowork_table(tmp_path_factory: pytest.TempPathFactory, glycan_sample_csv) -> Path:
+    """glycowork's sample with :data:`TABLE_BREAKS`, and ``models.py`` beside it."""
+    import polars as pl
+
+    folder = tmp_path_factory.mktemp("table")
+    df = pl.read_csv(glycan_sample_csv, infer_schema_length=0)
+    for row, column, value in TABLE_BREAKS:
+        df = df.with_columns(
+            pl.when(pl.int_range(pl.len()) == row)
+            .then(pl.lit(value))
+            .otherwise(pl.col(column))
+            .alias(column)
+        )
+    df.write_csv(folder / "glycowork.csv")
+    (folder / "models.py").write_text(TABLE_MODELS, encoding="utf-8")
+    return folder / "glycowork.csv"
+
+
+def _table_args(csv: Path, model: str) -> list[str]:
+    return [
+        "table",
+        str(csv),
+        *("--id", "glycowork_row", "--label", "Kingdom", "--split", "split", "--text", "glycan"),
+        *("--schema", f"{csv.parent / 'models.py'}:{model}"),
+    ]
+
+
+def test_table_identical(
+    ray_engine, ray_cluster, ray_calls, glycowork_table, tmp_path, monkeypatch
+):
+    """The user's model from a file (a module the workers cannot import: they build it from
+    the bytes the driver read) checks glycowork's sample as slices of rows (``Row``, a
+    validator) and as batches of distinct values (``Plain``) on Ray; each report equals the
+    local one, and its TB001 findings are the rows the model refuses, as pydantic says."""
+    import importlib.util
+
+    import polars as pl
+    from pydantic import ValidationError
+
+    spec = importlib.util.spec_from_file_location(
+        "ray_test_models", glycowork_table.parent / "models.py"
+    )
+    assert spec is not None and spec.loader is not None
+    models = importlib.util.module_from_spec(spec)
+    sys.modules["ray_test_models"] = models
+    spec.loader.exec_module(models)
+    from curate.core.engine import RayEngine
+
+    units: Counter = Counter()
+    original = RayEngine.map
+
+    def counted(self, fn, todo, **kwargs):
+        units[fn.__name__] += len(todo)
+        return original(self, fn, todo, **kwargs)
+
+    monkeypatch.setattr(RayEngine, "map", counted)
+    df = pl.read_csv(glycowork_table, infer_schema_length=0)
+    for name, task in (("Row", "validate_rows"), ("Plain", "validate_values")):
+        report = _same_on_both(_table_args(glycowork_table, name), tmp_path, ray_cluster)
+        assert ray_calls[task] == 1  # one round of tasks
+        assert units[task] >= 4  # of several units: the merge is exercised
+        model = getattr(models, name)
+        refused = set()
+        for row in df.iter_rows(named=True):
+            cells = {k: v for k, v in row.items() if v is not None}
+            try:
+                model.model_validate(cells)
+            except ValidationError:
+                refused.add(str(row["glycowork_row"]))
+        found = {f["record"] for f in report["findings"] if f["rule"] == "TB001"}
+        assert found == refused
+        assert {str(df["glycowork_row"][r]) for r, _, _ in TABLE_BREAKS} <= found
+        assert any("Eukaryota" in f["message"] for f in report["findings"])
+
+
 def test_deepfake_identical(ray_engine, ray_cluster, ray_calls, tmp_path):
     """A manifest over real generated media (broken, near-duplicate and clean files)."""
     from test_deepfake_files import _row, _write_manifest
@@ -451,12 +581,19 @@ def _tree(folder: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("verb", ["fix", "export"])
+@pytest.mark.parametrize(
+    ("verb", "family"),
+    [("fix", "knowledge-editing"), ("export", "icrl"), ("fix", "table"), ("export", "table")],
+)
 def test_fix_and_export_write_the_same_files(
-    ray_engine, ray_cluster, hard_path, xland, verb, tmp_path
+    ray_engine, ray_cluster, hard_path, xland, glycowork_table, verb, family, tmp_path
 ):
     """fix and export on Ray write the same bytes (data, card, changelog, reports)."""
-    inputs = {"fix": ["knowledge-editing", str(hard_path)], "export": ["icrl", str(xland)]}[verb]
+    inputs = {
+        "knowledge-editing": ["knowledge-editing", str(hard_path)],
+        "icrl": ["icrl", str(xland)],
+        "table": _table_args(glycowork_table, "Row"),
+    }[family]
     engines = {"local": [], "ray": ["--engine", "ray", "--ray-address", ray_cluster]}
     trees = {}
     for name, flags in engines.items():

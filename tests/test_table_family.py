@@ -25,6 +25,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 import curate
 from curate.core.errors import UsageError
@@ -285,6 +286,76 @@ def test_schema_errors_are_one_line(spec: str, words: str, sample) -> None:
     df, _ = sample
     with pytest.raises(UsageError, match=words):
         curate.audit("table", df, schema=spec)
+
+
+_BUILD_IN_A_FRESH_PROCESS = """
+import json, pickle, sys
+from curate.core.errors import UsageError
+source = pickle.loads(sys.stdin.buffer.read())
+try:
+    model = source()
+except UsageError as e:
+    print(json.dumps({"error": str(e)}))
+    raise SystemExit(0)
+row = {"glycowork_row": "7", "glycan": "Gal", "Species": "x", "Kingdom": "Plantae",
+       "split": "dev"}
+try:
+    model.model_validate(row)
+    verdict = "valid"
+except Exception as e:
+    verdict = [err["loc"] for err in e.errors()]
+print(json.dumps({"module": model.__module__, "same": source() is model, "verdict": verdict}))
+"""
+
+
+def _built_elsewhere(source: object) -> dict:
+    """What a fresh Python process (as a Ray worker is) builds from a pickled model source."""
+    import pickle
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILD_IN_A_FRESH_PROCESS],
+        input=pickle.dumps(source),
+        capture_output=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_a_schema_file_is_rebuilt_in_another_process_from_the_bytes_read(sample) -> None:
+    """``--schema models.py:Model`` pickled for a worker (Ray's case): a fresh process, where
+    the file is gone and no module has the synthetic name the file ran as, builds the same
+    model from the bytes the driver read, once, under the driver's module name."""
+    from curate.schemas.table import model_source
+
+    _, models = sample
+    source = model_source(f"{models}:Occurrence")
+    driver = source.load()
+    models.unlink()
+    got = _built_elsewhere(source)
+    assert got["module"] == driver.__module__ and got["same"]
+    row = {"glycowork_row": "7", "glycan": "Gal", "Species": "x", "Kingdom": "Plantae"}
+    with pytest.raises(ValidationError) as here:
+        driver.model_validate({**row, "split": "dev"})
+    assert got["verdict"] == [list(e["loc"]) for e in here.value.errors()] == [["split"]]
+
+
+def test_a_schema_module_the_workers_cannot_import_is_one_line(monkeypatch, sample) -> None:
+    """``--schema module:Model`` is imported by name in a worker: where the module is not
+    there, the error says so (one line, exit 2), not Ray's unpickling traceback."""
+    from curate.core.errors import command_line_spelling
+    from curate.schemas.table import model_source
+
+    _, models = sample
+    monkeypatch.syspath_prepend(str(models.parent))
+    with command_line_spelling():  # as `curate audit table --schema models:Occurrence`
+        source = model_source("models:Occurrence")
+    assert source.load().__name__ == "Occurrence"  # here, on the driver's path
+    got = _built_elsewhere(source)
+    # spelt as the driver's caller spells it, not as the worker (an API caller) would
+    assert got["error"].startswith("--schema: models does not import (ModuleNotFoundError")
+    assert "in a worker process" in got["error"] and "\n" not in got["error"]
 
 
 def test_a_declared_column_missing_is_one_line(tmp_path: Path, sample) -> None:

@@ -12,6 +12,11 @@ on the cells as text, so a verdict never depends on the format). Without one the
 from the file: parquet and Arrow columns as stored; a text format's columns as their text
 spells them (:func:`infer_types`). The published dataset keeps those types.
 
+On ``--engine ray`` the model's pydantic calls are the family's parallel stage: slices of rows
+(a model with validators) or batches of a field's distinct values, as Ray tasks that build the
+model themselves from what the driver read (:class:`~curate.schemas.table.ModelSource`), merged
+in order: the report is the local one.
+
 Why the read does not go through :func:`~curate.io.read.read_frame` for parquet: that reader
 makes a Python object per cell (fine for the hand-sized files the other families validate
 row by row); a 10 M-row parquet table must reach the rules as Arrow, untouched
@@ -42,7 +47,7 @@ from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.io.records import brief, split_of
 from curate.io.typed import read_table
 from curate.schemas.records import invalid_schema, plan_fields, validate_frame
-from curate.schemas.table import TableOptions, load_model
+from curate.schemas.table import TableOptions, model_source
 
 __all__ = ["FAMILY", "TableData", "TableFamily", "infer_types", "text_cells"]
 
@@ -258,7 +263,8 @@ class TableFamily(RecordsFamily):
         given in memory), the declared columns checked to exist (exit 2, one line), the split
         resolved, the rows checked against ``--schema`` when given."""
         assert isinstance(options, TableOptions)
-        model = load_model(options.schema) if options.schema else None
+        source = model_source(options.schema) if options.schema else None
+        model = source.load() if source is not None else None
         parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
         inputs: list[InputInfo] = []
         inferred: set[str] = set()
@@ -285,7 +291,7 @@ class TableFamily(RecordsFamily):
             typed = typed.drop([SPLIT_FROM_LAYOUT], strict=False)
             if model is not None:
                 cells = frame if text else text_cells(typed)
-                values, problems = validate_frame(cells, model, nested=info[2])
+                values, problems = validate_frame(cells, model, nested=info[2], loader=source)
             else:
                 values, problems = typed, declared
             ident = typed[options.id].cast(pl.String) if options.id else None

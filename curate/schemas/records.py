@@ -38,7 +38,7 @@ import datetime as dt
 import enum
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -47,9 +47,23 @@ import polars as pl
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from curate.core.engine import Engine
+from curate.core.engine import current as current_engine
 from curate.core.errors import clip, field_path
 
-__all__ = ["FieldPlan", "invalid_schema", "plan_fields", "validate_frame"]
+__all__ = [
+    "FieldPlan",
+    "ModelLoader",
+    "invalid_schema",
+    "plan_fields",
+    "validate_frame",
+    "validate_rows",
+    "validate_values",
+]
+
+#: A picklable zero-argument callable that returns the model in the process that calls it
+#: (:class:`~curate.schemas.table.ModelSource`).
+ModelLoader = Callable[[], type[BaseModel]]
 
 #: Model configuration keys that do not change how a value is read: a model with any other
 #: (``strict``, ``str_strip_whitespace``, ``str_to_lower``, ...) is validated row by row.
@@ -295,13 +309,24 @@ def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict
     return dict(zip(keep, dumped, strict=True)), errors
 
 
-def _settle_field(
-    frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]
-) -> tuple[pl.Series, pl.DataFrame]:
-    """One field's typed column (null where invalid) and its problems (:func:`invalid_schema`):
-    the canonical cells by a cast, the *distinct* other cells by pydantic in one batch, the
-    empty ones by the field's nullability and default. Python touches only the distinct cells
-    pydantic settles; rows find their verdict by a join."""
+@dataclass
+class _FieldWork:
+    """One field's cells as :func:`_field_work` sorted them, waiting for pydantic's verdicts on
+    ``values`` (its distinct pending cells; empty when the cast settled every cell)."""
+
+    plan: FieldPlan
+    index: pl.Series
+    base: pl.DataFrame
+    empty: pl.Series
+    fast: pl.Series | None
+    todo: pl.DataFrame
+    values: list[Any]
+    shown: list[str | None]
+
+
+def _field_work(frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]) -> _FieldWork:
+    """The canonical cells of one field settled by a cast; the *distinct* other cells listed for
+    pydantic (one validation each): the first half of :func:`_settle_field`."""
     height = frame.height
     if plan.column in frame.columns:
         column = frame[plan.column]
@@ -318,9 +343,9 @@ def _settle_field(
         pending = ~empty & fast.is_null()
     else:
         pending = ~empty
-    problems = [pl.DataFrame(schema=_PROBLEMS)]
-    settled: list[pl.DataFrame] = []
     todo = base.filter(pending)
+    values: list[Any] = []
+    shown: list[str | None] = []
     if todo.height:
         if column.dtype == pl.String:  # one validation per distinct cell
             uniq = todo.unique(["t", "n"], keep="first", maintain_order=True)
@@ -331,8 +356,26 @@ def _settle_field(
             todo = todo.with_row_index("slot")
             firsts = todo["row"].to_list()
         values, shown = _cells_at(column, firsts, plan, nested)
-        adapter = TypeAdapter(list[Annotated[plan.info.annotation, plan.info]])
-        good, errors = _batch(adapter, values)
+    return _FieldWork(plan, index, base, empty, fast, todo, values, shown)
+
+
+def _field_adapter(plan: FieldPlan) -> TypeAdapter:
+    """The field's type and constraints over a list of its values."""
+    return TypeAdapter(list[Annotated[plan.info.annotation, plan.info]])
+
+
+def _settle_field(
+    work: _FieldWork, good: dict[int, Any], errors: dict[int, list]
+) -> tuple[pl.Series, pl.DataFrame]:
+    """One field's typed column (null where invalid) and its problems (:func:`invalid_schema`):
+    the canonical cells by a cast, the *distinct* other cells by pydantic's verdicts on
+    ``work.values`` (:func:`_batch`: ``good``, ``errors``), the empty ones by the field's
+    nullability and default. Python touches only the distinct cells pydantic settles; rows find
+    their verdict by a join."""
+    plan, todo, values, shown = work.plan, work.todo, work.values, work.shown
+    problems = [pl.DataFrame(schema=_PROBLEMS)]
+    settled: list[pl.DataFrame] = []
+    if todo.height:
         typed = _typed([good.get(k) for k in range(len(values))], plan.dtype, plan.name)
         bad: list[tuple[int, str, str, str | None]] = []
         for k, errs in errors.items():
@@ -357,8 +400,9 @@ def _settle_field(
                 values_of, on="slot", maintain_order="left"
             )
         )
+    empty = work.empty
     if not plan.nullable and empty.any():  # an empty cell: the default, or missing
-        empties = base.filter(empty).select("row")
+        empties = work.base.filter(empty).select("row")
         if plan.required:
             missing = _message(plan.name, "Field required", None)
             problems.append(
@@ -371,7 +415,7 @@ def _settle_field(
         elif (default := plan.default()) is not None:
             fill = _typed([default], plan.dtype, "v").new_from_index(0, empties.height)
             settled.append(empties.with_columns(pl.lit(0, pl.Int64).alias("slot"), fill))
-    series = _assemble(index, plan, fast, settled)
+    series = _assemble(work.index, plan, work.fast, settled)
     return series, pl.concat(problems).sort("row", maintain_order=True)
 
 
@@ -397,13 +441,30 @@ def _input_key(plan: FieldPlan) -> str:
     return alias if isinstance(alias, str) else plan.info.alias or plan.name
 
 
-def _settle_rows(
+@dataclass
+class _RowsPart:
+    """What the row-wise validation of some rows found, rows counted from the part's first:
+    per field its typed column (``None`` for a field whose type polars infers from all the
+    values, :attr:`FieldPlan.dtype` None: ``values`` holds those, typed once every part is
+    in), the model's errors as problems, and per field the values its column could not hold
+    (``None`` where deferred with the values)."""
+
+    columns: list[pl.Series | None]
+    values: list[list[Any] | None]
+    errors: list[tuple[int, str, str, str | None]]
+    lost: list[list[tuple[int, str, str, str | None]] | None]
+    shown: list[list[str | None] | None]
+
+
+def _rows_part(
     frame: pl.DataFrame,
     model: type[BaseModel],
     plans: list[FieldPlan],
     nested: dict[str, dict[int, str]],
-) -> tuple[list[pl.Series], list[tuple[int, str, str, str | None]]]:
-    """Every row through the model at once (a model whose fields are not independent)."""
+) -> _RowsPart:
+    """Every row of ``frame`` through the model at once (a model whose fields are not
+    independent): one engine unit of :func:`_settle_rows`. Each row's verdict is its own (a
+    validator sees one row), so parts of a table concatenate to the whole table's result."""
     height = frame.height
     everything = list(range(height))
     absent = pl.Series([None] * height, dtype=pl.String)
@@ -435,12 +496,146 @@ def _settle_rows(
             path = field_path((name, *loc[1:])) if name else ""
             value = cells[name][1][i] if name and len(loc) == 1 else None
             problems.append((i, path, _message(path, err["msg"], value), value))
-    series = []
+    part = _RowsPart([], [], problems, [], [])
     for p in plans:
         values = [good[i][p.name] if i in good else None for i in range(height)]
-        series.append(_typed(values, p.dtype, p.name))
-        problems += _lost(series[-1], everything, values, cells[p.name][1])
+        if p.dtype is None:  # typed by the whole column's values: once every part is in
+            part.columns.append(None)
+            part.values.append(values)
+            part.lost.append(None)
+            part.shown.append(cells[p.name][1])
+        else:
+            part.columns.append(_typed(values, p.dtype, p.name))
+            part.values.append(None)
+            part.lost.append(_lost(part.columns[-1], everything, values, cells[p.name][1]))
+            part.shown.append(None)
+    return part
+
+
+def _settle_rows(
+    frame: pl.DataFrame,
+    model: type[BaseModel],
+    plans: list[FieldPlan],
+    nested: dict[str, dict[int, str]],
+    loader: ModelLoader | None = None,
+) -> tuple[list[pl.Series], list[tuple[int, str, str, str | None]]]:
+    """Every row through the model (:func:`_rows_part`): in this process on the local engine,
+    as slices of rows on another (:func:`_rows_on_engine`), merged in row order."""
+    engine = current_engine()
+    if loader is None or engine.is_local() or frame.height == 0:
+        parts = [_rows_part(frame, model, plans, nested)]
+        starts = [0]
+    else:
+        parts, starts = _rows_on_engine(engine, frame, plans, nested, loader)
+    problems = [
+        (i + a, *rest) for part, a in zip(parts, starts, strict=True) for i, *rest in part.errors
+    ]
+    series = []
+    for k, p in enumerate(plans):
+        if p.dtype is None:
+            values = [v for part in parts for v in part.values[k] or []]
+            shown = [v for part in parts for v in part.shown[k] or []]
+            series.append(_typed(values, p.dtype, p.name))
+            problems += _lost(series[-1], list(range(frame.height)), values, shown)
+        else:
+            column = parts[0].columns[k]
+            if len(parts) > 1:
+                column = pl.concat([part.columns[k] for part in parts], rechunk=True)
+            assert column is not None
+            series.append(column)
+            problems += [
+                (i + a, *rest)
+                for part, a in zip(parts, starts, strict=True)
+                for i, *rest in part.lost[k] or []
+            ]
     return series, sorted(problems, key=lambda x: x[0])
+
+
+#: Rows per engine task of the row-wise validation on a cluster (a model with a validator is
+#: ~5-20 µs a row: a task of a few tenths of a second, against Ray's ~ms per task).
+ROW_BATCH = 50_000
+#: Distinct values per engine task of a field pydantic settles (~1-10 µs a value).
+VALUE_BATCH = 50_000
+
+
+def _size(n: int, parallelism: int, cap: int) -> int:
+    """Units of at most ``cap``, at least four per worker slot when there is enough work (the
+    tasks of a slow node are not the run's tail)."""
+    return max(1, min(cap, -(-n // (4 * parallelism))))
+
+
+def _rows_on_engine(
+    engine: Engine,
+    frame: pl.DataFrame,
+    plans: list[FieldPlan],
+    nested: dict[str, dict[int, str]],
+    loader: ModelLoader,
+) -> tuple[list[_RowsPart], list[int]]:
+    """:func:`_rows_part` over slices of the rows as engine tasks (the model's columns only,
+    ``nested`` re-counted from each slice's start); the parts and their first rows."""
+    used = [c for c in dict.fromkeys(p.column for p in plans) if c in frame.columns]
+    cells = frame.select(used)
+    size = _size(frame.height, engine.parallelism(1), ROW_BATCH)
+    starts = list(range(0, frame.height, size))
+    units = [
+        (
+            loader,
+            cells.slice(a, size),
+            {
+                c: {i - a: v for i, v in d.items() if a <= i < a + size}
+                for c, d in nested.items()
+                if c in used
+            },
+        )
+        for a in starts
+    ]
+    return engine.map(validate_rows, units, label="rows checked by the model"), starts
+
+
+def validate_rows(
+    loader: ModelLoader, frame: pl.DataFrame, nested: dict[str, dict[int, str]]
+) -> _RowsPart:
+    """One engine task of the row-wise validation: ``frame``'s rows (a slice of the table, the
+    model's columns) through the model ``loader`` builds in this process (see
+    :class:`~curate.schemas.table.ModelSource` for why the model is not sent itself). Values
+    come back plain (an enum member as its value, as the column holds it)."""
+    model = loader()
+    part = _rows_part(frame, model, plan_fields(model, frame.columns), nested)
+    part.values = [None if v is None else [_plain(x) for x in v] for v in part.values]
+    return part
+
+
+def validate_values(
+    loader: ModelLoader, field: str, values: list[Any]
+) -> tuple[dict[int, Any], dict[int, list[dict[str, Any]]]]:
+    """One engine task of a field pydantic settles: its distinct ``values`` (a batch of them)
+    through the field's type in the model ``loader`` builds here (:func:`_batch`); the errors
+    as their location and message alone (what a problem reads: an error's context may hold
+    the exception a validator raised, not always picklable), the values plain."""
+    model = loader()
+    plan = next(p for p in plan_fields(model, []) if p.name == field)
+    good, errors = _batch(_field_adapter(plan), values)
+    slim = {k: [{"loc": e["loc"], "msg": e["msg"]} for e in errs] for k, errs in errors.items()}
+    return {k: _plain(v) for k, v in good.items()}, slim
+
+
+def _verdicts_on_engine(
+    engine: Engine, plans: list[FieldPlan], work: list[_FieldWork], loader: ModelLoader
+) -> list[tuple[dict[int, Any], dict[int, list]]]:
+    """Pydantic's verdicts on each field's pending values (:func:`_batch`), every field's
+    values in batches as engine tasks (all fields at once: a table of many small fields is one
+    round of tasks, not one per field), merged per field in order."""
+    pending = [k for k, w in enumerate(work) if w.values]
+    out: list[tuple[dict[int, Any], dict[int, list]]] = [({}, {}) for _ in work]
+    total = sum(len(work[k].values) for k in pending)
+    size = _size(total, engine.parallelism(1), VALUE_BATCH)
+    owners = [(k, a) for k in pending for a in range(0, len(work[k].values), size)]
+    units = [(loader, plans[k].name, work[k].values[a : a + size]) for k, a in owners]
+    results = engine.map(validate_values, units, label="distinct values checked by the model")
+    for (k, a), (good, errors) in zip(owners, results, strict=True):
+        out[k][0].update({i + a: v for i, v in good.items()})
+        out[k][1].update({i + a: e for i, e in errors.items()})
+    return out
 
 
 def validate_frame(
@@ -448,6 +643,7 @@ def validate_frame(
     model: type[BaseModel],
     *,
     nested: dict[str, dict[int, str]] | None = None,
+    loader: ModelLoader | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``frame`` (text cells, as :func:`~curate.io.read.read_frame` gives them) checked against
     ``model``: ``(typed, problems)``.
@@ -456,18 +652,34 @@ def validate_frame(
     invalid cell is null); ``problems`` one row per invalid cell (:func:`invalid_schema`), in
     row order. ``nested`` names the cells that were lists or objects in the input
     (:attr:`curate.io.records.Source.nested_cells`). How each field is settled: the module doc.
+
+    ``loader``: a picklable callable that builds ``model`` in another process. With one, the
+    pydantic calls (the model's rows, a field's distinct values) run on the engine in force
+    (:mod:`curate.core.engine`): on Ray as tasks, slices of rows or batches of values, merged
+    in order into the same result. Without one (or on the local engine) they run here.
     """
     nested = nested or {}
     plans = plan_fields(model, frame.columns)
     if _row_wise(model):
-        series, found = _settle_rows(frame, model, plans, nested)
+        series, found = _settle_rows(frame, model, plans, nested, loader)
         problems = pl.DataFrame(found, schema=_PROBLEMS, orient="row")
     else:
         series, parts = [], [pl.DataFrame(schema=_PROBLEMS)]
-        for p in plans:
-            s, f = _settle_field(frame, p, nested.get(p.column, {}))
-            series.append(s)
-            parts.append(f)
+        engine = current_engine()
+        if loader is None or engine.is_local():  # a field at a time: one field's work in memory
+            for p in plans:
+                w = _field_work(frame, p, nested.get(p.column, {}))
+                good, errors = _batch(_field_adapter(p), w.values) if w.values else ({}, {})
+                s, f = _settle_field(w, good, errors)
+                series.append(s)
+                parts.append(f)
+        else:
+            work = [_field_work(frame, p, nested.get(p.column, {})) for p in plans]
+            verdicts = _verdicts_on_engine(engine, plans, work, loader)
+            for w, (good, errors) in zip(work, verdicts, strict=True):
+                s, f = _settle_field(w, good, errors)
+                series.append(s)
+                parts.append(f)
         problems = pl.concat(parts)
     typed = pl.DataFrame(series) if series else pl.DataFrame(height=frame.height)
     return typed, problems.sort("row", maintain_order=True)

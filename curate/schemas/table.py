@@ -24,6 +24,7 @@ import importlib.util
 import sys
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -35,9 +36,11 @@ from curate.core.options import FamilyOptions, option
 
 __all__ = [
     "NORMALISE_PARTS",
+    "ModelSource",
     "TableOptions",
     "fold",
     "load_model",
+    "model_source",
     "normaliser",
 ]
 
@@ -246,39 +249,119 @@ def _schema_path(spec: str) -> Path | None:
     return Path(module) if module.endswith(".py") else None
 
 
-def load_model(spec: str) -> type[BaseModel]:
-    """The model ``--schema`` names: ``module:Model`` (imported) or ``path.py:Model`` (the file
-    executed as a module of its own). Every failure is one line (exit 2), never a traceback:
-    a missing file, a module that does not import, no such name, a name that is no model."""
+@dataclass(frozen=True)
+class ModelSource:
+    """The ``--schema`` model as a recipe another process can follow: a zero-argument callable
+    that returns the model (built once per process), picklable where the class is not.
+
+    Why not send the class: pickle (and Ray's cloudpickle) send a class by reference, its
+    module's name and qualified name, to be imported on the other side. A model from
+    ``path/to/models.py`` lives in the file executed as a module of its own under a synthetic
+    name (``curate_user_schema_…``): a Ray worker has no module of that name, and unpickling
+    failed there. Nor may a worker read the file itself: a relative path names the driver's
+    directory, and on a cluster the file is on the driver's machine alone. So the driver ships
+    what it executed (the file's bytes, its absolute path as the module's ``__file__``, the
+    synthetic name) and each worker process executes those bytes once, under the same name: a
+    value of a type the file defines (an enum member) unpickles back on the driver as the
+    driver's own class, and the workers validate with the model the driver read even if the
+    file changes during the run. A ``module:Model`` model is imported by name, as Ray imports
+    any code: from the cluster's environment (Ray puts the driver's working directory on the
+    workers' ``sys.path``).
+    """
+
+    #: ``--schema`` as given (messages quote it).
+    spec: str
+    #: The module: an importable name, or the synthetic name the file runs as.
+    module: str
+    #: The model's name in the module.
+    name: str
+    #: The file's absolute path and bytes (``path.py:Model``); None for ``module:Model``.
+    file: str | None = None
+    code: bytes | None = None
+    #: The option as the caller spells it (``--schema``, or ``schema`` in Python), taken on
+    #: the driver: a worker process does not know how curate was called.
+    where: str = "--schema"
+
+    def load(self) -> type[BaseModel]:
+        """The model, built now (the module imported, or the file's bytes executed); every
+        failure is one line (exit 2), never a traceback: a module that does not import, no such
+        name, a name that is no model."""
+        where = self.where
+        shown = self.spec.rpartition(":")[0]
+        try:
+            if self.code is not None:
+                assert self.file is not None
+                found = importlib.util.spec_from_file_location(self.module, self.file)
+                if found is None:
+                    raise UsageError(f"{where}: {shown}: not a Python file")
+                mod = importlib.util.module_from_spec(found)
+                sys.modules[self.module] = mod  # dataclasses and pydantic look their module up
+                exec(compile(self.code, self.file, "exec"), mod.__dict__)
+            else:
+                mod = importlib.import_module(self.module)
+        except UsageError:
+            raise
+        except Exception as e:  # the user's module: any error it raises is theirs to read
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise UsageError(
+                f"{where}: {shown} does not import ({type(e).__name__}: {first})"
+            ) from e
+        model = getattr(mod, self.name, None)
+        if model is None:
+            raise UsageError(f"{where}: {shown} has no {self.name!r}")
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise UsageError(f"{where}: {shown}:{self.name} is not a Pydantic model")
+        return model
+
+    def __call__(self) -> type[BaseModel]:
+        """The model, built once per process for these bytes (what a worker calls per task)."""
+        key = (self.module, self.name, self.code)
+        model = _BUILT.get(key)
+        if model is None:
+            try:
+                model = _BUILT[key] = self.load()
+            except UsageError as e:
+                if self.code is not None:
+                    raise
+                # the driver imported it: what differs is this process's environment
+                raise UsageError(
+                    f"{e} in a worker process (a module:Model model must be importable where "
+                    "the workers run: installed there, or in the driver's working directory)"
+                ) from None
+        return model
+
+
+#: Models a worker process has built (:meth:`ModelSource.__call__`), by module, name and bytes.
+_BUILT: dict[tuple[str, str, bytes | None], type[BaseModel]] = {}
+
+
+def model_source(spec: str) -> ModelSource:
+    """What ``--schema`` names, as a :class:`ModelSource`: ``module:Model`` (imported) or
+    ``path.py:Model`` (the file read now, to be executed as a module of its own). A malformed
+    spec or a missing file is one line (exit 2)."""
     where = arg("--schema")
     module, sep, name = spec.rpartition(":")
     if not sep or not module or not name:
         raise UsageError(f"{where}: expected module:Model or path/to/file.py:Model, got {spec!r}")
+    if not module.endswith(".py"):
+        return ModelSource(spec, module, name, where=where)
+    path = Path(module)
+    if not path.is_file():
+        raise UsageError(f"{where}: {path}: no such file")
     try:
-        if module.endswith(".py"):
-            path = Path(module)
-            if not path.is_file():
-                raise UsageError(f"{where}: {path}: no such file")
-            unique = f"curate_user_schema_{abs(hash(str(path.resolve())))}"
-            found = importlib.util.spec_from_file_location(unique, path)
-            if found is None or found.loader is None:
-                raise UsageError(f"{where}: {path}: not a Python file")
-            mod = importlib.util.module_from_spec(found)
-            sys.modules[unique] = mod  # dataclasses and pydantic look their module up
-            found.loader.exec_module(mod)
-        else:
-            mod = importlib.import_module(module)
-    except UsageError:
-        raise
-    except Exception as e:  # the user's module: any error it raises is theirs to read
-        first = (str(e).strip().splitlines() or [""])[0]
-        raise UsageError(f"{where}: {module} does not import ({type(e).__name__}: {first})") from e
-    model = getattr(mod, name, None)
-    if model is None:
-        raise UsageError(f"{where}: {module} has no {name!r}")
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise UsageError(f"{where}: {module}:{name} is not a Pydantic model")
-    return model
+        code = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{where}: {path}: {e.strerror or e}") from None
+    resolved = path.resolve()
+    unique = f"curate_user_schema_{abs(hash(str(resolved)))}"
+    return ModelSource(spec, unique, name, str(resolved), code, where)
+
+
+def load_model(spec: str) -> type[BaseModel]:
+    """The model ``--schema`` names: ``module:Model`` (imported) or ``path.py:Model`` (the file
+    executed as a module of its own). Every failure is one line (exit 2), never a traceback:
+    a missing file, a module that does not import, no such name, a name that is no model."""
+    return model_source(spec).load()
 
 
 def normaliser(parts: list[str]) -> Callable[[pl.Expr], pl.Expr]:
