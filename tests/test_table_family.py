@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -356,6 +356,96 @@ def test_a_schema_module_the_workers_cannot_import_is_one_line(monkeypatch, samp
     # spelt as the driver's caller spells it, not as the worker (an API caller) would
     assert got["error"].startswith("--schema: models does not import (ModuleNotFoundError")
     assert "in a worker process" in got["error"] and "\n" not in got["error"]
+
+
+SPLIT_MODELS = textwrap.dedent(
+    """
+    from typing import Annotated, Literal
+    from pydantic import BaseModel, Field, PositiveInt, field_validator
+
+    class Rowwise(BaseModel):
+        n: int
+        x: float | None = None
+        tag: Literal["a", "b"] = "a"
+        big: PositiveInt | None = None
+        words: list[int] | None = None
+
+        @field_validator("n")
+        @classmethod
+        def small(cls, v: int) -> int:
+            if v > 5:
+                raise ValueError("too big")
+            return v
+
+    class Fieldwise(BaseModel):
+        n: int
+        x: Annotated[float, Field(ge=0)] | None = None
+        tag: Literal["a", "b"] = "a"
+        big: PositiveInt | None = None
+        words: list[int] | None = None
+    """
+)
+
+_CELLS = st.sampled_from(
+    ["1", "-3", "7", "0.5", "x", "1e400", "99999999999999999999", "a", "b", "[1, 2]", "{}", ""]
+)
+
+
+@pytest.fixture(scope="module")
+def split_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("split") / "split_models.py"
+    path.write_text(SPLIT_MODELS, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["Rowwise", "Fieldwise"])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(cells=st.lists(st.lists(_CELLS, min_size=5, max_size=5), min_size=1, max_size=40))
+def test_validation_split_into_engine_units_is_one_call(
+    split_models: Path, name: str, cells: list[list[str]]
+) -> None:
+    """The --schema validation cut into engine units as on Ray (slices of rows, batches of
+    distinct values; each unit and its result pickled, the model rebuilt from its source)
+    gives exactly the typed columns and problems of one call in this process."""
+    import pickle
+
+    from curate.core.engine import Engine, use_engine
+    from curate.schemas.records import validate_frame
+    from curate.schemas.table import model_source
+
+    class Pickling(Engine):
+        """Not local: what Ray does with a unit (pickled there, its result back), here."""
+
+        def __init__(self) -> None:
+            self.units: list[int] = []
+
+        def is_local(self) -> bool:
+            return False
+
+        def parallelism(self, default: int) -> int:
+            return 2
+
+        def map(self, fn, units, **kwargs):
+            self.units.append(len(units))
+            return [pickle.loads(pickle.dumps(fn(*pickle.loads(pickle.dumps(u))))) for u in units]
+
+    columns = ["n", "x", "tag", "big", "words"]
+    frame = pl.DataFrame(
+        {c: [row[k] or None for row in cells] for k, c in enumerate(columns)},
+        schema=dict.fromkeys(columns, pl.String),
+    )
+    source = model_source(f"{split_models}:{name}")
+    model = source.load()
+    typed, problems = validate_frame(frame, model)
+    engine = Pickling()
+    with use_engine(engine):
+        typed_units, problems_units = validate_frame(frame, model, loader=source)
+    assert engine.units and (frame.height < 8 or max(engine.units) > 1)
+    assert typed_units.schema == typed.schema
+    assert typed_units.equals(typed)
+    assert problems_units.equals(problems)
 
 
 def test_a_declared_column_missing_is_one_line(tmp_path: Path, sample) -> None:

@@ -21,6 +21,15 @@ A model with validators (``field_validator``, ``model_validator``) or a configur
 changes how values are read (``strict``, ``str_strip_whitespace``, …) is validated by pydantic
 row by row, as a batch: its fields are not independent, and only the model knows.
 
+Where the pydantic calls run: in this process, or, when the caller passes a ``loader`` (a
+picklable recipe of the model, :class:`~curate.schemas.table.ModelSource`) and the engine in
+force is Ray (:mod:`curate.core.engine`), as Ray tasks: slices of rows for a model validated row
+by row, batches of a field's distinct values otherwise. Each row's (each value's) verdict is its
+own, so the parts merge in order into exactly the result of one call: the report does not
+depend on the engine. A validator must therefore be a function of its row, as pydantic assumes
+anyway (one that remembers the rows it saw, to find repeats, would see only its slice on Ray:
+repeats are TB401/TB402's business).
+
 What a cell is: the readers give every value as text (:func:`curate.io.read.read_frame`), as a
 CSV would, so the verdict does not depend on the format (a JSON ``3`` in a ``str`` field is the
 text ``"3"``). A list or object cell is handed to pydantic as the JSON value it was (a ``str``
@@ -533,8 +542,11 @@ def _settle_rows(
     series = []
     for k, p in enumerate(plans):
         if p.dtype is None:
-            values = [v for part in parts for v in part.values[k] or []]
-            shown = [v for part in parts for v in part.shown[k] or []]
+            if len(parts) == 1:
+                values, shown = parts[0].values[k] or [], parts[0].shown[k] or []
+            else:
+                values = [v for part in parts for v in part.values[k] or []]
+                shown = [v for part in parts for v in part.shown[k] or []]
             series.append(_typed(values, p.dtype, p.name))
             problems += _lost(series[-1], list(range(frame.height)), values, shown)
         else:
