@@ -138,7 +138,7 @@ def declaration(models: Path) -> dict[str, str]:
         "label": "label",
         "split": "split",
         "text": "text",
-        "schema_": f"{models}:Row",
+        "schema": f"{models}:Row",
     }
 
 
@@ -185,13 +185,17 @@ def measure(
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
     peak = [0.0]
     stop = threading.Event()
+    before = _cpu(_cluster_pids(str(cluster.base))) if cluster else {}
+    seen: dict[int, float] = dict(before)
 
     def sample() -> None:
+        # a job's workers end with its driver: their CPU is read while they run
         while cluster is not None and not stop.is_set():
-            peak[0] = max(peak[0], _rss_mb(_cluster_pids(str(cluster.base))))
+            pids = _cluster_pids(str(cluster.base))
+            peak[0] = max(peak[0], _rss_mb(pids))
+            seen.update(_cpu(pids))
             stop.wait(0.2)
 
-    before = _cpu(_cluster_pids(str(cluster.base))) if cluster else {}
     t = threading.Thread(target=sample)
     t.start()
     with record.child_peak(cmd) as (wrapped, own_peak):
@@ -200,8 +204,9 @@ def measure(
         driver_rss = own_peak(usage)
     stop.set()
     t.join()
-    after = _cpu(_cluster_pids(str(cluster.base))) if cluster else {}
-    cluster_cpu = sum(v - before.get(pid, 0.0) for pid, v in after.items())
+    if cluster is not None:
+        seen.update(_cpu(_cluster_pids(str(cluster.base))))
+    cluster_cpu = sum(v - before.get(pid, 0.0) for pid, v in seen.items())
     text = proc.stdout.read().decode() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"table {engine} failed: {text[-1500:]}")
@@ -218,8 +223,8 @@ def measure(
 
 
 def _cpu(pids: set[int]) -> dict[int, float]:
-    """CPU seconds (user + system) each of ``pids`` has used so far (the cluster's processes:
-    its workers live through the runs, so the difference over a run is that run's work)."""
+    """CPU seconds (user + system) each of ``pids`` has used so far (sampled every 0.2 s while
+    a run lasts, so a worker's last fraction of a second may be missed)."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
