@@ -410,8 +410,10 @@ def test_validation_split_into_engine_units_is_one_call(
     distinct values; each unit and its result pickled, the model rebuilt from its source)
     gives exactly the typed columns and problems of one call in this process."""
     import pickle
+    from unittest import mock
 
     from curate.core.engine import Engine, use_engine
+    from curate.schemas import records
     from curate.schemas.records import validate_frame
     from curate.schemas.table import model_source
 
@@ -438,14 +440,18 @@ def test_validation_split_into_engine_units_is_one_call(
     )
     source = model_source(f"{split_models}:{name}")
     model = source.load()
-    typed, problems = validate_frame(frame, model)
+    typed, problems = validate_frame(frame, model)  # one slice: at most 40 rows
     engine = Pickling()
     with use_engine(engine):
         typed_units, problems_units = validate_frame(frame, model, loader=source)
     assert engine.units and (frame.height < 8 or max(engine.units) > 1)
-    assert typed_units.schema == typed.schema
-    assert typed_units.equals(typed)
-    assert problems_units.equals(problems)
+    # in this process, slices of 3 rows (the local engine's slices of a big table)
+    with mock.patch.object(records, "ROW_BATCH", 3):
+        typed_slices, problems_slices = validate_frame(frame, model)
+    for got, found in ((typed_units, problems_units), (typed_slices, problems_slices)):
+        assert got.schema == typed.schema
+        assert got.equals(typed)
+        assert found.equals(problems)
 
 
 def test_a_declared_column_missing_is_one_line(tmp_path: Path, sample) -> None:
