@@ -720,3 +720,23 @@ def test_tokenised_inputs_are_compared_as_their_text(species: pd.DataFrame, tmp_
     g = d["site"].map(" ".join)
     first = d.assign(g=g).groupby("g")["rank"].transform("min")
     assert rows_of(report, "TB405") == set(d.index[d["rank"] > first])
+
+
+def test_a_model_field_of_a_type_columns_lack_is_published_as_its_json(tmp_path: Path) -> None:
+    """A URL (or a UUID, a nested model) is written as pydantic serialises it, never a
+    Python-object column nothing can write."""
+    models = tmp_path / "m.py"
+    models.write_text(
+        "from uuid import UUID\nfrom pydantic import BaseModel, HttpUrl\n"
+        "class Row(BaseModel):\n    ytid: str\n    url: HttpUrl\n    key: UUID\n"
+    )
+    data = tmp_path / "t.csv"
+    data.write_text(
+        "ytid,url,key\n"
+        "a,https://example.org/x,12345678-1234-5678-1234-567812345678\n"
+        "b,not a url,12345678-1234-5678-1234-567812345678\n"
+    )
+    out = curate.export("table", data, tmp_path / "hf", id="ytid", schema=f"{models}:Row")
+    train = datasets.load_dataset(str(out.path))["train"]
+    assert train["url"][:] == ["https://example.org/x"]
+    assert train["key"][:] == ["12345678-1234-5678-1234-567812345678"]

@@ -269,14 +269,20 @@ def _canonical(plan: FieldPlan) -> pl.Expr:
 
 
 def _plain(value: Any) -> Any:
-    """A validated value as a column holds it: an enum member by its value."""
+    """A validated value as a column holds it: an enum member by its value, any other type a
+    column has no type for (a URL, a UUID, a nested model) as pydantic serialises it to JSON
+    (a URL as its text), never a Python object column nothing downstream can write."""
+    if value is None or isinstance(value, str | int | float | bool | dt.date | dt.time):
+        return value
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    return value
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)
 
 
 def _typed(values: list[Any], dtype: pl.DataType | None, name: str) -> pl.Series:
