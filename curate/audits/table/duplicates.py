@@ -199,11 +199,13 @@ def duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
     )
     shown = ",".join(opts.key_columns())
     same = pl.format(
-        "same {} as row {} (record {}){} once normalised",
+        "same {} as row {} (record {}){}{}",
         pl.lit(shown),
         "first_row",
         "first_record",
         _where(),
+        # with --normalise none the inputs are equal as written (and then differ elsewhere)
+        pl.lit(" once normalised" if opts.normalise else ""),
     )
     return finding_frame(
         hits,
