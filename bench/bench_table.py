@@ -13,17 +13,25 @@ user would write for the same five checks, as strong as pandas allows: ``pd.read
 the same normal form (``str.normalize('NFKC')``, ``str.lower``, punctuation and symbols
 removed, white space collapsed), ``duplicated`` on columns, ``groupby(...)['label']
 .transform('nunique') > 1`` and a merge of each later split's keys against the earlier
-splits' keys. Two pandas string types are measured (pandas' default ``str``, Arrow-backed,
+splits' keys (as in curate, a row with an empty id, label or text cell, TB002, takes part in
+the id check only). Two pandas string types are measured (pandas' default ``str``, Arrow-backed,
 whose ``.str`` methods are Arrow kernels; and Python ``object`` strings, ``--peers``); the
 faster is the peer. Before any time is printed the parent asserts that curate's API, curate's
 CLI and every pandas side found the same rows per check (the same row positions; the CLI's
 counts); the script fails if they differ.
 
-Deepchecks (``--deepchecks``, default on at up to ``--deepchecks-max`` rows): its NLP checks
+Deepchecks (at up to ``--deepchecks-max`` rows, default 1 M; 0 turns it off): its NLP checks
 are the ones that normalise text (TextDuplicates, ConflictingLabels, TrainTestSamplesMix; the
-tabular ones compare raw cells). It is installed in a venv of its own (``--dc-venv``, default
-``/tmp/dc-venv``: ``python3.11 -m venv /tmp/dc-venv && /tmp/dc-venv/bin/pip install
-deepchecks``); if it is missing or does not import, the script prints the reason and goes on.
+tabular ones compare raw cells). It runs in a venv of its own (``--dc-venv``, default
+``/tmp/dc-venv``); if that is missing or Deepchecks does not import there, the script prints
+the reason and goes on. ``pip install deepchecks`` (0.19.1) alone does not import on Python
+3.11 today (scikit-learn 1.9 dropped the ``max_error`` scorer; ``np.Inf`` is gone in NumPy 2;
+``pkg_resources`` in setuptools 81) and its NLP checks import torch, transformers, umap-learn
+and textblob. What imports::
+
+    python3.11 -m venv /tmp/dc-venv && /tmp/dc-venv/bin/pip install deepchecks
+    /tmp/dc-venv/bin/pip install 'scikit-learn==1.7.2' 'numpy<2' 'pandas<2.3' \
+        'setuptools<81' 'pyarrow<19' textblob seqeval umap-learn transformers torch
 
 The table (seeded, ``--seed``): ``id``, ``q`` (a question built from MusicCaps aspect terms),
 ``c`` (a context of two MusicCaps caption sentences), ``label`` (the MusicCaps musicality
@@ -282,11 +290,16 @@ def side_pandas(data: Path, strings: str) -> tuple[dict, dict[str, np.ndarray]]:
     read = time.perf_counter() - t0
     normal = _normal_object if strings == "object" else _normal_arrow
     found = {}
-    # TB401: an id already used by an earlier row
+    # TB401: an id already used by an earlier row (any row: an id is taken either way)
     found["TB401"] = np.flatnonzero((df["id"].notna() & df["id"].duplicated()).to_numpy())
+    # a row with an empty id, label or text cell (TB002) takes no part in the other checks
+    filled = [
+        df[c].notna() & df[c].fillna("").str.strip().ne("") for c in ("id", "label", "q", "c")
+    ]
+    df = df[(filled[0] & filled[1] & filled[2] & filled[3]).to_numpy()]
     # TB402: a row equal to an earlier row of its split in every column but the id
     exact = df.duplicated(["q", "c", "label", "split"])
-    found["TB402"] = np.flatnonzero(exact.to_numpy())
+    found["TB402"] = df.index[exact.to_numpy()].to_numpy()
     # the inputs in their normal form; a row with an empty input has no key
     keys = pd.DataFrame(
         {
@@ -299,7 +312,7 @@ def side_pandas(data: Path, strings: str) -> tuple[dict, dict[str, np.ndarray]]:
     keyed = keys["k0"].fillna("").ne("") & keys["k1"].fillna("").ne("")
     keys = keys[keyed.to_numpy()]
     # TB403: the same normal input as an earlier row of its split, the rows not equal
-    again = keys.duplicated(["k0", "k1", "split"]) & ~exact[keys.index]
+    again = keys.duplicated(["k0", "k1", "split"]) & ~exact[keys.index].to_numpy()
     found["TB403"] = keys.index[again.to_numpy()].to_numpy()
     # TB301: every row of an input that has more than one label
     n_labels = keys.groupby(["k0", "k1"], sort=False)["label"].transform("nunique")
