@@ -37,6 +37,7 @@ ORDER = (
     "iupac-canonical-key",
     "icrl-audit",
     "deepfake-duplicates",
+    "table-exact-checks",
     "media-hashing",
     "overlap-near-duplicates",
     "overlap-jaccard-matrix",

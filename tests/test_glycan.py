@@ -1107,6 +1107,21 @@ def test_regroup_split_groups_and_ignores_row_order(case):
 
 
 @PROPERTY
+@given(keyed_rows(), st.integers(0, 2**64 - 1))
+def test_regroup_split_of_integer_keys_is_that_of_their_text(case, salt):
+    """The table family regroups by a 64-bit hash, kept an integer (formatting 10 M hashes as
+    text cost seconds): the splits are those of the same keys written as text, the loose
+    keys' shuffle order included."""
+    keys, splits, _, seed = case
+    codes = {k: (hash((k, salt)) % 2**64) for k in keys if k is not None}
+    as_int = pl.Series([None if k is None else codes[k] for k in keys], dtype=pl.UInt64)
+    as_text = as_int.cast(pl.String)
+    current = pl.Series(splits, dtype=pl.String)
+    got = regroup_split(as_int, current, seed=seed)
+    assert got.to_list() == regroup_split(as_text, current, seed=seed).to_list()
+
+
+@PROPERTY
 @given(keyed_rows(min_groups=80, max_groups=300, max_size=3))
 def test_regroup_split_keeps_proportions_when_groups_are_small(case):
     keys, splits, _, seed = case

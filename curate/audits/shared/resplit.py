@@ -41,41 +41,54 @@ def regroup_split(
             proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
     order_of = {"train": 0, "validation": 1, "test": 2}
     names = sorted(proportions, key=lambda s: (order_of.get(s, 9), s))
-    index = pl.int_range(pl.len(), dtype=pl.Int64)
-    frame = pl.DataFrame({"g": keys, "s": current.cast(pl.String)}).select(
-        pl.when(pl.col("g").is_null())
-        .then(pl.format("\x00row{}", index))
-        .otherwise(pl.col("g").cast(pl.String))
-        .alias("g"),
-        "s",
+    # grouped by the key as it is (a 64-bit hash stays an integer: formatting 10 M of them as
+    # text and grouping and joining the text cost 12 s); a row without a key is a group of its
+    # own, named as before ("\x00row<i>"), and only the loose groups' names are formatted
+    frame = pl.DataFrame({"g": keys, "s": current.cast(pl.String)}).with_row_index("i")
+    keyless = frame.filter(pl.col("g").is_null()).select(
+        pl.format("\x00row{}", "i").alias("name"), "s", pl.lit(1, pl.UInt32).alias("n")
     )
     groups = (
-        frame.group_by("g")
+        frame.filter(pl.col("g").is_not_null())
+        .group_by("g")
         .agg(
             pl.len().alias("n"),
-            pl.col("s").drop_nulls().unique().alias("splits"),
+            pl.col("s").drop_nulls().n_unique().alias("n_splits"),
+            pl.col("s").drop_nulls().first().alias("first"),
             pl.col("s").null_count().alias("nulls"),
         )
         .with_columns(
             (
-                (pl.col("splits").list.len() == 1)
-                & (pl.col("nulls") == 0)
-                & pl.col("splits").list.first().is_in(names)
+                (pl.col("n_splits") == 1) & (pl.col("nulls") == 0) & pl.col("first").is_in(names)
             ).alias("stays")
         )
     )
     # a key whose rows all sit in one known split stays there (columnar: no Python per group)
-    stays = groups.filter("stays").select("g", pl.col("splits").list.first().alias("t"), "n")
     filled = dict.fromkeys(names, 0)
-    for split, size in stays.group_by("t").agg(pl.col("n").sum()).iter_rows():
+    kept = pl.concat(
+        [
+            groups.filter("stays").select(pl.col("first").alias("t"), "n"),
+            keyless.filter(pl.col("s").is_in(names)).select(pl.col("s").alias("t"), "n"),
+        ]
+    )
+    for split, size in kept.group_by("t").agg(pl.col("n").sum()).iter_rows():
         filled[split] += size
-    # the loose keys (leaks, keys without a split) in sorted order, then shuffled: Python only
-    # for them, so a table of millions with a few leaks costs one group-by
-    loose = list(groups.filter(~pl.col("stays")).sort("g").select("g", "n").iter_rows())
-    random.Random(seed).shuffle(loose)
+    # the loose keys (leaks, keys without a split) in the sorted order of their names, then
+    # shuffled: Python only for them, so a table of millions with a few leaks costs one group-by
+    loose_keys = groups.filter(~pl.col("stays")).select(
+        "g", pl.col("g").cast(pl.String).alias("name"), "n"
+    )
+    loose = pl.concat(
+        [
+            loose_keys.select("name", "n"),
+            keyless.filter(~pl.col("s").is_in(names).fill_null(False)).select("name", "n"),
+        ]
+    ).sort("name")
+    order = list(loose.iter_rows())
+    random.Random(seed).shuffle(order)
     target = {s: proportions[s] * n for s in names}
     assign: dict[str, str] = {}
-    for g, size in loose:
+    for g, size in order:
         best = max(
             names,
             key=lambda s: ((target[s] - filled[s]) / max(target[s], 1e-9), -order_of.get(s, 9)),
@@ -83,10 +96,20 @@ def regroup_split(
         assign[g] = best
         filled[best] += size
     moved = pl.DataFrame(
-        {"g": list(assign), "t": list(assign.values())}, schema={"g": pl.String, "t": pl.String}
+        {"name": list(assign), "t": list(assign.values())},
+        schema={"name": pl.String, "t": pl.String},
     )
-    placed = pl.concat([stays.select("g", "t"), moved])
-    return frame.join(placed, on="g", how="left", maintain_order="left")["t"]
+    # a row keeps its split unless its group moved: only the loose groups are joined back
+    by_key = loose_keys.join(moved, on="name").select("g", pl.col("t").alias("tk"))
+    by_row = keyless.join(moved, on="name").select("name", pl.col("t").alias("tr"))
+    out = frame.join(by_key, on="g", how="left", maintain_order="left")
+    if by_row.height:
+        out = out.with_columns(pl.format("\x00row{}", "i").alias("name")).join(
+            by_row, on="name", how="left", maintain_order="left"
+        )
+    else:
+        out = out.with_columns(pl.lit(None, pl.String).alias("tr"))
+    return out.select(pl.coalesce("tk", "tr", "s").alias("t"))["t"]
 
 
 def move_edits(hits: pl.DataFrame, placed: pl.DataFrame, reason: str) -> list[str | None]:
