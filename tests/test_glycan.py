@@ -1122,6 +1122,34 @@ def test_regroup_split_of_integer_keys_is_that_of_their_text(case, salt):
 
 
 @PROPERTY
+@given(keyed_rows())
+def test_regroup_split_with_the_lone_rows_counted_is_that_of_all_rows(case):
+    """The table family passes only the keys that repeat (or have no split) and counts the
+    rest per split (``settled``): every passed row gets the split it gets among all rows."""
+    keys, splits, _, seed = case
+    everyone = regroup_split(
+        pl.Series(keys, dtype=pl.String), pl.Series(splits, dtype=pl.String), seed=seed
+    ).to_list()
+    counts = Counter(k for k in keys if k is not None)
+    alone = [
+        k is not None and counts[k] == 1 and s is not None
+        for k, s in zip(keys, splits, strict=True)
+    ]
+    settled = Counter(s for s, a in zip(splits, alone, strict=True) if a)
+    rest = [i for i, a in enumerate(alone) if not a]
+    got = regroup_split(
+        pl.Series([keys[i] for i in rest], dtype=pl.String),
+        pl.Series([splits[i] for i in rest], dtype=pl.String),
+        seed=seed,
+        settled=settled,
+    ).to_list()
+    if all(k is not None for k in keys):  # null keys are named by their position
+        assert got == [everyone[i] for i in rest]
+    else:
+        assert Counter(got) == Counter(everyone[i] for i in rest)
+
+
+@PROPERTY
 @given(keyed_rows(min_groups=80, max_groups=300, max_size=3))
 def test_regroup_split_keeps_proportions_when_groups_are_small(case):
     keys, splits, _, seed = case

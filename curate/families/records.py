@@ -256,7 +256,8 @@ class RecordsFamily(Family):
     def summarise(self, report: Report, ctx: AuditContext) -> None:
         """Rows, valid rows and rows per split (the figures a card states)."""
         assert isinstance(ctx.data, RecordsData)
-        report.stats.update(self._stats(ctx.data))
+        # the rows do not change after the read, which counted them already
+        report.stats.update(ctx.data.stats or self._stats(ctx.data))
 
     # ----------------------------------------------------------------- export / fix
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:

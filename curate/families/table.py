@@ -175,7 +175,9 @@ def _missing(values: pl.DataFrame, options: TableOptions) -> pl.Series:
         s = values[c]
         gone = s.is_null()
         if s.dtype == pl.String:
-            gone = gone | (s.str.strip_chars() == "")
+            # no character but white space: a search that stops at the first one (half the
+            # time of stripping 10 M long cells to compare them with "")
+            gone = gone | ~s.str.contains(r"\S").fill_null(True)
         empty = empty | gone
     return empty
 

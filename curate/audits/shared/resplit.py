@@ -10,6 +10,7 @@ May import: ``curate.core``; nothing family-specific.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 import orjson
 import polars as pl
@@ -23,6 +24,7 @@ def regroup_split(
     *,
     seed: int = 0,
     proportions: dict[str, float] | None = None,
+    settled: Mapping[str, int] | None = None,
 ) -> pl.Series:
     """A new split per row such that rows with the same key share one split.
 
@@ -31,12 +33,22 @@ def regroup_split(
     their sorted order, so input row order does not matter) and each goes, whole, to the split
     furthest below its target share. Targets are the current proportions (80/10/10 when there is
     no split). Rows without a key (unparseable glycans) form a group of their own.
+
+    ``settled``: rows left out of ``keys`` because each is the only row of its key and has a
+    split, counted per split (they stay, and fill their split's share): the same result as
+    passing them, for a caller that knows which keys repeat (the table family's hashes of 10 M
+    keys, of which a few repeat) and need not group the rest.
     """
-    n = keys.len()
+    settled = dict(settled or {})
+    n = keys.len() + sum(settled.values())
     known = current.drop_nulls()
     if proportions is None:
-        if known.len():
-            proportions = {s: c / known.len() for s, c in known.value_counts().iter_rows()}
+        counts = dict(settled)
+        for s, c in known.value_counts().iter_rows():
+            counts[s] = counts.get(s, 0) + c
+        total = sum(counts.values())
+        if total:
+            proportions = {s: c / total for s, c in counts.items()}
         else:
             proportions = {"train": 0.8, "validation": 0.1, "test": 0.1}
     order_of = {"train": 0, "validation": 1, "test": 2}
@@ -64,7 +76,7 @@ def regroup_split(
         )
     )
     # a key whose rows all sit in one known split stays there (columnar: no Python per group)
-    filled = dict.fromkeys(names, 0)
+    filled = dict.fromkeys(names, 0) | {s: c for s, c in settled.items() if s in names}
     kept = pl.concat(
         [
             groups.filter("stays").select(pl.col("first").alias("t"), "n"),

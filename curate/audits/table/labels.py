@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.shared.conflicts import label_conflicts
-from curate.audits.table.registry import RULES, at, exact_keys, key_names, repeated, value
+from curate.audits.table.registry import RULES, at, key_names, value
 from curate.core.findings import concat_outputs, finding_frame, json_struct
 from curate.core.rules import AuditContext
 
@@ -22,7 +22,7 @@ _SHOWN = 5
     unsafe=True,
     # "labels" unread (the candidates' labels are gathered by position) but declared: without
     # --label the engine does not run the rule rather than call the table clean
-    needs=("key_hashes", "labels"),
+    needs=("key_hashes", "candidates", "labels"),
 )
 def conflicting_labels(data, ctx: AuditContext) -> pl.DataFrame:
     """Rows with the same input (``--key``, else ``--text``, normalised as ``--normalise``
@@ -37,7 +37,7 @@ def conflicting_labels(data, ctx: AuditContext) -> pl.DataFrame:
     opts = ctx.options
     keys = key_names(len(opts.key_columns()))
     # only keys whose hash repeats can carry two labels; folded again for those rows alone
-    table = exact_keys(ctx, repeated(ctx.table("key_hashes"), "h"))
+    table = ctx.table("candidates")
     # the candidates' labels by position (the whole label table is what "labels" serves)
     labels = at(data, table["row"], opts.label)
     parts = []
