@@ -22,15 +22,16 @@ counts); the script fails if they differ.
 
 Deepchecks (at up to ``--deepchecks-max`` rows, default 1 M; 0 turns it off): its NLP checks
 are the ones that normalise text (TextDuplicates, ConflictingLabels, TrainTestSamplesMix; the
-tabular ones compare raw cells). It runs in a venv of its own (``--dc-venv``, default
-``/tmp/dc-venv``); if that is missing or Deepchecks does not import there, the script prints
-the reason and goes on. ``pip install deepchecks`` (0.19.1) alone does not import on Python
+tabular ones compare raw cells). It runs in a venv of its own (``--dc-venv DIR``, or the
+environment variable ``CURATE_DC_VENV``; without either it is not run); if that is missing or
+Deepchecks does not import there, the script prints the reason and goes on.
+``pip install deepchecks`` (0.19.1) alone does not import on Python
 3.11 today (scikit-learn 1.9 dropped the ``max_error`` scorer; ``np.Inf`` is gone in NumPy 2;
 ``pkg_resources`` in setuptools 81) and its NLP checks import torch, transformers, umap-learn
 and textblob. What imports::
 
-    python3.11 -m venv /tmp/dc-venv && /tmp/dc-venv/bin/pip install deepchecks
-    /tmp/dc-venv/bin/pip install 'scikit-learn==1.7.2' 'numpy<2' 'pandas<2.3' \
+    python3.11 -m venv DIR && DIR/bin/pip install deepchecks
+    DIR/bin/pip install 'scikit-learn==1.7.2' 'numpy<2' 'pandas<2.3' \
         'setuptools<81' 'pyarrow<19' textblob seqeval umap-learn transformers torch
 
 The table (seeded, ``--seed``): ``id``, ``q`` (a question built from MusicCaps aspect terms),
@@ -593,7 +594,12 @@ def main() -> None:
     )
     ap.add_argument("--object-max", type=int, default=1_000_000, help="largest size of `object`")
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI run of curate")
-    ap.add_argument("--dc-venv", type=Path, default=Path("/tmp/dc-venv"))
+    ap.add_argument(
+        "--dc-venv",
+        type=Path,
+        default=Path(os.environ["CURATE_DC_VENV"]) if os.environ.get("CURATE_DC_VENV") else None,
+        help="a venv where Deepchecks imports (default: $CURATE_DC_VENV; none: not run)",
+    )
     ap.add_argument("--deepchecks-max", type=int, default=1_000_000, help="0: no Deepchecks")
     ap.add_argument("--child", dest="side", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
@@ -612,7 +618,12 @@ def main() -> None:
         return
     recorder = record.start(args)
     sizes = [int(s) for s in args.sizes.split(",")]
-    python, why = deepchecks_python(args.dc_venv) if args.deepchecks_max else (None, "off")
+    if not args.deepchecks_max:
+        python, why = None, "off"
+    elif args.dc_venv is None:
+        python, why = None, "no --dc-venv (or CURATE_DC_VENV) given"
+    else:
+        python, why = deepchecks_python(args.dc_venv)
     if python is None:
         print(f"Deepchecks skipped: {why}")
     out_rows = []
