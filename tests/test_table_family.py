@@ -133,6 +133,76 @@ def test_split_leakage_matches_pandas(species: pd.DataFrame, species_report) -> 
     assert rows_of(species_report, "TB405") == expected
 
 
+def _exact_rules_by_pandas(df: pd.DataFrame, key: list[str], label: str | None) -> dict:
+    """TB301, TB403 and TB405 of a key of several columns, by pandas on ``normal``: a row
+    whose key has an empty column takes no part."""
+    d = df.reset_index(drop=True).copy()
+    d["row"] = range(len(d))
+    folded = [[normal(v) for v in d[c]] for c in key]
+    d["k"] = [
+        "\x1f".join(parts) if None not in parts else None for parts in zip(*folded, strict=True)
+    ]
+    k = d[d["k"].notna()]
+    out = {"TB403": set(k.loc[k.duplicated(subset=["k", "split"], keep="first"), "row"])}
+    ranked = k[k["split"].notna()].assign(rank=lambda x: x["split"].map(RANK))
+    first = ranked.groupby("k")["rank"].transform("min")
+    out["TB405"] = set(ranked.loc[ranked["rank"] > first, "row"])
+    if label:
+        labelled = k[k[label].notna()]
+        n = labelled.groupby("k")[label].nunique()
+        out["TB301"] = set(labelled.loc[labelled["k"].isin(set(n[n > 1].index)), "row"])
+    return out
+
+
+def test_a_key_of_two_columns_matches_pandas(species: pd.DataFrame, species_csv: Path) -> None:
+    """``--text Genus,target``: the key repeats only where both columns repeat (the short
+    genus name is folded for every row, the glycan only where the name repeats); a glycan
+    of one genus in two species is a conflict of ``--label Species``."""
+    report = curate.audit(
+        "table", species_csv, id="id", label="Species", split="split", text="Genus,target"
+    )
+    expected = _exact_rules_by_pandas(species, ["Genus", "target"], "Species")
+    assert all(len(v) > 10 for v in expected.values())
+    for code, rows in expected.items():
+        got = rows_of(report, code)
+        if code == "TB403":  # a whole-row copy is TB402's, not TB403's
+            got |= rows_of(report, "TB402")
+        assert got == rows, code
+
+
+_CELL = st.one_of(
+    st.none(),
+    st.sampled_from(
+        ["", " ", "?!", "☺", "a", "A.", " a ", "b", "ＡＢ", "ab", "a b", "\u0301", "²"]
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(_CELL, _CELL, _CELL, st.sampled_from(["train", "validation", "test", None])),
+        min_size=1,
+        max_size=60,
+    ),
+    st.permutations(["a", "b", "c"]),
+)
+def test_keys_of_several_columns_with_empty_cells_match_pandas(rows: list, key: list) -> None:
+    """Keys of three text columns whose cells are often empty once folded (punctuation, a
+    symbol, white space, nothing) or fold together (case, full width): the column-by-column
+    hashing finds the rows pandas finds, in any column order."""
+    df = pd.DataFrame(rows, columns=["a", "b", "c", "split"])
+    df.insert(0, "id", [f"r{i}" for i in range(len(df))])
+    report = curate.audit("table", pl.from_pandas(df), id="id", split="split", text=",".join(key))
+    expected = _exact_rules_by_pandas(df, key, None)
+    # a row with a null or blank text cell is TB002's and takes no part in the others
+    valid = df[[c for c in "abc"]].apply(lambda s: s.str.strip().fillna("") != "").all(axis=1)
+    copies = set(df[valid].index[df[valid].duplicated(subset=[*"abc", "split"], keep="first")])
+    assert rows_of(report, "TB402") == copies
+    assert rows_of(report, "TB403") == expected["TB403"] - copies
+    assert rows_of(report, "TB405") == expected["TB405"]
+
+
 def test_group_leakage_and_duplicate_ids_match_pandas(species: pd.DataFrame, tmp_path) -> None:
     """``--group Genus``: a genus in two splits leaks; ids reused by hand are TB401."""
     df = species.copy()
@@ -676,6 +746,33 @@ def test_fold_is_the_normal_form(texts: list[str]) -> None:
 
     got = fold(pl.Series("t", texts), list(NORMALISE_PARTS)).to_list()
     assert got == [normal(t) or "" for t in texts]
+
+
+def test_a_cell_with_a_letter_or_a_number_never_folds_to_nothing() -> None:
+    """What :func:`~curate.audits.table.registry.blank_cells` relies on to fold only the cells
+    without a letter or a number: every code point polars calls a letter or a number, alone
+    in a cell, keeps something through the whole normal form."""
+    from curate.audits.table.registry import blank_cells
+    from curate.schemas.table import NORMALISE_PARTS, fold
+
+    chars = pl.Series("t", [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF])
+    alnum = chars.filter(chars.str.contains(r"[\p{L}\p{N}]"))
+    assert alnum.len() > 140_000
+    folded = fold(alnum, list(NORMALISE_PARTS))
+    assert not (folded.is_null() | (folded == "")).any()
+    # and the shortcut says what the whole fold says, on every code point
+    whole = fold(chars, list(NORMALISE_PARTS))
+    assert blank_cells(chars, list(NORMALISE_PARTS)).equals(whole.is_null() | (whole == ""))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), _TEXT), min_size=1, max_size=20))
+def test_blank_cells_are_the_cells_without_a_normal_form(texts: list) -> None:
+    from curate.audits.table.registry import blank_cells
+    from curate.schemas.table import NORMALISE_PARTS
+
+    got = blank_cells(pl.Series("t", texts, dtype=pl.String), list(NORMALISE_PARTS)).to_list()
+    assert got == [normal(t) is None for t in texts]
 
 
 @pytest.mark.parametrize("command", ["validate", "audit", "fix", "export"])

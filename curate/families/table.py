@@ -168,18 +168,20 @@ def _missing(values: pl.DataFrame, options: TableOptions) -> pl.Series:
     required = list(
         dict.fromkeys([*([options.id] if options.id else []), *options.label, *options.text])
     )
-    empty = pl.repeat(False, values.height, eager=True)
+    gone = []
     for c in required:
         if c not in values.columns:
             continue
-        s = values[c]
-        gone = s.is_null()
-        if s.dtype == pl.String:
+        e = pl.col(c).is_null()
+        if values.schema[c] == pl.String:
             # no character but white space: a search that stops at the first one (half the
             # time of stripping 10 M long cells to compare them with "")
-            gone = gone | ~s.str.contains(r"\S").fill_null(True)
-        empty = empty | gone
-    return empty
+            e = e | ~pl.col(c).str.contains(r"\S").fill_null(True)
+        gone.append(e)
+    if not gone:
+        return pl.repeat(False, values.height, eager=True)
+    # one select: polars runs the columns' searches in parallel
+    return values.select(pl.any_horizontal(gone)).to_series()
 
 
 def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
