@@ -21,13 +21,32 @@ import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from curate.core.errors import ArgumentError, UsageError, arg
 
 COMMANDS = ("validate", "audit", "fix", "export")
+
+
+def comma_list(v: Any) -> Any:
+    """``a,b`` (one flag value), ``["a", "b"]`` (repeated flags, TOML) or ``"a"`` (the API):
+    the same list of names."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        v = [v]
+    if isinstance(v, list | tuple):
+        out = [p.strip() for item in v for p in str(item).split(",")]
+        if any(not p for p in out):
+            raise ValueError("an empty name")
+        return list(dict.fromkeys(out))
+    return v
+
+
+#: A list option given as ``a,b``, repeated flags or a list (see :func:`comma_list`).
+CommaList = Annotated[list[str], BeforeValidator(comma_list)]
 
 
 class FamilyOptions(BaseModel):
@@ -217,3 +236,64 @@ def _check_type(model: type[FamilyOptions], name: str, value: Any) -> None:
     raise ArgumentError(
         f"{arg(field_flag(model, name))}: expected {expected}, got {type(value).__name__}"
     )
+
+
+class LabelIssueOptions(FamilyOptions):
+    """The options of label issues by confident learning, for every family with labels
+    (:mod:`curate.audits.shared.label_issues`): where the predicted probabilities come from,
+    and what the unsafe fix does. A family with labels derives its options from this class;
+    one without a built-in model says so in :meth:`built_in_model`."""
+
+    pred_probs: Path | None = option(
+        None,
+        help="Out-of-sample predicted probabilities of the labels (your model's, from "
+        "cross-validation): parquet or CSV with an 'id' column and one column per class (or one "
+        "list column), .npz with pred_probs [ids, classes], or .npy in the records' order. "
+        "Label issues are then exactly cleanlab's find_label_issues on them.",
+        commands=("audit", "fix", "export"),
+    )
+    pred_probs_classes: CommaList = option(
+        [],
+        help="The classes of --pred-probs' columns in order, comma-separated, where the file "
+        "does not name them (a list column, .npy): default, the label set sorted.",
+        commands=("audit", "fix", "export"),
+    )
+    label_model: Literal["auto", "none"] = option(
+        "auto",
+        help="Without --pred-probs: 'auto' scores the labels with the family's built-in "
+        "cross-validated model where it has one (glycan, table); 'none' runs no label-issue "
+        "check.",
+        commands=("audit", "fix", "export"),
+    )
+    label_folds: int = option(
+        5,
+        help="Folds of the built-in model's cross-validation (grouped, seeded by --seed).",
+        commands=("audit", "fix", "export"),
+    )
+    label_fix: Literal["relabel", "drop"] = option(
+        "relabel",
+        help="What the unsafe fix of a label issue does: set the predicted label (relabel) "
+        "or leave the record out (drop); either is in the changelog with its score.",
+        commands=("fix", "export"),
+    )
+
+    @field_validator("label_folds")
+    @classmethod
+    def _two_folds(cls, v: int) -> int:
+        if v < 2:
+            raise ValueError(f"must be at least 2 (got {v}): one fold scores nothing out of sample")
+        return v
+
+    def input_files(self) -> list[Path]:
+        """``--pred-probs`` is read: the output gate protects it."""
+        return [self.pred_probs] if self.pred_probs is not None else []
+
+    def label_issue_source(self, built_in: bool) -> str | None:
+        """Where this run's probabilities come from: ``"file"`` (``--pred-probs``),
+        ``"model"`` (the family's built-in model, ``built_in`` says whether it has one) or
+        None (no label-issue check: ``--label-model none``, or no model and no file)."""
+        if self.pred_probs is not None:
+            return "file"
+        if self.label_model == "auto" and built_in:
+            return "model"
+        return None

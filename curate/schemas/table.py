@@ -32,7 +32,7 @@ import polars as pl
 from pydantic import BaseModel, BeforeValidator, field_validator, model_validator
 
 from curate.core.errors import UsageError, arg
-from curate.core.options import FamilyOptions, option
+from curate.core.options import CommaList, LabelIssueOptions, option
 
 __all__ = [
     "NORMALISE_PARTS",
@@ -57,22 +57,8 @@ NORMALISE_PARTS: dict[str, str] = {
 _PUNCTUATION = r"[\p{P}\p{S}]+"
 
 
-def _columns(v: Any) -> Any:
-    """``a,b`` (one flag value), ``["a", "b"]`` (repeated flags, TOML) or ``"a"`` (the API):
-    the same list of column names."""
-    if v is None:
-        return []
-    if isinstance(v, str):
-        v = [v]
-    if isinstance(v, list | tuple):
-        out = [p.strip() for item in v for p in str(item).split(",")]
-        if any(not p for p in out):
-            raise ValueError("an empty column name")
-        return list(dict.fromkeys(out))
-    return v
-
-
-Columns = Annotated[list[str], BeforeValidator(_columns)]
+#: Column names, comma-separated (see :func:`~curate.core.options.comma_list`).
+Columns = CommaList
 
 
 def _pairs(v: Any) -> Any:
@@ -100,7 +86,7 @@ SplitMap = Annotated[dict[str, str], BeforeValidator(_pairs)]
 warnings.filterwarnings("ignore", message='Field name "schema" in "TableOptions" shadows')
 
 
-class TableOptions(FamilyOptions):
+class TableOptions(LabelIssueOptions):
     """The declaration of a table: its columns' roles, its model and the rules' thresholds."""
 
     at_least_one: ClassVar[frozenset[str]] = frozenset({"workers", "permutations"})
@@ -240,10 +226,12 @@ class TableOptions(FamilyOptions):
         return frozenset(missing)
 
     def input_files(self) -> list[Path]:
-        """A ``--schema path.py:Model`` file is read: the output gate protects it."""
+        """A ``--schema path.py:Model`` file is read (and ``--pred-probs``): the output gate
+        protects them."""
+        read = super().input_files()
         if self.schema and (path := _schema_path(self.schema)) is not None:
-            return [path]
-        return []
+            read.append(path)
+        return read
 
 
 def _schema_path(spec: str) -> Path | None:

@@ -1,0 +1,455 @@
+"""Label issues by confident learning: records whose given label is simply unlikely.
+
+Every other label rule checks the label against something curate can see (a taxonomy, a
+duplicate with another label, a generator). The commonest corruption contradicts nothing: a
+bacterial glycan filed under Animalia, a fake clip labelled real. Confident learning
+(Northcutt, Jiang and Chuang, JAIR 2021) finds those from *out-of-sample* predicted
+probabilities: it estimates the joint distribution of given and true labels per class (the
+confident joint, with per-class thresholds, so a model that is under-confident on a rare class
+does not drown it) and flags the records the joint says are mislabelled. cleanlab is that
+method's reference implementation; this module is a thin, typed layer over it, never a
+re-implementation:
+
+* :func:`score_labels` — given labels and predicted probabilities, cleanlab's own
+  ``find_label_issues`` (the flagged set) and ``get_label_quality_scores`` (the rank), the
+  per-class noise of ``rank_classes_by_label_quality`` and the dataset's
+  ``overall_label_health_score``; multi-label sets (a glycan found in two kingdoms is a fact)
+  go through cleanlab's multi-label functions.
+* :func:`cross_val_pred_probs` — the built-in model for a family that can describe its records
+  as features: K-fold (seeded, grouped so that one key never sits in the fitting and the
+  scored fold), a regularised logistic regression per fold, every record scored by the fold
+  that never saw it.
+* :func:`read_pred_probs` — the user's own out-of-sample probabilities (parquet, CSV, ``.npy``,
+  ``.npz``), checked against the records' ids and the label set, each mismatch one line.
+
+May import: ``curate.core`` and ``curate.io``; nothing family-specific. cleanlab and
+scikit-learn are imported inside the functions: ``curate --help`` never pays for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from curate.core.errors import InputError
+
+__all__ = [
+    "LabelIssues",
+    "class_order",
+    "cross_val_pred_probs",
+    "read_pred_probs",
+    "score_labels",
+]
+
+#: How far a row of single-label probabilities may sum from 1 (float32 outputs, rounding in CSV).
+SUM_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class LabelIssues:
+    """What confident learning says about a set of labels.
+
+    ``rows``: one row per scored record, in the caller's order — ``position`` (index into the
+    labels given), ``given`` and ``predicted`` (class names; for multi-label sets the classes
+    joined by ``|`` in class order), ``score`` (cleanlab's label quality score, 0 worst .. 1
+    best), ``issue`` (in cleanlab's flagged set) and ``rank`` (1 = worst score among the
+    flagged, null for unflagged rows).
+    ``per_class``: ``class, rows, issues, noise, quality`` — ``noise`` is cleanlab's estimated
+    share of the rows given that class whose true class is another (from the confident joint),
+    ``quality`` its label quality score for the class.
+    ``health``: cleanlab's overall label health score (1 - the estimated share of wrong
+    labels)."""
+
+    rows: pl.DataFrame
+    classes: list[str]
+    per_class: pl.DataFrame
+    health: float
+    multi_label: bool = False
+
+    @property
+    def flagged(self) -> pl.DataFrame:
+        """The flagged rows, worst first."""
+        return self.rows.filter("issue").sort("rank")
+
+    def matrix(self) -> pl.DataFrame:
+        """``given, predicted, rows``: the flagged records counted by given and suggested label
+        (the HTML report's given-vs-suggested matrix)."""
+        return (
+            self.rows.filter("issue")
+            .group_by("given", "predicted")
+            .len("rows")
+            .sort("rows", "given", "predicted", descending=[True, False, False])
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: the health score, how many flagged, per-class estimated noise."""
+        return {
+            "method": "confident learning (cleanlab find_label_issues, self-confidence scores)",
+            "multi_label": self.multi_label,
+            "records": self.rows.height,
+            "flagged": int(self.rows["issue"].sum()),
+            "label_health": round(self.health, 6),
+            "classes": [
+                {k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()}
+                for r in self.per_class.iter_rows(named=True)
+            ],
+        }
+
+
+def class_order(labels: Sequence[Any], declared: Sequence[str] | None = None) -> list[str]:
+    """The classes in the order probabilities are given: ``declared`` when the user says, else
+    the label set sorted (scikit-learn's and cleanlab's convention for integer-coded labels).
+    A label missing from a declared order is an error the caller reports."""
+    if declared:
+        return [str(c) for c in declared]
+    seen: set[str] = set()
+    for v in labels:
+        if v is None:
+            continue
+        for c in v if isinstance(v, list | tuple) else [v]:
+            seen.add(str(c))
+    return sorted(seen)
+
+
+def _encode(
+    labels: Sequence[Any], classes: Sequence[str], multi_label: bool
+) -> np.ndarray | list[list[int]]:
+    index = {c: i for i, c in enumerate(classes)}
+    if multi_label:
+        return [sorted({index[str(c)] for c in v}) for v in labels]
+    return np.fromiter((index[str(v)] for v in labels), dtype=np.int64, count=len(labels))
+
+
+def score_labels(
+    labels: Sequence[Any],
+    pred_probs: np.ndarray,
+    classes: Sequence[str],
+    *,
+    multi_label: bool = False,
+    filter_by: str = "prune_by_noise_rate",
+) -> LabelIssues:
+    """Confident learning on ``labels`` (class names, or lists of them when ``multi_label``)
+    and ``pred_probs`` (rows aligned with ``labels``, columns with ``classes``; out of sample).
+
+    The flagged set is exactly cleanlab's ``find_label_issues(labels, pred_probs,
+    filter_by=...)`` (its default, ``prune_by_noise_rate``); the scores are
+    ``get_label_quality_scores`` (self-confidence: the probability of the given label). A class
+    the labels never use keeps its column (the model may still predict it)."""
+    from cleanlab import dataset as cl_dataset
+    from cleanlab import filter as cl_filter
+    from cleanlab import rank as cl_rank
+
+    classes = [str(c) for c in classes]
+    probs = np.ascontiguousarray(pred_probs, dtype=np.float64)
+    y = _encode(labels, classes, multi_label)
+    n = len(labels)
+    if multi_label:
+        from cleanlab.multilabel_classification import dataset as ml_dataset
+        from cleanlab.multilabel_classification import filter as ml_filter
+        from cleanlab.multilabel_classification import rank as ml_rank
+
+        issue = np.asarray(ml_filter.find_label_issues(y, probs, filter_by=filter_by), bool)
+        score = np.asarray(ml_rank.get_label_quality_scores(y, probs), float)
+        health = float(ml_dataset.overall_multilabel_health_score(y, probs))
+        shown = [np.flatnonzero(p >= 0.5).tolist() for p in probs]
+        predicted = ["|".join(classes[c] for c in s) for s in shown]
+        given = ["|".join(classes[c] for c in s) for s in y]
+        per_class = _per_class_multilabel(y, probs, classes)
+    else:
+        issue = np.asarray(cl_filter.find_label_issues(y, probs, filter_by=filter_by), bool)
+        score = np.asarray(cl_rank.get_label_quality_scores(y, probs), float)
+        health = float(cl_dataset.overall_label_health_score(y, probs, verbose=False))
+        top = probs.argmax(axis=1)
+        predicted = [classes[i] for i in top]
+        given = [classes[i] for i in y]
+        ranked = cl_dataset.rank_classes_by_label_quality(y, probs)
+        per_class = pl.DataFrame(
+            {
+                "class": [classes[int(i)] for i in ranked["Class Index"]],
+                "rows": [int((y == int(i)).sum()) for i in ranked["Class Index"]],
+                "issues": [int(v) for v in ranked["Label Issues"]],
+                "noise": [float(v) for v in ranked["Label Noise"]],
+                "quality": [float(v) for v in ranked["Label Quality Score"]],
+            }
+        ).sort("noise", "class", descending=[True, False])
+    rows = pl.DataFrame(
+        {
+            "position": np.arange(n, dtype=np.int64),
+            "given": pl.Series(given, dtype=pl.String),
+            "predicted": pl.Series(predicted, dtype=pl.String),
+            "score": score,
+            "issue": issue,
+        }
+    )
+    # worst first among the flagged: the order a reviewer works through them
+    order = rows.filter("issue").sort("score", "position").with_row_index("rank", offset=1)
+    rows = rows.join(
+        order.select("position", pl.col("rank").cast(pl.Int64)), on="position", how="left"
+    ).sort("position")
+    return LabelIssues(rows, classes, per_class, health, multi_label)
+
+
+def _per_class_multilabel(
+    y: list[list[int]], probs: np.ndarray, classes: list[str]
+) -> pl.DataFrame:
+    """Per class of a multi-label set: rows holding it, and the share cleanlab's per-class
+    one-vs-rest estimate calls wrong (rows whose membership in the class is flagged)."""
+    from cleanlab.multilabel_classification import dataset as ml_dataset
+
+    ranked = ml_dataset.rank_classes_by_multilabel_quality(y, probs)
+    out = []
+    for r in ranked.to_dict("records"):
+        i = int(r["Class Index"])
+        held = sum(1 for s in y if i in s)
+        out.append(
+            {
+                "class": classes[i],
+                "rows": held,
+                "issues": int(r["Label Issues"]),
+                "noise": float(r["Label Noise"]),
+                "quality": float(r["Label Quality Score"]),
+            }
+        )
+    return pl.DataFrame(out).sort("noise", "class", descending=[True, False])
+
+
+def cross_val_pred_probs(
+    features: Any,
+    labels: Sequence[Any],
+    classes: Sequence[str],
+    *,
+    groups: Sequence[Any] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    multi_label: bool = False,
+    c: float = 1.0,
+) -> np.ndarray:
+    """Out-of-sample predicted probabilities of a regularised logistic regression on
+    ``features`` (a scipy sparse or numpy matrix, one row per label), K-fold and seeded.
+
+    Why grouped folds: a record scored by a model that was fitted on its own copy (the same
+    glycan under another species, the same text in another row) is not out of sample — its
+    given label comes back as the prediction and a wrong label hides behind its twin. With
+    ``groups`` (a canonical key, a declared group) every group sits in exactly one fold
+    (``StratifiedGroupKFold``). A class absent from a fold's fitting rows gets probability 0
+    there. Multi-label: one-vs-rest, a probability per class."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold
+
+    classes = [str(k) for k in classes]
+    y = _encode(labels, classes, multi_label)
+    n = len(labels)
+    k = len(classes)
+    folds = max(2, min(folds, n))
+    out = np.zeros((n, k), dtype=np.float64)
+    if multi_label:
+        target = np.zeros((n, k), dtype=np.int8)
+        for r, s in enumerate(y):
+            target[r, s] = 1
+        strat = None
+    else:
+        target = y  # type: ignore[assignment]
+        strat = y
+    if groups is not None:
+        g = pl.Series("g", list(groups)).cast(pl.String).fill_null("").to_numpy()
+        ngroups = len(set(g))
+        folds = min(folds, ngroups)
+        if strat is not None:
+            splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+            splits = splitter.split(np.zeros(n), strat, g)
+        else:
+            splits = GroupKFold(n_splits=folds, shuffle=True, random_state=seed).split(
+                np.zeros(n), groups=g
+            )
+    elif strat is not None and np.bincount(strat).max() >= folds:
+        splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(
+            np.zeros(n), strat
+        )
+    else:
+        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(n))
+    for fit, score in splits:
+        if multi_label:
+            for j in range(k):
+                col = target[fit, j]
+                if col.min() == col.max():  # one value in the fitting rows: that value
+                    out[score, j] = float(col[0])
+                    continue
+                m = LogisticRegression(C=c, max_iter=1000)
+                m.fit(features[fit], col)
+                out[score, j] = m.predict_proba(features[score])[:, 1]
+            continue
+        present = np.unique(target[fit])
+        if len(present) == 1:
+            out[score, present[0]] = 1.0
+            continue
+        m = LogisticRegression(C=c, max_iter=1000)
+        m.fit(features[fit], target[fit])
+        out[np.ix_(score, m.classes_)] = m.predict_proba(features[score])
+    return out
+
+
+def read_pred_probs(
+    path: str | Path,
+    ids: Sequence[str],
+    classes: Sequence[str],
+    *,
+    multi_label: bool = False,
+    declared: bool = False,
+) -> np.ndarray:
+    """The user's predicted probabilities at ``path``, one row per id of ``ids`` in that order,
+    one column per class of ``classes``.
+
+    Formats: parquet or CSV with an ``id`` column and either one column per class (named by
+    the class; any order, extra classes ignored) or one list column (in ``classes`` order, the
+    order the user declared or the label set sorted); ``.npz`` with ``pred_probs`` and
+    optionally ``ids`` and ``classes``; ``.npy`` rows in the records' order. Checked, each
+    mismatch one line naming the file and the first offending id: every record has a row,
+    no id twice, no id the dataset lacks, every label a column, every value a probability
+    (finite, 0..1; a single-label row summing to 1 within :data:`SUM_TOLERANCE`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file (--pred-probs)", path=p)
+    classes = [str(c) for c in classes]
+    suffix = p.suffix.lower()
+    file_ids: list[str] | None = None
+    try:
+        if suffix == ".npy":
+            probs = np.load(p, allow_pickle=False)
+            file_classes = None
+        elif suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                if "pred_probs" not in z:
+                    raise InputError("an .npz needs an array named pred_probs", path=p)
+                probs = z["pred_probs"]
+                file_ids = [str(v) for v in z["ids"]] if "ids" in z else None
+                file_classes = [str(v) for v in z["classes"]] if "classes" in z else None
+        elif suffix in (".parquet", ".csv", ".tsv"):
+            frame = (
+                pl.read_parquet(p)
+                if suffix == ".parquet"
+                else pl.read_csv(
+                    p, separator="\t" if suffix == ".tsv" else ",", infer_schema_length=10_000
+                )
+            )
+            probs, file_ids, file_classes = _from_frame(frame, classes, p)
+        else:
+            raise InputError("--pred-probs takes .parquet, .csv, .tsv, .npy or .npz", path=p)
+    except InputError:
+        raise
+    except Exception as e:  # a damaged file: numpy's or polars' reason, one line
+        raise InputError(f"cannot read predicted probabilities ({e})", path=p) from None
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim != 2:
+        raise InputError(
+            f"predicted probabilities must be a matrix, got {probs.ndim} dimension(s)", path=p
+        )
+    if file_classes is not None:
+        missing = [c for c in classes if c not in file_classes]
+        if missing and not declared:
+            raise InputError(
+                f"label {missing[0]!r} has no column of probabilities "
+                f"({len(missing)} label(s) missing; the file has {', '.join(file_classes[:8])})",
+                path=p,
+            )
+        if not missing:
+            at = {c: i for i, c in enumerate(file_classes)}
+            probs = probs[:, [at[c] for c in classes]]
+    if probs.shape[1] != len(classes):
+        raise InputError(
+            f"{probs.shape[1]} columns of probabilities for {len(classes)} classes "
+            f"({', '.join(classes[:8])}{', ...' if len(classes) > 8 else ''})",
+            path=p,
+        )
+    probs = _aligned(probs, file_ids, list(ids), p)
+    _check_probabilities(probs, list(ids), p, multi_label)
+    return probs
+
+
+def _from_frame(
+    frame: pl.DataFrame, classes: list[str], p: Path
+) -> tuple[np.ndarray, list[str], list[str] | None]:
+    if "id" not in frame.columns:
+        raise InputError("needs an 'id' column naming each record", path=p, field="id")
+    ids = frame["id"].cast(pl.String).to_list()
+    lists = [c for c in frame.columns if isinstance(frame.schema[c], pl.List | pl.Array)]
+    if lists:
+        col = frame[lists[0]].cast(pl.List(pl.Float64))
+        lengths = col.list.len()
+        if lengths.n_unique() > 1 or lengths.null_count():
+            bad = int((lengths != lengths.mode()[0]).fill_null(True).arg_max() or 0)
+            raise InputError(
+                "rows of the probability list differ in length",
+                path=p,
+                record=ids[bad],
+                field=lists[0],
+            )
+        return np.vstack(col.to_numpy()) if col.len() else np.zeros((0, 0)), ids, None
+    names = [c for c in frame.columns if c != "id"]
+    for c in names:
+        if not frame.schema[c].is_numeric():
+            raise InputError(f"column {c!r} is not numeric", path=p, field=c)
+    wanted = [c for c in names if c in classes]
+    missing = [c for c in classes if c not in names]
+    if missing:
+        raise InputError(
+            f"label {missing[0]!r} has no column of probabilities ({len(missing)} label(s) "
+            f"missing; columns: {', '.join(names[:8])})",
+            path=p,
+        )
+    return frame.select(wanted).to_numpy(), ids, wanted
+
+
+def _aligned(probs: np.ndarray, file_ids: list[str] | None, ids: list[str], p: Path) -> np.ndarray:
+    if file_ids is None:
+        if probs.shape[0] != len(ids):
+            raise InputError(
+                f"{probs.shape[0]} rows of probabilities for {len(ids)} records (rows without "
+                "ids are taken in the records' order)",
+                path=p,
+            )
+        return probs
+    at: dict[str, int] = {}
+    for i, v in enumerate(file_ids):
+        if v in at:
+            raise InputError("id given twice", path=p, record=v, field="id")
+        at[v] = i
+    wanted = set(ids)
+    extra = next((v for v in file_ids if v not in wanted), None)
+    if extra is not None:
+        raise InputError(
+            "id not in the dataset (probabilities of another table?)",
+            path=p,
+            record=extra,
+            field="id",
+        )
+    missing = next((v for v in ids if v not in at), None)
+    if missing is not None:
+        raise InputError(
+            "record has no predicted probabilities", path=p, record=missing, field="id"
+        )
+    return probs[[at[v] for v in ids]]
+
+
+def _check_probabilities(probs: np.ndarray, ids: list[str], p: Path, multi_label: bool) -> None:
+    bad = ~np.isfinite(probs).all(axis=1) | (probs < 0).any(axis=1) | (probs > 1).any(axis=1)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            "values are not probabilities (each in 0..1)", path=p, record=ids[r], field="pred_probs"
+        )
+    if not multi_label:
+        off = np.abs(probs.sum(axis=1) - 1.0) > SUM_TOLERANCE
+        if off.any():
+            r = int(np.flatnonzero(off)[0])
+            raise InputError(
+                f"probabilities sum to {probs[r].sum():.4g}, not 1 (a multi-label file? scores "
+                "not passed through softmax?)",
+                path=p,
+                record=ids[r],
+                field="pred_probs",
+            )
