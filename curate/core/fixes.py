@@ -525,7 +525,9 @@ def run_fixes(
             if not frame.height:  # every record invalid: nothing to fix or re-audit
                 converged = True
                 break
-            edits = edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
+            # a fix_once rule's edits come from the input's audit alone (Rule.fix_once)
+            chosen = rules if n == 1 else [r for r in rules if not r.fix_once]
+            edits = edits_of(audit_report.findings, chosen, unsafe=choice.unsafe)
             if n > 1 and not edits:
                 converged = True
                 break
@@ -568,7 +570,8 @@ def run_fixes(
                 converged = True
                 break
         else:
-            converged = not edits_of(audit_report.findings, rules, unsafe=choice.unsafe)
+            again = [r for r in rules if not r.fix_once]
+            converged = not edits_of(audit_report.findings, again, unsafe=choice.unsafe)
         # the published tables of the parquet route (none when no record was left to write,
         # or when the family's own files are the data)
         tables = (

@@ -261,3 +261,39 @@ def boxes(
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
     return fig
+
+
+def count_matrix(
+    rows: Sequence[str],
+    cols: Sequence[str],
+    counts: Mapping[tuple[str, str], int],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+) -> Any:
+    """A matrix of counts (a confusion-style table: given label by suggested label), each cell
+    shaded by its count and printed; empty cells left blank. ``rows`` and ``cols`` in the
+    order shown (cut to :data:`MAX_BARS` each by the caller)."""
+    import matplotlib as mpl
+    import numpy as np
+
+    m = np.zeros((len(rows), len(cols)))
+    for (r, c), n in counts.items():
+        if r in rows and c in cols:
+            m[list(rows).index(r), list(cols).index(c)] = n
+    fig = new_figure(max(3.5, 0.5 * len(cols) + 2.5), max(2.4, 0.35 * len(rows) + 1.6))
+    ax = fig.axes[0]
+    with mpl.rc_context(STYLE):
+        ax.grid(False)
+        ax.imshow(np.where(m > 0, m, np.nan), cmap="Blues", aspect="auto")
+        top = m.max() if m.size else 0
+        for i in range(len(rows)):
+            for j in range(len(cols)):
+                if m[i, j]:
+                    shade = "white" if m[i, j] > top / 2 else "black"
+                    ax.text(j, i, f"{int(m[i, j]):,}", ha="center", va="center", color=shade)
+        ax.set_xticks(range(len(cols)), [str(c) for c in cols], rotation=45, ha="right")
+        ax.set_yticks(range(len(rows)), [str(r) for r in rows])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    return fig

@@ -125,6 +125,11 @@ class Rule:
     #: records are each well-formed, and fixing or documenting the relation is the job of the
     #: fixes and the card. Not shown by ``curate rules`` (its output is kept as it was).
     invalid: bool = False
+    #: The fix applies to the audit of the input only, never to a re-audit's findings: a rule
+    #: whose findings come from a model fitted on the data (label issues) flags anew on the
+    #: data it relabelled, and chasing those would relabel by the model's drift, not by the
+    #: evidence the user reviewed. The re-audit still reports them.
+    fix_once: bool = False
 
     @property
     def fixable(self) -> bool:
@@ -225,11 +230,13 @@ class RuleSet:
         unsafe: bool = False,
         needs: Iterable[str] = (),
         invalid: bool = False,
+        fix_once: bool = False,
     ) -> Callable[[RuleFunc], RuleFunc]:
         """Register ``func`` as rule ``code``. ``fix`` is ``always``/``sometimes``/``never``
         (does a finding carry an edit in its ``fix`` column), ``unsafe`` marks fixes that
-        choose between meanings (applied only with ``--unsafe-fixes``) and ``invalid`` rules
-        whose findings make a record unpublishable (:attr:`Rule.invalid`)."""
+        choose between meanings (applied only with ``--unsafe-fixes``), ``invalid`` rules
+        whose findings make a record unpublishable (:attr:`Rule.invalid`) and ``fix_once``
+        fixes applied to the input's audit only (:attr:`Rule.fix_once`)."""
 
         def register(func: RuleFunc) -> RuleFunc:
             if code in self._rules:
@@ -247,6 +254,7 @@ class RuleSet:
                 FixSafety.UNSAFE if unsafe else FixSafety.SAFE,
                 tuple(needs),
                 invalid,
+                fix_once,
             )
             return func
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.audits.deepfake import RULES
+from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
@@ -245,6 +246,8 @@ class DeepfakeFamily(Family):
         data = ctx.data
         assert isinstance(data, DeepfakeData)
         report.stats.update(_stats(data))
+        if (scores := ctx.built("label_scores")) is not None:
+            summarise_label_issues(report, {"label": scores[1]}, "pred-probs")
 
     # ----------------------------------------------------------------- export / fix
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
@@ -252,7 +255,10 @@ class DeepfakeFamily(Family):
         from curate.families.deepfake_plots import deepfake_plots
 
         assert isinstance(data, DeepfakeData)
-        return deepfake_plots(data, report, ctx)
+        scores = ctx.built("label_scores")
+        return deepfake_plots(data, report, ctx) + (
+            label_issue_plots({"label": scores[1]}) if scores is not None else []
+        )
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid rows per split (rows without a split are published in train), every

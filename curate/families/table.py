@@ -33,12 +33,16 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel
 
+from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
 from curate.audits.shared.records import RecordsData
 from curate.audits.table import RULES
+from curate.core.dataset import LoadedDataset
 from curate.core.errors import InputError
-from curate.core.findings import InputInfo
+from curate.core.findings import InputInfo, Report
 from curate.core.keys import SPLIT_ORDER
 from curate.core.options import FamilyOptions
+from curate.core.plots import Plot
+from curate.core.rules import AuditContext
 from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
 from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, with_problems
@@ -402,6 +406,18 @@ class TableFamily(RecordsFamily):
 
     def _split_order(self) -> tuple[str, ...]:
         return SPLIT_ORDER
+
+    def summarise(self, report: Report, ctx: AuditContext) -> None:
+        """Rows per split, and what confident learning said about each label (TB302)."""
+        super().summarise(report, ctx)
+        if (scores := ctx.built("label_scores")) is not None:
+            source = "pred-probs" if ctx.options.pred_probs is not None else "built-in model"
+            summarise_label_issues(report, {k: v for k, (_, v) in scores.items()}, source)
+
+    def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
+        """The given-vs-suggested matrix of each label's flagged rows (TB302)."""
+        scores = ctx.built("label_scores")
+        return label_issue_plots({k: v for k, (_, v) in scores.items()}) if scores else []
 
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
         """The value columns under their published names (the user's types) and the other

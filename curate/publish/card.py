@@ -5,6 +5,7 @@ that says what curate did to produce the folder.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from curate.core.dataset import ChangeEntry
 from curate.core.findings import Report
@@ -45,6 +46,8 @@ def card_body(
         ]
     elif report is not None:
         lines.append(render_markdown(report, heading_level=2))
+    if report is not None and report.stats.get("label_issues"):
+        lines += label_issue_section(report.stats["label_issues"])
     if changelog is not None:
         lines += ["## Changelog summary", ""]
         if not changelog:
@@ -65,6 +68,25 @@ def card_body(
     lines += card.extra_sections
     lines.append(footer(card.steps))
     return "\n".join(lines) + "\n"
+
+
+def label_issue_section(stats: dict[str, Any]) -> list[str]:
+    """What confident learning said about the labels of the input (before any fix): per label,
+    how many were flagged, the label health score and each class's estimated noise. A reader
+    of a card should know how clean the labels are believed to be, not only which rules ran."""
+    lines = ["## Label issues (confident learning)", ""]
+    for label, s in stats.items():
+        lines += [
+            f"`{label}` ({s['source']}): {s['flagged']:,} of {s['records']:,} labels flagged "
+            f"as likely wrong (cleanlab's find_label_issues); label health score "
+            f"{s['label_health']:.3f} (1 - the estimated share of wrong labels).",
+            "",
+            "| class | rows | estimated noise |",
+            "|---|---:|---:|",
+        ]
+        lines += [f"| {c['class']} | {c['rows']:,} | {c['noise']:.1%} |" for c in s["classes"][:30]]
+        lines.append("")
+    return lines
 
 
 def footer(steps: Sequence[str]) -> str:

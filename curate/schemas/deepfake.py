@@ -37,7 +37,7 @@ from pydantic import (
 )
 
 from curate.core.errors import InputError, arg
-from curate.core.options import FamilyOptions, option
+from curate.core.options import LabelIssueOptions, option
 from curate.schemas.splits import SPLIT_NAMES as COMMON_SPLIT_NAMES
 
 
@@ -388,8 +388,10 @@ def _pairs(keys: tuple[str, ...] | None, what: str):
     return parse
 
 
-class DeepfakeOptions(FamilyOptions):
-    """Options of the deepfake family."""
+class DeepfakeOptions(LabelIssueOptions):
+    """Options of the deepfake family. Label issues (DF105) take ``--pred-probs`` only: a
+    model that predicts real/fake from the media is a deep detector, which curate does not
+    ship, so ``--label-model auto`` fits nothing here."""
 
     columns: Annotated[dict[str, str], BeforeValidator(_pairs(FIELDS, "FIELD=COLUMN"))] = option(
         {},
@@ -450,6 +452,13 @@ class DeepfakeOptions(FamilyOptions):
         if v is not None and not Path(v).is_dir():
             raise ValueError(f"{v} is not a folder")
         return v
+
+    def unavailable_tables(self) -> frozenset[str]:
+        """No label scores without ``--pred-probs`` (the family has no built-in model)."""
+        missing = set(super().unavailable_tables())
+        if self.label_issue_source(built_in=False) is None:
+            missing.add("label_scores")
+        return frozenset(missing)
 
 
 #: Generator values that mean "no generator" (written in real rows by many manifests).

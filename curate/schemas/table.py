@@ -164,8 +164,16 @@ class TableOptions(LabelIssueOptions):
     )
     seed: int = option(
         0,
-        help="Seed of the leak fix's regrouping (which split a leaking group moves into).",
-        commands=("fix",),
+        help="Seed of the leak fix's regrouping (which split a leaking group moves into) and "
+        "of the label-issue model's folds.",
+        commands=("audit", "fix", "export"),
+    )
+    features: Columns = option(
+        [],
+        help="Columns the built-in label-issue model reads besides --text, comma-separated "
+        "(default: every numeric, boolean and few-valued text column that is not the id, a "
+        "label, the split or the group).",
+        commands=("audit", "fix", "export"),
     )
 
     @field_validator("normalise")
@@ -223,6 +231,8 @@ class TableOptions(LabelIssueOptions):
             missing.add("near")
         if self.id is None:
             missing.add("ids")
+        if not self.label or self.label_issue_source(built_in=True) is None:
+            missing.add("label_scores")
         return frozenset(missing)
 
     def input_files(self) -> list[Path]:

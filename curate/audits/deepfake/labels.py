@@ -1,10 +1,19 @@
-"""Labels (DF101-DF104): generator against label, audio-visual label against label and modality."""
+"""Labels (DF101-DF105): generator against label, audio-visual label against label and
+modality, and labels confident learning calls unlikely given the user's model (DF105)."""
 
 from __future__ import annotations
 
 import polars as pl
 
 from curate.audits.deepfake.registry import RULES, file_of, valid
+from curate.audits.shared.label_issues import (
+    LabelIssues,
+    class_order,
+    label_issue_findings,
+    read_pred_probs,
+    score_labels,
+)
+from curate.core.errors import InputError
 from curate.core.findings import concat_outputs, finding_frame, json_struct
 from curate.core.rules import AuditContext
 from curate.schemas.deepfake import NO_GENERATOR
@@ -157,4 +166,62 @@ def av_label_missing(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
             file_of(data).alias("file"),
         ),
         fix=fix,
+    )
+
+
+@RULES.table("label_scores")
+def label_scores_table(ctx: AuditContext) -> tuple[pl.DataFrame, LabelIssues] | None:
+    """The valid labelled rows (``row, record, split, label``) and what confident learning
+    says about their labels, from ``--pred-probs`` (ids: the sample ids)."""
+    opts = ctx.options
+    data = ctx.data
+    assert isinstance(data, DeepfakeData)
+    frame = valid(data).filter(pl.col("label").is_not_null())
+    frame = frame.select(
+        "row", "record", pl.col("split").cast(pl.String), pl.col("label").cast(pl.String)
+    )
+    labels = frame["label"].to_list()
+    classes = class_order(labels, opts.pred_probs_classes or None)
+    unknown = sorted(set(class_order(labels)) - set(classes))
+    if unknown:
+        raise InputError(
+            f"label {unknown[0]!r} is not among --pred-probs-classes",
+            path=opts.pred_probs,
+            field="label",
+        )
+    probs = read_pred_probs(
+        opts.pred_probs,
+        data.rows["record"].cast(pl.String).to_list(),
+        classes,
+        declared=bool(opts.pred_probs_classes),
+    )
+    return frame, score_labels(labels, probs[frame["row"].to_numpy()], classes)
+
+
+@RULES.rule(
+    "DF105",
+    "label-issue",
+    category="label",
+    severity="warning",
+    fix="always",
+    unsafe=True,
+    needs=("label_scores",),
+    fix_once=True,
+)
+def label_issue(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
+    """A sample's real/fake label is unlikely given your detector's out-of-sample predicted
+    probabilities (``--pred-probs``): confident learning, exactly cleanlab's
+    ``find_label_issues`` on them.
+
+    A fake clip labelled real with no generator recorded breaks no other rule, and a detector
+    trained on it learns to call that generator's artefacts real. curate ships no detector
+    (that takes a deep model), so this check runs only on the probabilities you give, made by
+    cross-validation on this set (in-sample probabilities hide exactly these errors). Each
+    flagged row carries its label quality score, the predicted label and its rank (1 =
+    worst). Fix (unsafe: it trusts the detector over the annotation, so only with
+    ``--unsafe-fixes``): set the predicted label (``--label-fix relabel``) or leave the sample
+    out (``--label-fix drop``); the changelog keeps the score."""
+    frame, issues = ctx.table("label_scores")
+    return label_issue_findings(
+        frame, "label", "label", issues, "pred-probs", fix=ctx.options.label_fix
     )

@@ -28,6 +28,7 @@ scikit-learn are imported inside the functions: ``curate --help`` never pays for
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +43,15 @@ __all__ = [
     "LabelIssues",
     "class_order",
     "cross_val_pred_probs",
+    "label_issue_findings",
+    "label_issue_plots",
     "read_pred_probs",
     "score_labels",
+    "summarise_label_issues",
 ]
 
+#: Iterations of the built-in model's solver (lbfgs converges in far fewer on these features).
+MAX_ITER = 300
 #: How far a row of single-label probabilities may sum from 1 (float32 outputs, rounding in CSV).
 SUM_TOLERANCE = 1e-3
 
@@ -140,6 +146,20 @@ def score_labels(
     filter_by=...)`` (its default, ``prune_by_noise_rate``); the scores are
     ``get_label_quality_scores`` (self-confidence: the probability of the given label). A class
     the labels never use keeps its column (the model may still predict it)."""
+    with warnings.catch_warnings():
+        # "may not flag all label issues in class k, it has too few examples": the per-class
+        # counts in the summary say which classes are that small
+        warnings.simplefilter("ignore", UserWarning)
+        return _score_labels(labels, pred_probs, classes, multi_label, filter_by)
+
+
+def _score_labels(
+    labels: Sequence[Any],
+    pred_probs: np.ndarray,
+    classes: Sequence[str],
+    multi_label: bool,
+    filter_by: str,
+) -> LabelIssues:
     from cleanlab import dataset as cl_dataset
     from cleanlab import filter as cl_filter
     from cleanlab import rank as cl_rank
@@ -153,7 +173,9 @@ def score_labels(
         from cleanlab.multilabel_classification import filter as ml_filter
         from cleanlab.multilabel_classification import rank as ml_rank
 
-        issue = np.asarray(ml_filter.find_label_issues(y, probs, filter_by=filter_by), bool)
+        issue = np.asarray(
+            ml_filter.find_label_issues(y, probs, filter_by=filter_by, n_jobs=1), bool
+        )
         score = np.asarray(ml_rank.get_label_quality_scores(y, probs), float)
         health = float(ml_dataset.overall_multilabel_health_score(y, probs))
         shown = [np.flatnonzero(p >= 0.5).tolist() for p in probs]
@@ -161,7 +183,11 @@ def score_labels(
         given = ["|".join(classes[c] for c in s) for s in y]
         per_class = _per_class_multilabel(y, probs, classes)
     else:
-        issue = np.asarray(cl_filter.find_label_issues(y, probs, filter_by=filter_by), bool)
+        # n_jobs=1: cleanlab's pool forks, and a fork of a process whose polars and BLAS
+        # threads hold locks can hang (it did, in the test suite); the result is the same
+        issue = np.asarray(
+            cl_filter.find_label_issues(y, probs, filter_by=filter_by, n_jobs=1), bool
+        )
         score = np.asarray(cl_rank.get_label_quality_scores(y, probs), float)
         health = float(cl_dataset.overall_label_health_score(y, probs, verbose=False))
         top = probs.argmax(axis=1)
@@ -272,24 +298,39 @@ def cross_val_pred_probs(
         )
     else:
         splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(n))
-    for fit, score in splits:
+
+    def one(fit: np.ndarray, score: np.ndarray) -> None:
         if multi_label:
             for j in range(k):
                 col = target[fit, j]
                 if col.min() == col.max():  # one value in the fitting rows: that value
                     out[score, j] = float(col[0])
                     continue
-                m = LogisticRegression(C=c, max_iter=1000)
+                m = LogisticRegression(C=c, max_iter=MAX_ITER)
                 m.fit(features[fit], col)
                 out[score, j] = m.predict_proba(features[score])[:, 1]
-            continue
+            return
         present = np.unique(target[fit])
         if len(present) == 1:
             out[score, present[0]] = 1.0
-            continue
-        m = LogisticRegression(C=c, max_iter=1000)
+            return
+        m = LogisticRegression(C=c, max_iter=MAX_ITER)
         m.fit(features[fit], target[fit])
         out[np.ix_(score, m.classes_)] = m.predict_proba(features[score])
+
+    # the folds in threads: each fold writes its own rows of ``out``, and the fit's sparse
+    # products and numpy work release the GIL
+    from concurrent.futures import ThreadPoolExecutor
+
+    from curate.core.engine import available_cores
+
+    with warnings.catch_warnings():
+        # "the least populated class has only N members": a rare class is still scored (by
+        # the folds that hold it), and the summary's per-class counts say how rare it is
+        warnings.simplefilter("ignore", UserWarning)
+        folds_ = list(splits)
+        with ThreadPoolExecutor(max(1, min(available_cores(), folds))) as pool:
+            list(pool.map(lambda fs: one(*fs), folds_))
     return out
 
 
@@ -453,3 +494,136 @@ def _check_probabilities(probs: np.ndarray, ids: list[str], p: Path, multi_label
                 record=ids[r],
                 field="pred_probs",
             )
+
+
+def summarise_label_issues(report: Any, scores: dict[str, LabelIssues], source: str) -> None:
+    """Put each scored label's summary in ``report.stats["label_issues"]`` (the JSON report and
+    the dataset card read it) and one headline sentence per label (text, Markdown, HTML)."""
+    from curate.core.findings import Headline
+
+    if not scores:
+        return
+    report.stats["label_issues"] = {
+        label: {**s.summary(), "source": source} for label, s in scores.items()
+    }
+    for label, s in scores.items():
+        flagged = int(s.rows["issue"].sum())
+        text = (
+            f"Label issues in {label} (confident learning, {source}): {flagged:,} of "
+            f"{s.rows.height:,} labels flagged; label health {s.health:.3f}"
+        )
+        if s.per_class.height and s.per_class["noise"][0] > 0:
+            worst = s.per_class.row(0, named=True)
+            text += f"; noisiest class {worst['class']} (est. {worst['noise']:.0%} wrong)"
+        report.headlines.append(Headline(text, label="label issues"))
+
+
+def label_issue_plots(scores: dict[str, LabelIssues]) -> list[Any]:
+    """Per scored label with flagged rows, the given-vs-suggested matrix of the flagged rows
+    (the HTML report): which labels the model would swap for which."""
+    from curate.core.plots import MAX_BARS, Plot, count_matrix
+
+    out = []
+    for label, s in scores.items():
+        m = s.matrix()
+        if m.is_empty():
+            continue
+        given = (
+            m.group_by("given")
+            .agg(pl.col("rows").sum())
+            .sort("rows", "given", descending=[True, False])
+        )
+        shown = (
+            m.group_by("predicted")
+            .agg(pl.col("rows").sum())
+            .sort("rows", "predicted", descending=[True, False])
+        )
+        rows = given["given"].head(MAX_BARS).to_list()
+        cols = shown["predicted"].head(MAX_BARS).to_list()
+        counts = {(g, p): n for g, p, n in m.iter_rows()}
+        fig = count_matrix(rows, cols, counts, xlabel="suggested label", ylabel="given label")
+        out.append(
+            Plot(
+                f"Label issues in {label}: given vs suggested",
+                f"The {int(m['rows'].sum()):,} labels confident learning flags, counted by their "
+                "given label (rows) and the label the model predicts (columns).",
+                fig,
+            )
+        )
+    return out
+
+
+def label_issue_findings(
+    frame: pl.DataFrame,
+    column: str,
+    field: str,
+    issues: LabelIssues,
+    source: str,
+    *,
+    fix: str = "relabel",
+) -> pl.DataFrame:
+    """The findings of a label-issue rule, one per flagged row, the same in every family:
+    ``frame`` holds the scored rows in the order they were scored (``row``, ``record``,
+    ``split`` and the label under ``column``), ``field`` is the label's name in the data.
+
+    Details use cleanlab's vocabulary (``given_label``, ``predicted_label``, ``label_score``)
+    and the rank among the flagged (1 = worst). The fix edit (the rule is unsafe) sets the
+    predicted label, in the column's own type (the integer 3, not the text "3"), or drops
+    the row (``fix="drop"``); its reason carries the score for the changelog. A multi-label
+    row whose model predicts no label at all gets no relabel."""
+    from curate.core.findings import finding_frame, json_struct
+
+    scored = pl.concat([frame, issues.rows.drop("position")], how="horizontal").filter("issue")
+    originals = _originals(frame[column])
+    new = pl.col("predicted")
+    if originals is not None:
+        new = new.replace_strict(originals, default=None, return_dtype=frame[column].dtype)
+    elif issues.multi_label:
+        new = new.str.split("|")
+    reason = pl.format(
+        "label issue (confident learning): quality {}, predicted {}",
+        pl.col("score").round(4),
+        "predicted",
+    )
+    if fix == "drop":
+        edit = json_struct(pl.lit("drop").alias("op"), reason.alias("reason"))
+    else:
+        edit = pl.when(pl.col("predicted") != "").then(
+            json_struct(
+                pl.lit("set").alias("op"),
+                pl.lit(field).alias("field"),
+                pl.col(column).alias("old"),
+                new.alias("new"),
+                reason.alias("reason"),
+            )
+        )
+    return finding_frame(
+        scored,
+        field=pl.lit(field),
+        message=pl.format(
+            "label {} is unlikely (quality {}, rank {} of {}); the model predicts {}",
+            pl.col("given"),
+            pl.col("score").round(3),
+            "rank",
+            pl.lit(scored.height),
+            pl.when(pl.col("predicted") != "").then("predicted").otherwise(pl.lit("no label")),
+        ),
+        details=json_struct(
+            pl.col("given").alias("given_label"),
+            pl.col("predicted").alias("predicted_label"),
+            pl.col("score").alias("label_score"),
+            pl.col("rank"),
+            pl.col("split"),
+            pl.lit(source).alias("source"),
+        ),
+        fix=edit,
+    )
+
+
+def _originals(col: pl.Series) -> dict[str, Any] | None:
+    """The label column's values by their text (what a relabel writes is the column's own
+    value); None for a text or list column."""
+    if col.dtype == pl.String or isinstance(col.dtype, pl.List | pl.Array):
+        return None
+    distinct = col.unique().drop_nulls()
+    return dict(zip(distinct.cast(pl.String).to_list(), distinct.to_list(), strict=True))
