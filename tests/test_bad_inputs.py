@@ -316,6 +316,36 @@ def _with_models(source: str) -> Callable[[Path], Path]:
     return make
 
 
+def _with_pred_probs(damage: str) -> Callable[[Path], Path]:
+    """The real glycan table with a ``probs.*`` file of predicted probabilities beside it for
+    ``--pred-probs``, damaged as ``damage`` says."""
+
+    def make(d: Path) -> Path:
+        import numpy as np
+        import polars as pl
+
+        table = pl.read_csv(GLYCANS, infer_schema_length=0)
+        labelled = table.filter(pl.col("Kingdom").is_not_null())
+        classes = sorted(labelled["Kingdom"].unique().to_list())
+        ids = table["glycowork_row"].to_list()
+        probs = np.full((len(ids), len(classes)), 1 / len(classes))
+        if damage == "rows":
+            np.save(d / "probs.npy", probs[:-5])
+            return _glycan_copy(d)
+        if damage == "garbage":
+            (d / "probs.parquet").write_bytes(b"PAR1 this is not a parquet file")
+            return _glycan_copy(d)
+        cols = {c: probs[:, i] for i, c in enumerate(classes)}
+        if damage == "missing id":
+            ids, cols = ids[1:], {c: v[1:] for c, v in cols.items()}
+        elif damage == "not probabilities":
+            cols[classes[0]] = cols[classes[0]] * 3
+        pl.DataFrame({"id": ids, **cols}).write_parquet(d / "probs.parquet")
+        return _glycan_copy(d)
+
+    return make
+
+
 def _mapping_with_numbers(d: Path) -> Path:
     _write("mapping.json", json.dumps({"Genus": {"Homo": 3}, "Family": ["x"]}))(d)
     return _glycan_copy(d)
@@ -640,6 +670,44 @@ CORPUS: list[Case] = [
         UNUSABLE,
         families=("table",),
         args=("--split-map", "True=test"),
+    ),
+    # Label issues (TB302): the user's predicted probabilities that cannot be used.
+    *(
+        Case(
+            f"table --pred-probs {damage}",
+            _with_pred_probs(damage),
+            UNUSABLE,
+            families=("table",),
+            commands=("audit", "fix", "export"),
+            args=(
+                "--id",
+                "glycowork_row",
+                "--label",
+                "Kingdom",
+                "--text",
+                "glycan",
+                "--pred-probs",
+                f"{{dir}}/probs.{'npy' if damage == 'rows' else 'parquet'}",
+            ),
+        )
+        for damage in ("missing id", "not probabilities", "rows", "garbage")
+    ),
+    Case(
+        "table --pred-probs file missing",
+        _glycan_copy,
+        UNUSABLE,
+        families=("table", "deepfake"),
+        commands=("audit", "fix", "export"),
+        args=("--label", "Kingdom", "--pred-probs", "{dir}/nowhere.parquet"),
+        expect_for={"deepfake": UNUSABLE},
+    ),
+    Case(
+        "table --label-folds 1",
+        _glycan_copy,
+        UNUSABLE,
+        families=("table",),
+        commands=("audit",),
+        args=("--label", "Kingdom", "--label-folds", "1"),
     ),
     Case(
         "unknown codec",

@@ -411,13 +411,13 @@ class TableFamily(RecordsFamily):
         """Rows per split, and what confident learning said about each label (TB302)."""
         super().summarise(report, ctx)
         if (scores := ctx.built("label_scores")) is not None:
-            source = "pred-probs" if ctx.options.pred_probs is not None else "built-in model"
-            summarise_label_issues(report, {k: v for k, (_, v) in scores.items()}, source)
+            scored = {k: v for k, (_, v) in scores.scored.items()}
+            summarise_label_issues(report, scored, scores.source, scores.skipped)
 
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
         """The given-vs-suggested matrix of each label's flagged rows (TB302)."""
         scores = ctx.built("label_scores")
-        return label_issue_plots({k: v for k, (_, v) in scores.items()}) if scores else []
+        return label_issue_plots({k: v for k, (_, v) in scores.scored.items()}) if scores else []
 
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
         """The value columns under their published names (the user's types) and the other

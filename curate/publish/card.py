@@ -76,6 +76,9 @@ def label_issue_section(stats: dict[str, Any]) -> list[str]:
     of a card should know how clean the labels are believed to be, not only which rules ran."""
     lines = ["## Label issues (confident learning)", ""]
     for label, s in stats.items():
+        if "skipped" in s:
+            lines += [f"`{label}`: not scored ({s['skipped']}).", ""]
+            continue
         lines += [
             f"`{label}` ({s['source']}): {s['flagged']:,} of {s['records']:,} labels flagged "
             f"as likely wrong (cleanlab's find_label_issues); label health score "

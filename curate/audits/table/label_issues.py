@@ -17,7 +17,9 @@ import numpy as np
 import polars as pl
 
 from curate.audits.shared.label_issues import (
+    MAX_CLASSES,
     LabelIssues,
+    ScoredLabels,
     class_order,
     cross_val_pred_probs,
     label_issue_findings,
@@ -120,10 +122,15 @@ def _groups(ctx: AuditContext, rows: pl.Series) -> list[Any]:
 
 
 @RULES.table("label_scores")
-def label_scores_table(ctx: AuditContext) -> dict[str, tuple[pl.DataFrame, LabelIssues]]:
+def label_scores_table(ctx: AuditContext) -> ScoredLabels:
     """Per ``--label`` column: the scored rows (``row, record, split`` and the label) and what
     confident learning says about them (:class:`LabelIssues`), from ``--pred-probs`` or the
-    built-in model. Rows without a label are not scored."""
+    built-in model; the labels not scored, and why. Rows without a label are not scored.
+
+    Why at most :data:`MAX_CLASSES` classes for the built-in model: a label of thousands of
+    classes (a species name) has a handful of rows per class, too few for a per-class
+    threshold to mean anything, and the fit's cost grows with rows × classes (3,000 species
+    of glycowork's table: minutes, for nothing). Your own probabilities have no such limit."""
     opts = ctx.options
     source = opts.label_issue_source(built_in=True)
     if source == "file" and len(opts.label) != 1:
@@ -132,6 +139,7 @@ def label_scores_table(ctx: AuditContext) -> dict[str, tuple[pl.DataFrame, Label
             f"({', '.join(opts.label)}): give one --label"
         )
     out: dict[str, tuple[pl.DataFrame, LabelIssues]] = {}
+    skipped: dict[str, str] = {}
     every = columns(ctx.data, [], valid=False)
     for label in opts.label:
         frame = columns(ctx.data, [label]).filter(pl.col(value(label)).is_not_null())
@@ -161,8 +169,15 @@ def label_scores_table(ctx: AuditContext) -> dict[str, tuple[pl.DataFrame, Label
             classes = class_order(labels)
             if len(classes) < 2:
                 continue
+            if len(classes) > MAX_CLASSES:
+                skipped[label] = (
+                    f"{len(classes):,} classes, more than the built-in model's {MAX_CLASSES}: "
+                    "give --pred-probs from your own model"
+                )
+                continue
             features = _features(ctx.data, opts, frame["row"])
             if features is None:
+                skipped[label] = "no --text and no usable feature column for the built-in model"
                 continue
             probs = cross_val_pred_probs(
                 features,
@@ -178,7 +193,7 @@ def label_scores_table(ctx: AuditContext) -> dict[str, tuple[pl.DataFrame, Label
             frame.select("row", "record", "split", value(label)),
             score_labels(labels, probs, classes, multi_label=multi),
         )
-    return out
+    return ScoredLabels(out, skipped, "pred-probs" if source == "file" else "built-in model")
 
 
 @RULES.rule(
@@ -213,7 +228,7 @@ def label_issue(data, ctx: AuditContext) -> pl.DataFrame:
     source = "pred-probs" if opts.pred_probs is not None else "built-in model"
     parts = [
         label_issue_findings(frame, value(label), label, issues, source, fix=opts.label_fix)
-        for label, (frame, issues) in ctx.table("label_scores").items()
+        for label, (frame, issues) in ctx.table("label_scores").scored.items()
     ]
     return concat_outputs(parts).sort("row", "field")
 
