@@ -11,7 +11,8 @@ string would mix a residue's name with its neighbours'; the parsed tree
   the residue's core without its modifications, ``m:`` each modification (``6S``, ``OMe``,
   ``NAc``) and ``s:`` the floating substituent blocks (``{6P}``);
 * ``l:`` linkage tokens ``child(link)parent`` (the glycosidic bond with both residues) and
-  ``b:`` the bare linkage (``a2-6``);
+  ``b:`` the bare linkage (``a2-6``; a bond written without its anomer, ``(1-3)``, is
+  ``?1-3``);
 * ``p2:``/``p3:`` motif-like substructures: every parent-child pair and every
   grandparent-parent-child path along the tree, with linkages (``Gal(b1-4)GlcNAc(b1-2)Man``);
 * ``t:`` terminal (non-reducing end) residues with their linkage, ``root:`` the reducing end;
