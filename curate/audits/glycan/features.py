@@ -13,8 +13,9 @@ string would mix a residue's name with its neighbours'; the parsed tree
 * ``l:`` linkage tokens ``child(link)parent`` (the glycosidic bond with both residues) and
   ``b:`` the bare linkage (``a2-6``; a bond written without its anomer, ``(1-3)``, is
   ``?1-3``);
-* ``p2:``/``p3:`` motif-like substructures: every parent-child pair and every
-  grandparent-parent-child path along the tree, with linkages (``Gal(b1-4)GlcNAc(b1-2)Man``);
+* ``p3:`` motif-like substructures: every child-parent-grandparent path along the tree, with
+  its linkages (``Gal(b1-4)GlcNAc(b1-2)Man``), and ``p3c:`` the same path without them (a
+  motif whose linkages are partly unknown still matches); the pairs are the ``l:`` tokens;
 * ``t:`` terminal (non-reducing end) residues with their linkage, ``root:`` the reducing end;
 * branching: ``n:branch_points``, ``n:depth`` (longest root-to-leaf path), ``n:leaves``,
   ``n:residues``, ``n:floating`` — counts, dampened below.
