@@ -48,6 +48,7 @@ ORDER = (
     "ray-mquake-parquet",
     "glycan-scaling",
     "glycan-tables",
+    "label-issues-glycan",
     "ke-1m-end-to-end",
     "ke-memory-100k",
     "iupac-long-glycans",

@@ -365,7 +365,14 @@ def cross_val_pred_probs(
         # the folds that hold it), and the summary's per-class counts say how rare it is
         warnings.simplefilter("ignore", UserWarning)
         folds_ = list(splits)
-        with ThreadPoolExecutor(max(1, min(available_cores(), folds))) as pool:
+        # one BLAS thread per fold: the folds already use the cores, and BLAS threads on top
+        # of them oversubscribe a small machine (a glycan fit took 25 s instead of 1.5 s)
+        from threadpoolctl import threadpool_limits
+
+        with (
+            threadpool_limits(limits=1),
+            ThreadPoolExecutor(max(1, min(available_cores(), folds))) as pool,
+        ):
             list(pool.map(lambda fs: one(*fs), folds_))
     return out
 
