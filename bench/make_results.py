@@ -38,6 +38,8 @@ ORDER = (
     "icrl-audit",
     "deepfake-duplicates",
     "table-exact-checks",
+    "label-issues-pred-probs",
+    "label-issues-built-in",
     "media-hashing",
     "overlap-near-duplicates",
     "overlap-jaccard-matrix",
