@@ -242,3 +242,18 @@ def test_label_model_none_runs_no_label_issue_check(noisy) -> None:
         label_model="none",
     )
     assert "TB302" not in report.rules_run and "label_issues" not in report.stats
+
+
+def test_labels_the_built_in_model_cannot_score_say_why(noisy) -> None:
+    """No silent clean bill: a label of more classes than the built-in model scores, or rows
+    that all share one group, are reported as not scored, with the reason."""
+    df, _ = noisy
+    many = df.head(600).assign(name=[f"n{i % 250}" for i in range(600)], site="one")
+    report = curate.audit(
+        "table", pl.from_pandas(many), id="id", label="name,Kingdom", text="target", group="site"
+    )
+    stats = report.stats["label_issues"]
+    assert "250 classes" in stats["name"]["skipped"]
+    assert "one group" in stats["Kingdom"]["skipped"]
+    assert flagged(report).empty
+    assert sum("not scored" in h.text for h in report.headlines) == 2

@@ -179,11 +179,15 @@ def label_scores_table(ctx: AuditContext) -> ScoredLabels:
             if features is None:
                 skipped[label] = "no --text and no usable feature column for the built-in model"
                 continue
+            groups = _groups(ctx, frame["row"])
+            if len(set(groups)) < 2:
+                skipped[label] = "every row in one group: no fold scores a row out of sample"
+                continue
             probs = cross_val_pred_probs(
                 features,
                 labels,
                 classes,
-                groups=_groups(ctx, frame["row"]),
+                groups=groups,
                 folds=opts.label_folds,
                 seed=opts.seed,
                 multi_label=multi,
