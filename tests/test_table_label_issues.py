@@ -124,7 +124,9 @@ def test_pred_probs_give_exactly_cleanlabs_set(noisy, tmp_path: Path, kind: str)
         np.save(path, probs)
     else:
         path = tmp_path / "p.npz"
-        np.savez(path, pred_probs=probs[order], ids=ids[order].astype(str), classes=np.array(classes))
+        np.savez(
+            path, pred_probs=probs[order], ids=ids[order].astype(str), classes=np.array(classes)
+        )
     report = curate.audit(
         "table",
         pl.from_pandas(df),
