@@ -45,7 +45,8 @@ def test_pred_probs_flag_exactly_cleanlabs_set(tmp_path: Path) -> None:
     report = curate.audit("deepfake", data, pred_probs=probs, no_files=True)
     got = set(report.findings.filter(pl.col("rule") == "DF105")["row"].to_list())
     y = np.array([0 if v == "fake" else 1 for v in frame["label"]])  # classes sorted: fake, real
-    assert got == set(np.flatnonzero(find_label_issues(y, p)))
+    # n_jobs=1: cleanlab's pool forks this threaded process and can hang; same result
+    assert got == set(np.flatnonzero(find_label_issues(y, p, n_jobs=1)))
     assert got, "the flipped labels are found"
     assert report.stats["label_issues"]["label"]["source"] == "pred-probs"
 

@@ -136,7 +136,8 @@ def test_the_readme_tour_runs_as_written(
     tour keeps the test well under a minute on a shared 2-core machine. Any other line
     (``mkdir``, ``printf > file``, or a ``curate`` line with shell syntax) runs in ``bash``, with
     ``curate`` on the ``PATH`` as this interpreter's ``python -P -m curate`` (``-P``: the copied
-    ``curate/`` sample folder in the working folder must not shadow the package).
+    ``curate/`` sample folder in the working folder must not shadow the package) and ``python``
+    as this interpreter (the README's readers have the venv activated).
     """
     text = README.read_text(encoding="utf-8")
     commands = tour_commands(text)
@@ -152,6 +153,10 @@ def test_the_readme_tour_runs_as_written(
     shim = shim_dir / "curate"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m curate "$@"\n', encoding="utf-8")
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    # ``python`` as the activated venv's (the tour's own scripts import its packages)
+    py = shim_dir / "python"
+    py.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    py.chmod(py.stat().st_mode | stat.S_IXUSR)
     for name in ("CI", "FORCE_COLOR", "RAY_ADDRESS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
