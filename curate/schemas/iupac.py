@@ -50,6 +50,7 @@ __all__ = [
     "canonical_key",
     "parse",
     "render",
+    "residue_parts",
     "try_parse",
 ]
 
@@ -1130,3 +1131,14 @@ def render(glycan: Glycan) -> str:
         if children:
             pending += (suffix[children[0]], children[0])
     return "".join(out)
+
+
+@lru_cache(maxsize=1 << 14)
+def residue_parts(name: str) -> tuple[str, tuple[str, ...]]:
+    """A normalized residue name split into its core and its modifications (``Gal3S`` → ``Gal``,
+    ``("3S",)``), by the grammar's own residue pattern; a name it does not split stays whole.
+    The glycan features of label issues count cores and modifications apart."""
+    m = _RESIDUE.fullmatch(name)
+    if m is None:
+        return name, ()
+    return m["core"], tuple(u.group(0) for u in _MOD_UNIT.finditer(m["mods"] or ""))

@@ -35,27 +35,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from curate.schemas.iupac import _MOD_UNIT, _RESIDUE, Glycan, IUPACError, try_parse
+from curate.schemas.iupac import Glycan, IUPACError, residue_parts, try_parse
 
 __all__ = ["N_FEATURES", "glycan_features", "glycan_tokens"]
 
 #: Hashed columns of the structural block (and of the character fallback block).
 N_FEATURES = 1 << 18
-
-
-@lru_cache(maxsize=1 << 14)
-def _residue_parts(name: str) -> tuple[str, tuple[str, ...]]:
-    """A normalized residue name split into its core and its modifications (``Gal3S`` → ``Gal``,
-    ``("3S",)``); a name the residue grammar does not split stays whole."""
-    m = _RESIDUE.fullmatch(name)
-    if m is None:
-        return name, ()
-    return m["core"], tuple(u.group(0) for u in _MOD_UNIT.finditer(m["mods"] or ""))
 
 
 def _link_text(link: Any) -> str:
@@ -77,7 +66,7 @@ def glycan_tokens(g: Glycan) -> Counter[str]:
             kids.setdefault(link.parent, []).append(link.child)
     for i, name in enumerate(names):
         out["r:" + name] += 1
-        core, mods = _residue_parts(name)
+        core, mods = residue_parts(name)
         if core != name:
             out["c:" + core] += 1
         for m in mods:
