@@ -8,12 +8,9 @@ import polars as pl
 from curate.audits.deepfake.registry import RULES, file_of, valid
 from curate.audits.shared.label_issues import (
     LabelIssues,
-    class_order,
     label_issue_findings,
-    read_pred_probs,
-    score_labels,
+    score_from_file,
 )
-from curate.core.errors import InputError
 from curate.core.findings import concat_outputs, finding_frame, json_struct
 from curate.core.rules import AuditContext
 from curate.schemas.deepfake import NO_GENERATOR
@@ -180,22 +177,9 @@ def label_scores_table(ctx: AuditContext) -> tuple[pl.DataFrame, LabelIssues] | 
     frame = frame.select(
         "row", "record", pl.col("split").cast(pl.String), pl.col("label").cast(pl.String)
     )
-    labels = frame["label"].to_list()
-    classes = class_order(labels, opts.pred_probs_classes or None)
-    unknown = sorted(set(class_order(labels)) - set(classes))
-    if unknown:
-        raise InputError(
-            f"label {unknown[0]!r} is not among --pred-probs-classes",
-            path=opts.pred_probs,
-            field="label",
-        )
-    probs = read_pred_probs(
-        opts.pred_probs,
-        data.rows["record"].cast(pl.String).to_list(),
-        classes,
-        declared=bool(opts.pred_probs_classes),
-    )
-    return frame, score_labels(labels, probs[frame["row"].to_numpy()], classes)
+    ids = data.rows["record"].cast(pl.String).to_list()
+    rows = frame["row"].to_numpy()
+    return frame, score_from_file(opts, frame["label"].to_list(), rows, ids, "label")
 
 
 @RULES.rule(

@@ -48,6 +48,7 @@ __all__ = [
     "label_issue_findings",
     "label_issue_plots",
     "read_pred_probs",
+    "score_from_file",
     "score_labels",
     "summarise_label_issues",
 ]
@@ -452,6 +453,37 @@ def read_pred_probs(
     probs = _aligned(probs, file_ids, list(ids), p)
     _check_probabilities(probs, list(ids), p, multi_label)
     return probs
+
+
+def score_from_file(
+    opts: Any,
+    labels: list[Any],
+    rows: np.ndarray,
+    record_ids: list[str],
+    field: str,
+    *,
+    multi_label: bool = False,
+) -> LabelIssues:
+    """Confident learning on ``--pred-probs``, the same in every family: the classes in the
+    declared order (``--pred-probs-classes``) or the label set sorted, a label outside a
+    declared order one line, the file read for every record (``record_ids``, in row order:
+    a file of another table fails on its first foreign id) and the scored ``rows`` taken."""
+    classes = class_order(labels, opts.pred_probs_classes or None)
+    unknown = sorted(set(class_order(labels)) - set(classes))
+    if unknown:
+        raise InputError(
+            f"label {unknown[0]!r} is not among --pred-probs-classes",
+            path=opts.pred_probs,
+            field=field,
+        )
+    probs = read_pred_probs(
+        opts.pred_probs,
+        record_ids,
+        classes,
+        multi_label=multi_label,
+        declared=bool(opts.pred_probs_classes),
+    )
+    return score_labels(labels, probs[rows], classes, multi_label=multi_label)
 
 
 def _from_frame(

@@ -23,11 +23,11 @@ from curate.audits.shared.label_issues import (
     class_order,
     cross_val_pred_probs,
     label_issue_findings,
-    read_pred_probs,
+    score_from_file,
     score_labels,
 )
 from curate.audits.table.registry import RULES, as_text, columns, value
-from curate.core.errors import InputError, UsageError
+from curate.core.errors import UsageError
 from curate.core.findings import concat_outputs
 from curate.core.rules import AuditContext
 
@@ -149,22 +149,9 @@ def label_scores_table(ctx: AuditContext) -> ScoredLabels:
         multi = isinstance(col.dtype, pl.List | pl.Array)
         labels = col.cast(pl.List(pl.String)).to_list() if multi else col.cast(pl.String).to_list()
         if source == "file":
-            classes = class_order(labels, opts.pred_probs_classes or None)
-            unknown = sorted(set(class_order(labels)) - set(classes))
-            if unknown:
-                raise InputError(
-                    f"label {unknown[0]!r} is not among --pred-probs-classes",
-                    path=opts.pred_probs,
-                    field=label,
-                )
-            probs = read_pred_probs(
-                opts.pred_probs,
-                every["record"].cast(pl.String).to_list(),
-                classes,
-                multi_label=multi,
-                declared=bool(opts.pred_probs_classes),
-            )
-            probs = probs[frame["row"].to_numpy()]
+            ids = every["record"].cast(pl.String).to_list()
+            rows = frame["row"].to_numpy()
+            issues = score_from_file(opts, labels, rows, ids, label, multi_label=multi)
         else:
             classes = class_order(labels)
             if len(classes) < 2:
@@ -193,10 +180,8 @@ def label_scores_table(ctx: AuditContext) -> ScoredLabels:
                 multi_label=multi,
                 c=_C,
             )
-        out[label] = (
-            frame.select("row", "record", "split", value(label)),
-            score_labels(labels, probs, classes, multi_label=multi),
-        )
+            issues = score_labels(labels, probs, classes, multi_label=multi)
+        out[label] = (frame.select("row", "record", "split", value(label)), issues)
     return ScoredLabels(out, skipped, "pred-probs" if source == "file" else "built-in model")
 
 
