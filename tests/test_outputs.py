@@ -569,3 +569,52 @@ def test_a_signal_recorded_before_the_rename_publishes_nothing(tmp_path: Path) -
     )
     assert r.returncode == 129, r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_signal_inside_polars_python_layer_is_raised_back_in_our_frame(monkeypatch) -> None:
+    """Polars' Rust core calls its own Python code (dtype objects for ``DataFrame.schema``) and
+    panics when that raises: a signal handled there came out as ``PanicException`` with Rust's
+    message on stderr (``export deepfake``, CI). The handler raises in the caller's frame once
+    polars has returned. Without that, two of three signals sent into this loop panicked."""
+    import datetime
+    import threading
+    import time
+
+    import polars as pl
+
+    from curate.core import outputs
+
+    # This test's frames stand for curate's own: the loop below is the caller polars returns to.
+    monkeypatch.setattr(outputs, "_CURATE", str(Path(__file__).parent) + os.sep)
+    when = datetime.datetime(2020, 1, 1)
+    wide = pl.DataFrame(
+        {
+            f"c{i}": [[1]] if i % 3 == 0 else [when] if i % 3 == 1 else [{"a": 1}]
+            for i in range(2000)
+        }
+    )
+
+    def loop() -> None:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2.0:
+            wide.schema  # noqa: B018  the dtype conversion that calls back into Python
+
+    main_thread = threading.main_thread().ident or 0
+    previous = {s: signal.getsignal(s) for s in outputs.STOP_SIGNALS}
+    ended: list[str] = []
+    tracing = sys.gettrace()
+    try:
+        for attempt in range(20):
+            outputs.install_signal_handlers()
+            delay = 0.01 + attempt * 0.002
+            threading.Timer(delay, signal.pthread_kill, (main_thread, signal.SIGINT)).start()
+            try:
+                loop()
+                ended.append("not interrupted")
+            except BaseException as e:  # PanicException is what this test is about
+                ended.append(type(e).__name__)
+            assert sys.gettrace() is tracing
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    assert ended == ["Interrupted"] * 20

@@ -182,6 +182,13 @@ def _main(argv: list[str] | None) -> int:
         return _interrupted(signum)
     except (Interrupted, KeyboardInterrupt) as e:
         return _interrupted(e.signum if isinstance(e, Interrupted) else signal.SIGINT)
+    except BaseException as e:  # pyo3's PanicException (a Rust panic in polars) is one
+        if isinstance(e, SystemExit | GeneratorExit):
+            raise
+        signum = received_signal()
+        if signum is not None:
+            return _interrupted(signum)
+        return _failed(e)
 
 
 class ReaderGone(BaseException):
@@ -225,7 +232,7 @@ def _interrupted(signum: int) -> int:
     return 128 + signum
 
 
-def _failed(e: Exception) -> int:
+def _failed(e: BaseException) -> int:
     """One line and the exit code for an error that ended the command."""
     if isinstance(e, typer.Exit):
         return e.exit_code

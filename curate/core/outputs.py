@@ -93,7 +93,10 @@ _held_since: float | None = None
 def _raise_interrupted(signum: int, frame: Any) -> None:
     """The stop signals' handler: record the signal and raise :class:`Interrupted`.
 
-    Not while the main thread runs multiprocessing's own code: its bookkeeping is not written
+    Not inside polars' Python layer (Rust may be its caller, and panics on an exception): the
+    exception is raised in curate's frame below it instead, when polars has returned
+    (:func:`_raise_when_back`). Not while the main thread runs multiprocessing's own code: its
+    bookkeeping is not written
     to survive an exception half way. Seen: a process pool's queues release their semaphores
     in the main thread (``sem_unlink``, then a line to the resource tracker); Ctrl-C between
     the two left the tracker believing in a semaphore that no longer existed, and it said so
@@ -103,6 +106,11 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
     :data:`_HOLD_AT_MOST` seconds later, whatever it is doing).
     """
     global _held_since
+    outer = _curate_frame_under_polars(frame)
+    if outer is not None:
+        _received.append(signum)
+        _raise_when_back(outer, signum)
+        return
     now = time.monotonic()
     if _in_multiprocessing(frame) and (_held_since is None or now - _held_since < _HOLD_AT_MOST):
         if _held_since is None:
@@ -114,6 +122,57 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
         _received.append(signum)
     _held_since = None
     raise Interrupted(signum)
+
+
+def _curate_frame_under_polars(frame: Any) -> Any:
+    """The innermost of curate's frames when polars' own Python code runs above it, else ``None``.
+
+    Polars' Rust core calls back into its Python layer (a data type's ``__init__`` while
+    ``DataFrame.schema`` converts dtypes) and unwraps the result: an exception raised there by
+    the handler became a Rust panic (``pyo3_runtime.PanicException``, a BaseException, with
+    Rust's panic message and a traceback on stderr, exit 1; seen in ``export deepfake``, and
+    in two of three signals sent to a loop over a wide frame's schema).
+    """
+    polars = sys.modules.get("polars")
+    where = getattr(polars, "__file__", None) if polars is not None else None
+    if where is None:
+        return None
+    root = os.path.dirname(where) + os.sep
+    seen = False
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(root):
+            seen = True
+        elif name.startswith(_CURATE):
+            return frame if seen else None
+        frame = frame.f_back
+    return None
+
+
+def _raise_when_back(frame: Any, signum: int) -> None:
+    """Raise :class:`Interrupted` in ``frame`` at its next line, that is, as soon as the call
+    into polars it is making has returned (the way a debugger stops a frame: a trace function
+    on it alone). Not a timed retry: a loop that is in polars nearly all the time would be
+    caught there again and again, and the retry has to give up some time."""
+    previous = sys.gettrace()
+
+    def stop(f: Any, event: str, arg: Any) -> Any:
+        f.f_trace = None
+        sys.settrace(previous)
+        raise Interrupted(signum)
+
+    frame.f_trace_lines = True
+    frame.f_trace = stop
+    sys.settrace(previous or _no_tracing)
+
+
+def _no_tracing(frame: Any, event: str, arg: Any) -> None:
+    """The global trace function while :func:`_raise_when_back` waits: no other frame is traced."""
+    return None
+
+
+#: curate's own source folder: where a stack walk for a library's frames stops.
+_CURATE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _in_multiprocessing(frame: Any) -> bool:
