@@ -376,14 +376,20 @@ def test_missing_column_message_counts_matrix_glycans(tmp_path, capsys):
 
 
 def test_audit_report_shows_only_the_options_an_audit_takes(species, tmp_path, capsys):
-    """``seed`` and ``resplit`` shape only ``curate fix``; an audit report listing them would
-    claim they shaped the audit."""
+    """``resplit`` and ``label_fix`` shape only ``curate fix``; an audit report listing them
+    would claim they shaped the audit. ``seed`` does shape it now: the label model's folds
+    (GL305)."""
     path = tmp_path / "species.csv"
     species.head(50).drop("i").write_csv(path)
     rc1, out, _ = run(capsys, "audit", "glycan", path, "--task", "taxonomy", "-f", "json")
-    assert rc1 in (0, 1) and json.loads(out)["options"] == {"task": "taxonomy"}
+    assert rc1 in (0, 1) and json.loads(out)["options"] == {
+        "task": "taxonomy",
+        "seed": 0,
+        "label_model": "auto",
+        "label_folds": 5,
+    }
     rc2, out, _ = run(capsys, "audit", "glycan", path)
-    assert rc2 in (0, 1) and "seed" not in out and "resplit" not in out
+    assert rc2 in (0, 1) and "resplit" not in out and "label_fix" not in out
 
 
 def test_column_override_for_split(sample, tmp_path):

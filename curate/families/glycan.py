@@ -30,6 +30,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from curate.audits.glycan import RULES, ceiling_accuracy
+from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
 from curate.core.dataset import ChangeEntry, LoadedDataset
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
@@ -691,7 +692,8 @@ class GlycanFamily(Family):
         return GlycanTable(index, path, cols, raw, rows, cells), errs
 
     def summarise(self, report: Report, ctx: AuditContext) -> None:
-        """Per-table figures: task rows, label ceiling, records with findings per rule."""
+        """Per-table figures: task rows, label ceiling, records with findings per rule; what
+        confident learning said about each scored label (GL305)."""
         data = ctx.data
         assert isinstance(data, GlycanData)
         f = report.findings
@@ -707,6 +709,9 @@ class GlycanFamily(Family):
                 info["label_ceiling"] = ceiling_accuracy(t)
             per.append(info)
         report.stats["tables"] = per
+        if (scores := ctx.built("label_scores")) is not None:
+            scored = {k: v for k, (_, v) in scores.scored.items()}
+            summarise_label_issues(report, scored, scores.source, scores.skipped)
 
     def _table_stats(self, data: GlycanData) -> list[dict[str, Any]]:
         return [dict(x) for x in data.stats["tables"]]
@@ -717,7 +722,9 @@ class GlycanFamily(Family):
         from curate.families.glycan_plots import glycan_plots
 
         assert isinstance(data, GlycanData)
-        return glycan_plots(data, report, ctx)
+        scores = ctx.built("label_scores")
+        labels = label_issue_plots({k: v for k, (_, v) in scores.scored.items()}) if scores else []
+        return [*glycan_plots(data, report, ctx), *labels]
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan

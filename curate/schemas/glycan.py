@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
 from curate.core.errors import InputError, arg
-from curate.core.options import FamilyOptions, option
+from curate.core.options import CommaList, LabelIssueOptions, option
 from curate.schemas.splits import SPLIT_NAMES
 
 TASKS = ("taxonomy", "immunogenicity", "glycosylation", "interaction")
@@ -291,8 +291,8 @@ def _column_pairs(v: Any) -> Any:
     return v
 
 
-class GlycanOptions(FamilyOptions):
-    """Options of the glycan family."""
+class GlycanOptions(LabelIssueOptions):
+    """Options of the glycan family (label issues by confident learning included: GL305)."""
 
     task: Literal["taxonomy", "immunogenicity", "glycosylation", "interaction"] | None = option(
         None, help="Glycan task (detected from the header when omitted)."
@@ -303,7 +303,11 @@ class GlycanOptions(FamilyOptions):
         "(repeatable).",
         flag="--column",
     )
-    seed: int = option(0, help="Seed of the grouped re-split.", commands=("fix",))
+    seed: int = option(
+        0,
+        help="Seed of the grouped re-split and of the label model's folds.",
+        commands=("audit", "fix", "export"),
+    )
     resplit: bool = option(True, help="Re-split grouped by canonical key.", commands=("fix",))
     mapping: Path | None = option(
         None,
@@ -311,5 +315,26 @@ class GlycanOptions(FamilyOptions):
         commands=("fix",),
     )
 
+    label_levels: CommaList = option(
+        [],
+        help="Taxonomy levels the built-in label model scores, comma-separated (default: the "
+        "levels of at most 20 classes; at most 200 classes each).",
+        commands=("audit", "fix", "export"),
+    )
+    label_level: str | None = option(
+        None,
+        help="The label (taxonomy level) --pred-probs scores, where the table has several.",
+        commands=("audit", "fix", "export"),
+    )
+
     def input_files(self) -> list[Path]:
-        return [self.mapping] if self.mapping is not None else []
+        """``--mapping`` and ``--pred-probs`` are read: the output gate protects them."""
+        read = super().input_files()
+        return [*read, self.mapping] if self.mapping is not None else read
+
+    def unavailable_tables(self) -> frozenset[str]:
+        """No label scores with ``--label-model none`` and no ``--pred-probs``."""
+        missing = set(super().unavailable_tables())
+        if self.label_issue_source(built_in=True) is None:
+            missing.add("label_scores")
+        return frozenset(missing)

@@ -8,6 +8,7 @@ and duplicates, ``GL4xx`` leakage, ``GL5xx`` class distribution, ``GL6xx`` inter
 
 Modules: :mod:`.registry` (the rule set), :mod:`.labels` (label forms, GL2xx), :mod:`.sequences`
 (GL0xx, GL1xx), :mod:`.hierarchy` (GL301 and its resolution), :mod:`.duplicates` (GL302–GL304),
+:mod:`.label_issues` (GL305, confident learning on :mod:`.features` of the parsed structure),
 :mod:`.leakage` (GL4xx and the grouped re-split), :mod:`.distribution` (GL501), :mod:`.matrix`
 (GL6xx). Fixes are edits carried by the findings (:mod:`curate.core.fixes` applies them). The rule
 modules are imported here in code order, so importing this package registers every rule, in
@@ -23,6 +24,7 @@ from curate.audits.glycan import sequences  # noqa: F401  (GL0xx, GL1xx)
 from curate.audits.glycan import labels  # noqa: F401  (GL2xx)
 from curate.audits.glycan import hierarchy  # noqa: F401  (GL301)
 from curate.audits.glycan import duplicates  # noqa: F401  (GL302-GL304)
+from curate.audits.glycan import label_issues  # noqa: F401  (GL305)
 from curate.audits.glycan import leakage  # noqa: F401  (GL4xx)
 from curate.audits.glycan import distribution  # noqa: F401  (GL501)
 from curate.audits.glycan import matrix  # noqa: F401  (GL6xx)

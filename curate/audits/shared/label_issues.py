@@ -196,7 +196,6 @@ def _score_labels(
     y = _encode(labels, classes, multi_label)
     n = len(labels)
     if multi_label:
-        from cleanlab.multilabel_classification import dataset as ml_dataset
         from cleanlab.multilabel_classification import filter as ml_filter
         from cleanlab.multilabel_classification import rank as ml_rank
 
@@ -204,7 +203,14 @@ def _score_labels(
             ml_filter.find_label_issues(y, probs, filter_by=filter_by, n_jobs=1), bool
         )
         score = np.asarray(ml_rank.get_label_quality_scores(y, probs), float)
-        health = float(ml_dataset.overall_multilabel_health_score(y, probs))
+        # cleanlab's overall_multilabel_health_score (1 - the share its default filter flags),
+        # without the process pool that function forks (it takes no n_jobs)
+        default = (
+            issue
+            if filter_by == "prune_by_noise_rate"
+            else np.asarray(ml_filter.find_label_issues(y, probs, n_jobs=1), bool)
+        )
+        health = 1.0 - float(default.mean()) if n else 1.0
         shown = [np.flatnonzero(p >= 0.5).tolist() for p in probs]
         predicted = ["|".join(classes[c] for c in s) for s in shown]
         given = ["|".join(classes[c] for c in s) for s in y]
@@ -261,21 +267,29 @@ def _per_class_multilabel(
     y: list[list[int]], probs: np.ndarray, classes: list[str]
 ) -> pl.DataFrame:
     """Per class of a multi-label set: rows holding it, and the share cleanlab's per-class
-    one-vs-rest estimate calls wrong (rows whose membership in the class is flagged)."""
-    from cleanlab.multilabel_classification import dataset as ml_dataset
+    one-vs-rest estimate calls wrong (rows whose membership in the class is flagged) — the
+    figures of cleanlab's ``rank_classes_by_multilabel_quality``, computed from its
+    ``find_multilabel_issues_per_class`` with ``n_jobs=1``: the ranking function takes no
+    ``n_jobs`` and forks a process pool on Linux (workers that inherit curate's signal
+    handlers, and a fork of a threaded process can hang)."""
+    from cleanlab.multilabel_classification.filter import find_multilabel_issues_per_class
 
-    ranked = ml_dataset.rank_classes_by_multilabel_quality(y, probs)
+    n = len(y)
+    onehot = np.zeros((n, len(classes)), dtype=bool)
+    for r, s in enumerate(y):
+        onehot[r, s] = True
+    flagged = np.asarray(find_multilabel_issues_per_class(y, probs, n_jobs=1), bool)
     out = []
-    for r in ranked.to_dict("records"):
-        i = int(r["Class Index"])
-        held = sum(1 for s in y if i in s)
+    for i, name in enumerate(classes):
+        issues = int((onehot[:, i] & flagged[:, i]).sum())
+        noise = issues / n if n else 0.0
         out.append(
             {
-                "class": classes[i],
-                "rows": held,
-                "issues": int(r["Label Issues"]),
-                "noise": float(r["Label Noise"]),
-                "quality": float(r["Label Quality Score"]),
+                "class": name,
+                "rows": int(onehot[:, i].sum()),
+                "issues": issues,
+                "noise": noise,
+                "quality": 1.0 - noise,
             }
         )
     return pl.DataFrame(out).sort("noise", "class", descending=[True, False])
