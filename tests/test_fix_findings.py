@@ -162,6 +162,7 @@ def test_glycan_rules_show_fix_availability_and_safety(capsys):
         "GL301": ("sometimes", "unsafe"),
         "GL303": ("always", "safe"),
         "GL304": ("always", "safe"),
+        "GL305": ("sometimes", "unsafe"),
         "GL401": ("always", "unsafe"),
         "GL402": ("always", "unsafe"),
         "GL601": ("always", "unsafe"),
