@@ -142,3 +142,21 @@ def test_fix_writes_the_model_s_label_or_drops_with_the_score(
     assert "Label issues" in card
     if how == "relabel":
         assert all(c.get("new") != c.get("old") for c in ours if "new" in c)
+
+
+def test_the_html_report_draws_given_vs_suggested(glycan_sample_csv: Path, tmp_path: Path) -> None:
+    """``audit -f html`` on the shipped sample: a matrix per scored level with flags, its count
+    the level's model-flagged findings (those carried up a hierarchy are not the model's)."""
+    page, js = tmp_path / "r.html", tmp_path / "r.json"
+    args = ["audit", "glycan", str(glycan_sample_csv), "--select", "GL305"]
+    assert main([*args, "-f", "html", "-o", str(page)]) == 0
+    assert main([*args, "-f", "json", "-o", str(js)]) == 0
+    own: dict[str, int] = {}
+    for f in json.loads(js.read_text())["findings"]:
+        if f["details"]["implied_by"] is None:
+            own[f["field"]] = own.get(f["field"], 0) + 1
+    assert own, "the sample's scored levels flag nothing: the check below would be empty"
+    html = page.read_text()
+    for field, n in own.items():
+        assert f"Label issues in {field}: given vs suggested" in html
+        assert f"The {n:,} labels confident learning flags" in html

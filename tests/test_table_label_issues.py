@@ -8,6 +8,7 @@ probabilities, called here, not through curate) and against the flips.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -260,3 +261,16 @@ def test_labels_the_built_in_model_cannot_score_say_why(noisy) -> None:
     assert "one group" in stats["Kingdom"]["skipped"]
     assert flagged(report).empty
     assert sum("not scored" in h.text for h in report.headlines) == 2
+
+
+def test_the_html_matrix_counts_the_flagged_rows_from_the_report(built_in: curate.Report) -> None:
+    """The report page draws the given-vs-suggested matrix from the findings (the audit's
+    scores are gone by then): one plot for the label, counting every flagged row."""
+    from curate.audits.shared.label_issues import label_issue_plots
+    from curate.families import get_family
+
+    plots = label_issue_plots(built_in, get_family("table").rules)
+    assert [p.title for p in plots] == ["Label issues in Kingdom: given vs suggested"]
+    assert f"The {len(flagged(built_in)):,} labels" in plots[0].caption
+    narrowed = dataclasses.replace(built_in, findings=built_in.findings.head(0))
+    assert label_issue_plots(narrowed, get_family("table").rules) == []

@@ -251,14 +251,12 @@ class DeepfakeFamily(Family):
 
     # ----------------------------------------------------------------- export / fix
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
-        """Modality × label, fakes per generator and sex × skin-tone balance, per split."""
+        """Modality × label, fakes per generator and sex × skin-tone balance, per split; the
+        given-vs-suggested matrix of the label issues."""
         from curate.families.deepfake_plots import deepfake_plots
 
         assert isinstance(data, DeepfakeData)
-        scores = ctx.built("label_scores")
-        return deepfake_plots(data, report, ctx) + (
-            label_issue_plots({"label": scores[1]}) if scores is not None else []
-        )
+        return deepfake_plots(data, report, ctx) + label_issue_plots(report, self.rules)
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The valid rows per split (rows without a split are published in train), every

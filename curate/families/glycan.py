@@ -718,13 +718,12 @@ class GlycanFamily(Family):
 
     # ----------------------------------------------------------------- export / fix
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Any]:
-        """Label distribution per split and, for taxonomy, classes per level per split."""
+        """Label distribution per split, for taxonomy classes per level per split, and the
+        given-vs-suggested matrix of each level GL305 flags in."""
         from curate.families.glycan_plots import glycan_plots
 
         assert isinstance(data, GlycanData)
-        scores = ctx.built("label_scores")
-        labels = label_issue_plots({k: v for k, (_, v) in scores.scored.items()}) if scores else []
-        return [*glycan_plots(data, report, ctx), *labels]
+        return [*glycan_plots(data, report, ctx), *label_issue_plots(report, self.rules)]
 
     def to_tables(self, data: LoadedDataset) -> dict[str, SplitStream]:
         """The table per split without its invalid rows (and, in a matrix, without the glycan

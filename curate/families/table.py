@@ -416,8 +416,7 @@ class TableFamily(RecordsFamily):
 
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
         """The given-vs-suggested matrix of each label's flagged rows (TB302)."""
-        scores = ctx.built("label_scores")
-        return label_issue_plots({k: v for k, (_, v) in scores.scored.items()}) if scores else []
+        return label_issue_plots(report, self.rules)
 
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
         """The value columns under their published names (the user's types) and the other

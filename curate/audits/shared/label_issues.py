@@ -29,15 +29,19 @@ scikit-learn are imported inside the functions: ``curate --help`` never pays for
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from curate.core.errors import InputError
+
+if TYPE_CHECKING:
+    from curate.core.findings import Report
+    from curate.core.rules import Rule
 
 __all__ = [
     "MAX_CLASSES",
@@ -619,39 +623,56 @@ def summarise_label_issues(
         report.headlines.append(Headline(text, label="label issues"))
 
 
-def label_issue_plots(scores: dict[str, LabelIssues]) -> list[Any]:
-    """Per scored label with flagged rows, the given-vs-suggested matrix of the flagged rows
-    (the HTML report): which labels the model would swap for which."""
+def label_issue_plots(report: Report, rules: Iterable[Rule]) -> list[Any]:
+    """Per label field with flagged records, the given-vs-suggested matrix (the HTML report):
+    which labels the model would swap for which.
+
+    Drawn from the report's findings of the label-issue rules among ``rules`` (those that read
+    the ``label_scores`` table; their details carry
+    ``given_label`` and ``predicted_label``), not from the audit's scores: the report page is
+    drawn after the audit, whose context (and the fitted model's scores in it) is gone, and
+    refitting a model to draw a picture would double the audit's time. A finding carried up a
+    hierarchy (``details.implied_by``) is not in the matrix: the model did not flag it there."""
     from curate.core.plots import MAX_BARS, Plot, count_matrix
 
+    codes = [r.code for r in rules if "label_scores" in r.needs]
+    f = report.findings.filter(pl.col("rule").is_in(codes))
+    if f.is_empty():
+        return []
+    details = pl.col("details").cast(pl.String)
+    m = (
+        f.select(
+            pl.col("field").fill_null("label"),
+            details.str.json_path_match("$.given_label").fill_null("").alias("given"),
+            details.str.json_path_match("$.predicted_label").fill_null("").alias("predicted"),
+            details.str.json_path_match("$.implied_by").alias("implied_by"),
+        )
+        .filter(pl.col("implied_by").is_null())
+        .group_by("field", "given", "predicted")
+        .len("rows")
+    )
     out = []
-    for label, s in scores.items():
-        m = s.matrix()
-        if m.is_empty():
-            continue
-        given = (
-            m.group_by("given")
-            .agg(pl.col("rows").sum())
-            .sort("rows", "given", descending=[True, False])
-        )
-        shown = (
-            m.group_by("predicted")
-            .agg(pl.col("rows").sum())
-            .sort("rows", "predicted", descending=[True, False])
-        )
-        rows = given["given"].head(MAX_BARS).to_list()
-        cols = shown["predicted"].head(MAX_BARS).to_list()
-        counts = {(g, p): n for g, p, n in m.iter_rows()}
+    for field in sorted(m["field"].unique().to_list()):
+        one = m.filter(pl.col("field") == field)
+        rows = _top(one, "given", MAX_BARS)
+        cols = _top(one, "predicted", MAX_BARS)
+        counts = {(g, p): n for _, g, p, n in one.iter_rows()}
         fig = count_matrix(rows, cols, counts, xlabel="suggested label", ylabel="given label")
         out.append(
             Plot(
-                f"Label issues in {label}: given vs suggested",
-                f"The {int(m['rows'].sum()):,} labels confident learning flags, counted by their "
-                "given label (rows) and the label the model predicts (columns).",
+                f"Label issues in {field}: given vs suggested",
+                f"The {int(one['rows'].sum()):,} labels confident learning flags, counted by "
+                "their given label (rows) and the label the model predicts (columns).",
                 fig,
             )
         )
     return out
+
+
+def _top(m: pl.DataFrame, by: str, n: int) -> list[str]:
+    """The ``n`` values of column ``by`` with the most flagged rows (ties by name)."""
+    top = m.group_by(by).agg(pl.col("rows").sum()).sort("rows", by, descending=[True, False])
+    return top[by].head(n).to_list()
 
 
 def label_issue_findings(
