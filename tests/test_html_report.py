@@ -409,7 +409,7 @@ def visible_rules(page: Any) -> list[str]:
     ("family", "which", "plots"),
     [
         ("mquake", "hard", 3),
-        ("glycan", "glycan", 3),
+        ("glycan", "glycan", 5),  # 3 + GL305's given-vs-suggested at two levels
         ("icrl", "icrl", 3),
         ("deepfake", "deepfake", 4),
     ],
