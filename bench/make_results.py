@@ -51,6 +51,7 @@ ORDER = (
     "glycan-scaling",
     "glycan-tables",
     "label-issues-glycan",
+    "label-issues-table-glycowork",
     "ke-1m-end-to-end",
     "ke-memory-100k",
     "iupac-long-glycans",
