@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.version import __version__
 
-_API = ("load", "audit", "fix", "export", "Outcome", "StrictRefusal")
+_API = ("load", "audit", "fix", "export", "diff", "Outcome", "StrictRefusal")
 
 if TYPE_CHECKING:
-    from curate.api import Outcome, StrictRefusal, audit, export, fix, load
+    from curate.api import Outcome, StrictRefusal, audit, diff, export, fix, load
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +36,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
 
 
-__all__ = ["Outcome", "StrictRefusal", "__version__", "audit", "export", "fix", "load"]
+__all__ = ["Outcome", "StrictRefusal", "__version__", "audit", "diff", "export", "fix", "load"]

@@ -18,6 +18,7 @@ output paths). Options are the family's own (see ``curate rules FAMILY`` and
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ import polars as pl
 
 from curate.core.arguments import checked
 from curate.core.dataset import FixResult, LoadedDataset
+from curate.core.diff import Diff, DiffSpec, diff_frames
 from curate.core.errors import ArgumentError, InputError, UsageError
 from curate.core.findings import Report
 from curate.core.options import FamilyOptions
@@ -487,3 +489,85 @@ __all__ = [
     "fix",
     "load",
 ]
+
+
+@checked(family="a family name or a Family")
+@input_scope()
+def diff(
+    family: str | Family,
+    old: Paths,
+    new: Paths,
+    *,
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> Diff:
+    """What differs between two versions of a dataset, record by record (:mod:`curate.core.diff`).
+
+    Each side is anything the family reads (files, folders, a dataset folder curate wrote);
+    both are read with the same options. The records compared are the valid ones, as the fix
+    engine sees them (:meth:`Family.diff_frame`): a record that fails the schema in ``old`` and
+    is gone from ``new`` is *removed* (with why); one valid in ``old`` that fails it in ``new``
+    is *removed* too, noted as invalid there (a published version never carries it).
+
+    Why one side at a time: only each side's frame is kept (the loaded data, with its parsed
+    records and indexes, is dropped before the other side is read).
+    """
+    fam = _family(family)
+    return compare(fam, old, new, fam.options(**options), encoding=encoding, progress=progress)
+
+
+def compare(
+    fam: Family,
+    old: Paths,
+    new: Paths,
+    opts: FamilyOptions,
+    *,
+    encoding: str | None = None,
+    progress: Progress | None = None,
+) -> Diff:
+    """:func:`diff` with the family and its options already resolved (the CLI's entry)."""
+    names = (_name(old), _name(new))
+
+    def side(paths: Paths) -> tuple[pl.DataFrame, list[Any], Any]:
+        data = fam.load(
+            _paths(paths, fam), opts, encoding=encoding, keep_records=True, progress=progress
+        )
+        frame, invalid = fam.diff_frame(data)
+        return frame, invalid, fam.diff_spec(data)
+
+    a, invalid_a, spec_a = side(old)
+    b, invalid_b, spec_b = side(new)
+    spec = DiffSpec(
+        # a positional id on either side (a CSV read without an id column) pairs nothing
+        stable_ids=spec_a.stable_ids and spec_b.stable_ids,
+        id_columns=tuple(dict.fromkeys((*spec_a.id_columns, *spec_b.id_columns))),
+        content_key=spec_a.content_key,
+        ignore=tuple(dict.fromkeys((*spec_a.ignore, *spec_b.ignore))),
+    )
+    result = diff_frames(
+        a,
+        b,
+        spec,
+        family=fam.name,
+        names=names,
+        removed_invalid=[(c.record, None, c.old, c.reason) for c in invalid_a],
+    )
+    bad_new = {c.record: c.reason for c in invalid_b}
+    if bad_new:
+        result.changes = [
+            dataclasses.replace(c, note=f"invalid in {names[1]}: {bad_new[c.record]}")
+            if c.kind == "removed" and c.record in bad_new and not c.note
+            else c
+            for c in result.changes
+        ]
+    return result
+
+
+def _name(paths: Paths) -> str:
+    """How a diff names a side: its path (the first, and how many more)."""
+    if isinstance(paths, str | Path):
+        return str(paths)
+    items = list(paths) if isinstance(paths, Sequence) else [paths]
+    first = str(items[0]) if items and isinstance(items[0], str | Path) else "a table"
+    return first if len(items) == 1 else f"{first} (+{len(items) - 1} more)"

@@ -25,6 +25,7 @@ from typer.core import TyperGroup
 
 from curate.cli import terminal
 from curate.cli.terminal import Format
+from curate.core.diff import KINDS
 from curate.core.engine import progress_to
 from curate.core.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
 from curate.core.outputs import guard_file
@@ -457,13 +458,93 @@ def export(
         typer.echo(f"pushed to {push_to_hub}")
 
 
+class DiffFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+#: ``--fail-on`` of ``curate diff``: any difference, none, or these kinds (and ``columns``).
+DIFF_FAIL = ("any", "never", *KINDS, "columns")
+
+
+def diff(
+    fam: Family,
+    options: FamilyOptions,
+    old: Annotated[str, typer.Argument(help="The earlier version: anything the family reads.")],
+    new: Annotated[str, typer.Argument(help="The later version: anything the family reads.")],
+    fmt: Annotated[
+        DiffFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Report format: text, json, markdown or html (side by side).",
+            case_sensitive=False,
+        ),
+    ] = DiffFormat.text,
+    output: OutputOpt = None,
+    overwrite: OverwriteFileOpt = False,
+    fail_on: Annotated[
+        str,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when the versions differ (any, the default), never, or only for these "
+            "kinds of change, comma-separated: added, removed, changed, moved, rekeyed, columns.",
+        ),
+    ] = "any",
+    encoding: EncodingOpt = None,
+) -> None:
+    """Compare two versions of a dataset record by record: added, removed, changed (field by
+    field), moved between splits, re-keyed (exit 1 when they differ, 0 when identical)."""
+    from curate.api import compare
+    from curate.reports import diff as render
+
+    kinds = _fail_kinds(fail_on)
+    _guard_output(output, [old, new], options, overwrite, fam=fam)
+    cb = terminal.progress()
+    try:
+        with progress_to(cb):
+            result = compare(fam, old, new, options, encoding=encoding, progress=cb)
+    finally:
+        terminal.clear_progress(cb)
+    text = getattr(render, f"render_{fmt.value}")(result)
+    terminal.emit(text, output, fmt.value)
+    counts = result.counts()
+    hit = any(counts[k] for k in kinds if k in counts) or (
+        "columns" in kinds and bool(result.columns_added or result.columns_removed)
+    )
+    raise typer.Exit(1 if hit else 0)
+
+
+def _fail_kinds(value: str) -> set[str]:
+    """``--fail-on`` as the kinds of change that fail the run (usage error: one line)."""
+    from curate.core.errors import UsageError
+
+    given = [v.strip().lower() for v in value.split(",") if v.strip()]
+    bad = [v for v in given if v not in DIFF_FAIL]
+    if bad or not given:
+        raise UsageError(
+            f"--fail-on: {', '.join(bad) or 'nothing given'} is not one of {', '.join(DIFF_FAIL)}"
+        )
+    if "never" in given:
+        return set()
+    if "any" in given:
+        return {*KINDS, "columns"}
+    return set(given)
+
+
 VERBS: dict[str, Callable[..., None]] = {
     "validate": validate,
     "audit": audit,
     "fix": fix,
     "export": export,
+    "diff": diff,
 }
-assert tuple(VERBS) == COMMANDS
+assert tuple(VERBS)[: len(COMMANDS)] == COMMANDS
+#: The options a verb that is not an options command takes: ``diff`` reads two versions as
+#: ``validate`` reads one (the family's reading options, nothing of audits or writers).
+OPTION_VERB = {"diff": "validate"}
 
 
 # --------------------------------------------------------------------------- building commands
@@ -592,7 +673,7 @@ def family_command(verb: str, fam: Family) -> Any:
         for p in inspect.signature(impl).parameters.values()
         if p.name not in skip
     ]
-    extra = option_parameters(fam.Options, verb)
+    extra = option_parameters(fam.Options, OPTION_VERB.get(verb, verb))
 
     def command(**kwargs: Any) -> None:
         from curate.core.engine import use_engine
@@ -649,7 +730,8 @@ def _with_options_hint(cmd: Any, fam: Family, verb: str) -> Any:
             return original(ctx, args)
         except typer.TyperException as e:
             if type(e).__name__ == "NoSuchOption" and hasattr(e, "message"):
-                e.message += f" ({fam.name} options for {verb}: {describe(fam.Options, verb)})"
+                opts = describe(fam.Options, OPTION_VERB.get(verb, verb))
+                e.message += f" ({fam.name} options for {verb}: {opts})"
             raise
 
     cmd.parse_args = parse_args
@@ -660,9 +742,10 @@ def verb_group(verb: str) -> TyperGroup:
     """The ``curate VERB`` group (a fresh class per verb, so each knows its verb)."""
     cls = type(f"{verb.title()}Group", (FamilyGroup,), {"verb": verb})
     doc = (inspect.getdoc(VERBS[verb]) or "").split("\n\n")[0]
+    args = "OLD NEW" if verb == "diff" else "PATHS..."
     return cls(
         name=verb,
-        help=f"{doc} Usage: curate {verb} FAMILY PATHS... [OPTIONS].",
+        help=f"{doc} Usage: curate {verb} FAMILY {args} [OPTIONS].",
         no_args_is_help=False,  # `curate audit` alone: one line, not the help (cli.main)
-        subcommand_metavar="FAMILY PATHS...",
+        subcommand_metavar=f"FAMILY {args}",
     )

@@ -47,7 +47,10 @@ Fix members (the one fix route, :mod:`curate.core.fixes`; listed apart because t
 fix route's and only ``curate fix`` reads them): ``fix_frame`` (the records as a frame, required
 to fix), ``write_fixed`` (the writer of the family's format; parquet of ``fix_tables`` by
 default), ``fix_tables``, ``fix_original``, ``reaudit_options``, ``fix_summary``,
-``fix_passes``; ``fix`` is the engine's entry point.
+``fix_passes``; ``fix`` is the engine's entry point. ``curate diff`` reads the same frame, so
+that a diff names the records and fields a changelog names: ``diff_frame`` (default: the fix
+frame) and ``diff_spec`` (how records pair across two versions: stable ids or positions, the
+content key of a re-keyed record; :mod:`curate.core.diff`).
 
 Provided, not overridden: :meth:`Family.options` (validate options), :meth:`Family.load` (the
 ``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). A family declaring
@@ -86,6 +89,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
+from curate.core.diff import DiffSpec
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.keys import Keys
@@ -442,6 +446,18 @@ class Family(ABC):
         tables = self.fix_tables(frame, data)
         write_parquet(tables, folder)
         return Written(tables=tables)
+
+    def diff_frame(self, data: LoadedDataset) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The records ``curate diff`` compares: by default the fix engine's frame
+        (:meth:`fix_frame`), so that a diff names the records and fields the changelog names,
+        and the records that fail the schema (left out of the frame, logged whole)."""
+        return self.fix_frame(data, self.invalid_records(data))
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """How this family's records are paired across two versions
+        (:class:`~curate.core.diff.DiffSpec`); by default ids are stable and only identical
+        records pair when an id changed."""
+        return DiffSpec()
 
     def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
         """The whole record as the changelog keeps it when a fix drops it (default: its cells)."""

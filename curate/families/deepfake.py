@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from curate.audits.deepfake import RULES
 from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
 from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
@@ -296,6 +297,17 @@ class DeepfakeFamily(Family):
             )
         frame = _publish_frame(data).filter(~pl.col(ROW).is_in(sorted(bad)))
         return frame, changes
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """Samples pair by id; a sample whose id changed pairs by its content hash when the
+        manifest has one (``sha256``), else by its path."""
+        assert isinstance(data, DeepfakeData)
+        hashed = "sha256" in data.rows.columns and data.rows["sha256"].is_not_null().any()
+        return DiffSpec(
+            stable_ids=True,
+            id_columns=("sample_id",),
+            content_key=("sha256",) if hashed else ("path",),
+        )
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         return _split_tables(frame)

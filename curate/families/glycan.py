@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
 from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.diff import DiffSpec
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
 from curate.core.findings import InputInfo, Report, dumps, rule_output
@@ -352,6 +353,10 @@ def malformed_cells(
                 values[i] = None
             replace.append(pl.Series(column, values, dtype=pl.String))
     return (raw.with_columns(replace) if replace else raw), bad
+
+
+#: The canonical glycan of a row in the frame ``curate diff`` pairs rows on.
+GLYCAN_KEY = "__glycan_key"
 
 
 class GlycanFamily(Family):
@@ -805,6 +810,37 @@ class GlycanFamily(Family):
             )
         )
         return frame, changes
+
+    def diff_frame(self, data: LoadedDataset) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """The fix frame with each row's canonical glycan (``__glycan_key``): two versions that
+        spell a glycan differently (a fix canonicalised it) still pair on it."""
+        assert isinstance(data, GlycanData)
+        frame, changes = super().diff_frame(data)
+        t = single_table(data)
+        keys = t.rows.select(pl.col("row").alias(ROW), pl.col("key").alias(GLYCAN_KEY))
+        return frame.join(keys, on=ROW, how="left", maintain_order="left"), changes
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """Rows pair by their id column when the table has one (``glycan_id``, ``id``, ...);
+        else (line numbers, which a dropped row shifts) by identical content, then by the
+        canonical glycan: a relabelled row is one changed row, not one removed and one added."""
+        assert isinstance(data, GlycanData)
+        t = single_table(data)
+        ident = next(
+            (
+                c
+                for c in ID_COLUMNS
+                if c in t.raw.columns
+                and t.raw[c].cast(pl.String).equals(t.rows["record"], null_equal=True)
+            ),
+            None,
+        )
+        return DiffSpec(
+            stable_ids=ident is not None,
+            id_columns=(ident,) if ident else (),
+            content_key=(GLYCAN_KEY,),
+            ignore=(GLYCAN_KEY,),
+        )
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         """The fixed rows as :meth:`to_tables` publishes them: one table per split in frame

@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from curate.audits.icrl import RULES
 from curate.core.dataset import ChangeEntry, LoadedDataset, Written
+from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.core.fixes import RECORD, ROW, SPLIT
@@ -455,6 +456,17 @@ class IcrlFamily(Family):
                 else:
                     rows.append(cells)
         return pl.DataFrame(rows, schema=_FIX_SCHEMA, orient="row"), changes
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """Histories pair by their content (``digest``: a renumbered task group's histories
+        are the same histories under a new group name), not by their place in the file.
+
+        Not compared: what a history's group says of its members (``histories``,
+        ``group_steps``: a dropped sibling changes them, not this history) and ``task`` (the
+        group's name in the file read, the same as ``group`` in any file read as it is)."""
+        return DiffSpec(
+            stable_ids=False, content_key=("digest",), ignore=("task", "histories", "group_steps")
+        )
 
     def fix_original(self, data: LoadedDataset, row: int, cells: dict[str, Any]) -> Any:
         """A dropped history (or root member) as the changelog keeps it: where it is in the

@@ -30,6 +30,7 @@ import pyarrow as pa
 from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.diff import DiffSpec
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, UsageError, arg
 from curate.core.findings import Headline, InputInfo, Report
@@ -575,6 +576,13 @@ class KnowledgeEditingFamily(Family):
             meta["split"].alias(SPLIT),
         )
         return frame, changes
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """Cases pair by ``case_id``; a case whose id changed pairs by its chain (``orig``) and
+        its edits (``requested_rewrite``): what KE401 calls the same case."""
+        return DiffSpec(
+            stable_ids=True, id_columns=("case_id",), content_key=("orig", "requested_rewrite")
+        )
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         """The fixed cases per split, in frame order, with Arrow's plain (not large) types, in

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from curate.audits.shared.records import RecordsData, record_rules
 from curate.core.dataset import ChangeEntry, LoadedDataset
+from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
@@ -320,6 +321,16 @@ class RecordsFamily(Family):
             )
         frame = self._publish_frame(data).filter(~pl.col(ROW).is_in(sorted(logged)))
         return frame, changes
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """Rows pair by the id column when there is one (else by position: ``#N``, which a
+        dropped row shifts, so identical content pairs first), then by the family's key."""
+        ident = self.id_field
+        return DiffSpec(
+            stable_ids=ident is not None,
+            id_columns=(ident,) if ident else (),
+            content_key=tuple(self.key.columns),
+        )
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         return self._split_tables(frame)

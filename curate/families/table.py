@@ -37,6 +37,7 @@ from curate.audits.shared.label_issues import label_issue_plots, summarise_label
 from curate.audits.shared.records import RecordsData
 from curate.audits.table import RULES
 from curate.core.dataset import LoadedDataset
+from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
 from curate.core.keys import SPLIT_ORDER
@@ -417,6 +418,17 @@ class TableFamily(RecordsFamily):
     def plots(self, data: LoadedDataset, report: Report, ctx: AuditContext) -> list[Plot]:
         """The given-vs-suggested matrix of each label's flagged rows (TB302)."""
         return label_issue_plots(report, self.rules)
+
+    def diff_spec(self, data: LoadedDataset) -> DiffSpec:
+        """Rows pair by the declared ``--id``, then by the declared ``--key`` (without an id,
+        by identical content first: row numbers shift when a row is dropped)."""
+        opts = data.options
+        assert isinstance(opts, TableOptions)
+        return DiffSpec(
+            stable_ids=opts.id is not None,
+            id_columns=(opts.id,) if opts.id else (),
+            content_key=tuple(opts.key),
+        )
 
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
         """The value columns under their published names (the user's types) and the other

@@ -1,0 +1,411 @@
+"""Record-level diff of two versions of a dataset: which records were added, removed, changed
+(field by field, nested paths too), moved between splits or re-keyed.
+
+Both versions arrive as the frame the fix engine works on (:meth:`Family.fix_frame`: the valid
+records with ``__row``, ``__record`` and ``__split``), so a diff speaks of the same records and
+fields as the changelog ``curate fix`` writes, and a family needs no second description of its
+records. The family adds a :class:`DiffSpec`: whether its record ids are stable across versions
+(a MQuAKE ``case_id``, a declared id column) or positional (a CSV line number, which a dropped
+row shifts), and the content key that pairs a record whose id changed (MQuAKE: the chain and its
+edits; glycans: the canonical glycan).
+
+Why matching in stages rather than one join: a join on the id alone calls a re-keyed case
+"removed" and "added"; a join on the content alone cannot tell an edit from a new record; and a
+positional id pairs every row after a dropped one with its neighbour. So records are paired
+(1) by id when ids are stable, (2) by identical content, (3) by the family's content key, each
+stage taking only what the earlier left; what is left after the last is added or removed.
+
+Only the records that differ are materialised as Python values (to walk nested fields); the
+pairing itself runs on one 64-bit hash per record and side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+import orjson
+import polars as pl
+
+from curate.core.fixes import RECORD, ROW, SPLIT
+
+#: Kinds of a record's change, in report order.
+KINDS = ("added", "removed", "changed", "moved", "rekeyed")
+
+
+@dataclass(frozen=True)
+class DiffSpec:
+    """How a family's records are told apart across versions.
+
+    ``stable_ids``: ``__record`` names the same record in both versions (ids are data, not
+    positions). ``id_columns``: the columns that hold the id (left out of the content that
+    pairs a re-keyed record). ``content_key``: the columns whose values pair a record whose id
+    (or, with positional ids, whose position) changed; empty: only identical records pair.
+    ``ignore``: columns that describe a version rather than a record (compared never)."""
+
+    stable_ids: bool = True
+    id_columns: tuple[str, ...] = ()
+    content_key: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One top-level field of a record that differs: its old and new value, and the nested
+    paths (``requested_rewrite[0].target_new.str``) that differ inside it."""
+
+    field: str
+    old: Any
+    new: Any
+    paths: tuple[tuple[str, Any, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "old": self.old,
+            "new": self.new,
+            "paths": [{"path": p, "old": o, "new": n} for p, o, n in self.paths],
+        }
+
+
+@dataclass(frozen=True)
+class RecordChange:
+    """A record that differs between the versions. ``record``: its id in the old version
+    (the new one's for an added record), ``new_record`` its id in the new version; ``split``
+    and ``new_split`` likewise; ``fields`` the changed fields; ``value``: the whole record of
+    an added or removed one."""
+
+    kind: str
+    record: str | None
+    new_record: str | None
+    split: str | None
+    new_split: str | None
+    fields: tuple[FieldChange, ...] = ()
+    value: Any = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "record": self.record}
+        if self.new_record != self.record:
+            out["new_record"] = self.new_record
+        out["split"] = self.split
+        if self.new_split != self.split:
+            out["new_split"] = self.new_split
+        if self.fields:
+            out["fields"] = [f.to_json() for f in self.fields]
+        if self.value is not None:
+            out["value"] = self.value
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every kind this change is: a re-keyed record may also be changed and moved."""
+        out = [self.kind]
+        if self.kind in ("changed", "rekeyed") and self.new_split != self.split:
+            out.append("moved")
+        if self.kind == "rekeyed" and self.fields:
+            out.append("changed")
+        return tuple(out)
+
+
+@dataclass
+class Diff:
+    """What differs between two versions: per record (:class:`RecordChange`, old-version order
+    then the added ones in new-version order), the columns only one side has, and counts."""
+
+    family: str
+    old: str
+    new: str
+    records_old: int
+    records_new: int
+    changes: list[RecordChange]
+    columns_added: list[str] = field(default_factory=list)
+    columns_removed: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.changes and not self.columns_added and not self.columns_removed
+
+    def counts(self) -> dict[str, int]:
+        """Records per kind (a record counts under each kind it is: re-keyed and changed)."""
+        out = dict.fromkeys(KINDS, 0)
+        for c in self.changes:
+            for k in c.kinds:
+                out[k] += 1
+        out["unchanged"] = self.records_old - sum(1 for c in self.changes if c.kind != "added")
+        return out
+
+    def by_split(self) -> dict[str, dict[str, int]]:
+        """Per split (the old version's; the new one's for added records), records per kind."""
+        out: dict[str, dict[str, int]] = {}
+        for c in self.changes:
+            split = (c.new_split if c.kind == "added" else c.split) or ""
+            row = out.setdefault(split, dict.fromkeys(KINDS, 0))
+            for k in c.kinds:
+                row[k] += 1
+        return dict(sorted(out.items()))
+
+    def by_field(self) -> dict[str, int]:
+        """Changed records per top-level field, most changed first."""
+        out: dict[str, int] = {}
+        for c in self.changes:
+            for f in c.fields:
+                out[f.field] = out.get(f.field, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "old": self.old,
+            "new": self.new,
+            "identical": self.identical,
+            "records": {"old": self.records_old, "new": self.records_new},
+            "counts": self.counts(),
+            "by_split": self.by_split(),
+            "by_field": self.by_field(),
+            "columns": {"added": self.columns_added, "removed": self.columns_removed},
+            "changes": [c.to_json() for c in self.changes],
+        }
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+def diff_frames(
+    old: pl.DataFrame,
+    new: pl.DataFrame,
+    spec: DiffSpec,
+    *,
+    family: str = "",
+    names: tuple[str, str] = ("old", "new"),
+    removed_invalid: Sequence[tuple[str | None, str | None, Any, str]] = (),
+) -> Diff:
+    """The diff of two fix frames (see the module's docstring for the matching).
+
+    ``removed_invalid``: ``(record, split, value, why)`` of old records that fail the schema
+    (the frames hold valid records only): each is removed unless the new version has a record
+    of that id (then it was repaired: reported as changed, whole)."""
+    book = set(BOOKKEEPING_COLUMNS)
+    ignore = set(spec.ignore)
+    old_cols = [c for c in old.columns if c not in book and c not in ignore]
+    new_cols = [c for c in new.columns if c not in book and c not in ignore]
+    shared = [c for c in old_cols if c in new_cols]
+    o, n = _comparable(old, new, shared)
+    body = [c for c in shared if c not in spec.id_columns]
+    # a content key may be a column the family added for pairing only (ignored in compares)
+    key = [c for c in spec.content_key if c in o.columns and c in n.columns]
+    o = _hashed(o, shared, body, key)
+    n = _hashed(n, shared, body, key)
+
+    pairs: list[pl.DataFrame] = []
+    left_o, left_n = o, n
+    if spec.stable_ids:
+        p, left_o, left_n = _pair(left_o, left_n, RECORD)
+        pairs.append(p)
+    p, left_o, left_n = _pair(left_o, left_n, "_body" if spec.stable_ids else "_all")
+    pairs.append(p)
+    if key:
+        p, left_o, left_n = _pair(left_o, left_n, "_key")
+        pairs.append(p)
+    paired = pl.concat(pairs) if pairs else pl.DataFrame()
+
+    changes: dict[int, RecordChange] = {}
+    # paired records: moved, re-keyed, changed (materialised only when the content differs)
+    differs = paired.filter(pl.col("_all_o") != pl.col("_all_n"))
+    if differs.height:
+        ov = o.filter(pl.col("_i").is_in(differs["_i_o"].implode())).select("_i", *shared)
+        nv = n.filter(pl.col("_i").is_in(differs["_i_n"].implode())).select("_i", *shared)
+        ovals = {r.pop("_i"): r for r in ov.to_dicts()}
+        nvals = {r.pop("_i"): r for r in nv.to_dicts()}
+    else:
+        ovals, nvals = {}, {}
+    for r in paired.iter_rows(named=True):
+        rekeyed = spec.stable_ids and r["rec_o"] != r["rec_n"]
+        fields: tuple[FieldChange, ...] = ()
+        if r["_all_o"] != r["_all_n"]:
+            a, b = ovals[r["_i_o"]], nvals[r["_i_n"]]
+            fields = tuple(
+                FieldChange(c, a[c], b[c], tuple(nested_changes(c, a[c], b[c])))
+                for c in shared
+                if c not in spec.id_columns and a[c] != b[c]
+            )
+        if rekeyed:
+            kind = "rekeyed"
+        elif fields:
+            kind = "changed"
+        elif r["split_o"] != r["split_n"]:
+            kind = "moved"
+        else:
+            continue
+        changes[r["_i_o"]] = RecordChange(
+            kind, r["rec_o"], r["rec_n"], r["split_o"], r["split_n"], fields
+        )
+
+    invalid_ids = {}
+    for rec, split, value, why in removed_invalid:
+        invalid_ids[rec] = (split, value, why)
+    added_ids = set(left_n[RECORD].to_list()) if spec.stable_ids else set()
+    out: list[RecordChange] = []
+    for rec, (split, value, why) in invalid_ids.items():
+        if rec in added_ids:  # the new version has it (valid now): repaired, whole
+            continue
+        out.append(RecordChange("removed", rec, None, split, None, value=value, note=why))
+    gone = left_o["_i"].sort()
+    removed = old.select(RECORD, SPLIT, *old_cols)[gone].with_columns(gone.alias("_i"))
+    for r in removed.iter_rows(named=True):
+        changes[r["_i"]] = RecordChange(
+            "removed",
+            r[RECORD],
+            None,
+            r[SPLIT],
+            None,
+            value={c: r[c] for c in old_cols},
+        )
+    out.extend(changes[i] for i in sorted(changes))
+    repaired = {rec: v for rec, v in invalid_ids.items() if rec in added_ids}
+    added = new.select(RECORD, SPLIT, *new_cols)[left_n["_i"].sort()]
+    for r in added.iter_rows(named=True):
+        value = {c: r[c] for c in new_cols}
+        if r[RECORD] in repaired:
+            split, old_value, why = repaired[r[RECORD]]
+            out.append(
+                RecordChange(
+                    "changed",
+                    r[RECORD],
+                    r[RECORD],
+                    split,
+                    r[SPLIT],
+                    (FieldChange("", old_value, value),),
+                    note=f"invalid in {names[0]}: {why}",
+                )
+            )
+            continue
+        out.append(RecordChange("added", r[RECORD], r[RECORD], None, r[SPLIT], value=value))
+    return Diff(
+        family,
+        names[0],
+        names[1],
+        old.height + len(invalid_ids),
+        new.height,
+        out,
+        columns_added=[c for c in new_cols if c not in old_cols],
+        columns_removed=[c for c in old_cols if c not in new_cols],
+    )
+
+
+BOOKKEEPING_COLUMNS = (ROW, RECORD, SPLIT)
+
+
+def _comparable(
+    old: pl.DataFrame, new: pl.DataFrame, cols: list[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Both frames with the shared columns of one type: where the versions store a column
+    differently (text read from CSV against numbers from parquet), both as text, nested
+    values as JSON; the same value then compares equal and hashes the same."""
+    fix_o, fix_n = [], []
+    for c in cols:
+        a, b = old.schema[c], new.schema[c]
+        if a == b:
+            continue
+        fix_o.append(_as_text(c, a))
+        fix_n.append(_as_text(c, b))
+    return (old.with_columns(fix_o) if fix_o else old, new.with_columns(fix_n) if fix_n else new)
+
+
+def _as_text(c: str, dtype: pl.DataType) -> pl.Expr:
+    if dtype.is_nested():  # '{"v":VALUE}' -> 'VALUE': the value's JSON text
+        encoded = pl.struct(pl.col(c).alias("v")).struct.json_encode()
+        return encoded.str.slice(5).str.head(-1).alias(c)
+    return pl.col(c).cast(pl.String)
+
+
+def _hashed(
+    frame: pl.DataFrame, shared: list[str], body: list[str], key: list[str]
+) -> pl.DataFrame:
+    """The bookkeeping columns and one hash per record of: every shared column (``_all``),
+    all but the id (``_body``), the content key (``_key``), each with its occurrence number
+    among equal hashes (two identical records pair with two, in file order)."""
+
+    def h(cols: list[str]) -> pl.Expr:
+        return pl.struct(cols).hash(7) if cols else pl.lit(0, pl.UInt64)
+
+    return frame.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_i"),
+        pl.col(RECORD),
+        pl.col(SPLIT),
+        h(shared).alias("_all"),
+        h(body).alias("_body"),
+        h(key).alias("_key"),
+        *[pl.col(c) for c in shared],
+    )
+
+
+def _pair(
+    o: pl.DataFrame, n: pl.DataFrame, on: str
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Pair the rows of ``o`` and ``n`` with equal ``on`` (the k-th old with the k-th new of
+    each value, in file order); the pairs and the rows of each side left over."""
+    cols = list(dict.fromkeys(["_i", RECORD, SPLIT, "_all", on]))
+    a = o.select(cols).with_columns(pl.int_range(pl.len()).over(on).alias("_k"))
+    b = n.select(cols).with_columns(pl.int_range(pl.len()).over(on).alias("_k"))
+    joined = a.join(b, on=[on, "_k"], how="inner", suffix="_n", maintain_order="left").select(
+        pl.col("_i").alias("_i_o"),
+        pl.col("_i_n"),
+        pl.col(RECORD).alias("rec_o"),
+        # the join key itself is not suffixed: the id when pairing on it
+        (pl.col(RECORD) if on == RECORD else pl.col(f"{RECORD}_n")).alias("rec_n"),
+        pl.col(SPLIT).alias("split_o"),
+        pl.col(f"{SPLIT}_n").alias("split_n"),
+        pl.col("_all").alias("_all_o"),
+        (pl.col("_all") if on == "_all" else pl.col("_all_n")).alias("_all_n"),
+    )
+    left_o = o.filter(~pl.col("_i").is_in(joined["_i_o"].implode()))
+    left_n = n.filter(~pl.col("_i").is_in(joined["_i_n"].implode()))
+    return joined, left_o, left_n
+
+
+def nested_changes(path: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+    """The leaf paths where two values differ: ``a.b[2].c`` with the old and new value there.
+
+    Lists are aligned as sequences (difflib), not index by index: taking one alias out of
+    nine is one path (``answer_alias[2]``: the alias → None), not the seven shifted after it.
+    An item taken out is named by its old index, one put in by its new index; items replaced
+    one for one are compared inside (a changed edit's ``target_new.str``). None stands for
+    the side without the key or item (so ``(path, None, None)`` is a null put in or taken
+    out)."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in [*old, *(k for k in new if k not in old)]:
+            where = f"{path}.{k}" if path else str(k)
+            if k not in old or k not in new:  # a key only one side has: a change even if None
+                out.append((where, old.get(k), new.get(k)))
+            else:
+                out += nested_changes(where, old[k], new[k])
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        out = []
+        a, b = [_hashable(x) for x in old], [_hashable(x) for x in new]
+        for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if op == "equal":
+                continue
+            if op == "replace" and i2 - i1 == j2 - j1:
+                for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                    out += nested_changes(f"{path}[{i}]", old[i], new[j])
+                continue
+            out += [(f"{path}[{i}]", old[i], None) for i in range(i1, i2)]
+            out += [(f"{path}[{j}]", None, new[j]) for j in range(j1, j2)]
+        return out
+    return [(path, old, new)]
+
+
+def _hashable(value: Any) -> Any:
+    """A list item as something difflib can index (dicts and lists as their JSON text)."""
+    if isinstance(value, dict | list):
+        return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
+    return value

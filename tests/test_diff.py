@@ -1,0 +1,332 @@
+"""``curate diff``: the record-level diff of two versions of a dataset.
+
+The central check (issue 34): the diff of each family's shipped sample and its ``curate fix``
+output equals the fix's own changelog, replayed — every record the changelog drops is removed,
+every field it sets ends at its last value, every split move is a move, and nothing else
+differs. The changelog and the diff are made by different code (the fix engine's edits; the
+diff's pairing of two files read back), so agreeing is evidence for both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import curate
+from curate.cli.main import main
+from curate.core.diff import DiffSpec, diff_frames, nested_changes
+
+SAMPLES = Path(curate.__file__).parent / "data" / "samples"
+
+
+def replay(changelog: Path, members: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """What the changelog says changed: removed records, per record the fields set (first old,
+    last new; a field set back to where it was is no change) and split moves.
+
+    ``members``: for learning histories, the histories (``g/h``) of each task group ``g``: a
+    group's renumbering (record ``g``, field ``group``) changes each of its histories."""
+    removed: set[str] = set()
+    fields: dict[tuple[str, str], list[Any]] = {}
+    splits: dict[str, list[Any]] = {}
+    entries = [json.loads(line) for line in changelog.read_text().splitlines()]
+    for e in entries:
+        if members and e["field"] == "group" and str(e["record"]) in members:
+            entries += [{**e, "record": h} for h in members[str(e["record"])]]
+            e["field"] = None  # the group's own line: said by its histories' lines
+    for e in entries:
+        rec, field = str(e["record"]), e["field"]
+        if field is None:
+            continue
+        if field == "" and e["new"] is None:
+            removed.add(rec)
+        elif field == "split":
+            splits.setdefault(rec, [e["old"], e["new"]])[1] = e["new"]
+        else:
+            fields.setdefault((rec, field), [e["old"], e["new"]])[1] = e["new"]
+    return {
+        "removed": removed,
+        "fields": {
+            k: (a, b)
+            for k, (a, b) in fields.items()
+            if k[0] not in removed and _norm(a) != _norm(b)
+        },
+        "moved": {r: (a, b) for r, (a, b) in splits.items() if r not in removed and a != b},
+    }
+
+
+def observed(d: Any) -> dict[str, Any]:
+    """The same three things, read off a :class:`~curate.core.diff.Diff`."""
+    out: dict[str, Any] = {"removed": set(), "fields": {}, "moved": {}}
+    for c in d.changes:
+        if c.kind == "removed":
+            out["removed"].add(c.record)
+            continue
+        assert c.kind != "added", c.to_json()
+        for f in c.fields:
+            out["fields"][(c.record, f.field)] = (f.old, f.new)
+        if c.new_split != c.split:
+            out["moved"][c.record] = (c.split, c.new_split)
+    return out
+
+
+def _norm(v: Any) -> Any:
+    """A value as both sides can hold it: text from a CSV against a number from parquet."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int | float):
+        return str(int(v)) if float(v).is_integer() else str(v)
+    if isinstance(v, list):
+        return [_norm(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _norm(x) for k, x in v.items()}
+    return v
+
+
+def _same(replayed: dict[str, Any], seen: dict[str, Any]) -> None:
+    assert seen["removed"] == replayed["removed"]
+    assert seen["moved"] == replayed["moved"]
+    assert set(seen["fields"]) == set(replayed["fields"])
+    for k, (a, b) in replayed["fields"].items():
+        old, new = seen["fields"][k]
+        assert (_norm(old), _norm(new)) == (_norm(a), _norm(b)), k
+
+
+def _deepfake(tmp_path: Path) -> tuple[Path, list[str], dict[str, Any]]:
+    """The ILLUSION-like manifest with planted defects (no media: ``--no-files``)."""
+    from deepfake_data import defective_manifest
+
+    path = tmp_path / "manifest.csv"
+    defective_manifest().frame().write_csv(path)
+    return path, ["--no-files"], {"no_files": True}
+
+
+def _icrl(tmp_path: Path) -> tuple[Path, list[str], dict[str, Any]]:
+    """A learning-history file with one invalid history, one invalid task group and one
+    history copying another (the drops RL205, RL103 and RL403 make; RL101 renumbers)."""
+    import h5py
+    import numpy as np
+    from icrl_data import write_file
+
+    (tmp_path / "in").mkdir()
+    path = write_file(tmp_path / "in" / "histories.hdf5", tasks=4)
+    with h5py.File(path, "r+") as f:
+        f["0"]["rewards"][2, 50] = np.float16("nan")
+        del f["1"]["dones"]
+        for name in ("states", "actions", "rewards", "dones", "expert_actions"):
+            f["2"][name][1] = f["0"][name][0]
+    return path, [], {}
+
+
+def _members(path: Path) -> dict[str, list[str]]:
+    """``group → [group/0, group/1, ...]``, read from the HDF5 file itself."""
+    import h5py
+
+    with h5py.File(path) as f:
+        return {
+            g: [f"{g}/{h}" for h in range(f[g]["rewards"].shape[0])]
+            for g in f
+            if isinstance(f[g], h5py.Group) and "rewards" in f[g]
+        }
+
+
+def _table(tmp_path: Path) -> tuple[Path, list[str], dict[str, Any]]:
+    """MusicCaps' real manifest as a plain table with an id, two rows repeated under new ids
+    and one leaking across splits (TB-rule drops and moves)."""
+    df = pl.read_csv(SAMPLES / "musiccaps_manifest.csv", infer_schema_length=0)
+    df = df.with_columns(
+        pl.when(pl.int_range(pl.len()) % 5 == 0)
+        .then(pl.lit("test"))
+        .otherwise(pl.lit("train"))
+        .alias("split")
+    )
+    dup = df.head(2).with_columns(pl.format("{}-copy", "ytid").alias("ytid"))
+    path = tmp_path / "table.csv"
+    pl.concat([df, dup]).write_csv(path)
+    opts = ["--id", "ytid", "--split", "split", "--key", "start_s,end_s,author_id"]
+    return path, opts, {"id": "ytid", "split": "split", "key": ["start_s", "end_s", "author_id"]}
+
+
+def _sample(name: str, *extra: str) -> Any:
+    return lambda _: (SAMPLES / name, list(extra), _kw(extra))
+
+
+def _kw(extra: tuple[str, ...]) -> dict[str, Any]:
+    return {"label_model": "none"} if "--label-model" in extra else {}
+
+
+FIXES = {
+    "mquake": _sample("mquake_sample.json"),
+    "glycan": _sample("glycan_taxonomy_sample.csv", "--label-model", "none"),
+    "deepfake": _deepfake,
+    "icrl": _icrl,
+    "table": _table,
+}
+
+
+@pytest.mark.parametrize("family", sorted(FIXES))
+def test_diff_of_a_fix_equals_its_changelog(family: str, tmp_path: Path) -> None:
+    src, extra, options = FIXES[family](tmp_path)
+    out = tmp_path / "fixed"
+    rc = main(["fix", family, str(src), "--out", str(out), "--unsafe-fixes", *extra])
+    assert rc == 0
+    expected = replay(out / "changelog.jsonl", _members(src) if family == "icrl" else None)
+    assert expected["removed"] or expected["fields"], "a fix that changed nothing tests nothing"
+    d = curate.diff(family, src, out, **options)
+    _same(expected, observed(d))
+    counts = d.counts()
+    assert counts["removed"] == len(expected["removed"])
+    assert counts["unchanged"] + sum(1 for c in d.changes if c.kind != "added") == d.records_old
+
+
+def test_mquake_pairs_a_re_keyed_case(tmp_path: Path) -> None:
+    """A case published under a new id, one alias edited: re-keyed and changed (paired by its
+    chain and edits), not one case removed and another added."""
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text())
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(cases))
+    moved = dict(cases[3])
+    moved["case_id"] = 990001
+    moved["new_answer_alias"] = [*moved["new_answer_alias"], "an extra alias"]
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps([*cases[:3], moved, *cases[4:]]))
+    d = curate.diff("mquake", old, new)
+    assert len(d.changes) == 1
+    c = d.changes[0]
+    assert (c.kind, c.record, c.new_record) == ("rekeyed", str(cases[3]["case_id"]), "990001")
+    assert [f.field for f in c.fields] == ["new_answer_alias"]
+    (path,) = c.fields[0].paths
+    assert path[1:] == (None, "an extra alias")
+    assert path[0] == f"new_answer_alias[{len(cases[3]['new_answer_alias'])}]"
+    assert d.counts()["rekeyed"] == 1 and d.counts()["changed"] == 1
+
+
+def test_identical_versions_differ_in_nothing() -> None:
+    src = SAMPLES / "mquake_sample.json"
+    d = curate.diff("mquake", src, src)
+    assert d.identical and d.counts()["unchanged"] == d.records_old == d.records_new
+
+
+# --------------------------------------------------------------------------- the engine itself
+
+
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return (
+        pl.DataFrame(rows)
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"),
+            pl.col("id").cast(pl.String).alias("__record"),
+            pl.col("split").alias("__split"),
+        )
+        .drop("split")
+    )
+
+
+def test_positional_ids_pair_by_content_then_key() -> None:
+    """Without stable ids (row numbers), dropping the first row must not shift every other
+    row onto its neighbour: identical rows pair first, then rows of the same key."""
+    old = _frame(
+        [
+            {"id": 0, "glycan": "A", "label": "x", "split": "train"},
+            {"id": 1, "glycan": "B", "label": "y", "split": "train"},
+            {"id": 2, "glycan": "C", "label": "z", "split": "test"},
+        ]
+    )
+    new = _frame(
+        [
+            {"id": 0, "glycan": "B", "label": "y", "split": "train"},
+            {"id": 1, "glycan": "C", "label": "q", "split": "train"},
+        ]
+    ).drop("id")
+    d = diff_frames(old.drop("id"), new, DiffSpec(stable_ids=False, content_key=("glycan",)))
+    kinds = {(c.kind, c.record) for c in d.changes}
+    assert kinds == {("removed", "0"), ("changed", "2")}
+    (changed,) = [c for c in d.changes if c.kind == "changed"]
+    assert [(f.field, f.old, f.new) for f in changed.fields] == [("label", "z", "q")]
+    assert (changed.split, changed.new_split) == ("test", "train")
+    assert d.counts() == {
+        "added": 0,
+        "removed": 1,
+        "changed": 1,
+        "moved": 1,
+        "rekeyed": 0,
+        "unchanged": 1,
+    }
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text("ab", max_size=2),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from("xyz"), inner),
+    max_leaves=12,
+)
+
+
+@given(json_values, json_values)
+def test_nested_changes_are_empty_exactly_when_equal(a: Any, b: Any) -> None:
+    """The paths are empty iff the values are equal; a path with the same value on both sides
+    is a null put in or taken out (None stands for the missing side too)."""
+    paths = nested_changes("v", a, b)
+    assert (paths == []) == (a == b)
+    for path, old, new in paths:
+        assert path.startswith("v")
+        assert old != new or old is None
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@pytest.fixture(scope="module")
+def mquake_fixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("diff_cli") / "fixed"
+    src = SAMPLES / "mquake_sample.json"
+    assert main(["fix", "mquake", str(src), "--out", str(out), "--unsafe-fixes"]) == 0
+    return out
+
+
+def test_cli_exit_codes_follow_the_difference(mquake_fixed: Path, tmp_path: Path, capsys) -> None:
+    src = str(SAMPLES / "mquake_sample.json")
+    assert main(["diff", "mquake", src, src]) == 0
+    assert "identical: 52 records" in capsys.readouterr().out
+    assert main(["diff", "mquake", src, str(mquake_fixed)]) == 1
+    text = capsys.readouterr().out
+    assert "52 records → 49: 3 removed, 5 changed; 44 unchanged" in text
+    assert "answer_alias[2]: 'en_US' → (none)" in text
+    # only the kinds named fail the run: this remaster adds and moves nothing
+    assert main(["diff", "mquake", src, str(mquake_fixed), "--fail-on", "added,moved"]) == 0
+    assert main(["diff", "mquake", src, str(mquake_fixed), "--fail-on", "never"]) == 0
+    assert main(["diff", "mquake", src, str(mquake_fixed), "--fail-on", "removed"]) == 1
+    capsys.readouterr()
+    assert main(["diff", "mquake", src, str(mquake_fixed), "--fail-on", "renamed"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--fail-on: renamed is not one of" in err[0]
+    assert main(["diff", "mquake", src, str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.json" in err[0]
+
+
+def test_cli_formats(mquake_fixed: Path, tmp_path: Path, capsys) -> None:
+    src = str(SAMPLES / "mquake_sample.json")
+    js = tmp_path / "d.json"
+    assert main(["diff", "mquake", src, str(mquake_fixed), "-f", "json", "-o", str(js)]) == 1
+    obj = json.loads(js.read_text())
+    assert obj["tool"] == "curate" and obj["counts"]["removed"] == 3
+    assert obj["by_field"] == {"answer_alias": 4, "new_answer_alias": 1}
+    removed = [c for c in obj["changes"] if c["kind"] == "removed"]
+    assert {c["record"] for c in removed} == {"9203", "9204", "9209"}
+    assert all(c["value"]["case_id"] == int(c["record"]) for c in removed)
+    page = tmp_path / "d.html"
+    assert main(["diff", "mquake", src, str(mquake_fixed), "-f", "html", "-o", str(page)]) == 1
+    html = page.read_text()
+    assert "<td class='old'><pre>en_US</pre></td>" in html and "changed 7437 (train)" in html
+    md = tmp_path / "d.md"
+    assert main(["diff", "mquake", src, str(mquake_fixed), "-f", "markdown", "-o", str(md)]) == 1
+    assert "| train | 0 | 3 | 5 | 0 | 0 |" in md.read_text()
+    # the report is never written over an input
+    capsys.readouterr()
+    assert main(["diff", "mquake", src, str(mquake_fixed), "-o", src]) == 2
+    assert "input" in capsys.readouterr().err
