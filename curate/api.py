@@ -332,6 +332,15 @@ def fix(
             _require_rows(result.tables, invalid)
         if out is not None:
             card.extra_sections += fix_section(result.summary, select, ignore, unsafe_fixes)
+            if result.diff is not None:
+                from curate.reports.diff import changes_section, render_json
+
+                card.extra_sections += changes_section(
+                    result.diff,
+                    result.changelog,
+                    command=f"curate diff {fam.name} SOURCE THIS_FOLDER",
+                )
+                result.extra_files["diff.json"] = render_json(result.diff).encode()
             side = {
                 "report": report,
                 "after": result.after,
@@ -465,6 +474,7 @@ def export(
     )
     tables = fam.to_tables(data)
     card.extra_sections = fam.card_sections(data, opts) + card.extra_sections
+    card.extra_sections += export_changes_section(fam.name, count_invalid(invalid))
     _require_rows(tables, invalid)
     written = write_hf_dataset(
         out,
@@ -571,3 +581,21 @@ def _name(paths: Paths) -> str:
     items = list(paths) if isinstance(paths, Sequence) else [paths]
     first = str(items[0]) if items and isinstance(items[0], str | Path) else "a table"
     return first if len(items) == 1 else f"{first} (+{len(items) - 1} more)"
+
+
+def export_changes_section(family: str, invalid: int) -> list[str]:
+    """The card's "Changes from the source" of an export: none but the invalid records left
+    out (an export publishes what it read; ``curate diff`` of the source and the folder says
+    so record by record, which a test checks for every family's sample)."""
+    what = (
+        f"{invalid:,} records that fail the schema are left out (see above); every other"
+        if invalid
+        else "None: every"
+    )
+    return [
+        "## Changes from the source",
+        "",
+        f"{what} record is published with the values it was read with "
+        f"(`curate diff {family} SOURCE THIS_FOLDER` compares them record by record).",
+        "",
+    ]

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import curate
 from curate.cli.main import main
 from curate.core.diff import DiffSpec, diff_frames, nested_changes
+from curate.reports.diff import summary_line
 
 SAMPLES = Path(curate.__file__).parent / "data" / "samples"
 
@@ -182,6 +183,15 @@ def test_diff_of_a_fix_equals_its_changelog(family: str, tmp_path: Path) -> None
     counts = d.counts()
     assert counts["removed"] == len(expected["removed"])
     assert counts["unchanged"] + sum(1 for c in d.changes if c.kind != "added") == d.records_old
+    # the fix's own diff (from its frames in memory) is the diff of the files read back
+    written = json.loads((out / "diff.json").read_text())
+    assert written["counts"] == counts
+    assert sorted((c["kind"], c["record"]) for c in written["changes"]) == sorted(
+        (c.kind, c.record) for c in d.changes
+    )
+    card = (out / "README.md").read_text()
+    assert "## Changes from the source" in card
+    assert f"Compared record by record with the input: {summary_line(d)}." in card
 
 
 def test_mquake_pairs_a_re_keyed_case(tmp_path: Path) -> None:
@@ -330,3 +340,19 @@ def test_cli_formats(mquake_fixed: Path, tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     assert main(["diff", "mquake", src, str(mquake_fixed), "-o", src]) == 2
     assert "input" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("family", ["mquake", "glycan", "table", "deepfake"])
+def test_an_export_differs_from_its_source_only_by_invalid_records(
+    family: str, tmp_path: Path
+) -> None:
+    """What the export card says: every valid record published with its values."""
+    src, extra, options = FIXES[family](tmp_path)
+    extra = [x for x in extra if x not in ("--label-model", "none")]
+    out = tmp_path / "exported"
+    assert main(["export", family, str(src), "--out", str(out), *extra]) == 0
+    d = curate.diff(family, src, out, **{k: v for k, v in options.items() if k != "label_model"})
+    assert all(c.kind == "removed" and c.note for c in d.changes), [
+        c.to_json() for c in d.changes if c.kind != "removed" or not c.note
+    ]
+    assert "## Changes from the source" in (out / "README.md").read_text()

@@ -107,6 +107,9 @@ class FixResult:
     #: parameters: ``data_files``, ``features`` as a YAML list, ``default``); None: one config per
     #: data file (see :func:`curate.publish.folder.write_files_card`).
     configs: dict[str, dict[str, Any]] | None = None
+    #: What differs between the input and the fixed records (a :class:`curate.core.diff.Diff`),
+    #: the card's "Changes from the source" and ``diff.json``.
+    diff: Any = None
 
 
 @dataclass

@@ -409,3 +409,24 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, dict | list):
         return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
     return value
+
+
+def source_diff(family: Any, data: Any, fixed: pl.DataFrame) -> Diff:
+    """The diff of the input ``data`` and the fix engine's last frame ``fixed``.
+
+    The fixed frame carries the input's record ids (the engine maps each pass's records back),
+    so records pair by id whatever the family's ids are in a file read afresh: a re-split
+    glycan table without an id column pairs row for row, not by its line numbers. Computed
+    from the frames in memory: nothing is read again."""
+    import dataclasses
+
+    before, invalid = family.fix_frame(data, family.invalid_records(data))
+    spec = dataclasses.replace(family.diff_spec(data), stable_ids=True)
+    return diff_frames(
+        before,
+        fixed,
+        spec,
+        family=family.name,
+        names=("source", "remastered"),
+        removed_invalid=[(c.record, None, c.old, c.reason) for c in invalid],
+    )

@@ -89,7 +89,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
-from curate.core.diff import DiffSpec
+from curate.core.diff import DiffSpec, source_diff
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.keys import Keys
@@ -391,6 +391,7 @@ class Family(ABC):
         kw = {"max_passes": self.fix_passes} if self.fix_passes else {}
         run = run_fixes(self, data, report, opts, choice, progress=progress, workdir=workdir, **kw)
         summary = fix_figures(run, data, self.rules.invalid)
+        diff = source_diff(self, data, run.frame)
         extra, more = self.fix_summary(run, data, opts)
         summary.update(more)
         written = run.written
@@ -404,6 +405,7 @@ class Family(ABC):
             records=written.records if written is not None and written.files else None,
             files=dict(written.files) if written is not None else {},
             configs=written.configs if written is not None else None,
+            diff=diff,
         )
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:

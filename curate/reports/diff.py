@@ -8,6 +8,7 @@ moves thousands of rows, and a reader wants the counts first and a sample of eac
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -204,3 +205,42 @@ def _pretty(v: Any) -> str:
     if isinstance(v, str):
         return v
     return orjson.dumps(v, default=str, option=orjson.OPT_INDENT_2).decode()
+
+
+def changes_section(
+    d: Diff, changelog: Sequence[Any] = (), *, command: str = "curate diff FAMILY SOURCE THIS"
+) -> list[str]:
+    """The dataset card's "Changes from the source": the diff of the input and what was
+    published, counted by kind, by split, by the rule that asked (from the changelog: records
+    per rule) and by field. Why in the card: a reader of a remaster asks first what is
+    different from the original, and the card is what the Hub shows."""
+    lines = [
+        "## Changes from the source",
+        "",
+        f"Compared record by record with the input: {summary_line(d)}. `diff.json` lists every "
+        f"change, field by field; `{command}` recomputes it.",
+        "",
+    ]
+    per_split = d.by_split()
+    if per_split:
+        lines += [
+            "| split | " + " | ".join(_KIND_WORDS[k] for k in KINDS) + " |",
+            "|---|" + "---:|" * len(KINDS),
+        ]
+        for split, counts in per_split.items():
+            cells = " | ".join(f"{counts[k]:,}" for k in KINDS)
+            lines.append(f"| {split or '(none)'} | {cells} |")
+        lines.append("")
+    per_rule: dict[str, set[str]] = {}
+    for c in changelog:
+        per_rule.setdefault(c.rule, set()).add(str(c.record))
+    if per_rule:
+        lines += ["| rule | records it changed |", "|---|---:|"]
+        lines += [f"| {r} | {len(recs):,} |" for r, recs in sorted(per_rule.items())]
+        lines.append("")
+    per_field = d.by_field()
+    if per_field:
+        lines += ["| field | records changed |", "|---|---:|"]
+        lines += [f"| {_md(k or '(record)')} | {n:,} |" for k, n in per_field.items()]
+        lines.append("")
+    return lines
