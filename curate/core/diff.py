@@ -417,10 +417,12 @@ def source_diff(family: Any, data: Any, fixed: pl.DataFrame) -> Diff:
     The fixed frame carries the input's record ids (the engine maps each pass's records back),
     so records pair by id whatever the family's ids are in a file read afresh: a re-split
     glycan table without an id column pairs row for row, not by its line numbers. Computed
-    from the frames in memory: nothing is read again."""
+    from the frames in memory: nothing is read again. The input's side is the family's
+    :meth:`diff_frame` (what ``curate diff`` would read of it: columns the fix adds are
+    columns added)."""
     import dataclasses
 
-    before, invalid = family.fix_frame(data, family.invalid_records(data))
+    before, invalid = family.diff_frame(data)
     spec = dataclasses.replace(family.diff_spec(data), stable_ids=True)
     return diff_frames(
         before,

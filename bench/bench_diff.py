@@ -1,0 +1,235 @@
+"""``curate diff`` at scale: MQuAKE cases against a remaster with 1 % of them changed.
+
+Workload (issue 34): ``--sizes`` cases (default 100k and 1 M) from the bench generator
+(``bench_ke_scale.inputs``: MQuAKE-hard re-keyed per replica, as parquet), and a "remaster"
+of them written by this script with 1 % of the cases changed, seeded: 0.5 % get one more
+``new_answer_alias`` (a changed nested field), 0.25 % are left out (removed), 0.15 % get a new
+``case_id`` (re-keyed) and 0.1 % move from train to test (moved). Both are parquet, as a
+remaster is published.
+
+Measured in the same run, each in a child process of its own (wall time and its own peak RSS
+through GNU time, ``record.child_peak``):
+
+* ``curate audit mquake OLD -f json``: the audit of one side, the yardstick of the issue's
+  targets (diff time <= 2x this, diff memory <= this);
+* ``curate diff mquake OLD NEW -f json``: the diff, end to end (both sides read, records
+  paired, changed records walked field by field, the JSON report written);
+* the peer, datacompy's polars back end (``datacompy.PolarsCompare(old, new,
+  join_columns="case_id")`` and its ``report()``) on the same cases flattened to one row per
+  case, nested columns as JSON text (datacompy compares flat columns only): the strongest tool
+  a user would pick. datacompy 1.1 pins polars < 1.45, so it runs in a virtual environment of
+  its own, ``bench/.venv-datacompy`` (made on first use: ``python -m venv`` and
+  ``pip install datacompy==1.1.0``). Its time includes reading the parquet files and
+  flattening, what a user must do first; the compare alone is printed beside it.
+
+The peer's answer is checked against curate's: the same numbers of cases only in the old
+version, only in the new one, and of common cases with a differing column.
+
+Run: ``python bench/bench_diff.py`` (~10 min on 2 cores, 3 GB of disk); ``--sizes 100000`` for
+a quick run. ``--record`` writes row ``diff-mquake`` (the largest size) for bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import record  # noqa: E402  (bench/record.py: what every script's --record shares)
+
+PEER_VENV = HERE / ".venv-datacompy"
+PEER_PIN = "datacompy==1.1.0"
+CHANGED, REMOVED, REKEYED, MOVED = 0.005, 0.0025, 0.0015, 0.001
+
+
+def remaster(old: Path, new: Path, seed: int = 0) -> dict[str, int]:
+    """Write the folder ``new``: ``old`` with 1 % of its cases changed (see the module
+    docstring), as ``data/train-*.parquet`` and ``data/test-*.parquet``; the numbers of each
+    kind of change made."""
+    import numpy as np
+    import polars as pl
+
+    df = pl.read_parquet(old)
+    n = df.height
+    rng = np.random.default_rng(seed)
+    kind = rng.random(n)
+    edges = np.cumsum([CHANGED, REMOVED, REKEYED, MOVED])
+    changed, removed = kind < edges[0], (kind >= edges[0]) & (kind < edges[1])
+    rekeyed, moved = (kind >= edges[1]) & (kind < edges[2]), (kind >= edges[2]) & (kind < edges[3])
+    out = (
+        df.with_columns(
+            pl.when(pl.Series(changed))
+            .then(pl.col("new_answer_alias").list.concat(pl.lit(["a remastered alias"])))
+            .otherwise(pl.col("new_answer_alias"))
+            .alias("new_answer_alias"),
+            pl.when(pl.Series(rekeyed))
+            .then(pl.col("case_id") + 10**12)
+            .otherwise(pl.col("case_id"))
+            .alias("case_id"),
+        )
+        .with_columns(pl.Series("__test", moved))
+        .filter(~pl.Series(removed))
+    )
+    # a dataset folder, one file per split (the split is the folder's layout, as published)
+    (new / "data").mkdir(parents=True, exist_ok=True)
+    for split, part in (("train", ~pl.col("__test")), ("test", pl.col("__test"))):
+        out.filter(part).drop("__test").write_parquet(
+            new / "data" / f"{split}-00000-of-00001.parquet"
+        )
+    return {
+        "changed": int(changed.sum()),
+        "removed": int(removed.sum()),
+        "rekeyed": int(rekeyed.sum()),
+        "moved": int(moved.sum()),
+        "old": n,
+    }
+
+
+def run(cmd: list[str]) -> tuple[float, float, str]:
+    """A child process: wall seconds, its own peak RSS (MiB), its standard output."""
+    with record.child_peak(cmd) as (wrapped, peak):
+        t = time.perf_counter()
+        proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        rss = peak(usage)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # 1: findings, or versions that differ: normal outcomes
+        raise SystemExit(f"child failed ({code}): {' '.join(cmd)}\n{err[-3000:]}")
+    return wall, rss, out
+
+
+def peer_python() -> Path:
+    """The peer's interpreter, its environment made on first use."""
+    py = PEER_VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", PEER_PIN],
+            check=True,
+        )
+    return py
+
+
+PEER_CODE = r"""
+import json, sys, time
+import polars as pl
+import datacompy
+
+t0 = time.perf_counter()
+
+def flat(path):
+    df = pl.read_parquet(path)
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    return df.with_columns(
+        pl.struct(pl.col(c).alias("v")).struct.json_encode().alias(c) for c in nested
+    )
+
+old, new = flat(sys.argv[1]), flat(sys.argv[2])
+t1 = time.perf_counter()
+cmp = datacompy.PolarsCompare(old, new, join_columns="case_id")
+text = cmp.report()
+t2 = time.perf_counter()
+print(json.dumps({
+    "only_old": cmp.df1_unq_rows.height,
+    "only_new": cmp.df2_unq_rows.height,
+    "differing": cmp.intersect_rows.height - cmp.count_matching_rows(),
+    "read_flatten": t1 - t0,
+    "compare": t2 - t1,
+    "report_chars": len(text),
+    "polars": pl.__version__,
+    "datacompy": datacompy.__version__,
+}))
+"""
+
+
+def measure(workdir: Path, n: int) -> dict[str, Any]:
+    from bench_ke_scale import inputs
+
+    _, pq = inputs(workdir, n, parquet=True)
+    assert pq is not None
+    new = workdir / f"ke-{n}-remastered"
+    made = remaster(pq, new)
+    old = pq
+    curate = [sys.executable, "-m", "curate"]
+    out = workdir / f"diff-{n}.json"
+    audit = run([*curate, "audit", "mquake", str(old), "-f", "json", "-o", str(workdir / "a.json")])
+    diff = run([*curate, "diff", "mquake", str(old), str(new), "-f", "json", "-o", str(out)])
+    got = json.loads(out.read_text())["counts"]
+    for kind in ("changed", "removed", "rekeyed", "moved"):
+        assert got[kind] == made[kind], (kind, got[kind], made[kind])
+    peer = run([str(peer_python()), "-c", PEER_CODE, str(old), str(new)])
+    said = json.loads(peer[2].strip().splitlines()[-1])
+    # datacompy joins on case_id: a re-keyed case is one only in old and one only in new
+    assert said["only_old"] == made["removed"] + made["rekeyed"], said
+    assert said["only_new"] == made["rekeyed"], said
+    assert said["differing"] == made["changed"] + made["moved"], said
+    return {"n": n, "made": made, "audit": audit[:2], "diff": diff[:2], "peer": peer[:2], "said": said}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[100_000, 1_000_000])
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bench-diff")
+    record.add_arguments(parser)
+    args = parser.parse_args()
+    recorder = record.start(args)
+    rows = []
+    for n in args.sizes:
+        r = measure(args.workdir, n)
+        rows.append(r)
+        (aw, ar), (dw, dr), (pw, pr) = r["audit"], r["diff"], r["peer"]
+        print(
+            f"{n:>9,} cases, {sum(r['made'][k] for k in ('changed', 'removed', 'rekeyed', 'moved')):,}"
+            f" changed: audit {aw:6.2f} s {ar:7,.0f} MiB | diff {dw:6.2f} s {dr:7,.0f} MiB "
+            f"({dw / aw:.2f}x the audit's time, {dr / ar:.2f}x its memory) | datacompy "
+            f"{pw:6.2f} s {pr:7,.0f} MiB (compare alone {r['said']['compare']:.2f} s): "
+            f"curate {dw / pw:.2f}x",
+            flush=True,
+        )
+    if recorder:
+        r = rows[-1]
+        (aw, ar), (dw, dr), (pw, pr) = r["audit"], r["diff"], r["peer"]
+        met = dw <= 2 * aw and dr <= ar
+        recorder.write(
+            record.Row(
+                id="diff-mquake",
+                section="peer",
+                benchmark="diff: MQuAKE against a remaster (1 % changed), CLI",
+                workload=(
+                    f"{record.size(r['n'])} cases (parquet) vs a remaster: "
+                    f"{r['made']['changed']:,} changed, {r['made']['removed']:,} removed, "
+                    f"{r['made']['rekeyed']:,} re-keyed, {r['made']['moved']:,} moved; "
+                    f"audit of one side {aw:.2f} s, {ar:,.0f} MiB"
+                ),
+                peer=(
+                    f"datacompy {r['said']['datacompy']} `PolarsCompare` (polars "
+                    f"{r['said']['polars']}) + `report()` on the same cases flattened "
+                    "(nested columns as JSON text), read included"
+                ),
+                curate_figure=f"{dw:.2f} s ({dw / aw:.2f}x the audit's time, "
+                f"{dr / ar:.2f}x its memory)",
+                peer_figure=f"{pw:.2f} s (compare alone {r['said']['compare']:.2f} s)",
+                ratio=f"{dw / pw:.2f}x (target <= 2x the audit, memory <= the audit's: "
+                f"{'met' if met else 'not met'})",
+                rss_curate=f"{dr:,.0f} MiB",
+                rss_peer=f"{pr:,.0f} MiB",
+                values={"rows": rows},
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
