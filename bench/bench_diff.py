@@ -129,8 +129,21 @@ import datacompy
 
 t0 = time.perf_counter()
 
+from pathlib import Path
+
 def flat(path):
-    df = pl.read_parquet(path)
+    # one row per case, the split a column (a folder's files are its splits), nested columns
+    # as JSON text: what datacompy compares
+    p = Path(path)
+    files = sorted(p.glob("data/*.parquet")) if p.is_dir() else [p]
+    df = pl.concat(
+        [
+            pl.read_parquet(f).with_columns(
+                pl.lit(f.name.split("-")[0] if p.is_dir() else "train").alias("split")
+            )
+            for f in files
+        ]
+    )
     nested = [c for c, t in df.schema.items() if t.is_nested()]
     return df.with_columns(
         pl.struct(pl.col(c).alias("v")).struct.json_encode().alias(c) for c in nested

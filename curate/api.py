@@ -19,6 +19,7 @@ output paths). Options are the family's own (see ``curate rules FAMILY`` and
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ import polars as pl
 
 from curate.core.arguments import checked
 from curate.core.dataset import FixResult, LoadedDataset
-from curate.core.diff import Diff, DiffSpec, diff_frames
+from curate.core.diff import Diff, DiffSpec, Side, diff_sides, prepare
 from curate.core.errors import ArgumentError, InputError, UsageError
 from curate.core.findings import Report
 from curate.core.options import FamilyOptions
@@ -360,7 +361,6 @@ def _fix_folder(
 ) -> Iterator[Path]:
     """Where ``fix`` works: the output gate's staging folder for ``out``, else a temporary
     folder removed afterwards."""
-    import tempfile
 
     from curate.core.outputs import staged_folder
 
@@ -539,15 +539,19 @@ def compare(
     """:func:`diff` with the family and its options already resolved (the CLI's entry)."""
     names = (_name(old), _name(new))
 
-    def side(paths: Paths) -> tuple[pl.DataFrame, list[Any], Any]:
+    def side(paths: Paths) -> tuple[Side, DiffSpec, dict[str, str]]:
         # no records kept: a family reads its values for the diff from its tables or files
-        # (Family.diff_frame), at the speed of its audit's load
+        # (Family.diff_reader), and the loaded data is let go before they are read
         data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
-        frame, invalid = fam.diff_frame(data)
-        return frame, invalid, fam.diff_spec(data)
+        spec = fam.diff_spec(data)
+        read = fam.diff_reader(data)
+        del data
+        frame, invalid = read()
+        bad = [(c.record, None, c.old, c.reason) for c in invalid]
+        return prepare(frame, invalid=bad), spec, {c.record: c.reason for c in invalid}
 
-    a, invalid_a, spec_a = side(old)
-    b, invalid_b, spec_b = side(new)
+    a, spec_a, _ = side(old)
+    b, spec_b, bad_new = side(new)
     spec = DiffSpec(
         # a positional id on either side (a CSV read without an id column) pairs nothing
         stable_ids=spec_a.stable_ids and spec_b.stable_ids,
@@ -555,15 +559,7 @@ def compare(
         content_key=spec_a.content_key,
         ignore=tuple(dict.fromkeys((*spec_a.ignore, *spec_b.ignore))),
     )
-    result = diff_frames(
-        a,
-        b,
-        spec,
-        family=fam.name,
-        names=names,
-        removed_invalid=[(c.record, None, c.old, c.reason) for c in invalid_a],
-    )
-    bad_new = {c.record: c.reason for c in invalid_b}
+    result = diff_sides(a, b, spec, family=fam.name, names=names)
     if bad_new:
         result.changes = [
             dataclasses.replace(c, note=f"invalid in {names[1]}: {bad_new[c.record]}")

@@ -49,8 +49,9 @@ to fix), ``write_fixed`` (the writer of the family's format; parquet of ``fix_ta
 default), ``fix_tables``, ``fix_original``, ``reaudit_options``, ``fix_summary``,
 ``fix_passes``; ``fix`` is the engine's entry point. ``curate diff`` reads the same frame, so
 that a diff names the records and fields a changelog names: ``diff_frame`` (default: the fix
-frame) and ``diff_spec`` (how records pair across two versions: stable ids or positions, the
-content key of a re-keyed record; :mod:`curate.core.diff`).
+frame), ``diff_reader`` (the same, read later) and ``diff_spec`` (how records pair across two
+versions: stable ids or positions, the content key of a re-keyed record;
+:mod:`curate.core.diff`).
 
 Provided, not overridden: :meth:`Family.options` (validate options), :meth:`Family.load` (the
 ``load`` preamble once, then ``read``), :meth:`Family.audit` (the engine). A family declaring
@@ -454,6 +455,15 @@ class Family(ABC):
         (:meth:`fix_frame`), so that a diff names the records and fields the changelog names,
         and the records that fail the schema (left out of the frame, logged whole)."""
         return self.fix_frame(data, self.invalid_records(data))
+
+    def diff_reader(
+        self, data: LoadedDataset
+    ) -> Callable[[], tuple[pl.DataFrame, list[ChangeEntry]]]:
+        """:meth:`diff_frame` to be called later. A family whose loaded tables are large
+        returns a reader that does not hold them (knowledge editing: the ids, splits and
+        paths), so that ``curate diff`` lets them go before it reads the values: a side's
+        peak is then its load's or its values', not both."""
+        return lambda: self.diff_frame(data)
 
     def diff_spec(self, data: LoadedDataset) -> DiffSpec:
         """How this family's records are paired across two versions

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ from curate.families.knowledge_editing_read import (
     taken,
     validate_record,
 )
-from curate.io.read import open_source, sha256_of
+from curate.io.read import local_parquet, open_source, sha256_of
 from curate.io.sniff import Probe
 from curate.io.spans import Span, SpanNumbering, input_spans
 from curate.schemas.knowledge_editing import (
@@ -577,11 +577,15 @@ class KnowledgeEditingFamily(Family):
         )
         return frame, changes
 
-    def diff_frame(self, data: LoadedDataset) -> tuple[pl.DataFrame, list[ChangeEntry]]:
-        """The cases as the files hold them, for ``curate diff``: a parquet batch straight from
-        the file (Arrow), a text format's records as Arrow of the type the load declared
-        (:func:`declared_type`, as the export makes them); the cases an invalid rule names
-        left out, each named in the changes (its value is kept only by a load with records).
+    def diff_reader(
+        self, data: LoadedDataset
+    ) -> Callable[[], tuple[pl.DataFrame, list[ChangeEntry]]]:
+        """The cases as the files hold them, for ``curate diff``: parquet on disk read by
+        polars itself, another batch's Arrow as it comes, a text format's records as Arrow of
+        the type the load declared (:func:`declared_type`, as the export makes them); the
+        cases an invalid rule names left out, each named in the changes (its value is kept
+        only by a load with records). The reader holds the ids, splits and paths, not the
+        loaded tables: the caller lets those go before the values are read.
 
         Why not :meth:`fix_frame`: it dumps one validated object per case (0.2 ms a case:
         over three minutes a side at 1 M cases), and a diff needs the values, not the models.
@@ -593,7 +597,8 @@ class KnowledgeEditingFamily(Family):
             # the two columns fix_frame adds for the engine are the input's only if it had them
             have = {f.name for f in declared_type(data.shape)} if data.shape is not None else None
             added = [c for c in ("edited", "withheld_edits") if have is not None and c not in have]
-            return frame.drop(added, strict=False), changes
+            done = frame.drop(added, strict=False), changes
+            return lambda: done
         bad = self.invalid_records(data).unique("row", keep="first", maintain_order=True)
         changes = [
             ChangeEntry(
@@ -607,42 +612,18 @@ class KnowledgeEditingFamily(Family):
             for r in bad.iter_rows(named=True)
         ]
         skip = set(bad["row"].drop_nulls().to_list())
-        struct_type = declared_type(data.shape) if data.shape is not None else None
-        parts: list[pl.DataFrame] = []
-        row = 0
-        for info in data.inputs:
-            src = open_source(info.path, hash_input=False, encoding=data.encoding)
-            for batch in src.batches:
-                if batch.arrow is not None:
-                    part = pl.from_arrow(batch.arrow)
-                    assert isinstance(part, pl.DataFrame)
-                    rows = pl.int_range(row, row + part.height, dtype=pl.Int64, eager=True)
-                    row += part.height
-                else:
-                    raws = batch.rows
-                    keep = [i for i in range(len(raws)) if row + i not in skip]
-                    kept = [raws[i] for i in keep]
-                    arr = (
-                        pa.array(kept, type=struct_type)
-                        if struct_type is not None
-                        else struct_array(kept, only_input(data))
-                    )
-                    rows = pl.Series([row + i for i in keep], dtype=pl.Int64)
-                    row += len(raws)
-                    if arr is None or not len(kept):
-                        continue
-                    part = pl.from_arrow(pa.Table.from_struct_array(arr))
-                    assert isinstance(part, pl.DataFrame)
-                parts.append(part.with_columns(rows.alias(ROW)))
         cases = data.cases.select(
             pl.col("row").alias(ROW),
             pl.col("record").alias(RECORD),
             pl.col("split").fill_null("train").alias(SPLIT),
         ).filter(~pl.col(ROW).is_in(sorted(skip)))
-        if not parts:
-            return cases, changes
-        frame = pl.concat(parts, how="diagonal_relaxed")
-        return frame.join(cases, on=ROW, how="inner", maintain_order="left"), changes
+        paths = [i.path for i in data.inputs]
+        encoding, shape, name = data.encoding, data.shape, only_input(data)
+        return lambda: (_case_values(paths, encoding, shape, name, skip, cases), changes)
+
+    def diff_frame(self, data: LoadedDataset) -> tuple[pl.DataFrame, list[ChangeEntry]]:
+        """See :meth:`diff_reader` (the same frame, read now)."""
+        return self.diff_reader(data)()
 
     def diff_spec(self, data: LoadedDataset) -> DiffSpec:
         """Cases pair by ``case_id``; a case whose id changed pairs by its chain (``orig``) and
@@ -807,6 +788,64 @@ def _marks(row: int, case: MQuAKECase) -> tuple[int, bool | None, list[str]]:
 #: Valid cases per chunk in the export: each chunk's dicts become Arrow and are freed before
 #: the next is made, so a batch's parsed records and its converted copy are not all alive at once.
 EXPORT_CHUNK = 1024
+
+
+def _case_values(
+    paths: Sequence[str],
+    encoding: str | None,
+    shape: RecordShape | None,
+    name: str | None,
+    skip: set[int],
+    cases: pl.DataFrame,
+) -> pl.DataFrame:
+    """Every valid case's values in the original layout with the engine's bookkeeping
+    columns (``cases``: ``__row, __record, __split`` of the valid rows); see
+    :meth:`KnowledgeEditingFamily.diff_reader`."""
+    struct_type = declared_type(shape) if shape is not None else None
+    parts: list[pl.DataFrame] = []
+    row = 0
+    for path in paths:
+        files = local_parquet(path)
+        if files is not None:  # parquet on disk: polars' own reader, every core
+            for _, names in files:
+                part = pl.read_parquet(names)
+                rows = pl.int_range(row, row + part.height, dtype=pl.Int64, eager=True)
+                row += part.height
+                parts.append(part.with_columns(rows.alias(ROW)))
+            continue
+        for batch in open_source(path, hash_input=False, encoding=encoding).batches:
+            if batch.arrow is not None:
+                part = pl.from_arrow(batch.arrow)
+                assert isinstance(part, pl.DataFrame)
+                rows = pl.int_range(row, row + part.height, dtype=pl.Int64, eager=True)
+                row += part.height
+            else:
+                raws = batch.rows
+                keep = [i for i in range(len(raws)) if row + i not in skip]
+                kept = [raws[i] for i in keep]
+                rows = pl.Series([row + i for i in keep], dtype=pl.Int64)
+                row += len(raws)
+                if not kept:
+                    continue
+                arr = (
+                    pa.array(kept, type=struct_type)
+                    if struct_type is not None
+                    else struct_array(kept, name)
+                )
+                if arr is None:
+                    continue
+                part = pl.from_arrow(pa.Table.from_struct_array(arr))
+                assert isinstance(part, pl.DataFrame)
+            parts.append(part.with_columns(rows.alias(ROW)))
+    if not parts:
+        return cases
+    frame = pl.concat(parts, how="diagonal_relaxed", rechunk=False)
+    if skip and frame.height != cases.height:  # parquet rows an invalid rule names
+        frame = frame.filter(~pl.col(ROW).is_in(sorted(skip)))
+    if frame.height == cases.height and frame[ROW].equals(cases[ROW]):
+        # every row read, in order, is a valid case: its id and split beside it, no copy
+        return pl.concat([frame, cases.drop(ROW)], how="horizontal")
+    return frame.join(cases, on=ROW, how="inner", maintain_order="left")
 
 
 def _valid_batches(
