@@ -356,3 +356,61 @@ def test_an_export_differs_from_its_source_only_by_invalid_records(
         c.to_json() for c in d.changes if c.kind != "removed" or not c.note
     ]
     assert "## Changes from the source" in (out / "README.md").read_text()
+
+
+# --------------------------------------------------------------------------- curate check pins
+
+
+def _pinned_repo(tmp_path: Path, expect: str) -> Path:
+    """A dataset repository whose MQuAKE file is pinned to its published copy; the working
+    copy has one alias edited (case 3) and the last case dropped."""
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text())
+    (tmp_path / "published").mkdir()
+    (tmp_path / "published" / "mquake.json").write_text(json.dumps(cases))
+    edited = [dict(c) for c in cases[:-1]]
+    edited[3]["new_answer_alias"] = [*edited[3]["new_answer_alias"], "an edit in a data PR"]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mquake.json").write_text(json.dumps(edited))
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.curate]\n"
+        'fail-on = "error"\n'
+        "[[tool.curate.datasets]]\n"
+        'name = "mquake"\n'
+        'family = "knowledge-editing"\n'
+        'paths = ["data/mquake.json"]\n'
+        'select = ["KE0"]\n'
+        'frozen = "published/mquake.json"\n' + expect
+    )
+    return tmp_path
+
+
+def test_check_fails_a_pinned_dataset_that_changed(tmp_path: Path, monkeypatch, capsys) -> None:
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text())
+    monkeypatch.chdir(_pinned_repo(tmp_path, ""))
+    assert main(["check", "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    found = [f for d in out["datasets"] for f in d["findings"] if f["rule"] == "CK101"]
+    by_record = {f["record"]: f for f in found}
+    assert set(by_record) == {str(cases[3]["case_id"]), str(cases[-1]["case_id"])}
+    assert "'an edit in a data PR'" in by_record[str(cases[3]["case_id"])]["message"]
+    assert by_record[str(cases[-1]["case_id"])]["message"].startswith("removed since")
+    assert main(["check", "--format", "sarif"]) == 1
+    sarif = json.loads(capsys.readouterr().out)
+    rules = {r["id"] for run in sarif["runs"] for r in run["tool"]["driver"]["rules"]}
+    assert "CK101" in rules
+
+
+def test_check_allows_the_expected_kinds_of_change(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(_pinned_repo(tmp_path, 'expect = ["changed", "removed"]\n'))
+    assert main(["check"]) == 0
+    (tmp_path / "pyproject.toml").write_text(
+        (tmp_path / "pyproject.toml").read_text().replace('"changed", "removed"', '"changed"')
+    )
+    assert main(["check"]) == 1
+    assert "CK101" in capsys.readouterr().out
+    (tmp_path / "pyproject.toml").write_text(
+        (tmp_path / "pyproject.toml").read_text().replace('["changed"]', '["renamed"]')
+    )
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "expect" in err[0]

@@ -3,7 +3,7 @@
 A tour that names files nobody has, or whose commands have drifted from the CLI, is the first
 thing a new user hits and the last thing anyone re-reads. This test takes every command of the
 ``bash`` blocks under the README's "A 5-minute tour" heading (up to the next ``## `` heading),
-then those of the ``table`` family's and the ``curate overlap`` sections (:data:`MORE_HEADINGS`),
+then those of the ``table`` family's, ``curate overlap`` and ``curate diff`` sections (:data:`MORE_HEADINGS`),
 in order, in a working folder that is a temporary copy of the layout the tour reads
 (``curate/data/samples/``). Each command must exit with the code its comment states (``(exit N)``;
 0 when none is stated), and afterwards the temporary folder must hold the unchanged samples and
@@ -39,6 +39,7 @@ TOUR_HEADING = "## A 5-minute tour"
 MORE_HEADINGS = (
     "## Any table: the `table` family",
     "## Overlap between datasets, splits and named sets: `curate overlap`",
+    "## What changed between two versions: `curate diff`",
 )
 OUT = "tour-out"
 EXIT_MARK = re.compile(r"\(exit (\d+)\)")

@@ -125,6 +125,7 @@ def _threshold(value: Any) -> Threshold:
 
 
 Severity = Literal["error", "warning", "info"]
+ChangeKind = Literal["added", "removed", "changed", "moved", "rekeyed", "columns"]
 FailOn = Literal["error", "warning", "info", "never"]
 ThresholdValue = StrictInt | StrictStr
 
@@ -162,6 +163,12 @@ class DatasetConfig(RuleKeys):
     splits: dict[str, list[str]] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
     encoding: str | None = None
+    #: A published version this dataset is pinned to (files or a folder, relative to the
+    #: configuration): ``curate diff`` of it and the inputs must show only the ``expect``ed
+    #: kinds of change (CK101 otherwise).
+    frozen: str | None = None
+    #: ``"unchanged"`` (the default), or the kinds of change allowed against ``frozen``.
+    expect: Literal["unchanged"] | list[ChangeKind] = "unchanged"
 
     @field_validator("splits", mode="before")
     @classmethod
@@ -177,6 +184,8 @@ class DatasetConfig(RuleKeys):
                 "give the inputs as `paths` (a list of files, folders or globs) or as `splits` "
                 "(split name → files), exactly one of the two"
             )
+        if self.expect != "unchanged" and self.frozen is None:
+            raise ValueError("`expect` says what may change against `frozen`: give `frozen` too")
         for split, files in self.splits.items():
             if not split.strip() or split != split.strip():
                 raise ValueError(f"splits: {split!r} is not a split name")

@@ -20,7 +20,7 @@ from typing import Any
 from curate.check.baseline import read_baseline, stale_entries
 from curate.check.config import LoadedConfig
 from curate.core.errors import UsageError
-from curate.reports.verdict import CheckResult, Threshold, judge, unusable
+from curate.reports.verdict import PIN_RULE, CheckResult, Threshold, judge, pin_findings, unusable
 
 
 @dataclass
@@ -38,6 +38,9 @@ class Plan:
     thresholds: dict[str, Threshold]
     fail_on: str
     encoding: str | None
+    #: The published version the dataset is pinned to (resolved paths), and what may change.
+    frozen: list[str] | None = None
+    expect: tuple[str, ...] = ()
 
 
 def _matching(rules: Any, selectors: Sequence[str]) -> list[str]:
@@ -175,6 +178,8 @@ def plan(loaded: LoadedConfig, only: Sequence[str] = ()) -> list[Plan]:
                 thresholds=thresholds,
                 fail_on=d.fail_on or cfg.fail_on or "error",
                 encoding=d.encoding,
+                frozen=[str(loaded.resolve(d.frozen))] if d.frozen else None,
+                expect=() if d.expect == "unchanged" else tuple(d.expect),
             )
         )
     return plans
@@ -236,6 +241,12 @@ def run_check(
             named.extend(data.named_files())  # a manifest's media: no report may replace one
             report = api.audit(p.family, data, select=p.select, ignore=p.ignore, progress=progress)
             report.durations = {"load": seconds, **report.durations}
+            if p.frozen is not None:
+                del data
+                t0 = time.perf_counter()
+                changed = api.compare(p.family, p.frozen, p.paths, p.options, encoding=p.encoding)
+                pin_findings(report, changed, p.expect, p.frozen[0])
+                report.durations[PIN_RULE.code] = time.perf_counter() - t0
         except (InputError, UsageError, RemoteError) as e:
             # one broken dataset must not hide the others' findings, nor the reports CI uploads
             outcomes.append(unusable(p.name, p.family.name, e, fail_on or p.fail_on))
@@ -244,6 +255,7 @@ def run_check(
             judge(
                 p.name,
                 report,
+                rule_names={r.code: r.name for r in (*p.family.rules, PIN_RULE)},
                 fail_on=fail_on or p.fail_on,
                 severities=p.severities,
                 thresholds=p.thresholds,

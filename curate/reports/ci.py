@@ -32,6 +32,7 @@ from curate.core.outputs import GENERATOR_MARK
 from curate.core.version import __version__
 from curate.reports.locations import line_of
 from curate.reports.verdict import (
+    PIN_RULE,
     CheckResult,
     DatasetOutcome,
     footer_lines,
@@ -469,7 +470,7 @@ def render_sarif(result: CheckResult) -> str:
         for r in d.rules:
             if r.rule in rules:
                 continue
-            rule = fam.rules[r.rule]
+            rule = fam.rules[r.rule] if r.rule in fam.rules else PIN_RULE  # noqa: SIM401 (a RuleSet)
             rules[r.rule] = {
                 "id": r.rule,
                 "name": r.name,

@@ -47,8 +47,10 @@ def summary_line(d: Diff) -> str:
     if d.columns_removed:
         cols.append(f"columns removed: {', '.join(d.columns_removed)}")
     tail = f"; {'; '.join(cols)}" if cols else ""
+    if not parts:
+        return f"{d.records_old:,} records, none changed{tail}"
     return (
-        f"{d.records_old:,} records → {d.records_new:,}: {', '.join(parts) or 'no record'}"
+        f"{d.records_old:,} records → {d.records_new:,}: {', '.join(parts)}"
         f"; {c['unchanged']:,} unchanged{tail}"
     )
 

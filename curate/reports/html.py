@@ -262,9 +262,10 @@ def _finding_rows(
 
 def _rule_docs(family: str) -> dict[str, Any]:
     from curate.families import get_family
+    from curate.reports.verdict import PIN_RULE
 
     try:
-        return {r.code: r for r in get_family(family).rules}
+        return {r.code: r for r in (*get_family(family).rules, PIN_RULE)}
     except Exception:  # a report of a family that is not installed here still renders
         return {}
 

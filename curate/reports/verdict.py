@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from curate.core.findings import Report, Severity
+from curate.core.rules import Rule
 
 
 @dataclass(frozen=True)
@@ -376,3 +377,101 @@ def baseline_line(result: CheckResult) -> str:
     return (
         f"baseline {where}: {recorded} finding{'s' if recorded != 1 else ''} recorded ({new} new)"
     )
+
+
+# --------------------------------------------------------------------------- pinned versions
+
+
+def _pin_rule(*_: Any) -> pl.DataFrame:
+    """A frozen dataset differs from its published version.
+
+    A dataset pinned in ``curate check``'s configuration (``frozen = "PATH"``, with ``expect``
+    the kinds of change allowed, ``"unchanged"`` by default) is compared record by record with
+    that version (``curate diff``), and each record changed in a way not allowed is one
+    finding: a data pull request that edits a frozen benchmark fails CI, naming the records,
+    fields and values that changed. Columns added or removed are one finding (kind
+    ``columns``). Fix: revert the change, or publish a new version and pin that.
+    """
+    raise NotImplementedError("CK101 is computed by curate check, not run on data")
+
+
+#: The rule ``curate check`` reports a pinned dataset's changes under (no family runs it).
+PIN_RULE = Rule(
+    code="CK101",
+    name="frozen-dataset-changed",
+    family="check",
+    category="integrity",
+    severity=Severity.ERROR,
+    func=_pin_rule,
+)
+
+
+def pin_findings(report: Report, diff: Any, expect: Sequence[str], frozen: str) -> None:
+    """Add to ``report`` a CK101 finding per record of ``diff`` (a
+    :class:`~curate.core.diff.Diff` of the pinned version and the data) changed in a way
+    ``expect`` does not allow, and one for columns added or removed; CK101 counts as run."""
+    from curate.core.findings import FINDING_SCHEMA, dumps
+
+    allowed = set(expect)
+    rows: list[dict[str, Any]] = []
+    for c in diff.changes:
+        bad = [k for k in c.kinds if k not in allowed]
+        if not bad:
+            continue
+        said = [
+            f"{path or '(record)'}: {_short(old)} → {_short(new)}"
+            for f in c.fields
+            for path, old, new in (f.paths or ((f.field, f.old, f.new),))
+        ]
+        if c.new_split != c.split and c.kind not in ("added", "removed"):
+            said.append(f"split {c.split} → {c.new_split}")
+        if c.kind == "rekeyed":
+            said.append(f"now {c.new_record}")
+        detail = "; ".join(said[:3]) + (f"; {len(said) - 3} more" if len(said) > 3 else "")
+        rows.append(
+            {
+                "record": c.record,
+                "field": c.fields[0].field if c.fields else "",
+                "message": f"{'/'.join(bad)} since the frozen version {frozen}"
+                + (f": {detail}" if detail else ""),
+                "details": dumps({"kinds": list(c.kinds), "frozen": frozen, **c.to_json()}),
+            }
+        )
+    if "columns" not in allowed and (diff.columns_added or diff.columns_removed):
+        what = [f"added {', '.join(diff.columns_added)}"] if diff.columns_added else []
+        what += [f"removed {', '.join(diff.columns_removed)}"] if diff.columns_removed else []
+        rows.append(
+            {
+                "record": None,
+                "field": "",
+                "message": f"columns {'; '.join(what)} since the frozen version {frozen}",
+                "details": dumps({"frozen": frozen}),
+            }
+        )
+    report.rules_run.append(PIN_RULE.code)
+    if not rows:
+        return
+    frame = pl.DataFrame(
+        [
+            {
+                "rule": PIN_RULE.code,
+                "category": PIN_RULE.category,
+                "severity": PIN_RULE.severity.value,
+                "row": None,
+                "fix": None,
+                "input": None,
+                "input_row": None,
+                **r,
+            }
+            for r in rows
+        ],
+        schema=FINDING_SCHEMA,
+    )
+    report.findings = pl.concat(
+        [report.findings, frame.select(report.findings.columns)], how="vertical_relaxed"
+    )
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = "(none)" if value is None else repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
