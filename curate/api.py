@@ -546,9 +546,9 @@ def compare(
         spec = fam.diff_spec(data)
         read = fam.diff_reader(data)
         del data
-        frame, invalid = read()
+        records, invalid = read()
         bad = [(c.record, None, c.old, c.reason) for c in invalid]
-        return prepare(frame, invalid=bad), spec, {c.record: c.reason for c in invalid}
+        return prepare(records, invalid=bad), spec, {c.record: c.reason for c in invalid}
 
     a, spec_a, _ = side(old)
     b, spec_b, bad_new = side(new)

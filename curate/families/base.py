@@ -90,7 +90,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
-from curate.core.diff import DiffSpec, source_diff
+from curate.core.diff import Batches, DiffSpec, source_diff
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.keys import Keys
@@ -458,11 +458,13 @@ class Family(ABC):
 
     def diff_reader(
         self, data: LoadedDataset
-    ) -> Callable[[], tuple[pl.DataFrame, list[ChangeEntry]]]:
-        """:meth:`diff_frame` to be called later. A family whose loaded tables are large
-        returns a reader that does not hold them (knowledge editing: the ids, splits and
-        paths), so that ``curate diff`` lets them go before it reads the values: a side's
-        peak is then its load's or its values', not both."""
+    ) -> Callable[[], tuple[pl.DataFrame | Batches, list[ChangeEntry]]]:
+        """:meth:`diff_frame` to be called later: the records (a frame, or a function that
+        yields them batch by batch, each call from the start) and the invalid ones. A family
+        whose loaded tables or values are large returns a reader that holds neither
+        (knowledge editing: the ids, splits and paths, the values read from the files batch by
+        batch), so that ``curate diff`` lets the loaded data go before it reads the values
+        and never holds a whole side's values: its peak is its load's, not load plus values."""
         return lambda: self.diff_frame(data)
 
     def diff_spec(self, data: LoadedDataset) -> DiffSpec:
