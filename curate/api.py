@@ -539,26 +539,31 @@ def compare(
     """:func:`diff` with the family and its options already resolved (the CLI's entry)."""
     names = (_name(old), _name(new))
 
-    def side(paths: Paths) -> tuple[Side, DiffSpec, dict[str, str]]:
+    def side(
+        paths: Paths, against: tuple[Side, DiffSpec] | None = None
+    ) -> tuple[Side, DiffSpec, dict[str, str]]:
         # no records kept: a family reads its values for the diff from its tables or files
         # (Family.diff_reader), and the loaded data is let go before they are read
         data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
         spec = fam.diff_spec(data)
+        if against is not None:
+            spec = _both(against[1], spec)
         read = fam.diff_reader(data)
         del data
         records, invalid = read()
         bad = [(c.record, None, c.old, c.reason) for c in invalid]
-        return prepare(records, invalid=bad), spec, {c.record: c.reason for c in invalid}
+        side = prepare(
+            records,
+            invalid=bad,
+            # the new side keeps, in its one pass, the values of what may have changed
+            against=against[0] if against is not None else None,
+            ignore=spec.ignore,
+            stable_ids=spec.stable_ids,
+        )
+        return side, spec, {c.record: c.reason for c in invalid}
 
     a, spec_a, _ = side(old)
-    b, spec_b, bad_new = side(new)
-    spec = DiffSpec(
-        # a positional id on either side (a CSV read without an id column) pairs nothing
-        stable_ids=spec_a.stable_ids and spec_b.stable_ids,
-        id_columns=tuple(dict.fromkeys((*spec_a.id_columns, *spec_b.id_columns))),
-        content_key=spec_a.content_key,
-        ignore=tuple(dict.fromkeys((*spec_a.ignore, *spec_b.ignore))),
-    )
+    b, spec, bad_new = side(new, (a, spec_a))
     result = diff_sides(a, b, spec, family=fam.name, names=names)
     if bad_new:
         result.changes = [
@@ -568,6 +573,17 @@ def compare(
             for c in result.changes
         ]
     return result
+
+
+def _both(a: DiffSpec, b: DiffSpec) -> DiffSpec:
+    """The pairing of two versions from what each family read said of its own."""
+    return DiffSpec(
+        # a positional id on either side (a CSV read without an id column) pairs nothing
+        stable_ids=a.stable_ids and b.stable_ids,
+        id_columns=tuple(dict.fromkeys((*a.id_columns, *b.id_columns))),
+        content_key=a.content_key,
+        ignore=tuple(dict.fromkeys((*a.ignore, *b.ignore))),
+    )
 
 
 def _name(paths: Paths) -> str:
