@@ -271,7 +271,10 @@ def prepare(
                 on = [RECORD, "_all"] if stable_ids else ["_all"]
                 seen = against.keys.select(RECORD, combined(shared).alias("_all")).select(on)
             mine = hashed.select("_i", RECORD, combined(shared).alias("_all"))
-            new_rows = mine.join(seen, on=seen.columns, how="anti")["_i"] - offset
+            # the other side's rows this batch could match, then an anti-join on those (a join
+            # against all of them per batch built a 1 M-row hash table each time)
+            near = seen.filter(pl.col(seen.columns[0]).is_in(mine[seen.columns[0]].implode()))
+            new_rows = mine.join(near, on=seen.columns, how="anti")["_i"] - offset
             if new_rows.len():
                 kept.append(
                     batch.select(cols)[new_rows.to_list()].with_columns(
