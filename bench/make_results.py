@@ -40,6 +40,7 @@ ORDER = (
     "table-exact-checks",
     "label-issues-pred-probs",
     "label-issues-built-in",
+    "diff-mquake",
     "media-hashing",
     "overlap-near-duplicates",
     "overlap-jaccard-matrix",

@@ -3,11 +3,11 @@
 A tour that names files nobody has, or whose commands have drifted from the CLI, is the first
 thing a new user hits and the last thing anyone re-reads. This test takes every command of the
 ``bash`` blocks under the README's "A 5-minute tour" heading (up to the next ``## `` heading),
-then those of the ``table`` family's, ``curate overlap`` and ``curate diff`` sections (:data:`MORE_HEADINGS`),
-in order, in a working folder that is a temporary copy of the layout the tour reads
-(``curate/data/samples/``). Each command must exit with the code its comment states (``(exit N)``;
-0 when none is stated), and afterwards the temporary folder must hold the unchanged samples and
-``tour-out/`` only: the tour writes nowhere else.
+then those of the ``table`` family's, ``curate overlap`` and ``curate diff`` sections
+(:data:`MORE_HEADINGS`), in order, in a working folder that is a temporary copy of the layout
+the tour reads (``curate/data/samples/``). Each command must exit with the code its comment
+states (``(exit N)``; 0 when none is stated), and afterwards the temporary folder must hold the
+unchanged samples and ``tour-out/`` only: the tour writes nowhere else.
 
 A command that cannot run here (network, Ray, a cluster, a big file) would carry
 ``(not run by the tour test: REASON)`` in its comment and be skipped by name; the tour has none
