@@ -472,8 +472,12 @@ DIFF_FAIL = ("any", "never", *KINDS, "columns")
 def diff(
     fam: Family,
     options: FamilyOptions,
-    old: Annotated[str, typer.Argument(help="The earlier version: anything the family reads.")],
-    new: Annotated[str, typer.Argument(help="The later version: anything the family reads.")],
+    old: Annotated[
+        str, typer.Argument(help="The earlier version: anything the family reads.", metavar="OLD")
+    ],
+    new: Annotated[
+        str, typer.Argument(help="The later version: anything the family reads.", metavar="NEW")
+    ],
     fmt: Annotated[
         DiffFormat,
         typer.Option(
