@@ -25,6 +25,25 @@ through GNU time, ``record.child_peak``):
 The peer's answer is checked against curate's: the same numbers of cases only in the old
 version, only in the new one, and of common cases with a differing column.
 
+Measured 2026-12-06 on the 2-core machine to itself (seconds, peak RSS):
+
+=========  ==================  ==================  ==================  =====================
+cases      curate audit        curate diff         datacompy           diff / audit
+=========  ==================  ==================  ==================  =====================
+100k       3.40 s, 941 MiB     6.13 s, 1,461 MiB   3.31 s, 2,397 MiB   1.81x time, 1.55x RSS
+1 M        21.60 s, 3,292 MiB  56.50 s, 5,451 MiB  32.56 s, 19,618 MiB 2.62x time, 1.66x RSS
+=========  ==================  ==================  ==================  =====================
+
+The issue's targets (diff <= 2x the audit's time, memory <= the audit's) are not met at 1 M.
+Where the 56 s go (one process, same files): each side's knowledge-editing load (validation,
+ids, splits) 9.7 s and 13.7 s; each side's pass reducing its values to column hashes 7.4 s and
+10.7 s (reading the parquet 3 s, hashing 2 s); the pairing and the one more pass over the old
+side for the values the report shows, 10 s. datacompy answers a narrower question (no
+nested paths, no re-keying: a re-keyed case is one removed and one added, a moved case a
+changed ``split`` column) in 1.7x less time and 3.6x more memory (its compare alone: 12.6 s).
+What would close the gap: hashing the values inside the load's own pass (it reads every batch
+already), and a load that validates without building the audit's tables.
+
 Run: ``python bench/bench_diff.py`` (~10 min on 2 cores, 3 GB of disk); ``--sizes 100000`` for
 a quick run. ``--record`` writes row ``diff-mquake`` (the largest size) for bench/RESULTS.md.
 """
