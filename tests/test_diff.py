@@ -414,3 +414,22 @@ def test_check_allows_the_expected_kinds_of_change(tmp_path: Path, monkeypatch, 
     assert main(["check"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "expect" in err[0]
+
+
+def test_cli_ci_formats_name_each_changed_record(mquake_fixed: Path, capsys) -> None:
+    """junit, github and sarif: one CK101 finding per record changed in a failing kind."""
+    import xml.etree.ElementTree as ET
+
+    src = str(SAMPLES / "mquake_sample.json")
+    args = ["diff", "mquake", src, str(mquake_fixed), "--fail-on", "removed"]
+    assert main([*args, "-f", "github"]) == 1
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("::error")]
+    assert len(lines) == 3 and all("removed since the frozen version" in x for x in lines)
+    assert main([*args, "-f", "junit"]) == 1
+    suite = ET.fromstring(capsys.readouterr().out).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    assert main([*args, "-f", "sarif"]) == 1
+    sarif = json.loads(capsys.readouterr().out)
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"CK101"} and len(results) == 3
+    assert main(["diff", "mquake", src, src, "-f", "junit"]) == 0

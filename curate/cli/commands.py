@@ -463,6 +463,9 @@ class DiffFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     html = "html"
+    junit = "junit"
+    github = "github"
+    sarif = "sarif"
 
 
 #: ``--fail-on`` of ``curate diff``: any difference, none, or these kinds (and ``columns``).
@@ -483,7 +486,8 @@ def diff(
         typer.Option(
             "--format",
             "-f",
-            help="Report format: text, json, markdown or html (side by side).",
+            help="Report format: text, json, markdown or html (side by side); for CI junit, "
+            "github or sarif (one CK101 finding per record changed in a --fail-on kind).",
             case_sensitive=False,
         ),
     ] = DiffFormat.text,
@@ -512,7 +516,10 @@ def diff(
             result = compare(fam, old, new, options, encoding=encoding, progress=cb)
     finally:
         terminal.clear_progress(cb)
-    text = getattr(render, f"render_{fmt.value}")(result)
+    if fmt.value in ("junit", "github", "sarif"):
+        text = formats.get(fmt.value).check(render.as_check(result, kinds, fam.name))
+    else:
+        text = getattr(render, f"render_{fmt.value}")(result)
     terminal.emit(text, output, fmt.value)
     counts = result.counts()
     hit = any(counts[k] for k in kinds if k in counts) or (

@@ -246,3 +246,27 @@ def changes_section(
         lines += [f"| {_md(k or '(record)')} | {n:,} |" for k, n in per_field.items()]
         lines.append("")
     return lines
+
+
+def as_check(d: Diff, fail: set[str], family: str) -> Any:
+    """The diff as a one-dataset check (:class:`~curate.reports.verdict.CheckResult`) for the
+    CI formats: one CK101 finding per record changed in a kind that fails (``fail``), so that
+    JUnit, SARIF and GitHub annotations say what a frozen-dataset check in ``curate check``
+    says, from the same code (:func:`~curate.reports.verdict.pin_findings`)."""
+    import polars as pl
+
+    from curate.core.findings import FINDING_SCHEMA, InputInfo, Report
+    from curate.reports.verdict import judge, pin_findings
+
+    report = Report(
+        family,
+        [InputInfo(d.new, "", d.records_new)],
+        pl.DataFrame(schema=FINDING_SCHEMA),
+        [],
+    )
+    allowed = [k for k in (*KINDS, "columns") if k not in fail]
+    pin_findings(report, d, allowed, d.old)
+    from curate.reports.verdict import CheckResult
+
+    name = d.new.rstrip("/").rsplit("/", 1)[-1] or family
+    return CheckResult([judge(name, report, fail_on="error" if fail else "never")])

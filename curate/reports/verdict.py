@@ -223,7 +223,7 @@ def judge(
     from curate.families import get_family
 
     fam = get_family(report.family)
-    names = rule_names or {r.code: r.name for r in fam.rules}
+    names = rule_names or {r.code: r.name for r in (*fam.rules, PIN_RULE)}
     defaults = {r.code: r.severity.value for r in fam.rules}
     severities = severities or {}
     thresholds = thresholds or {}
