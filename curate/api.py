@@ -535,8 +535,10 @@ def compare(
     *,
     encoding: str | None = None,
     progress: Progress | None = None,
+    audits: bool = False,
 ) -> Diff:
-    """:func:`diff` with the family and its options already resolved (the CLI's entry)."""
+    """:func:`diff` with the family and its options already resolved (the CLI's entry);
+    ``audits``: also audit each side and say which findings appeared and which are gone."""
     names = (_name(old), _name(new))
 
     def side(
@@ -545,6 +547,8 @@ def compare(
         # no records kept: a family reads its values for the diff from its tables or files
         # (Family.diff_reader), and the loaded data is let go before they are read
         data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
+        if audits:
+            found.append(fam.audit(data, opts, progress=progress).findings)
         spec = fam.diff_spec(data)
         if against is not None:
             spec = _both(against[1], spec)
@@ -562,9 +566,12 @@ def compare(
         )
         return side, spec, {c.record: c.reason for c in invalid}
 
+    found: list[pl.DataFrame] = []
     a, spec_a, _ = side(old)
     b, spec, bad_new = side(new, (a, spec_a))
     result = diff_sides(a, b, spec, family=fam.name, names=names)
+    if audits:
+        result.findings = _findings_between(found[0], found[1])
     if bad_new:
         result.changes = [
             dataclasses.replace(c, note=f"invalid in {names[1]}: {bad_new[c.record]}")
@@ -573,6 +580,39 @@ def compare(
             for c in result.changes
         ]
     return result
+
+
+def _findings_between(old: pl.DataFrame, new: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """The findings only one version's audit has, matched as ``curate check``'s baseline
+    matches them (rule, record, field, message with numbers masked; not the file or row, which
+    differ between two versions), counted: three of a kind against two is one appeared."""
+    from collections import Counter
+
+    from curate.reports.verdict import fingerprint
+
+    def keyed(f: pl.DataFrame) -> list[tuple[str, dict[str, Any]]]:
+        cols = ("rule", "record", "field", "message")
+        return [
+            (fingerprint("", r["rule"], None, r["record"], r["field"], r["message"]), r)
+            for r in f.select(cols).iter_rows(named=True)
+        ]
+
+    a, b = keyed(old), keyed(new)
+    left = Counter(fp for fp, _ in a)
+    appeared = []
+    for fp, r in b:
+        if left[fp] > 0:
+            left[fp] -= 1
+        else:
+            appeared.append(r)
+    right = Counter(fp for fp, _ in b)
+    gone = []
+    for fp, r in a:
+        if right[fp] > 0:
+            right[fp] -= 1
+        else:
+            gone.append(r)
+    return {"appeared": appeared, "gone": gone}
 
 
 def _both(a: DiffSpec, b: DiffSpec) -> DiffSpec:

@@ -433,3 +433,23 @@ def test_cli_ci_formats_name_each_changed_record(mquake_fixed: Path, capsys) -> 
     results = sarif["runs"][0]["results"]
     assert {r["ruleId"] for r in results} == {"CK101"} and len(results) == 3
     assert main(["diff", "mquake", src, src, "-f", "junit"]) == 0
+
+
+def test_audits_say_which_findings_the_remaster_took_away(mquake_fixed: Path, tmp_path) -> None:
+    """``--audits``: the fix removed the duplicates (KE401) and repeated aliases (KE110) it
+    was asked to fix, and brought no finding of its own."""
+    src = str(SAMPLES / "mquake_sample.json")
+    out = tmp_path / "d.json"
+    assert (
+        main(["diff", "mquake", src, str(mquake_fixed), "--audits", "-f", "json", "-o", str(out)])
+        == 1
+    )
+    found = json.loads(out.read_text())["findings"]
+    assert found["appeared"] == []
+    gone: dict[str, int] = {}
+    for f in found["gone"]:
+        gone[f["rule"]] = gone.get(f["rule"], 0) + 1
+    assert gone == {"KE110": 5, "KE401": 3}
+    plain = tmp_path / "plain.json"
+    assert main(["diff", "mquake", src, src, "-f", "json", "-o", str(plain)]) == 0
+    assert "findings" not in json.loads(plain.read_text())

@@ -502,6 +502,14 @@ def diff(
         ),
     ] = "any",
     encoding: EncodingOpt = None,
+    audits: Annotated[
+        bool,
+        typer.Option(
+            "--audits",
+            help="Also audit both versions and list the findings that appeared and that are "
+            "gone (matched by rule, record, field and message, as a baseline matches them).",
+        ),
+    ] = False,
 ) -> None:
     """Compare two versions of a dataset record by record: added, removed, changed (field by
     field), moved between splits, re-keyed (exit 1 when they differ, 0 when identical)."""
@@ -509,11 +517,12 @@ def diff(
     from curate.reports import diff as render
 
     kinds = _fail_kinds(fail_on)
-    _guard_output(output, [old, new], options, overwrite, fam=fam)
+    # one version compared with itself is one input to protect, not a file given twice
+    _guard_output(output, list(dict.fromkeys([old, new])), options, overwrite, fam=fam)
     cb = terminal.progress()
     try:
         with progress_to(cb):
-            result = compare(fam, old, new, options, encoding=encoding, progress=cb)
+            result = compare(fam, old, new, options, encoding=encoding, progress=cb, audits=audits)
     finally:
         terminal.clear_progress(cb)
     if fmt.value in ("junit", "github", "sarif"):

@@ -125,6 +125,9 @@ class Diff:
     changes: list[RecordChange]
     columns_added: list[str] = field(default_factory=list)
     columns_removed: list[str] = field(default_factory=list)
+    #: With ``--audits``: the findings of the new version's audit that the old one's has not
+    #: (``appeared``) and the reverse (``gone``), each ``{rule, record, field, message}``.
+    findings: dict[str, list[dict[str, Any]]] | None = None
 
     @property
     def identical(self) -> bool:
@@ -169,6 +172,7 @@ class Diff:
             "by_field": self.by_field(),
             "columns": {"added": self.columns_added, "removed": self.columns_removed},
             "changes": [c.to_json() for c in self.changes],
+            **({"findings": self.findings} if self.findings is not None else {}),
         }
 
 

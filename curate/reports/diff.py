@@ -89,6 +89,20 @@ def _field_lines(c: RecordChange) -> list[str]:
     return out
 
 
+def _findings_lines(d: Diff) -> list[str]:
+    """``--audits``: the findings per rule that appeared and that are gone."""
+    if d.findings is None:
+        return []
+    out = []
+    for what in ("appeared", "gone"):
+        per: dict[str, int] = {}
+        for f in d.findings[what]:
+            per[f["rule"]] = per.get(f["rule"], 0) + 1
+        listed = ", ".join(f"{k} {n:,}" for k, n in sorted(per.items())) or "none"
+        out.append(f"  findings {what}: {listed}")
+    return out
+
+
 def render_text(d: Diff) -> str:
     lines = [f"curate diff {d.family}: {d.old} → {d.new}", f"  {summary_line(d)}"]
     per_split = d.by_split()
@@ -102,6 +116,7 @@ def render_text(d: Diff) -> str:
         lines.append(
             "  by field: " + ", ".join(f"{k or '(record)'} {n:,}" for k, n in per_field.items())
         )
+    lines += _findings_lines(d)
     if d.changes:
         lines.append("")
     for c in d.changes[:LISTED]:
@@ -134,6 +149,8 @@ def render_markdown(d: Diff) -> str:
         lines += ["| field | records changed |", "|---|---:|"]
         lines += [f"| {_md(k or '(record)')} | {n:,} |" for k, n in per_field.items()]
         lines.append("")
+    if d.findings is not None:
+        lines += [x.strip() + "  " for x in _findings_lines(d)] + [""]
     if d.changes:
         lines += ["| record | change |", "|---|---|"]
         for c in d.changes[:LISTED]:
