@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-import orjson
 import polars as pl
 
 from curate.core.fixes import RECORD, ROW, SPLIT
@@ -255,6 +254,8 @@ def prepare(
     schema: dict[str, pl.DataType] = {}
     offset = 0
     for batch in batches():
+        if RECORD not in batch.columns:  # no record at all (every one invalid): nothing here
+            continue
         cols = [c for c in batch.columns if c not in BOOKKEEPING_COLUMNS]
         for c in cols:
             schema.setdefault(c, batch.schema[c])
@@ -565,7 +566,9 @@ def nested_changes(path: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
 def _hashable(value: Any) -> Any:
     """A list item as something difflib can index (dicts and lists as their JSON text)."""
     if isinstance(value, dict | list):
-        return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
+        from curate.core.findings import dumps
+
+        return dumps(value)  # canonical, exact beyond 64-bit integers
     return value
 
 

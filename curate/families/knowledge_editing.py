@@ -595,7 +595,8 @@ class KnowledgeEditingFamily(Family):
         if data.records:
             frame, changes = super().diff_frame(data)
             # the two columns fix_frame adds for the engine are the input's only if it had them
-            have = {f.name for f in declared_type(data.shape)} if data.shape is not None else None
+            typed = declared_type(data.shape) if data.shape is not None else None
+            have = {f.name for f in typed} if typed is not None else None
             added = [c for c in ("edited", "withheld_edits") if have is not None and c not in have]
             done = frame.drop(added, strict=False), changes
             return lambda: done

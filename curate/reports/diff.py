@@ -11,9 +11,8 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from curate.core.diff import KINDS, Diff, RecordChange
+from curate.core.findings import json_bytes
 from curate.core.version import __version__
 
 #: Records a text or Markdown diff lists (the counts cover all; JSON lists all).
@@ -32,7 +31,7 @@ _KIND_WORDS = {
 
 def render_json(d: Diff) -> str:
     obj = {"tool": "curate", "version": __version__, **d.to_json()}
-    return orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_bytes(obj, indent=True).decode() + "\n"  # exact beyond 64-bit integers
 
 
 def summary_line(d: Diff) -> str:
@@ -58,7 +57,7 @@ def summary_line(d: Diff) -> str:
 def _value(v: Any, limit: int = 120) -> str:
     if v is None:
         return "(none)"
-    text = v if isinstance(v, str) else orjson.dumps(v, default=str).decode()
+    text = v if isinstance(v, str) else json_bytes(v).decode()
     text = repr(text) if isinstance(v, str) else text
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -223,7 +222,7 @@ def _pretty(v: Any) -> str:
         return "(none)"
     if isinstance(v, str):
         return v
-    return orjson.dumps(v, default=str, option=orjson.OPT_INDENT_2).decode()
+    return json_bytes(v, indent=True).decode()
 
 
 def changes_section(
