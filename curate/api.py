@@ -597,22 +597,20 @@ def _findings_between(old: pl.DataFrame, new: pl.DataFrame) -> dict[str, list[di
             for r in f.select(cols).iter_rows(named=True)
         ]
 
+    def only_in(
+        xs: list[tuple[str, dict[str, Any]]], ys: list[tuple[str, dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        left = Counter(fp for fp, _ in ys)
+        out = []
+        for fp, r in xs:
+            if left[fp] > 0:
+                left[fp] -= 1
+            else:
+                out.append(r)
+        return out
+
     a, b = keyed(old), keyed(new)
-    left = Counter(fp for fp, _ in a)
-    appeared = []
-    for fp, r in b:
-        if left[fp] > 0:
-            left[fp] -= 1
-        else:
-            appeared.append(r)
-    right = Counter(fp for fp, _ in b)
-    gone = []
-    for fp, r in a:
-        if right[fp] > 0:
-            right[fp] -= 1
-        else:
-            gone.append(r)
-    return {"appeared": appeared, "gone": gone}
+    return {"appeared": only_in(b, a), "gone": only_in(a, b)}
 
 
 def _both(a: DiffSpec, b: DiffSpec) -> DiffSpec:

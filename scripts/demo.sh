@@ -57,6 +57,14 @@ step curate fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --overwrite --unsafe
 "$BIN/curate" fix glycan "$GLYCANS" --out "$OUT/glycan-fixed" --overwrite --unsafe-fixes
 grep -m 2 '"GL40' "$OUT/glycan-fixed/changelog.jsonl" | cut -c1-200
 
+# What the remaster changed, record by record (its card's "Changes from the source" and
+# diff.json say the same); exit 1 because the versions differ, as CI would want it
+step curate diff glycan "$GLYCANS" "$OUT/glycan-fixed" --format html --output "$OUT/glycan-diff.html"
+"$BIN/curate" diff glycan "$GLYCANS" "$OUT/glycan-fixed" --format html --output "$OUT/glycan-diff.html" \
+    || echo "(exit $? — the versions differ; $OUT/glycan-diff.html shows each record side by side)"
+"$BIN/curate" diff glycan "$GLYCANS" "$OUT/glycan-fixed" --format markdown --output "$OUT/glycan-diff.md" || true
+sed -n 3p "$OUT/glycan-diff.md"
+
 # What is left: hierarchy ties (two parents with the same row count), which no fix decides;
 # they stay errors until --mapping names the parent.
 step curate audit glycan "$OUT/glycan-fixed" --select GL3,GL4
@@ -108,4 +116,4 @@ for name in ("remastered", "export", "glycan-fixed", "xland-episodes", "musiccap
     d = datasets.load_dataset(f"{sys.argv[1]}/{name}")
     print(name, {s: d[s].num_rows for s in d}, "columns:", len(d["train"].column_names))
 PY
-printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table, XLand episodes, MusicCaps manifest, the glycan table remastered as a plain table, ILLUSION UpSet plot, audit.html).\n' "$OUT"
+printf '\nDemo output is in %s/ (remastered MQuAKE with changelog.jsonl, exported MQuAKE, fixed glycan table, XLand episodes, MusicCaps manifest, the glycan table remastered as a plain table, ILLUSION UpSet plot, audit.html, glycan-diff.html).\n' "$OUT"

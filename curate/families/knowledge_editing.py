@@ -534,19 +534,7 @@ class KnowledgeEditingFamily(Family):
         loaded with ``keep_records=True``.
         """
         assert isinstance(data, KEData)
-        bad = invalid.unique("row", keep="first", maintain_order=True)
-        changes = [
-            ChangeEntry(
-                r["record"],
-                "",
-                data.invalid.get(r["row"]),
-                None,
-                r["rule"],
-                f"dropped: invalid record ({r['field']}: {r['message']})",
-            )
-            for r in bad.iter_rows(named=True)
-        ]
-        skip = set(bad["row"].drop_nulls().to_list())
+        changes, skip = _left_out(data, invalid)
         cases = data.cases.select("row", "record", pl.col("split").fill_null("train"))
         edited = _edited(data)
         keep = [r for r in cases["row"].to_list() if r not in skip and r in data.records]
@@ -600,19 +588,7 @@ class KnowledgeEditingFamily(Family):
             added = [c for c in ("edited", "withheld_edits") if have is not None and c not in have]
             done = frame.drop(added, strict=False), changes
             return lambda: done
-        bad = self.invalid_records(data).unique("row", keep="first", maintain_order=True)
-        changes = [
-            ChangeEntry(
-                r["record"],
-                "",
-                data.invalid.get(r["row"]),
-                None,
-                r["rule"],
-                f"dropped: invalid record ({r['field']}: {r['message']})",
-            )
-            for r in bad.iter_rows(named=True)
-        ]
-        skip = set(bad["row"].drop_nulls().to_list())
+        changes, skip = _left_out(data, self.invalid_records(data))
         cases = data.cases.select(
             pl.col("row").alias(ROW),
             pl.col("record").alias(RECORD),
@@ -798,6 +774,24 @@ def _marks(row: int, case: MQuAKECase) -> tuple[int, bool | None, list[str]]:
 #: Valid cases per chunk in the export: each chunk's dicts become Arrow and are freed before
 #: the next is made, so a batch's parsed records and its converted copy are not all alive at once.
 EXPORT_CHUNK = 1024
+
+
+def _left_out(data: KEData, invalid: pl.DataFrame) -> tuple[list[ChangeEntry], set[int]]:
+    """A changelog entry per case an invalid rule names (its first finding; the case as read
+    when the data kept it) and the rows left out."""
+    bad = invalid.unique("row", keep="first", maintain_order=True)
+    changes = [
+        ChangeEntry(
+            r["record"],
+            "",
+            data.invalid.get(r["row"]),
+            None,
+            r["rule"],
+            f"dropped: invalid record ({r['field']}: {r['message']})",
+        )
+        for r in bad.iter_rows(named=True)
+    ]
+    return changes, set(bad["row"].drop_nulls().to_list())
 
 
 #: Cases per batch ``curate diff`` reads of a parquet input (~200 MB of MQuAKE values).

@@ -132,22 +132,7 @@ def _md(text: str) -> str:
 
 def render_markdown(d: Diff) -> str:
     lines = [f"## curate diff {d.family}", "", f"`{d.old}` → `{d.new}`: {summary_line(d)}", ""]
-    per_split = d.by_split()
-    if per_split:
-        lines += [
-            "| split | " + " | ".join(_KIND_WORDS[k] for k in KINDS) + " |",
-            "|---|" + "---:|" * len(KINDS),
-        ]
-        for split, counts in per_split.items():
-            lines.append(
-                f"| {split or '(none)'} | " + " | ".join(f"{counts[k]:,}" for k in KINDS) + " |"
-            )
-        lines.append("")
-    per_field = d.by_field()
-    if per_field:
-        lines += ["| field | records changed |", "|---|---:|"]
-        lines += [f"| {_md(k or '(record)')} | {n:,} |" for k, n in per_field.items()]
-        lines.append("")
+    lines += _split_table(d) + _field_table(d)
     if d.findings is not None:
         lines += [x.strip() + "  " for x in _findings_lines(d)] + [""]
     if d.changes:
@@ -239,16 +224,7 @@ def changes_section(
         f"change, field by field; `{command}` recomputes it.",
         "",
     ]
-    per_split = d.by_split()
-    if per_split:
-        lines += [
-            "| split | " + " | ".join(_KIND_WORDS[k] for k in KINDS) + " |",
-            "|---|" + "---:|" * len(KINDS),
-        ]
-        for split, counts in per_split.items():
-            cells = " | ".join(f"{counts[k]:,}" for k in KINDS)
-            lines.append(f"| {split or '(none)'} | {cells} |")
-        lines.append("")
+    lines += _split_table(d)
     per_rule: dict[str, set[str]] = {}
     for c in changelog:
         per_rule.setdefault(c.rule, set()).add(str(c.record))
@@ -256,12 +232,32 @@ def changes_section(
         lines += ["| rule | records it changed |", "|---|---:|"]
         lines += [f"| {r} | {len(recs):,} |" for r, recs in sorted(per_rule.items())]
         lines.append("")
+    return lines + _field_table(d)
+
+
+def _split_table(d: Diff) -> list[str]:
+    """Markdown: records per kind of change, per split (none when nothing changed)."""
+    per_split = d.by_split()
+    if not per_split:
+        return []
+    lines = [
+        "| split | " + " | ".join(_KIND_WORDS[k] for k in KINDS) + " |",
+        "|---|" + "---:|" * len(KINDS),
+    ]
+    for split, counts in per_split.items():
+        cells = " | ".join(f"{counts[k]:,}" for k in KINDS)
+        lines.append(f"| {split or '(none)'} | {cells} |")
+    return [*lines, ""]
+
+
+def _field_table(d: Diff) -> list[str]:
+    """Markdown: records changed per field, most first."""
     per_field = d.by_field()
-    if per_field:
-        lines += ["| field | records changed |", "|---|---:|"]
-        lines += [f"| {_md(k or '(record)')} | {n:,} |" for k, n in per_field.items()]
-        lines.append("")
-    return lines
+    if not per_field:
+        return []
+    lines = ["| field | records changed |", "|---|---:|"]
+    lines += [f"| {_md(k or '(record)')} | {n:,} |" for k, n in per_field.items()]
+    return [*lines, ""]
 
 
 def as_check(d: Diff, fail: set[str], family: str) -> Any:
