@@ -27,22 +27,24 @@ version, only in the new one, and of common cases with a differing column.
 
 Measured 2026-12-06 on the 2-core machine to itself (seconds, peak RSS):
 
-=========  ==================  ==================  ==================  =====================
-cases      curate audit        curate diff         datacompy           diff / audit
-=========  ==================  ==================  ==================  =====================
-100k       3.40 s, 941 MiB     6.13 s, 1,461 MiB   3.31 s, 2,397 MiB   1.81x time, 1.55x RSS
-1 M        21.60 s, 3,292 MiB  56.50 s, 5,451 MiB  32.56 s, 19,618 MiB 2.62x time, 1.66x RSS
-=========  ==================  ==================  ==================  =====================
+=========  ==================  ==================  ===================  =====================
+cases      curate audit        curate diff         datacompy            diff / audit
+=========  ==================  ==================  ===================  =====================
+100k       2.82 s, 945 MiB     5.56 s, 1,410 MiB   3.04 s, 2,440 MiB    1.97x time, 1.49x RSS
+1 M        21.45 s, 3,312 MiB  45.73 s, 3,750 MiB  29.90 s, 19,642 MiB  2.13x time, 1.13x RSS
+=========  ==================  ==================  ===================  =====================
 
-The issue's targets (diff <= 2x the audit's time, memory <= the audit's) are not met at 1 M.
-Where the 56 s go (one process, same files): each side's knowledge-editing load (validation,
-ids, splits) 9.7 s and 13.7 s; each side's pass reducing its values to column hashes 7.4 s and
-10.7 s (reading the parquet 3 s, hashing 2 s); the pairing and the one more pass over the old
-side for the values the report shows, 10 s. datacompy answers a narrower question (no
-nested paths, no re-keying: a re-keyed case is one removed and one added, a moved case a
-changed ``split`` column) in 1.7x less time and 3.6x more memory (its compare alone: 12.6 s).
-What would close the gap: hashing the values inside the load's own pass (it reads every batch
-already), and a load that validates without building the audit's tables.
+The issue's targets (diff <= 2x the audit's time, memory <= the audit's) are nearly met at 1 M:
+2.13x and 1.13x. Where the time goes (one process, same files): each side's knowledge-editing
+load (validation, ids, splits) ~10 s; each side's pass reducing its values to column hashes
+~8 s (reading the parquet 3 s, hashing 2 s); the pairing and one more pass over the old side
+for the values the report shows ~10 s. The remaster is written as the old side was (pyarrow,
+snappy, ~14k-row groups): written by polars (zstd, large strings, 512k-row groups) it decoded
+1.8x slower, and the diff took 58 s, the writer's choice charged to the diff. datacompy answers
+a narrower question (no nested paths, no re-keying: a re-keyed case is one removed and one
+added, a moved case a changed ``split`` column) in 1.5x less time and 5.2x more memory (its
+compare alone: 12.9 s). What would close the gap: hashing the values inside the load's own
+pass (it reads every batch already).
 
 Run: ``python bench/bench_diff.py`` (~10 min on 2 cores, 3 GB of disk); ``--sizes 100000`` for
 a quick run. ``--record`` writes row ``diff-mquake`` (the largest size) for bench/RESULTS.md.
@@ -78,8 +80,10 @@ def remaster(old: Path, new: Path, seed: int = 0) -> dict[str, int]:
     kind of change made."""
     import numpy as np
     import polars as pl
+    import pyarrow.parquet as pq
 
     df = pl.read_parquet(old)
+    schema = pq.read_schema(old)
     n = df.height
     rng = np.random.default_rng(seed)
     kind = rng.random(n)
@@ -103,10 +107,13 @@ def remaster(old: Path, new: Path, seed: int = 0) -> dict[str, int]:
     # a dataset folder, one file per split (the split is the folder's layout, as published)
     (new / "data").mkdir(parents=True, exist_ok=True)
     for split, part in (("train", ~pl.col("__test")), ("test", pl.col("__test"))):
-        # row groups of the old side's size (~14k cases): polars' default (512k rows) would
-        # make the new side read in fewer, larger batches, slower to load (14.9 s vs 8.9 s)
-        out.filter(part).drop("__test").write_parquet(
-            new / "data" / f"{split}-00000-of-00001.parquet", row_group_size=SAME_GROUPS
+        # written as the old side was (pyarrow: snappy, plain strings, ~14k-row groups): a
+        # polars-written file (zstd, large strings, 512k-row groups) decodes 1.8x slower,
+        # which would charge the writer's choice to the diff
+        pq.write_table(
+            out.filter(part).drop("__test").to_arrow().cast(schema),
+            new / "data" / f"{split}-00000-of-00001.parquet",
+            row_group_size=SAME_GROUPS,
         )
     return {
         "changed": int(changed.sum()),
