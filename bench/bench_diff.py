@@ -30,20 +30,20 @@ Measured 2026-12-06 on the 2-core machine to itself (seconds, peak RSS):
 =========  ==================  ==================  ===================  =====================
 cases      curate audit        curate diff         datacompy            diff / audit
 =========  ==================  ==================  ===================  =====================
-100k       2.82 s, 945 MiB     5.56 s, 1,410 MiB   3.04 s, 2,440 MiB    1.97x time, 1.49x RSS
-1 M        21.45 s, 3,312 MiB  45.73 s, 3,750 MiB  29.90 s, 19,642 MiB  2.13x time, 1.13x RSS
+100k       3.20 s, 924 MiB     4.89 s, 1,409 MiB   2.74 s, 2,440 MiB    1.53x time, 1.53x RSS
+1 M        21.39 s, 3,308 MiB  45.76 s, 3,691 MiB  26.84 s, 19,636 MiB  2.14x time, 1.12x RSS
 =========  ==================  ==================  ===================  =====================
 
 The issue's targets (diff <= 2x the audit's time, memory <= the audit's) are nearly met at 1 M:
-2.13x and 1.13x. Where the time goes (one process, same files): each side's knowledge-editing
+2.14x and 1.12x (an earlier run the same evening: 2.13x, 1.13x). Where the time goes (one process, same files): each side's knowledge-editing
 load (validation, ids, splits) ~10 s; each side's pass reducing its values to column hashes
 ~8 s (reading the parquet 3 s, hashing 2 s); the pairing and one more pass over the old side
 for the values the report shows ~10 s. The remaster is written as the old side was (pyarrow,
 snappy, ~14k-row groups): written by polars (zstd, large strings, 512k-row groups) it decoded
 1.8x slower, and the diff took 58 s, the writer's choice charged to the diff. datacompy answers
 a narrower question (no nested paths, no re-keying: a re-keyed case is one removed and one
-added, a moved case a changed ``split`` column) in 1.5x less time and 5.2x more memory (its
-compare alone: 12.9 s). What would close the gap: hashing the values inside the load's own
+added, a moved case a changed ``split`` column) in 1.7x less time and 5.3x more memory (its
+compare alone: 9.4 s). What would close the gap: hashing the values inside the load's own
 pass (it reads every batch already).
 
 Run: ``python bench/bench_diff.py`` (~10 min on 2 cores, 3 GB of disk); ``--sizes 100000`` for
