@@ -35,16 +35,16 @@ cases      curate audit        curate diff         datacompy            diff / a
 =========  ==================  ==================  ===================  =====================
 
 The issue's targets (diff <= 2x the audit's time, memory <= the audit's) are nearly met at 1 M:
-2.14x and 1.12x (an earlier run the same evening: 2.13x, 1.13x). Where the time goes (one process, same files): each side's knowledge-editing
-load (validation, ids, splits) ~10 s; each side's pass reducing its values to column hashes
-~8 s (reading the parquet 3 s, hashing 2 s); the pairing and one more pass over the old side
-for the values the report shows ~10 s. The remaster is written as the old side was (pyarrow,
-snappy, ~14k-row groups): written by polars (zstd, large strings, 512k-row groups) it decoded
-1.8x slower, and the diff took 58 s, the writer's choice charged to the diff. datacompy answers
-a narrower question (no nested paths, no re-keying: a re-keyed case is one removed and one
-added, a moved case a changed ``split`` column) in 1.7x less time and 5.3x more memory (its
-compare alone: 9.4 s). What would close the gap: hashing the values inside the load's own
-pass (it reads every batch already).
+2.14x and 1.12x (an earlier run the same evening: 2.13x, 1.13x). Where the time goes (one
+process, same files): each side's knowledge-editing load (validation, ids, splits) ~10 s; each
+side's pass reducing its values to column hashes ~8 s (reading the parquet 3 s, hashing 2 s);
+the pairing and one more pass over the old side for the values the report shows ~10 s. The
+remaster is written as the old side was (pyarrow, snappy, ~14k-row groups): written by polars
+(zstd, large strings, 512k-row groups) it decoded 1.8x slower, and the diff took 58 s, the
+writer's choice charged to the diff. datacompy answers a narrower question (no nested paths, no
+re-keying: a re-keyed case is one removed and one added, a moved case a changed ``split``
+column) in 1.7x less time and 5.3x more memory (its compare alone: 9.4 s). What would close the
+gap: hashing the values inside the load's own pass (it reads every batch already).
 
 Run: ``python bench/bench_diff.py`` (~10 min on 2 cores, 3 GB of disk); ``--sizes 100000`` for
 a quick run. ``--record`` writes row ``diff-mquake`` (the largest size) for bench/RESULTS.md.
