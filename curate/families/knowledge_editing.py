@@ -576,18 +576,12 @@ class KnowledgeEditingFamily(Family):
         loaded tables: the caller lets those go before the values are read.
 
         Why not :meth:`fix_frame`: it dumps one validated object per case (0.2 ms a case:
-        over three minutes a side at 1 M cases), and a diff needs the values, not the models.
-        Data loaded with its records (``curate fix``) takes that route, exact and ready.
+        over three minutes a side at 1 M cases), and a diff needs the values, not the models;
+        it also adds the two columns the fix engine works with (``edited``,
+        ``withheld_edits``), which are the input's only when it had them. ``curate fix``'s
+        own diff of its input reads the input this way too.
         """
         assert isinstance(data, KEData)
-        if data.records:
-            frame, changes = super().diff_frame(data)
-            # the two columns fix_frame adds for the engine are the input's only if it had them
-            typed = declared_type(data.shape) if data.shape is not None else None
-            have = {f.name for f in typed} if typed is not None else None
-            added = [c for c in ("edited", "withheld_edits") if have is not None and c not in have]
-            done = frame.drop(added, strict=False), changes
-            return lambda: done
         changes, skip = _left_out(data, self.invalid_records(data))
         cases = data.cases.select(
             pl.col("row").alias(ROW),
