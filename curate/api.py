@@ -31,9 +31,10 @@ import polars as pl
 
 from curate.core.arguments import checked
 from curate.core.dataset import FixResult, LoadedDataset
-from curate.core.diff import Diff, DiffSpec, Side, diff_sides, prepare
+from curate.core.diff import Diff, DiffSpec, Side, diff_sides, hashing_columns, prepare
 from curate.core.errors import ArgumentError, InputError, UsageError
 from curate.core.findings import Report
+from curate.core.memory import release_freed
 from curate.core.options import FamilyOptions
 from curate.core.outputs import guard_folder, manifest
 from curate.families import Family, get_family
@@ -546,14 +547,18 @@ def compare(
     ) -> tuple[Side, DiffSpec, dict[str, str]]:
         # no records kept: a family reads its values for the diff from its tables or files
         # (Family.diff_reader), and the loaded data is let go before they are read
-        data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
+        # a family may hash the values while it loads them (ColumnHashes): one pass fewer
+        other, ignore = (against[0], against[1].ignore) if against is not None else (None, ())
+        with hashing_columns(other, ignore):
+            data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
+            read = fam.diff_reader(data)
         if audits:
             found.append(fam.audit(data, opts, progress=progress).findings)
         spec = fam.diff_spec(data)
         if against is not None:
             spec = _both(against[1], spec)
-        read = fam.diff_reader(data)
         del data
+        release_freed()  # the load's freed memory, before the other side's load
         records, invalid = read()
         bad = [(c.record, None, c.old, c.reason) for c in invalid]
         side = prepare(

@@ -453,3 +453,47 @@ def test_audits_say_which_findings_the_remaster_took_away(mquake_fixed: Path, tm
     plain = tmp_path / "plain.json"
     assert main(["diff", "mquake", src, src, "-f", "json", "-o", str(plain)]) == 0
     assert "findings" not in json.loads(plain.read_text())
+
+
+def test_mquake_parquet_versions_are_hashed_while_loading(tmp_path: Path, monkeypatch) -> None:
+    """Parquet on both sides: each side's column hashes are taken in its load's own pass
+    (:class:`~curate.core.diff.ColumnHashes`), the new side keeping the values of the records
+    that may differ. The diff is the one the separate hashing pass gives, record for record."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import curate.core.diff as engine
+
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text())
+    old = tmp_path / "old.parquet"
+    pq.write_table(pa.Table.from_pylist(cases), old, row_group_size=40)
+    new_cases = [dict(c) for c in cases]
+    new_cases[5]["new_answer_alias"] = [*new_cases[5]["new_answer_alias"], "one more"]
+    new_cases[9]["case_id"] = 990009  # re-keyed
+    gone = new_cases.pop(20)
+    test_rows = [new_cases.pop(30)]  # moved to test
+    folder = tmp_path / "new" / "data"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(new_cases), folder / "train-00000-of-00001.parquet")
+    pq.write_table(pa.Table.from_pylist(test_rows), folder / "test-00000-of-00001.parquet")
+
+    made: list[Any] = []
+    real = engine.ColumnHashes.prehashed
+    monkeypatch.setattr(
+        engine.ColumnHashes,
+        "prehashed",
+        lambda self, *a: made.append(real(self, *a)) or made[-1],
+    )
+    hashed = curate.diff("mquake", old, folder.parent)
+    assert len(made) == 2 and made[1].kept is not None
+    # the new side kept the re-keyed and changed cases' values, no unchanged one
+    assert 2 <= made[1].kept.height <= 3, made[1].kept.height
+    monkeypatch.setattr(engine.ColumnHashes, "add", lambda self, *a, **k: self.give_up())
+    passed = curate.diff("mquake", old, folder.parent)
+    assert len(made) == 2  # the second diff hashed in a pass of its own
+    assert hashed.to_json() == passed.to_json()
+    kinds = {c.record: c.kinds for c in hashed.changes}
+    assert kinds[str(new_cases[5]["case_id"])] == ("changed",)
+    assert kinds[str(cases[9]["case_id"])] == ("rekeyed",)
+    assert kinds[str(gone["case_id"])] == ("removed",)
+    assert kinds[str(test_rows[0]["case_id"])] == ("moved",)

@@ -22,11 +22,14 @@ pairing itself runs on one 64-bit hash per record and side.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from curate.core.fixes import RECORD, ROW, SPLIT
 
@@ -229,8 +232,199 @@ class Side:
         return pl.concat(parts, how="vertical_relaxed")
 
 
+class ColumnHashes:
+    """A version's column hashes taken while its family loads it, batch by batch, from the
+    Arrow the reader hands the load anyway: ``curate diff`` then needs no pass of its own
+    over a side to hash it (at 1 M MQuAKE cases a pass is ~7 s a side: 3 s of parquet
+    decoding, 2 s of hashing, the rest laying out frames), only one more over the records
+    whose values the report shows.
+
+    Active while :func:`hashing_columns` is; a reader adds each batch (:meth:`add`) or, when
+    a batch has no Arrow (JSON Lines parsed record by record), says so (:meth:`give_up`):
+    the diff then hashes the side in a pass of its own, as without it. Hashes are the same
+    :func:`prepare` takes of the values the family's batches yield, so both routes agree.
+    """
+
+    def __init__(self, against: Side | None = None, ignore: Sequence[str] = ()) -> None:
+        self.parts: list[Any] = []  # (hashes, kept values, types), or futures of them
+        self.rows = 0
+        self.complete = True
+        #: the other version (prepared already) and its record hashes over the columns both
+        #: have, set from this side's first batch: rows hashing to none of them are kept
+        self.against = against
+        self.ignore = tuple(ignore)
+        self._seen: pl.Series | None = None
+        self._shared: list[str] = []
+        self._next = 0  # parts before it are hashed
+
+    def add(self, first_row: int, arrow: pa.RecordBatch | pa.Table, pool: Any = None) -> None:
+        """Hash the columns of one batch whose first record is row ``first_row``; in
+        ``pool`` (an executor) when given: the reader's own work goes on meanwhile. Against
+        another version, the batch's records that match none of its records by their values
+        are kept whole (the changed, re-keyed and added ones: their values are in the
+        report, and reading this side again for them would be a pass)."""
+        if not self.complete:
+            return
+        if self.against is not None and self._seen is None:
+            part = _hashed(first_row, arrow, None, [])
+            types = part[2]
+            self._shared = [
+                c
+                for c in self.against.schema
+                if c in types and c not in self.ignore and self.against.schema[c] == types[c]
+            ]
+            self._seen = self.against.keys.select(combined(self._shared))
+            self._seen = self._seen.to_series().unique()
+            part = _hashed(first_row, arrow, self._seen, self._shared)
+            self.parts.append(part)
+        else:
+            self.parts.append(
+                pool.submit(_hashed, first_row, arrow, self._seen, self._shared)
+                if pool is not None
+                else _hashed(first_row, arrow, self._seen, self._shared)
+            )
+        self.rows += arrow.num_rows
+        # at most two batches waiting to be hashed: each holds its Arrow (~50 MB of MQuAKE
+        # cases) until it is; unbounded, a reader faster than the pool held them all
+        while self._next < len(self.parts) - 2:
+            job = self.parts[self._next]
+            if not isinstance(job, tuple):
+                self.parts[self._next] = job.result()
+            self._next += 1
+
+    def settle(self) -> None:
+        """Wait for the hashing submitted to a pool (before the pool shuts down)."""
+        self.parts = self._done()
+
+    def _done(self) -> list[tuple[pl.DataFrame, pl.DataFrame | None, dict[str, pl.DataType]]]:
+        return [p if isinstance(p, tuple) else p.result() for p in self.parts]
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        """The columns' types (each column's first batch's)."""
+        out: dict[str, pl.DataType] = {}
+        for _, _, types in self._done():
+            for c, t in types.items():
+                out.setdefault(c, t)
+        return out
+
+    def give_up(self) -> None:
+        """A batch came without Arrow: the side is hashed by :func:`prepare` instead."""
+        self.complete = False
+        self.parts = []
+
+    def prehashed(self, records: pl.DataFrame, batches: Batches) -> Prehashed:
+        """The side as :func:`prepare` takes it: the hashed rows that ``records``
+        (``__row``, ``__record``, ``__split`` of the records ``batches`` yields, in that
+        order) names, numbered in that order, and the values kept of those rows."""
+        done = self._done()
+        hashed = (
+            pl.concat([h for h, _, _ in done], how="diagonal")
+            if done
+            else pl.DataFrame(schema={ROW: pl.Int64})
+        )
+        joined = records.select(ROW, RECORD, SPLIT).join(
+            hashed, on=ROW, how="inner", maintain_order="left"
+        )
+        keys = joined.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_i"), pl.exclude(ROW))
+        kept = None
+        if self.against is not None:
+            held = [k for _, k, _ in done if k is not None and k.height]
+            numbered = joined.select(ROW, pl.int_range(pl.len(), dtype=pl.Int64).alias("_i"))
+            kept = (
+                numbered.join(pl.concat(held, how="diagonal_relaxed"), on=ROW, how="inner").drop(
+                    ROW
+                )
+                if held
+                else pl.DataFrame(schema={"_i": pl.Int64})
+            )
+        return Prehashed(keys, self.schema, batches, kept)
+
+
+def _hashed(
+    first_row: int,
+    arrow: pa.RecordBatch | pa.Table,
+    seen: pl.Series | None,
+    shared: list[str],
+) -> tuple[pl.DataFrame, pl.DataFrame | None, dict[str, pl.DataType]]:
+    """``__row`` and the column hashes ``h:COLUMN`` of one batch; with ``seen`` (the other
+    version's record hashes over the ``shared`` columns) the values of the rows that hash to
+    none of them, with ``__row``; the columns' types."""
+    plain = _decoded(arrow)
+    frame = pl.from_arrow(plain)
+    assert isinstance(frame, pl.DataFrame)
+    cols = [c for c in frame.columns if c not in BOOKKEEPING_COLUMNS]
+    hashed = frame.select(
+        pl.int_range(first_row, first_row + frame.height, dtype=pl.Int64).alias(ROW),
+        *[pl.col(c).hash(7).alias(f"h:{c}") for c in cols],
+    )
+    kept = None
+    if seen is not None:
+        new = ~hashed.select(combined(shared).is_in(seen.implode())).to_series()
+        # filtered as Arrow, which copies what it keeps: polars' strings are views into the
+        # batch's buffers, and 1 % of the rows filtered in polars held every batch (8 GB)
+        few = pl.from_arrow(plain.filter(pa.array(new.to_arrow())))
+        assert isinstance(few, pl.DataFrame)
+        kept = few.select(cols).with_columns(hashed[ROW].filter(new))
+    return hashed, kept, {c: frame.schema[c] for c in cols}
+
+
+_COLLECTING: ContextVar[ColumnHashes | None] = ContextVar("curate_column_hashes", default=None)
+
+
+@contextmanager
+def hashing_columns(
+    against: Side | None = None, ignore: Sequence[str] = ()
+) -> Iterator[ColumnHashes]:
+    """Collect the column hashes of what a family loads inside the block (see
+    :class:`ColumnHashes`; ``against``, ``ignore``: as :func:`prepare` takes them)."""
+    hashes = ColumnHashes(against, ignore)
+    token = _COLLECTING.set(hashes)
+    try:
+        yield hashes
+    finally:
+        _COLLECTING.reset(token)
+
+
+def column_hashes() -> ColumnHashes | None:
+    """The collector a reader adds its batches to, if a diff asked for one."""
+    return _COLLECTING.get()
+
+
+def _decoded(arrow: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
+    """``arrow`` with its dictionary-coded columns (a reader's choice for repeated strings,
+    nested too) as plain values: a category hashes differently from its text."""
+    schema = arrow.schema
+    plain = pa.schema([f.with_type(_plain(f.type)) for f in schema], metadata=schema.metadata)
+    return arrow if plain.equals(schema) else arrow.cast(plain)
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_dictionary(t):
+        return _plain(t.value_type)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_plain(f.type)) for f in t])
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_plain(t.value_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_plain(t.value_type)))
+    return t
+
+
+@dataclass(frozen=True)
+class Prehashed:
+    """A version whose keys were taken while it loaded (:class:`ColumnHashes`): ``keys`` as
+    :class:`Side` holds them, the columns' ``schema``, and the ``batches`` its values are read
+    from for the records the report shows."""
+
+    keys: pl.DataFrame
+    schema: dict[str, pl.DataType]
+    batches: Batches
+    kept: pl.DataFrame | None = None
+
+
 def prepare(
-    frame: pl.DataFrame | Batches,
+    frame: pl.DataFrame | Batches | Prehashed,
     *,
     invalid: Sequence[tuple[str | None, str | None, Any, str]] = (),
     against: Side | None = None,
@@ -245,7 +439,12 @@ def prepare(
 
     Why per-column hashes and not one per record: the other version may store a column in
     another type (text from a CSV, numbers from parquet); that column is then hashed again
-    from both sides as text (:func:`_as_text`) once both are known, the others are kept."""
+    from both sides as text (:func:`_as_text`) once both are known, the others are kept.
+
+    A :class:`Prehashed` version is hashed already: nothing is read (and nothing kept: the
+    values the report shows are read in one pass later, :meth:`Side.take`)."""
+    if isinstance(frame, Prehashed):
+        return Side(frame.keys, dict(frame.schema), frame.batches, list(invalid), frame.kept)
     batches: Batches = (lambda: iter([frame])) if isinstance(frame, pl.DataFrame) else frame
     parts: list[pl.DataFrame] = []
     kept: list[pl.DataFrame] = []
@@ -361,9 +560,20 @@ def diff_sides(
     # paired records: moved, re-keyed, changed (materialised only when the content differs)
     differs = paired.filter(pl.col("_all_o") != pl.col("_all_n"))
     gone, born = left_o["_i"].sort(), left_n["_i"].sort()
+    # a changed record's values are made Python objects only in the columns whose hashes
+    # differ in some pair (1 M cases, 1 % changed: 2.8 s of row conversion for whole records)
+    compared = [c for c in shared if c not in spec.id_columns]
+    differing = [
+        c
+        for c in compared
+        if c in recast
+        or (
+            old.keys[f"h:{c}"].gather(differs["_i_o"]) != new.keys[f"h:{c}"].gather(differs["_i_n"])
+        ).any()
+    ]
     # one more pass over each side, for every record whose values the report shows
-    ovals = _values(old, pl.concat([differs["_i_o"], gone]).unique(), old_cols, recast)
-    nvals = _values(new, pl.concat([differs["_i_n"], born]).unique(), new_cols, recast)
+    ovals = _values(old, gone, differs["_i_o"], old_cols, differing, recast)
+    nvals = _values(new, born, differs["_i_n"], new_cols, differing, recast)
     # only pairs that differ somehow are walked in Python (100k pairs took 0.2 s)
     touched = paired.filter(
         (pl.col("_all_o") != pl.col("_all_n"))
@@ -377,8 +587,8 @@ def diff_sides(
             a, b = ovals[r["_i_o"]], nvals[r["_i_n"]]
             fields = tuple(
                 FieldChange(c, a[c], b[c], tuple(nested_changes(c, a[c], b[c])))
-                for c in shared
-                if c not in spec.id_columns and a[c] != b[c]
+                for c in compared
+                if c in a and c in b and a[c] != b[c]
             )
         if rekeyed:
             kind = "rekeyed"
@@ -483,17 +693,32 @@ def combined(cols: Sequence[str]) -> pl.Expr:
 
 
 def _values(
-    side: Side, at: pl.Series, cols: list[str], recast: list[str]
+    side: Side,
+    whole: pl.Series,
+    some: pl.Series,
+    cols: list[str],
+    differing: list[str],
+    recast: list[str],
 ) -> dict[int, dict[str, Any]]:
-    """The records at positions ``at`` as Python values (the recast columns as text, so that
-    the two versions' values compare), by position."""
+    """The records at positions ``whole`` (every column) and ``some`` (the ``differing``
+    columns only) as Python values by position, read in one pass; the recast columns as
+    text, so that the two versions' values compare."""
+    at = pl.concat([whole, some]).unique().sort()
     if not at.len():
         return {}
-    idx = at.sort()
-    rows = side.take(idx, cols).with_columns(
+    rows = side.take(at, cols).with_columns(
         [_as_text(c, side.schema[c]) for c in recast if c in cols]
     )
-    return dict(zip(idx.to_list(), rows.iter_rows(named=True), strict=True))
+    rows = rows.with_columns(at.alias("__at"))
+    entire = rows.filter(pl.col("__at").is_in(whole.implode()))
+    part = rows.filter(~pl.col("__at").is_in(whole.implode())).select(
+        "__at", *[c for c in differing if c in cols]
+    )
+    out: dict[int, dict[str, Any]] = {}
+    for frame in (entire, part):
+        for r in frame.iter_rows(named=True):
+            out[r.pop("__at")] = r
+    return out
 
 
 def _as_text(c: str, dtype: pl.DataType) -> pl.Expr:

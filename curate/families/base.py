@@ -90,7 +90,7 @@ import polars as pl
 import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
-from curate.core.diff import Batches, DiffSpec, source_diff
+from curate.core.diff import Batches, DiffSpec, Prehashed, source_diff
 from curate.core.errors import InputError, UsageError, arg, clip
 from curate.core.findings import Report
 from curate.core.keys import Keys
@@ -458,9 +458,12 @@ class Family(ABC):
 
     def diff_reader(
         self, data: LoadedDataset
-    ) -> Callable[[], tuple[pl.DataFrame | Batches, list[ChangeEntry]]]:
+    ) -> Callable[[], tuple[pl.DataFrame | Batches | Prehashed, list[ChangeEntry]]]:
         """:meth:`diff_frame` to be called later: the records (a frame, or a function that
-        yields them batch by batch, each call from the start) and the invalid ones. A family
+        yields them batch by batch, each call from the start, or those batches with the keys
+        the load hashed, :class:`~curate.core.diff.Prehashed`: a reader that adds its batches'
+        Arrow to :func:`~curate.core.diff.column_hashes` while loading spares the diff a pass)
+        and the invalid ones. A family
         whose loaded tables or values are large returns a reader that holds neither
         (knowledge editing: the ids, splits and paths, the values read from the files batch by
         batch), so that ``curate diff`` lets the loaded data go before it reads the values

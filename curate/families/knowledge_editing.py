@@ -30,11 +30,12 @@ import pyarrow as pa
 from curate.audits.knowledge_editing import RULES
 from curate.audits.knowledge_editing.contamination import edit_set_from_data, edited_table
 from curate.core.dataset import ChangeEntry, LoadedDataset
-from curate.core.diff import DiffSpec
+from curate.core.diff import Batches, DiffSpec, Prehashed, column_hashes
 from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, UsageError, arg
 from curate.core.findings import Headline, InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.memory import release_freed
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext
 from curate.core.streams import SplitStream, small_types
@@ -56,7 +57,6 @@ from curate.families.knowledge_editing_read import (
     merged_shards,
     plain_file,
     read_ahead,
-    release_freed,
     taken,
     validate_record,
 )
@@ -160,6 +160,7 @@ class KnowledgeEditingFamily(Family):
         # they are used, and nothing is copied between processes. On Ray (--engine ray) the
         # same jobs are Ray tasks, one in flight per cluster CPU.
         engine = current_engine()
+        hashes = column_hashes()
         if keep_records:
             pool, depth = None, 1
         elif engine.is_local():
@@ -203,6 +204,11 @@ class KnowledgeEditingFamily(Family):
                     src.batches, pool, row, depth, keep_codes=strings is not None
                 ):
                     assert first == row, (first, row)
+                    if hashes is not None:  # curate diff: hash the values while they are here
+                        if batch.arrow is not None:
+                            hashes.add(row, batch.arrow, pool)
+                        else:
+                            hashes.give_up()
                     cols = job.result() if job is not None else None
                     if n_file == 0 and (span is None or span.first_index == 0):
                         self._check_first_batch(path, batch, cols)
@@ -260,6 +266,8 @@ class KnowledgeEditingFamily(Family):
                 except OSError as e:  # as open_source says it
                     raise InputError(f"cannot read ({e.strerror or e})", path=src.path) from None
                 inputs.append(InputInfo(str(path), sha, n_file, src.format, splits))
+            if hashes is not None:
+                hashes.settle()
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
@@ -567,7 +575,7 @@ class KnowledgeEditingFamily(Family):
 
     def diff_reader(
         self, data: LoadedDataset
-    ) -> Callable[[], tuple[pl.DataFrame, list[ChangeEntry]]]:
+    ) -> Callable[[], tuple[pl.DataFrame | Batches | Prehashed, list[ChangeEntry]]]:
         """The cases as the files hold them, for ``curate diff``: parquet on disk read by
         polars itself, another batch's Arrow as it comes, a text format's records as Arrow of
         the type the load declared (:func:`declared_type`, as the export makes them); the
@@ -594,6 +602,11 @@ class KnowledgeEditingFamily(Family):
         def batches() -> Iterator[pl.DataFrame]:
             return _case_batches(paths, encoding, shape, name, skip, cases)
 
+        # hashed while loading (curate diff, parquet or Arrow batches): no pass to hash them
+        hashes = column_hashes()
+        if hashes is not None and hashes.complete and hashes.rows == data.stats["records"]:
+            done = hashes.prehashed(cases, batches)
+            return lambda: (done, changes)
         return lambda: (batches, changes)
 
     def diff_frame(self, data: LoadedDataset) -> tuple[pl.DataFrame, list[ChangeEntry]]:
@@ -601,6 +614,8 @@ class KnowledgeEditingFamily(Family):
         records, changes = self.diff_reader(data)()
         if isinstance(records, pl.DataFrame):
             return records, changes
+        if isinstance(records, Prehashed):
+            records = records.batches
         parts = list(records())
         frame = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
         return frame, changes

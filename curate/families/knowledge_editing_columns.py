@@ -316,7 +316,7 @@ def _read_json(data: bytes, schema: pa.Schema, block: int) -> pa.Table:
         read_options=pj.ReadOptions(use_threads=False, block_size=block),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
         # glibc's allocator: what the batch frees is reused by the next batch and goes back to
-        # the system after the load (curate.families.knowledge_editing._release_freed); Arrow's
+        # the system after the load (curate.core.memory.release_freed); Arrow's
         # own pool would keep it
         memory_pool=pa.system_memory_pool(),
     )

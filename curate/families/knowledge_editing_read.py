@@ -340,7 +340,8 @@ def _frame(columns: dict[str, list], schema: dict[str, Any]) -> pl.DataFrame:
     go through pyarrow, which builds them from Python lists several times faster than polars,
     in the *system* allocator: measured on 200k cases, the same arrays built in pyarrow's default
     pool (mimalloc) left ~0.5 GB of freed builder memory resident for good, where glibc's free
-    memory is reused by the next batch and goes back with :func:`release_freed` after the load.
+    memory is reused by the next batch and goes back after the load
+    (:func:`~curate.core.memory.release_freed`).
     """
     series = []
     for name, dtype in schema.items():
@@ -353,31 +354,6 @@ def _frame(columns: dict[str, list], schema: dict[str, Any]) -> pl.DataFrame:
 
 
 _SYSTEM_POOL = pa.system_memory_pool()
-
-
-def release_freed() -> None:
-    """Hand glibc's free memory back to the system (``malloc_trim``), where there is glibc.
-
-    Why: the batches' Python objects and Arrow builders are freed after each batch, and glibc
-    keeps freed memory in its heaps for the next batch; once the load is over, that memory would
-    stay resident beside the live tables while the rules run. Called once per load, not per batch
-    (per batch it doubled the load's time at 1 M cases for 3 % less peak;
-    bench/history/RESULTS-log-2026.md).
-    """
-    if _TRIM is not None:
-        _TRIM(0)
-
-
-def _malloc_trim() -> Any:
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
-        return None
-
-
-_TRIM = _malloc_trim()
 
 
 def _concat(chunks: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
