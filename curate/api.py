@@ -546,10 +546,12 @@ def compare(
         paths: Paths, against: tuple[Side, DiffSpec] | None = None
     ) -> tuple[Side, DiffSpec, dict[str, str]]:
         # no records kept: a family reads its values for the diff from its tables or files
-        # (Family.diff_reader), and the loaded data is let go before they are read
-        # a family may hash the values while it loads them (ColumnHashes): one pass fewer
+        # (Family.diff_reader), and the loaded data is let go before they are read; a family
+        # may hash the values while it loads them (ColumnHashes: one pass fewer) and, with no
+        # audit to run, load only what a diff reads (lean: knowledge editing's peak at 1 M
+        # cases 2.8 -> 1.6 GB)
         other, ignore = (against[0], against[1].ignore) if against is not None else (None, ())
-        with hashing_columns(other, ignore):
+        with hashing_columns(other, ignore, lean=not audits):
             data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
             read = fam.diff_reader(data)
         if audits:

@@ -245,7 +245,13 @@ class ColumnHashes:
     :func:`prepare` takes of the values the family's batches yield, so both routes agree.
     """
 
-    def __init__(self, against: Side | None = None, ignore: Sequence[str] = ()) -> None:
+    def __init__(
+        self, against: Side | None = None, ignore: Sequence[str] = (), *, lean: bool = False
+    ) -> None:
+        #: The loaded data serves the diff only (no audit runs on it): a family may leave out
+        #: of it the tables only its rules read (knowledge editing: hops, edits, case
+        #: columns), which a diff never reads.
+        self.lean = lean
         self.parts: list[Any] = []  # (hashes, kept values, types), or futures of them
         self.rows = 0
         self.complete = True
@@ -273,9 +279,9 @@ class ColumnHashes:
                 for c in self.against.schema
                 if c in types and c not in self.ignore and self.against.schema[c] == types[c]
             ]
-            self._seen = self.against.keys.select(combined(self._shared))
-            self._seen = self._seen.to_series().unique()
-            part = _hashed(first_row, arrow, self._seen, self._shared)
+            seen = self.against.keys.select(combined(self._shared)).to_series().unique()
+            self._seen = seen
+            part = _hashed(first_row, arrow, seen, self._shared)
             self.parts.append(part)
         else:
             self.parts.append(
@@ -350,23 +356,30 @@ def _hashed(
     """``__row`` and the column hashes ``h:COLUMN`` of one batch; with ``seen`` (the other
     version's record hashes over the ``shared`` columns) the values of the rows that hash to
     none of them, with ``__row``; the columns' types."""
-    plain = _decoded(arrow)
-    frame = pl.from_arrow(plain)
-    assert isinstance(frame, pl.DataFrame)
-    cols = [c for c in frame.columns if c not in BOOKKEEPING_COLUMNS]
-    hashed = frame.select(
-        pl.int_range(first_row, first_row + frame.height, dtype=pl.Int64).alias(ROW),
-        *[pl.col(c).hash(7).alias(f"h:{c}") for c in cols],
+    # column by column, each let go once hashed: a whole batch decoded at once was ~100 MB
+    # more at the second load's peak (1 M cases), each running job holding its batch twice
+    cols = [c for c in arrow.schema.names if c not in BOOKKEEPING_COLUMNS]
+    hashes: list[pl.Series] = []
+    types: dict[str, pl.DataType] = {}
+    for c in cols:
+        values = pl.from_arrow(_decoded_array(arrow.column(c)))
+        assert isinstance(values, pl.Series)
+        types[c] = values.dtype
+        hashes.append(values.hash(7).alias(f"h:{c}"))
+        del values
+    n = arrow.num_rows
+    hashed = pl.DataFrame(
+        [pl.int_range(first_row, first_row + n, dtype=pl.Int64, eager=True).alias(ROW), *hashes]
     )
     kept = None
     if seen is not None:
         new = ~hashed.select(combined(shared).is_in(seen.implode())).to_series()
         # filtered as Arrow, which copies what it keeps: polars' strings are views into the
         # batch's buffers, and 1 % of the rows filtered in polars held every batch (8 GB)
-        few = pl.from_arrow(plain.filter(pa.array(new.to_arrow())))
+        few = pl.from_arrow(_decoded(arrow.filter(pa.array(new.to_arrow()))))
         assert isinstance(few, pl.DataFrame)
         kept = few.select(cols).with_columns(hashed[ROW].filter(new))
-    return hashed, kept, {c: frame.schema[c] for c in cols}
+    return hashed, kept, types
 
 
 _COLLECTING: ContextVar[ColumnHashes | None] = ContextVar("curate_column_hashes", default=None)
@@ -374,11 +387,12 @@ _COLLECTING: ContextVar[ColumnHashes | None] = ContextVar("curate_column_hashes"
 
 @contextmanager
 def hashing_columns(
-    against: Side | None = None, ignore: Sequence[str] = ()
+    against: Side | None = None, ignore: Sequence[str] = (), *, lean: bool = False
 ) -> Iterator[ColumnHashes]:
     """Collect the column hashes of what a family loads inside the block (see
-    :class:`ColumnHashes`; ``against``, ``ignore``: as :func:`prepare` takes them)."""
-    hashes = ColumnHashes(against, ignore)
+    :class:`ColumnHashes`; ``against``, ``ignore``: as :func:`prepare` takes them; ``lean``:
+    the data loaded is for the diff only, :attr:`ColumnHashes.lean`)."""
+    hashes = ColumnHashes(against, ignore, lean=lean)
     token = _COLLECTING.set(hashes)
     try:
         yield hashes
@@ -397,6 +411,12 @@ def _decoded(arrow: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
     schema = arrow.schema
     plain = pa.schema([f.with_type(_plain(f.type)) for f in schema], metadata=schema.metadata)
     return arrow if plain.equals(schema) else arrow.cast(plain)
+
+
+def _decoded_array(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """One column as :func:`_decoded` makes it."""
+    plain = _plain(values.type)
+    return values if plain.equals(values.type) else values.cast(plain)
 
 
 def _plain(t: pa.DataType) -> pa.DataType:

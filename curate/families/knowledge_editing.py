@@ -144,7 +144,9 @@ class KnowledgeEditingFamily(Family):
         """The inputs' tables, rows numbered from ``first_row``; a :class:`~curate.io.spans.Span`
         among ``paths`` is read as one shard of its file (no hash, may hold no record).
         ``strings`` (a Ray worker's): the coded columns as indexes into it, not categories."""
-        builder = TableBuilder(strings)
+        hashes = column_hashes()
+        # a diff that audits nothing needs of the tables only each case's id and split
+        builder = TableBuilder(strings, lean=hashes is not None and hashes.lean)
         schema_rows: list[dict[str, Any]] = []
         inputs: list[InputInfo] = []
         all_ids: list[Any] = []
@@ -160,7 +162,6 @@ class KnowledgeEditingFamily(Family):
         # they are used, and nothing is copied between processes. On Ray (--engine ray) the
         # same jobs are Ray tasks, one in flight per cluster CPU.
         engine = current_engine()
-        hashes = column_hashes()
         if keep_records:
             pool, depth = None, 1
         elif engine.is_local():

@@ -205,6 +205,10 @@ def _arrow_of(annotation: Any, path: str, shape: RecordShape) -> pa.DataType:
     raise _Undeclared(path)  # dict (the Remastered split map), bool, float, ...
 
 
+#: The case columns a lean load keeps (:attr:`TableBuilder.lean`).
+LEAN_COLUMNS = ("row", "record", "split")
+
+
 class TableBuilder:
     """Accumulates column lists; one pass per case, no per-pair work.
 
@@ -213,11 +217,15 @@ class TableBuilder:
     held is seldom handed back to the system, so the lists must not grow with the file.
     """
 
-    def __init__(self, strings: StringPool | None = None) -> None:
+    def __init__(self, strings: StringPool | None = None, *, lean: bool = False) -> None:
         self.chunks: dict[str, list[pl.DataFrame]] = {"cases": [], "hops": [], "edits": []}
         self.shape = RecordShape()
         #: A Ray worker's (see :class:`StringPool`): coded columns as indexes into it.
         self.strings = strings
+        #: Keep of the columnar batches only each case's row, id and split (``curate diff``,
+        #: which reads the values from the files and runs no rule on the tables): at 1 M
+        #: cases the hops, edits and case columns are most of the load's peak.
+        self.lean = lean
         self._reset()
 
     def _reset(self) -> None:
@@ -231,8 +239,9 @@ class TableBuilder:
             ("hops", self.hops, HOP_SCHEMA),
             ("edits", self.edits, EDIT_SCHEMA),
         ):
-            if columns["row"]:
-                self.chunks[name].append(_frame(columns, schema))
+            if columns["row"] and not (self.lean and name != "cases"):
+                frame = _frame(columns, schema)
+                self.chunks[name].append(frame.select(LEAN_COLUMNS) if self.lean else frame)
         self._reset()
 
     def add_columns(self, cols: Columns, drop: list[int], id_kind: type) -> None:
@@ -240,6 +249,8 @@ class TableBuilder:
         rows of ``drop`` (records pydantic rejected)."""
         self.flush()
         frames = [cols.cases, cols.hops, cols.edits]
+        if self.lean:
+            frames = [cols.cases.select(LEAN_COLUMNS), cols.hops.clear(), cols.edits.clear()]
         if drop:
             frames = [f.filter(~pl.col("row").is_in(drop)) for f in frames]
         if cols.strings is not None:
@@ -320,6 +331,8 @@ class TableBuilder:
         if self.strings is not None:
             self.strings.own(self.chunks)
             schemas = tuple(_uncoded(s) for s in schemas)  # type: ignore[assignment]
+        if self.lean:
+            schemas = ({c: schemas[0][c] for c in LEAN_COLUMNS}, *schemas[1:])  # type: ignore[assignment]
         return (
             _concat(self.chunks.pop("cases"), schemas[0]),
             _concat(self.chunks.pop("hops"), schemas[1]),
