@@ -25,26 +25,32 @@ through GNU time, ``record.child_peak``):
 The peer's answer is checked against curate's: the same numbers of cases only in the old
 version, only in the new one, and of common cases with a differing column.
 
-Measured 2026-12-06 on the 2-core machine to itself (seconds, peak RSS):
+Measured 2026-12-06 (22:47 UTC) on the 2-core machine to itself (seconds, peak RSS):
 
 =========  ==================  ==================  ===================  =====================
 cases      curate audit        curate diff         datacompy            diff / audit
 =========  ==================  ==================  ===================  =====================
-100k       3.20 s, 924 MiB     4.89 s, 1,409 MiB   2.74 s, 2,440 MiB    1.53x time, 1.53x RSS
-1 M        21.39 s, 3,308 MiB  45.76 s, 3,691 MiB  26.84 s, 19,636 MiB  2.14x time, 1.12x RSS
+100k       4.12 s, 844 MiB     6.02 s, 927 MiB     3.12 s, 2,453 MiB    1.46x time, 1.10x RSS
+1 M        24.68 s, 3,026 MiB  42.75 s, 2,470 MiB  38.27 s, 19,636 MiB  1.73x time, 0.82x RSS
 =========  ==================  ==================  ===================  =====================
 
-The issue's targets (diff <= 2x the audit's time, memory <= the audit's) are nearly met at 1 M:
-2.14x and 1.12x (an earlier run the same evening: 2.13x, 1.13x). Where the time goes (one
-process, same files): each side's knowledge-editing load (validation, ids, splits) ~10 s; each
-side's pass reducing its values to column hashes ~8 s (reading the parquet 3 s, hashing 2 s);
-the pairing and one more pass over the old side for the values the report shows ~10 s. The
-remaster is written as the old side was (pyarrow, snappy, ~14k-row groups): written by polars
-(zstd, large strings, 512k-row groups) it decoded 1.8x slower, and the diff took 58 s, the
-writer's choice charged to the diff. datacompy answers a narrower question (no nested paths, no
-re-keying: a re-keyed case is one removed and one added, a moved case a changed ``split``
-column) in 1.7x less time and 5.3x more memory (its compare alone: 9.4 s). What would close the
-gap: hashing the values inside the load's own pass (it reads every batch already).
+The issue's targets at 1 M (diff <= 2x the audit's time, memory <= the audit's) hold: 1.73x and
+0.82x. (At 100k the diff's fixed costs, two loads and imports, weigh more: 1.10x memory.) How,
+since the first measurement of the evening (45.8 s, 3.69 GB against an audit of 21.4 s,
+3.31 GB: 2.14x, 1.12x): each side is hashed inside its load's own pass (the Arrow batches the
+reader reads anyway, hashed column by column in the load's thread pool; the new side keeps the
+values of the records that may differ), not in a pass of its own (~7 s a side); a diff that
+audits nothing loads knowledge editing lean (each case's row, id and split, not the hops,
+edits and case columns the rules read: the load's peak 2.8 -> 1.6 GB); a changed record's
+values are made Python objects only in the columns whose hashes differ; the first side's freed
+memory goes back to the system before the second load. Where the time goes now (one process):
+each side's load with its hashing ~14 s, the pass over both sides for the values the report
+shows ~7 s, pairing ~2 s. The peak is now in that last pass (polars' parquet batches of 64k
+cases; 16k-case batches: 2.26 GB but 3 s slower). The remaster is written as the old side was
+(pyarrow, snappy, ~14k-row groups): written by polars (zstd, large strings, 512k-row groups)
+it decoded 1.8x slower, the writer's choice charged to the diff. datacompy answers a narrower
+question (no nested paths, no re-keying: a re-keyed case is one removed and one added, a moved
+case a changed ``split`` column) in about the same time (1.12x less) with 8x more memory.
 
 Run: ``python bench/bench_diff.py`` (~10 min on 2 cores, 3 GB of disk); ``--sizes 100000`` for
 a quick run. ``--record`` writes row ``diff-mquake`` (the largest size) for bench/RESULTS.md.
