@@ -105,3 +105,95 @@ def test_audit_junit_does_not_say_new_without_a_baseline(capsys):
     rc, out, _ = run(capsys, "audit", "glycan", GLYCAN, "--format", "junit")
     assert rc == 1
     assert 'message="GL401: 1 error finding"' in out and " new " not in out
+
+
+SAMPLE_CASES = Path(__file__).resolve().parents[1] / "curate" / "data" / "samples"
+
+
+def _one_line_cases(tmp_path: Path) -> Path:
+    """The shipped MQuAKE sample as ``json.dump`` writes it by default: one line."""
+    cases = json.loads((SAMPLE_CASES / "mquake_sample.json").read_text("utf-8"))
+    path = tmp_path / "data" / "cases.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cases, ensure_ascii=False), "utf-8")
+    return path
+
+
+def test_sarif_points_at_each_record_relative_to_its_root(capsys, tmp_path, monkeypatch):
+    """Every result on a file named relative to SRCROOT (the working folder of an audit), and
+    in a one-line JSON file on its record's own column, not all on line 1."""
+    path = _one_line_cases(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "audit", "mquake", "data/cases.json", "--format", "sarif")
+    assert rc == 0, err
+    doc = validate_sarif(out)
+    run_ = doc["runs"][0]
+    assert run_["originalUriBaseIds"] == {"SRCROOT": {"uri": tmp_path.as_uri() + "/"}}
+    results = run_["results"]
+    assert len(results) > 5
+    text = path.read_text("utf-8")
+    columns = set()
+    for r in results:
+        phys = r["locations"][0]["physicalLocation"]
+        assert phys["artifactLocation"] == {"uri": "data/cases.json", "uriBaseId": "SRCROOT"}
+        region = phys["region"]
+        assert region["startLine"] == 1
+        # the column (code points) is where the record's object starts: it decodes to the case
+        case, _ = json.JSONDecoder().raw_decode(text, region["startColumn"] - 1)
+        assert str(case["case_id"]) == r["properties"]["record"]
+        columns.add(region["startColumn"])
+    assert len(columns) > 1
+
+
+def test_sarif_puts_a_finding_on_a_split_on_its_input(capsys, tmp_path, monkeypatch):
+    """DF402 (a split's demographic imbalance) has no record: its result is on the manifest,
+    as code scanning requires of every result; outside the root the URI climbs with ``..``."""
+    from deepfake_data import clean_manifest
+
+    m = clean_manifest()
+    cell = [
+        i
+        for i, r in enumerate(m.rows)
+        if (r["split"], r["sex"], r["skin_tone"], r["label"]) == ("test", "female", "dark", "fake")
+    ]
+    keep = [r for i, r in enumerate(m.rows) if i not in cell[:4]]
+    import polars as pl
+
+    manifest = tmp_path / "data" / "m.csv"
+    manifest.parent.mkdir()
+    pl.DataFrame(keep, infer_schema_length=None).write_csv(manifest)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    rc, out, err = run(capsys, "audit", "deepfake", "../data/m.csv", "--format", "sarif")
+    assert rc in (0, 1), err
+    doc = validate_sarif(out)
+    hit = next(r for r in doc["runs"][0]["results"] if r["ruleId"] == "DF402")
+    assert hit["properties"]["record"] == "test"
+    where = hit["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert where == {"uri": "../data/m.csv", "uriBaseId": "SRCROOT"}
+    assert all(r["locations"][0]["physicalLocation"] for r in doc["runs"][0]["results"])
+
+
+def test_github_annotates_ten_of_each_level_and_says_so(capsys, tmp_path, monkeypatch):
+    """GitHub shows 10 annotations of each level per step and drops the rest silently: the
+    first 10 of each level are annotations, the rest log lines, the cap stated in the log and
+    in the job summary; every finding is still there."""
+    path = _one_line_cases(tmp_path)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, err = run(capsys, "audit", "mquake", path, "--format", "github", "--fail-on", "never")
+    assert rc == 0, err
+    lines = out.splitlines()
+    annotated = [x for x in lines if x.startswith(("::error ", "::warning ", "::notice "))]
+    for level in ("error", "warning", "notice"):
+        assert sum(x.startswith(f"::{level} ") for x in annotated) <= 10
+    logged = [x for x in lines if x.startswith(f"{path}:1:") and ": warning: " in x]
+    rc, js, _ = run(capsys, "audit", "mquake", path, "--format", "json")
+    warnings = [f for f in json.loads(js)["findings"] if f["severity"] == "warning"]
+    assert len(warnings) > 10, "the sample must overflow the cap to test it"
+    assert sum(x.startswith("::warning ") for x in annotated) == 10
+    assert len(logged) == len(warnings) - 10
+    assert all(",col=" in x for x in annotated if x.startswith("::warning file="))
+    cap = next(x for x in lines if x.startswith("curate: GitHub shows 10 annotations"))
+    assert f"{len(warnings)} warnings" in cap
+    assert cap.removeprefix("curate: ") in summary.read_text("utf-8")

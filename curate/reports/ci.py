@@ -16,6 +16,7 @@ annotation is on the file, and SARIF carries the record index in the result's pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -25,12 +26,13 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
+import orjson
 import polars as pl
 
 from curate.core.findings import json_bytes
 from curate.core.outputs import GENERATOR_MARK
 from curate.core.version import __version__
-from curate.reports.locations import line_of
+from curate.reports.locations import line_of, position_of
 from curate.reports.verdict import (
     PIN_RULE,
     CheckResult,
@@ -254,15 +256,21 @@ def _gh_prop(text: str) -> str:
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(result: CheckResult) -> str:
-    """Workflow commands: ``::error`` for each failing finding, ``::warning``/``::notice`` for
-    new findings that do not fail, on the record's file and line; then the text summary."""
-    out: list[str] = []
+#: Annotations of one level GitHub shows per step (error, warning, notice: 10 each; the rest
+#: of a step's are dropped without a word, and a job shows 50 in all).
+ANNOTATIONS_PER_LEVEL = 10
+
+
+def _annotations(result: CheckResult) -> list[tuple[str, str, str]]:
+    """Every annotation a check would make, in report order: ``(level, properties, text)``;
+    the unusable datasets first, then each rule's new findings (the first
+    :data:`LISTED_PER_RULE` of a rule and a line for the rest)."""
+    out: list[tuple[str, str, str]] = []
     for d in result.datasets:
         if d.error is not None:
             props = [f"file={_gh_prop(d.error_path)}"] if d.error_path else []
             props.append(f"title={_gh_prop(f'unusable input ({d.name})')}")
-            out.append(f"::error {','.join(props)}::{_gh_data(d.error)}")
+            out.append(("error", ",".join(props), d.error))
         for r in d.rules:
             if not r.new:
                 continue
@@ -272,19 +280,79 @@ def render_github(result: CheckResult) -> str:
                 props = []
                 if row["input"]:
                     props.append(f"file={_gh_prop(row['input'])}")
-                    line = line_of(d, row)
-                    if line:
-                        props.append(f"line={line}")
+                    at = position_of(d, row)
+                    if at is not None:
+                        props += [f"line={at[0]}", f"col={at[1]}"]
                 props.append(f"title={_gh_prop(f'{r.rule} {r.name} ({d.name})')}")
                 msg = f"{_where(row)}: {row['message']}" if _where(row) else row["message"]
-                out.append(f"::{level} {','.join(props)}::{_gh_data(msg)}")
+                out.append((level, ",".join(props), msg))
             if more:
-                level = "error" if r.failed else "notice"
                 out.append(
-                    f"::{level} title={_gh_prop(f'{r.rule} ({d.name})')}::"
-                    f"{more} more new {r.rule} findings (--format json lists every finding)"
+                    (
+                        "error" if r.failed else "notice",
+                        f"title={_gh_prop(f'{r.rule} ({d.name})')}",
+                        f"{more} more new {r.rule} findings (--format json lists every finding)",
+                    )
                 )
+    return out
+
+
+def annotation_cap(result: CheckResult) -> str | None:
+    """What the annotations leave out, said once (in the log and in the job summary), or
+    None when GitHub shows them all."""
+    counts: dict[str, int] = {}
+    for level, _, _ in _annotations(result):
+        counts[level] = counts.get(level, 0) + 1
+    over = {k: n for k, n in counts.items() if n > ANNOTATIONS_PER_LEVEL}
+    if not over:
+        return None
+    said = " and ".join(
+        f"{n} {k}s" for k, n in sorted(over.items(), key=lambda kv: _LEVEL_ORDER.index(kv[0]))
+    )
+    left = sum(n - ANNOTATIONS_PER_LEVEL for n in over.values())
+    return (
+        f"GitHub shows {ANNOTATIONS_PER_LEVEL} annotations of each level per step; this step "
+        f"has {said}: the first {ANNOTATIONS_PER_LEVEL} of each level are annotations, the "
+        f"other {left} are lines of this step's log, and the job summary counts every finding."
+    )
+
+
+_LEVEL_ORDER = ("error", "warning", "notice")
+
+
+def render_github(result: CheckResult) -> str:
+    """Workflow commands: ``::error`` for each failing finding, ``::warning``/``::notice`` for
+    new findings that do not fail, on the record's file, line and column; then the text
+    summary.
+
+    Why a cap of our own: GitHub shows :data:`ANNOTATIONS_PER_LEVEL` annotations of each
+    level per step and drops the rest silently (a check printing 40 errors showed 10, and
+    nothing said so). So the first ten of each level are annotations, the others are plain
+    log lines (``FILE:LINE:COL: level: ...``, still in the log), and the cap is stated."""
+    out: list[str] = []
+    shown: dict[str, int] = {}
+    for level, props, text in _annotations(result):
+        shown[level] = shown.get(level, 0) + 1
+        if shown[level] <= ANNOTATIONS_PER_LEVEL:
+            out.append(f"::{level} {props}::{_gh_data(text)}")
+        else:
+            where, title = _plain_where(props)
+            out.append(f"{where}{level}: {title}{text}")
+    cap = annotation_cap(result)
+    if cap is not None:
+        out.append(f"curate: {cap}")
     return "\n".join(out) + ("\n" if out else "") + render_text(result)
+
+
+def _plain_where(props: str) -> tuple[str, str]:
+    """``FILE:LINE:COL: `` and ``TITLE: `` from an annotation's properties, as a log line
+    (the compilers' form) says them."""
+    from urllib.parse import unquote
+
+    got = dict(p.split("=", 1) for p in props.split(",") if "=" in p)
+    where = ":".join(unquote(got[k]) for k in ("file", "line", "col") if k in got)
+    title = unquote(got.get("title", ""))
+    return (f"{where}: " if where else ""), (f"{title}: " if title else "")
 
 
 def append_step_summary(result: CheckResult, path: str | None = None) -> bool:
@@ -295,8 +363,9 @@ def append_step_summary(result: CheckResult, path: str | None = None) -> bool:
     target = path or os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return False
+    cap = annotation_cap(result)
     with open(target, "a", encoding="utf-8") as fh:
-        fh.write(render_markdown(result) + "\n")
+        fh.write(render_markdown(result) + (f"\n> {cap}\n" if cap else "") + "\n")
     return True
 
 
@@ -431,16 +500,19 @@ def render_sarif(result: CheckResult) -> str:
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
     config = shown_path(result.config) if result.config else "the configuration"
+    root = sarif_root(result)
+
+    def artifact(path: str) -> dict[str, Any]:
+        return _artifact(path, root)
+
     baseline = shown_path(result.baseline) if result.baseline else "the baseline"
     for d in result.datasets:
         fam = get_family(d.family)
         if d.error is not None:
             # a notification (the run's record of what failed) and a result (what code scanning
             # shows): an unusable dataset must not look like a clean one
-            where = d.error_path or (shown_path(result.config) if result.config else None)
-            locs = (
-                [{"physicalLocation": {"artifactLocation": {"uri": _uri(where)}}}] if where else []
-            )
+            where = d.error_path or (str(result.config) if result.config else None)
+            locs = [{"physicalLocation": {"artifactLocation": artifact(where or ".")}}]
             notifications.append(
                 {"level": "error", "message": {"text": f"{d.name}: {d.error}"}, "locations": locs}
             )
@@ -481,13 +553,13 @@ def render_sarif(result: CheckResult) -> str:
             }
             order.append(r.rule)
         for row in d.findings.iter_rows(named=True):
-            loc: dict[str, Any] = {}
-            if row["input"]:
-                phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(row["input"])}}
-                line = line_of(d, row)
-                if line:
-                    phys["region"] = {"startLine": line}
-                loc["physicalLocation"] = phys
+            # every result on a file (code scanning drops one without): a finding on a split
+            # or a whole dataset on the input that holds it, a record's at its line and column
+            phys: dict[str, Any] = {"artifactLocation": artifact(_input_of(d, row))}
+            at = position_of(d, row)
+            if at is not None:
+                phys["region"] = {"startLine": at[0], "startColumn": at[1]}
+            loc: dict[str, Any] = {"physicalLocation": phys}
             if row["record"] is not None:
                 fq = "/".join(x for x in (d.name, row["record"], row["field"] or "") if x)
                 loc["logicalLocations"] = [
@@ -549,21 +621,51 @@ def render_sarif(result: CheckResult) -> str:
                 ],
                 "results": results,
                 "columnKind": "unicodeCodePoints",
+                # every URI above is relative to this (code scanning maps SRCROOT to the
+                # checkout): the check's configuration folder, or the working folder
+                "originalUriBaseIds": {"SRCROOT": {"uri": root.as_uri().rstrip("/") + "/"}},
             }
         ],
     }
     return json_bytes(doc, indent=True).decode() + "\n"
 
 
-def _uri(path: str) -> str:
-    """A relative path stays a relative URI (resolved against the repository root by code
-    scanning); an absolute one becomes ``file://``."""
-    p = Path(path)
-    if p.is_absolute():
-        return p.as_uri()
+def sarif_root(result: CheckResult) -> Path:
+    """The folder a SARIF log's URIs are relative to (``SRCROOT``): the configuration's folder
+    for ``curate check`` (a dataset repository's root), else the working folder (where a CI
+    step runs ``curate audit``)."""
+    base = result.config.parent if result.config is not None else Path.cwd()
+    return Path(os.path.abspath(base))
+
+
+def _artifact(path: str, root: Path) -> dict[str, Any]:
+    """An ``artifactLocation``: ``path`` relative to ``root`` with ``uriBaseId`` SRCROOT
+    (``../`` for a file beside the repository); an absolute ``file://`` URI only where no
+    relative one exists (another drive)."""
     from urllib.parse import quote
 
-    return quote(p.as_posix())
+    target = Path(os.path.abspath(path))
+    try:
+        rel = os.path.relpath(target, root)
+    except ValueError:
+        return {"uri": target.as_uri()}
+    return {"uri": quote(Path(rel).as_posix()), "uriBaseId": "SRCROOT"}
+
+
+def _input_of(d: DatasetOutcome, row: dict[str, Any]) -> str:
+    """The file a finding is on: its record's input; for a finding on a split (or on the
+    whole dataset), the input holding that split, else the first input."""
+    if row.get("input"):
+        return str(row["input"])
+    inputs = d.report.inputs
+    split = None
+    if row.get("details"):
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            split = orjson.loads(row["details"]).get("split")
+    for i in inputs:
+        if split is not None and split in i.splits:
+            return i.path
+    return inputs[0].path if inputs else "."
 
 
 # --------------------------------------------------------------------------- HTML

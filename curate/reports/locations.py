@@ -1,4 +1,5 @@
-"""Where a finding's record is in its input file: the 1-based line each record starts on.
+"""Where a finding's record is in its input file: the 1-based line (and column) each record
+starts on.
 
 Why a module of its own: the text, Markdown, HTML, GitHub and SARIF reports all point at a line
 (a CI annotation lands on it), and finding lines means reading the input again, so it is done
@@ -18,6 +19,22 @@ from curate.reports.verdict import DatasetOutcome
 MAX_LINE_SCAN_BYTES = 256 << 20
 
 
+def record_positions(path: str, fmt: str) -> tuple[tuple[int, int], ...] | None:
+    """``(line, column)`` where each record of ``path`` starts, both 1-based, the column in
+    Unicode code points (SARIF's default ``columnKind``); None as :func:`record_lines`.
+
+    Why columns: a JSON array written on one line (``json.dump`` without ``indent``) puts
+    every record on line 1; only the column tells them apart (an annotation, a code-scanning
+    alert lands on the record, not on the file's first character)."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    st = p.stat()
+    if st.st_size > MAX_LINE_SCAN_BYTES:
+        return None
+    return _record_positions(str(p.resolve()), fmt, st.st_size, st.st_mtime_ns)
+
+
 def record_lines(path: str, fmt: str) -> tuple[int, ...] | None:
     """The 1-based line each record of ``path`` starts on, or None when the format has no lines
     (parquet, HDF5, folders) or the file is too large to scan again.
@@ -34,7 +51,15 @@ def record_lines(path: str, fmt: str) -> tuple[int, ...] | None:
 
 
 @cache
-def _record_lines(path: str, fmt: str, _size: int, _mtime: int) -> tuple[int, ...] | None:
+def _record_lines(path: str, fmt: str, size: int, mtime: int) -> tuple[int, ...] | None:
+    found = _record_positions(path, fmt, size, mtime)
+    return None if found is None else tuple(line for line, _ in found)
+
+
+@cache
+def _record_positions(
+    path: str, fmt: str, _size: int, _mtime: int
+) -> tuple[tuple[int, int], ...] | None:
     p = Path(path)
     if fmt == "csv" or p.suffix.lower() in (".csv", ".tsv"):
         from curate.io.read import read_frame
@@ -43,21 +68,29 @@ def _record_lines(path: str, fmt: str, _size: int, _mtime: int) -> tuple[int, ..
             _, src = read_frame(path)
         except Exception:
             return None
-        return tuple(src.row_lines) if src.row_lines is not None else None
+        return tuple((n, 1) for n in src.row_lines) if src.row_lines is not None else None
     data = p.read_bytes()
     if fmt == "jsonl" or p.suffix.lower() == ".jsonl":
-        return tuple(i for i, line in enumerate(data.split(b"\n"), 1) if line.strip())
+        return tuple(
+            (i, 1 + _code_points(line[: len(line) - len(line.lstrip())]))
+            for i, line in enumerate(data.split(b"\n"), 1)
+            if line.strip()
+        )
     if fmt == "json" or p.suffix.lower() == ".json":
-        return _json_array_lines(data)
+        return _json_array_positions(data)
     return None
+
+
+def _code_points(raw: bytes) -> int:
+    return len(raw.decode("utf-8", errors="replace"))
 
 
 _JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def _json_array_lines(data: bytes) -> tuple[int, ...] | None:
-    """Lines where the elements of a top-level JSON array start (strings skipped whole, so a
-    brace inside a value is not taken for structure)."""
+def _json_array_positions(data: bytes) -> tuple[tuple[int, int], ...] | None:
+    """``(line, column)`` where the elements of a top-level JSON array start (strings skipped
+    whole, so a brace inside a value is not taken for structure)."""
     starts: list[int] = []
     depth = 0
     for m in _JSON_TOKEN.finditer(data):
@@ -74,18 +107,29 @@ def _json_array_lines(data: bytes) -> tuple[int, ...] | None:
             depth += 1
         else:
             depth -= 1
-    lines, at, line = [], 0, 1
+    out, at, line, line_start = [], 0, 1, 0
     for s in starts:
-        line += data.count(b"\n", at, s)
+        n = data.count(b"\n", at, s)
+        if n:
+            line += n
+            line_start = data.rfind(b"\n", at, s) + 1
         at = s
-        lines.append(line)
-    return tuple(lines)
+        out.append((line, 1 + _code_points(data[line_start:s])))
+    return tuple(out)
 
 
 def line_of(d: DatasetOutcome, row: dict[str, Any]) -> int | None:
+    """The line a finding's record starts on in its input, when the format has lines."""
+    found = position_of(d, row)
+    return found[0] if found is not None else None
+
+
+def position_of(d: DatasetOutcome, row: dict[str, Any]) -> tuple[int, int] | None:
+    """``(line, column)`` where a finding's record starts in its input (see
+    :func:`record_positions`)."""
     if row.get("input") is None or row.get("input_row") is None:
         return None
     fmt = next((i.format for i in d.report.inputs if i.path == row["input"]), "")
-    lines = record_lines(row["input"], fmt)
+    found = record_positions(row["input"], fmt)
     k = row["input_row"]
-    return lines[k] if lines is not None and 0 <= k < len(lines) else None
+    return found[k] if found is not None and 0 <= k < len(found) else None
