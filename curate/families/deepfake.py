@@ -46,6 +46,7 @@ from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, is_stream, read_frame
 from curate.io.records import split_of
 from curate.io.sniff import Probe
+from curate.io.typed import infer_types
 from curate.schemas.deepfake import (
     ALIASES,
     CATEGORICAL_FIELDS,
@@ -169,6 +170,7 @@ class DeepfakeFamily(Family):
         inputs: list[InputInfo] = []
         mappings: list[dict[str, str]] = []
         roots: list[str] = []
+        text_columns: set[str] = set()
         offset = 0
         for i, path in enumerate(paths):
             check_not_blank(path)
@@ -208,6 +210,7 @@ class DeepfakeFamily(Family):
             norm, errs = _normalise(i, str(path), frame, cols, opts, offset, src.nested_cells)
             rows.append(norm)
             raws.append(frame)
+            text_columns |= src.text_columns
             errors.append(errs)
             mappings.append(cols)
             local = Path(str(path))
@@ -238,6 +241,7 @@ class DeepfakeFamily(Family):
             columns=mappings,
             media_roots=roots,
             options=opts,
+            text_columns=frozenset(text_columns),
         )
         data.stats = _stats(data)
         return data
@@ -553,7 +557,10 @@ def _publish_frame(data: DeepfakeData) -> pl.DataFrame:
                     for f in present
                 ]
             ),
-            data.raw.select(extra),
+            # typed as their text spells them, as ``datasets`` types the same file's columns
+            # (MusicCaps' start_s 30, is_balanced_subset False: int64 and bool, not '30'); a
+            # column of strings in a JSON file stays text
+            infer_types(data.raw.select(extra), data.text_columns),
             rows.select(
                 pl.col("row").alias(ROW),
                 pl.col("record").alias(RECORD),

@@ -50,53 +50,11 @@ from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, wit
 from curate.io.folders import card_features
 from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.io.records import brief, split_of
-from curate.io.typed import read_table
+from curate.io.typed import BOOLEAN_WORDS, infer_types, read_table
 from curate.schemas.records import invalid_schema, plan_fields, validate_frame
 from curate.schemas.table import TableOptions, model_source
 
 __all__ = ["FAMILY", "TableData", "TableFamily", "infer_types", "text_cells"]
-
-#: Integers spelt with a leading zero ("007", a zip code, an id) are text: read as a number
-#: they would be published as 7.
-_INTEGER = r"^[+-]?(0|[1-9][0-9]*)$"
-_FLOAT = r"^[+-]?(((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$"
-_BOOLEAN = {"true": True, "false": False}
-
-
-def infer_types(
-    frame: pl.DataFrame, keep_text: set[str] | frozenset[str] = frozenset()
-) -> pl.DataFrame:
-    """A text frame's columns typed as their text spells them: every non-empty cell an integer
-    → Int64, a number → Float64, ``true``/``false`` (any case) → Boolean, else String (and the
-    columns in ``keep_text``, which were strings in the file). An empty cell is null in a typed
-    column. What pandas and ``datasets`` would infer, without their guesses: an integer with a
-    leading zero, or one beyond Int64, stays text."""
-    out = []
-    for name, s in frame.to_dict().items():
-        if s.dtype != pl.String or name in keep_text or name == SPLIT_FROM_LAYOUT:
-            out.append(s)
-            continue
-        t = s.str.strip_chars()
-        present = t.is_not_null() & (t != "")
-        n = int(present.sum())
-        if n == 0:
-            out.append(s)
-            continue
-        low = t.str.to_lowercase()
-        if int((present & t.str.contains(_INTEGER)).sum()) == n:
-            ints = t.str.to_integer(strict=False)
-            if int(ints.is_not_null().sum()) == n:
-                out.append(ints.alias(name))
-                continue
-        if int((present & low.str.contains(_FLOAT)).sum()) == n:
-            out.append(t.cast(pl.Float64, strict=False).alias(name))
-            continue
-        if int((present & low.is_in(list(_BOOLEAN))).sum()) == n:
-            out.append((low == "true").alias(name).set(~present, None))
-            continue
-        out.append(s)
-    return pl.DataFrame(out)
-
 
 #: No problem found (the columns of :func:`~curate.schemas.records.validate_frame`'s problems).
 _NO_PROBLEMS = pl.DataFrame(schema=invalid_schema())
@@ -147,7 +105,7 @@ def card_types(
                 continue
             if dtype == pl.Boolean:
                 low = text.str.to_lowercase()
-                typed = low.replace_strict(_BOOLEAN, default=None, return_dtype=pl.Boolean)
+                typed = low.replace_strict(BOOLEAN_WORDS, default=None, return_dtype=pl.Boolean)
             else:
                 typed = text.cast(dtype, strict=False)
             ok = typed.is_not_null()

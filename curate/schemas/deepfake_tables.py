@@ -81,6 +81,9 @@ class DeepfakeData(LoadedDataset):
     rows: pl.DataFrame = field(default_factory=pl.DataFrame)
     #: The inputs' own columns as read (text), row-aligned with ``rows``: kept for export.
     raw: pl.DataFrame = field(default_factory=pl.DataFrame)
+    #: Columns whose values were strings in a typed input (JSON): published as text, where
+    #: a CSV's columns are typed by their spelling.
+    text_columns: frozenset[str] = frozenset()
     #: Per input: field → the source column it was read from.
     columns: list[dict[str, str]] = field(default_factory=list)
     #: Per input: the folder relative ``path`` values are resolved against.
