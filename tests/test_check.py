@@ -355,6 +355,59 @@ def test_the_ci_examples_install_curate_from_its_source():
     assert card["additional_dependencies"] == extra
 
 
+#: The actions the example workflow uses, at their current major versions (December 2026).
+CURRENT_ACTIONS = {
+    "actions/checkout": "v6",
+    "actions/setup-python": "v6",
+    "actions/upload-artifact": "v7",
+    "github/codeql-action/upload-sarif": "v4",
+}
+
+
+def test_the_example_workflow_runs_as_written(repo, tmp_path):
+    """Every ``run:`` step of examples/github-workflow.yml but the one marked to edit (where
+    curate is installed from) runs as written in the example dataset repository, with
+    ``curate`` on PATH as the install step leaves it: it passes, appends the job summary and
+    writes the files the later steps upload; the actions are at their current majors."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    flow = yaml.safe_load((EXAMPLE.parents[1] / "examples" / "github-workflow.yml").read_text())
+    steps = [s for job in flow["jobs"].values() for s in job["steps"]]
+    marked = [s for s in steps if "edit this line" in s.get("name", "")]
+    assert len(marked) == 1 and "pip install" in marked[0]["run"], marked
+    for s in steps:
+        if "uses" in s:
+            action, _, major = s["uses"].partition("@")
+            assert CURRENT_ACTIONS.get(action) == major, s["uses"]
+    summary = tmp_path / "summary.md"
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_ACTIONS": "true",
+    }
+    ran = 0
+    for s in steps:
+        if "run" not in s or s in marked:
+            continue
+        done = subprocess.run(
+            ["bash", "-e", "-c", s["run"]], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, (s["run"], done.stdout[-2000:], done.stderr)
+        ran += 1
+    assert ran >= 1
+    assert "## curate check passed" in summary.read_text("utf-8")
+    for s in steps:
+        with_ = s.get("with", {})
+        for key in ("path", "sarif_file"):
+            if key in with_:
+                assert (repo / with_[key]).exists(), with_[key]
+
+
 def _truncate_mquake(repo: Path) -> None:
     path = repo / "data" / "mquake" / "cases.json"
     path.write_bytes(path.read_bytes()[:200])
