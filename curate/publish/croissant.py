@@ -122,7 +122,9 @@ def croissant_metadata(
     (read from each shard's path) and one ``cr:Field`` per feature, nested the way the features
     are: a struct becomes a field with ``subField`` entries read by ``jsonPath`` from the column,
     a list is ``repeated`` (Croissant 1.0 has no multi-dimensional arrays: a list of lists is
-    one repeated field whose values keep their nesting).
+    one repeated field whose values keep their nesting). A struct inside another field is
+    declared by its leaves on that field (``target_new.str``), their ``@id`` the value's path:
+    what ``mlcroissant`` reads back into each record (tests/test_croissant_rows.py).
     """
     fileset = f"parquet-files-{config}"
     ids: set[str] = set()
@@ -135,20 +137,34 @@ def croissant_metadata(
         ids.add(out)
         return out
 
-    def to_field(fid: str, name: str, column: str, feature: Any, path: list[str]) -> dict:
+    def to_fields(
+        fid: str, name: str, column: str, feature: Any, path: list[str], inside: str = ""
+    ) -> list[dict[str, Any]]:
         from datasets import LargeList, List, Value
 
         repeated = False
         while isinstance(feature, List | LargeList):
             repeated = True
             feature = feature.feature
-        out: dict[str, Any] = {"@type": "cr:Field", "@id": fid, "name": name}
         if isinstance(feature, dict):
-            out["subField"] = [
-                to_field(unique(key, fid), key, column, sub, [*path, _json_path_key(key)])
+            subs = [
+                f
                 for key, sub in feature.items()
+                for f in to_fields(
+                    unique(key, fid), key, column, sub, [*path, _json_path_key(key)], name
+                )
             ]
+            if inside and not repeated:
+                # A struct inside another field: its leaves are its parent's subfields, named
+                # by their path (``target_new.str``), their @ids keeping it. mlcroissant builds
+                # records one level deep: a struct of a struct came back beside the record
+                # (MQuAKE's requested_rewrite[].target_new as a top-level key holding
+                # column-wise lists), not in each list element.
+                return [{**f, "name": f"{name}.{f['name']}"} for f in subs]
+            out: dict[str, Any] = {"@type": "cr:Field", "@id": fid, "name": name}
+            out["subField"] = subs
         else:
+            out = {"@type": "cr:Field", "@id": fid, "name": name}
             dtype = feature.dtype if isinstance(feature, Value) else "string"
             source: dict[str, Any] = {"fileSet": {"@id": fileset}, "extract": {"column": column}}
             if path:
@@ -157,7 +173,7 @@ def croissant_metadata(
             out["source"] = source
         if repeated:
             out["repeated"] = True
-        return out
+        return [out]
 
     distribution: list[dict[str, Any]] = [
         {
@@ -183,8 +199,9 @@ def croissant_metadata(
     )
     record_id = unique(config)
     fields = [
-        to_field(unique(name, record_id), name, name, feature, [])
+        f
         for name, feature in features.items()
+        for f in to_fields(unique(name, record_id), name, name, feature, [])
     ]
     # The split of a record is the file it sits in (data/<split>-NNNNN-of-NNNNN.parquet), as on
     # the Hub: a ``cr:Split`` record set names the splits and each record's ``split`` field is
