@@ -546,8 +546,17 @@ def test_licence_outside_the_hub_list_is_one_exit_2_line(tmp_path, capsys):
 
 
 def test_licence_list_is_the_hubs():
+    """The dated copy of the Hub's table (hub-docs, August 2026: 83 identifiers), as
+    scripts/make_hub_licenses.py parses the page."""
+    import json
+    from importlib import resources
+
     known = hub_licenses()
-    assert len(known) == 69
+    copy = json.loads(resources.files("curate").joinpath("data/hub_licenses.json").read_text())
+    assert copy["date"] >= "2026-08-22" and len(copy["commit"]) == 40
+    assert len(known) >= 83
+    for newer in ("eupl-1.2", "llama3.1", "llama4", "openmdw-1.1", "gemma"):
+        assert check_license(newer) == newer
     assert known["cc-by-nc-sa-4.0"] == "Creative Commons Attribution Non Commercial Share Alike 4.0"
     assert check_license("MIT") == "mit"
     assert check_license(" cc-by-sa-4.0 ") == "cc-by-sa-4.0"
@@ -753,3 +762,33 @@ def test_a_streams_row_group_cap_lowers_the_writers_limit_per_split(tmp_path):
         groups[split] = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     assert groups["train"] == [10, 10, 10, 10]  # 1100 bytes: ten rows
     assert groups["test"] == groups["validation"] == [21, 19]  # the writer's 2200
+
+
+def test_the_licence_refresh_script_parses_the_hubs_page(tmp_path, monkeypatch):
+    """scripts/make_hub_licenses.py on a page like hub-docs' (rows with and without a trailing
+    comment, an escaped asterisk): every identifier, in order, with its name."""
+    import importlib.util
+    import json
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "make_hub_licenses.py"
+    spec = importlib.util.spec_from_file_location("make_hub_licenses", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = [f"| Licence {i} | `lic-{i}` |" for i in range(60)]
+    rows[3] += " <!-- info: https://example.org -->"
+    rows.append("| Do What The F\\*ck You Want To Public License | `wtfpl` |")
+    page = "intro\n<!-- region licenses -->\n| Fullname | id |\n|---|---|\n"
+    page += "\n".join(rows) + "\n<!-- endregion -->\nafter | `not-a-licence` |\n"
+    got = script.parse(page)
+    assert list(got) == [*(f"lic-{i}" for i in range(60)), "wtfpl"]
+    assert got["wtfpl"] == "Do What The F*ck You Want To Public License"
+    out = tmp_path / "hub_licenses.json"
+    monkeypatch.setattr(script, "OUT", out)
+    src = tmp_path / "page.md"
+    src.write_text(page, "utf-8")
+    argv = ["x", "--file", str(src), "--commit", "c" * 40, "--date", "2026-12-06"]
+    monkeypatch.setattr("sys.argv", argv)
+    script.main()
+    doc = json.loads(out.read_text("utf-8"))
+    assert doc["date"] == "2026-12-06" and len(doc["licenses"]) == 61

@@ -34,8 +34,9 @@ def hub_licenses() -> dict[str, str]:
     """The Hub's licence identifiers (identifier → full name), in the Hub's order.
 
     Neither ``huggingface_hub`` nor ``datasets`` ships the list; ``curate/data/hub_licenses.json``
-    is a copy of the table on https://huggingface.co/docs/hub/repositories-licenses (its
-    ``_source`` key names the commit of huggingface/hub-docs it was copied from).
+    is a dated copy of the table on https://huggingface.co/docs/hub/repositories-licenses (its
+    ``commit`` and ``date`` keys name the huggingface/hub-docs commit it was copied from),
+    refreshed by ``scripts/make_hub_licenses.py``.
     """
     text = resources.files("curate").joinpath("data/hub_licenses.json").read_text("utf-8")
     return dict(json.loads(text)["licenses"])
