@@ -278,7 +278,7 @@ def fix(
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
     from curate.publish.folder import write_files_card, write_hf_folder
-    from curate.publish.metadata import CardInfo, check_language
+    from curate.publish.metadata import CardInfo, check_language, named_from
 
     fam = _family(family)
     opts = fam.options(**options)
@@ -306,7 +306,8 @@ def fix(
         description=f"{fam.card.title}: fixed with `curate fix`"
         + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
         + (f" {note}" if note else ""),
-        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        source_files=[f"{named_from(i.path, out)} (sha256 {i.sha256})" for i in data.inputs],
+        folder=str(out) if out is not None else None,
         extra_sections=invalid_section(invalid, report_name="audit.before.json"),
         tags=tags or (),
         language=languages,
@@ -441,7 +442,7 @@ def export(
     shards per split, a card with the audit summary, ``audit.json``); invalid records are left
     out and counted (``strict=True``: :class:`StrictRefusal`, nothing written)."""
     from curate.publish.folder import write_hf_dataset
-    from curate.publish.metadata import CardInfo, check_language, check_license
+    from curate.publish.metadata import CardInfo, check_language, check_license, named_from
 
     fam = _family(family)
     opts = fam.options(**options)
@@ -466,7 +467,8 @@ def export(
         task_categories=defaults.task_categories,
         description=f"{defaults.title}, exported by `curate export`."
         + (f" {note}" if note else ""),
-        source_files=[f"{i.path} (sha256 {i.sha256})" for i in data.inputs],
+        source_files=[f"{named_from(i.path, out)} (sha256 {i.sha256})" for i in data.inputs],
+        folder=str(out),
         extra_sections=invalid_section(invalid),
         tags=tags or (),
         language=languages,

@@ -178,3 +178,48 @@ def test_a_card_without_configs_that_would_load_the_reports(tmp_path, capsys):
     (tmp_path / "data.csv").write_text("a\n1\n", "utf-8")
     rc, out, _ = run(capsys, "card", "check", tmp_path)
     assert "no configs" not in out, out
+
+
+def _yaml_value(folder: Path, key: str) -> str:
+    card = (folder / "README.md").read_text("utf-8")
+    m = re.search(rf"^\s*{key}: (\S+)$", card, re.M)
+    assert m is not None, key
+    return m.group(1)
+
+
+def test_every_size_figure_is_checked_against_the_files(folder, capsys):
+    """The size category against the rows, each split's num_bytes, the config's download_size
+    and dataset_size, Croissant's contentSize: a figure the files contradict is named."""
+    edit_card(folder, "- n<1K", "- 1M<n<10M")
+    edit_card(folder, f"num_bytes: {_yaml_value(folder, 'num_bytes')}", "num_bytes: 5")
+    edit_card(folder, f"download_size: {_yaml_value(folder, 'download_size')}", "download_size: 1")
+    edit_card(folder, f"dataset_size: {_yaml_value(folder, 'dataset_size')}", "dataset_size: 7")
+    edit_croissant(folder, lambda d: d["distribution"][0].update(contentSize="1 B"))
+    rc, out, err = run(capsys, "card", "check", folder, "--format", "json")
+    assert rc == 1, err
+    said = {(p["where"], p["file"]): p["message"] for p in json.loads(out)["problems"]}
+    assert "'n<1K'" in said[("size_categories[0]", "README.md")]
+    assert "160 rows" in said[("size_categories[0]", "README.md")]
+    bytes_msg = next(m for (w, _), m in said.items() if w.endswith("num_bytes"))
+    assert "the card says 5 bytes" in bytes_msg
+    assert "the card says 1 bytes" in said[("dataset_info.download_size", "README.md")]
+    assert "the card says 7 bytes" in said[("dataset_info.dataset_size", "README.md")]
+    shard = next(m for (_, f), m in said.items() if f == "croissant.json")
+    assert "contentSize" in shard and "'1 B'" in shard
+
+
+def test_an_absolute_local_path_in_the_card_is_a_warning(folder, capsys):
+    """An export names its inputs relative to the card (a clean export has no such warning,
+    test above); one typed into the card by hand is flagged, a URL's path is not."""
+    body = (folder / "README.md").read_text("utf-8")
+    assert "../../" in body or "examples/dataset-repo" in body  # the input, relative
+    edit_card(
+        folder,
+        "## Source",
+        "Made from `/home/me/data/cases.json`; see https://x.org/a/b.\n\n## Source",
+    )
+    rc, out, _ = run(capsys, "card", "check", folder, "--format", "json")
+    assert rc == 0  # a warning: the Hub takes it
+    problems = json.loads(out)["problems"]
+    assert [p["severity"] for p in problems] == ["warning"]
+    assert "/home/me/data/cases.json" in problems[0]["message"]

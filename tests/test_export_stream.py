@@ -32,10 +32,10 @@ from curate.families.glycan import numeric_columns
 from curate.publish.card import footer
 from curate.publish.folder import write_hf_dataset
 from curate.publish.metadata import (
-    SIZE_BUCKETS,
     CardInfo,
     check_license,
     hub_licenses,
+    size_buckets,
     size_category,
 )
 
@@ -610,7 +610,9 @@ def test_footer_says_what_happened(exports, tmp_path, hard_path):
 #: Every boundary of the Hub's buckets: (n, label).
 BOUNDARIES = [(0, "n<1K")] + [
     (n, label)
-    for (bound, label), (_, nxt) in zip(SIZE_BUCKETS, [*SIZE_BUCKETS[1:], (0, "n>1T")], strict=True)
+    for (bound, label), (_, nxt) in zip(
+        size_buckets(), [*size_buckets()[1:], (0, "n>1T")], strict=True
+    )
     for n, label in ((bound - 1, label), (bound, nxt))
 ]
 
@@ -625,7 +627,9 @@ def test_size_buckets_are_the_hubs_labels():
 
     path = Path(datasets.__file__).parent / "utils" / "resources" / "size_categories.json"
     labels = json.loads(path.read_text())
-    assert [label for _, label in SIZE_BUCKETS] + ["n>1T"] == [x for x in labels if x != "unknown"]
+    assert [label for _, label in size_buckets()] + ["n>1T"] == [
+        x for x in labels if x != "unknown"
+    ]
     assert size_category(10**10) == "10B<n<100B"  # was 1B<n<10B before
     assert size_category(10**11 + 5) == "100B<n<1T"
     assert size_category(10**15) == "n>1T"
@@ -635,7 +639,7 @@ def test_size_buckets_are_the_hubs_labels():
 def test_size_category_is_the_decade(n):
     label = size_category(n)
     k = len(str(n)) - 1 if n else 0  # n in [10**k, 10**(k+1))
-    assert label == ("n<1K" if k < 3 else "n>1T" if k >= 12 else SIZE_BUCKETS[k - 2][1])
+    assert label == ("n<1K" if k < 3 else "n>1T" if k >= 12 else size_buckets()[k - 2][1])
 
 
 # --------------------------------------------------------------------------- numeric columns

@@ -4,14 +4,25 @@ that says what curate did to produce the folder.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from curate.core.dataset import ChangeEntry
 from curate.core.findings import Report
 from curate.core.version import __version__
-from curate.publish.metadata import PROJECT_README, CardInfo
+from curate.publish.metadata import PROJECT_README, CardInfo, named_from
 from curate.reports.render import render_markdown
+
+
+def _inputs_from(report: Report | None, folder: str) -> Report | None:
+    """A copy of ``report`` whose inputs are named as a card in ``folder`` names them."""
+    if report is None:
+        return None
+    shown = copy.copy(report)
+    shown.inputs = [dataclasses.replace(i, path=named_from(i.path, folder)) for i in report.inputs]
+    return shown
 
 
 def card_body(
@@ -22,6 +33,9 @@ def card_body(
     after: Report | None = None,
     contents: tuple[str, str, str] = ("Splits", "split", "rows"),
 ) -> str:
+    if card.folder is not None:  # inputs named relative to the card, not as typed
+        report = _inputs_from(report, card.folder)
+        after = _inputs_from(after, card.folder)
     lines = [f"# {card.pretty_name}", ""]
     if card.description:
         lines += [card.description, ""]

@@ -13,10 +13,14 @@ What is checked (each defect is one :class:`Problem` naming the card key or file
 * ``license`` and ``size_categories`` are values the Hub accepts (the Hub's licence table, which
   curate ships, and ``datasets``' own ``size_categories.json``), ``language`` codes are in
   ``datasets``' ``languages.json``;
-* each config's ``dataset_info``: every split's ``features`` agree with its parquet schema, and
-  its ``num_examples`` equals the rows in its files (a split with no files is a defect);
+* each config's ``dataset_info``: every split's ``features`` agree with its parquet schema, its
+  ``num_examples`` equals the rows in its files and its ``num_bytes`` their Arrow size (a split
+  with no files is a defect); ``download_size`` is the files' bytes, ``dataset_size`` the
+  splits' ``num_bytes``; ``size_categories`` is the bucket of the rows the files hold;
+* an absolute local path in the card is a warning (inputs are named relative to the card);
 * ``croissant.json``, when present, validates with ``mlcroissant`` and every ``cr:FileObject``
-  with a ``sha256`` names a file whose bytes have that hash.
+  with a ``sha256`` names a file whose bytes have that hash and whose size is its
+  ``contentSize``.
 
 ``mlcroissant`` is not a dependency of curate (it is large); a folder with ``croissant.json`` and
 no ``mlcroissant`` installed is a usage error (exit 2) saying so, unless ``--no-croissant``
@@ -28,9 +32,8 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import re
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +62,6 @@ class Problem:
 
     def location(self) -> str:
         return f"{self.file}: {self.where}" if self.where else self.file
-
-
-@cache
-def size_categories() -> tuple[str, ...]:
-    """The Hub's ``size_categories`` values, from ``datasets``' resource file."""
-    text = resources.files("datasets.utils.resources").joinpath("size_categories.json")
-    return tuple(json.loads(text.read_text("utf-8")))
 
 
 def _front_matter(text: str) -> tuple[str | None, int]:
@@ -131,14 +127,59 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
     files_by_config = _check_configs(root, meta, problems)
     if meta.get("configs") is None:
         problems += _check_inferred(root)
-    _check_info(root, meta, files_by_config, problems)
+    rows = _check_info(root, meta, files_by_config, problems)
+    problems += _check_size_category(meta, rows)
+    problems += _local_paths(text)
     if (root / "croissant.json").is_file() and croissant:
         problems += _check_croissant(root)
     return problems
 
 
+def _check_size_category(meta: dict[str, Any], rows: dict[str, int]) -> list[Problem]:
+    """``size_categories`` against the rows the files hold (a config's, the largest one's
+    when there are several): ``1M<n<10M`` on 429 rows misfiles the dataset in the Hub's size
+    filter."""
+    from curate.publish.metadata import size_categories, size_category
+
+    if not rows:
+        return []
+    n = max(rows.values())
+    want = size_category(n)
+    out = []
+    for i, s in enumerate(_as_list(meta.get("size_categories"))):
+        if s in size_categories() and s != want and s != "unknown":
+            out.append(
+                Problem(
+                    f"size_categories[{i}]",
+                    f"{s!r}, but the files hold {n:,} rows: {want!r}",
+                )
+            )
+    return out
+
+
+#: An absolute local path in the card's text (``/home/me/data.json``, ``C:\data``), not a URL's.
+_LOCAL_PATH = re.compile(r"(?<![\w/.:~-])(?:/[\w.-]+){2,}/?|\b[A-Za-z]:\\[^\s`|)]+")
+
+
+def _local_paths(text: str) -> list[Problem]:
+    """A warning per absolute local path the card names: meaningless to a reader of the Hub,
+    and it tells them about the machine the dataset was made on."""
+    out = []
+    for k, line in enumerate(text.splitlines(), 1):
+        for m in _LOCAL_PATH.finditer(line):
+            out.append(
+                Problem(
+                    f"line {k}",
+                    f"an absolute local path ({m.group()}): name inputs relative to the card, "
+                    "or by their public address",
+                    severity="warning",
+                )
+            )
+    return out
+
+
 def _check_values(meta: dict[str, Any]) -> list[Problem]:
-    from curate.publish.metadata import check_language, hub_licenses
+    from curate.publish.metadata import check_language, hub_licenses, size_categories
 
     out = []
     known = hub_licenses()
@@ -271,14 +312,19 @@ def _check_info(
     meta: dict[str, Any],
     files_by_config: dict[str, dict[str, list[Path]]],
     problems: list[Problem],
-) -> None:
-    """Each config's features against its parquet files' schemas; num_examples against rows."""
+) -> dict[str, int]:
+    """Each config's features against its parquet files' schemas; every size figure against
+    the files: a split's ``num_examples`` (rows) and ``num_bytes`` (the Arrow size of its data,
+    as ``datasets`` counts it), the config's ``download_size`` (the files' bytes) and
+    ``dataset_size`` (the splits' ``num_bytes``). The rows of each config, for the size
+    category."""
     import pyarrow.parquet as pq
     from datasets import Features
 
+    totals: dict[str, int] = {}
     infos = meta.get("dataset_info")
     if infos is None:
-        return
+        return totals
     listed = infos if isinstance(infos, list) else [infos]
     for i, info in enumerate(listed):
         at = f"dataset_info[{i}]" if isinstance(infos, list) else "dataset_info"
@@ -297,13 +343,15 @@ def _check_info(
                 declared = Features._from_yaml_list(info["features"])
             except Exception as e:  # datasets raises plain exceptions for unknown dtypes
                 problems.append(Problem(f"{at}.features", f"not valid features ({e})"))
+        file_bytes, arrow_bytes, complete = 0, 0, True
         for k, split in enumerate(_as_list(info.get("splits"))):
             sname = split.get("name") if isinstance(split, dict) else None
             where = f"{at}.splits[{k}]"
             if sname not in splits:
                 problems.append(Problem(where, f"split {sname!r} has no data_files in configs"))
+                complete = False
                 continue
-            rows = 0
+            rows, nbytes = 0, 0
             for f in splits[sname]:
                 if f.suffix != ".parquet":
                     continue
@@ -315,12 +363,20 @@ def _check_info(
                     )
                     continue
                 rows += pf.metadata.num_rows
+                file_bytes += f.stat().st_size
+                # one row group at a time: memory stays at a row group whatever the split
+                nbytes += sum(
+                    pf.read_row_group(g).nbytes for g in range(pf.metadata.num_row_groups)
+                )
                 if declared is not None:
                     problem = _schema_problem(declared, pf.schema_arrow)
                     if problem:
                         problems.append(Problem(f"{at}.features", problem, file=_rel(root, f)))
             if not all(f.suffix == ".parquet" for f in splits[sname]):
-                continue  # row counts of other formats are the loader's business
+                complete = False
+                continue  # row and byte counts of other formats are the loader's business
+            totals[name] = totals.get(name, 0) + rows
+            arrow_bytes += nbytes
             want = split.get("num_examples")
             if want is not None and want != rows:
                 problems.append(
@@ -329,6 +385,26 @@ def _check_info(
                         f"split {sname!r}: the card says {want} rows, its files hold {rows}",
                     )
                 )
+            said = split.get("num_bytes")
+            if said is not None and said != nbytes:
+                problems.append(
+                    Problem(
+                        f"{where}.num_bytes",
+                        f"split {sname!r}: the card says {said} bytes, its data is {nbytes} "
+                        "bytes in Arrow (as datasets counts num_bytes)",
+                    )
+                )
+        if complete:
+            for key, real, what in (
+                ("download_size", file_bytes, "its files hold"),
+                ("dataset_size", arrow_bytes, "its splits' data is"),
+            ):
+                said = info.get(key)
+                if said is not None and said != real:
+                    problems.append(
+                        Problem(f"{at}.{key}", f"the card says {said} bytes, {what} {real}")
+                    )
+    return totals
 
 
 def _schema_problem(declared: Any, schema: Any) -> str | None:
@@ -375,6 +451,15 @@ def _check_croissant(root: Path) -> list[Problem]:
                 Problem(at, f"contentUrl {url!r} is not a file in the folder", file=path.name)
             )
             continue
+        size = target.stat().st_size
+        if "contentSize" in d and str(d["contentSize"]).strip() not in (f"{size} B", str(size)):
+            out.append(
+                Problem(
+                    at,
+                    f"contentSize of {url} is {d['contentSize']!r}, the file has {size} bytes",
+                    file=path.name,
+                )
+            )
         h = hashlib.sha256()
         with open(target, "rb") as fh:
             while chunk := fh.read(1 << 20):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from curate.core.errors import UsageError, arg
 
@@ -86,28 +88,55 @@ def check_language(code: str) -> str:
     )
 
 
-#: ``size_categories`` buckets, exactly the Hub's labels (``datasets``' size_categories.json):
-#: the label applies to ``n < bound``. ``n>1T`` takes everything from 10**12 on.
-SIZE_BUCKETS: tuple[tuple[int, str], ...] = (
-    (10**3, "n<1K"),
-    (10**4, "1K<n<10K"),
-    (10**5, "10K<n<100K"),
-    (10**6, "100K<n<1M"),
-    (10**7, "1M<n<10M"),
-    (10**8, "10M<n<100M"),
-    (10**9, "100M<n<1B"),
-    (10**10, "1B<n<10B"),
-    (10**11, "10B<n<100B"),
-    (10**12, "100B<n<1T"),
-)
+@cache
+def size_categories() -> tuple[str, ...]:
+    """The Hub's ``size_categories`` values, from ``datasets``' resource file."""
+    text = resources.files("datasets.utils.resources").joinpath("size_categories.json")
+    return tuple(json.loads(text.read_text("utf-8")))
+
+
+_SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+@cache
+def size_buckets() -> tuple[tuple[int, str], ...]:
+    """``(bound, label)`` of each ``n<BOUND`` label of :func:`size_categories`, in order: the
+    label applies to ``n < bound``; the ``n>...`` label takes the rest.
+
+    Read from the labels themselves (``1K<n<10K``: bound 10,000), not typed out again: the
+    file ``datasets`` ships is the one list the Hub's validation and curate then share."""
+    out = []
+    for label in size_categories():
+        if "n<" in label:
+            m = re.fullmatch(r"(?:[0-9]+[KMBT]?<)?n<([0-9]+)([KMBT]?)", label)
+            if m is None:
+                raise ValueError(f"unexpected size category {label!r} in datasets")
+            out.append((int(m[1]) * _SCALE[m[2]], label))
+    return tuple(sorted(out))
 
 
 def size_category(n: int) -> str:
     """The Hub's ``size_categories`` bucket for ``n`` rows (10**k rows open the next bucket)."""
-    for bound, label in SIZE_BUCKETS:
+    for bound, label in size_buckets():
         if n < bound:
             return label
-    return "n>1T"
+    return next(label for label in size_categories() if label.startswith("n>"))
+
+
+def named_from(path: str, folder: str | Path | None) -> str:
+    """``path`` as a card written in ``folder`` names it: a local file relative to the card
+    (``../data/cases.json``), anything else as given (``hf://...``, standard input).
+
+    Why: an absolute path (``/home/me/...``) means nothing to a reader of the Hub and tells
+    them about the machine the remaster was made on; relative to the card, it still says
+    where the input sat beside the published folder."""
+    if folder is None or not path or path == "-" or "://" in path or path.startswith("hf:"):
+        return path
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+    except ValueError:  # another drive
+        return path
+    return Path(rel).as_posix()
 
 
 @dataclass
@@ -119,6 +148,9 @@ class CardInfo:
     task_categories: Sequence[str] = ()
     description: str = ""
     source_files: Sequence[str] = ()
+    #: The folder the card is written to (its final place, not a staging folder): the audit
+    #: summary names local inputs relative to it (:func:`named_from`).
+    folder: str | None = None
     extra_sections: list[str] = field(default_factory=list)
     tags: Sequence[str] = ()
     language: Sequence[str] = ()
