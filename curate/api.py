@@ -278,11 +278,17 @@ def fix(
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
     from curate.publish.folder import write_files_card, write_hf_folder
-    from curate.publish.metadata import CardInfo, check_language, named_from
+    from curate.publish.metadata import (
+        CardInfo,
+        check_language,
+        check_source_dataset,
+        named_from,
+    )
 
     fam = _family(family)
     opts = fam.options(**options)
     languages = [check_language(c) for c in language or ()]  # before the long work
+    source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
     files = _paths(paths, fam)
     opts.check_command("fix", files)
     protected = protected_inputs(files, opts)
@@ -442,13 +448,20 @@ def export(
     shards per split, a card with the audit summary, ``audit.json``); invalid records are left
     out and counted (``strict=True``: :class:`StrictRefusal`, nothing written)."""
     from curate.publish.folder import write_hf_dataset
-    from curate.publish.metadata import CardInfo, check_language, check_license, named_from
+    from curate.publish.metadata import (
+        CardInfo,
+        check_language,
+        check_license,
+        check_source_dataset,
+        named_from,
+    )
 
     fam = _family(family)
     opts = fam.options(**options)
     # Card options are checked before the long work: a typo must not cost a whole load.
     license = check_license(license) if license is not None else None
     languages = [check_language(c) for c in language or ()]
+    source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
     files = _paths(paths, fam)
     opts.check_command("export", files)
     protected = protected_inputs(files, opts)

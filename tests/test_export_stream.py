@@ -796,3 +796,36 @@ def test_the_licence_refresh_script_parses_the_hubs_page(tmp_path, monkeypatch):
     script.main()
     doc = json.loads(out.read_text("utf-8"))
     assert doc["date"] == "2026-12-06" and len(doc["licenses"]) == 61
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("original", True),
+        ("extended|princeton-nlp/MQuAKE", True),
+        ("princeton-nlp/MQuAKE", True),
+        ("not a valid thing!!", False),
+        ("extended|a/b/c", False),
+    ],
+)
+def test_source_dataset_takes_the_hubs_forms(value, ok, tmp_path, capsys):
+    """original, extended, extended|ID or a dataset id (as huggingface_hub checks repo ids);
+    anything else is one exit-2 line before any work, and a card holding it is a defect."""
+    capsys.readouterr()
+    out = tmp_path / "o"
+    rc = cli("export", "mquake", SAMPLE, "--out", out, "--source-dataset", value)
+    err = capsys.readouterr().err
+    if ok:
+        assert rc == 0, err
+        meta, _ = front_matter(out)
+        assert meta["source_datasets"] == [value]
+        return
+    assert rc == 2 and err.count("\n") == 1 and "not a source dataset the Hub knows" in err
+    assert not out.exists()
+    good = tmp_path / "good"
+    assert cli("export", "mquake", SAMPLE, "--out", good, "--source-dataset", "original") == 0
+    card = good / "README.md"
+    card.write_text(card.read_text("utf-8").replace("- original", f"- '{value}'", 1), "utf-8")
+    capsys.readouterr()
+    assert cli("card", "check", good) == 1
+    assert "source_datasets[0]" in capsys.readouterr().out

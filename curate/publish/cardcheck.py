@@ -179,7 +179,12 @@ def _local_paths(text: str) -> list[Problem]:
 
 
 def _check_values(meta: dict[str, Any]) -> list[Problem]:
-    from curate.publish.metadata import check_language, hub_licenses, size_categories
+    from curate.publish.metadata import (
+        check_language,
+        check_source_dataset,
+        hub_licenses,
+        size_categories,
+    )
 
     out = []
     known = hub_licenses()
@@ -199,6 +204,16 @@ def _check_values(meta: dict[str, Any]) -> list[Problem]:
                 Problem(
                     f"size_categories[{i}]",
                     f"{s!r} is not a Hub size category ({', '.join(sizes)})",
+                )
+            )
+    for i, source in enumerate(_as_list(meta.get("source_datasets"))):
+        try:
+            check_source_dataset(str(source))
+        except UsageError:
+            out.append(
+                Problem(
+                    f"source_datasets[{i}]",
+                    f"{source!r} is not original, extended, extended|ID or a dataset id",
                 )
             )
     for i, code in enumerate(_as_list(meta.get("language"))):

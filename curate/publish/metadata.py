@@ -64,6 +64,29 @@ def check_license(license: str) -> str:
     )
 
 
+def check_source_dataset(value: str) -> str:
+    """``value`` if it is a ``source_datasets`` entry the Hub's card spec allows: ``original``,
+    ``extended``, ``extended|ID`` or a dataset id (``OWNER/NAME``, checked as
+    ``huggingface_hub`` checks repo ids); else exit 2.
+
+    Why refuse: the Hub takes any text there, and ``not a valid thing!!`` then links to
+    nothing and filters nothing."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    text = value.strip()
+    if text in ("original", "extended"):
+        return text
+    repo = text.removeprefix("extended|")
+    try:
+        validate_repo_id(repo)
+    except HFValidationError:
+        raise UsageError(
+            f"{arg('--source-dataset', value, quoted=True)} is not a source dataset the Hub "
+            "knows: original, extended, extended|OWNER/NAME, or a dataset id OWNER/NAME"
+        ) from None
+    return text
+
+
 @cache
 def _language_codes() -> frozenset[str]:
     """ISO 639-1/2/3 codes and the Hub's special values, from ``datasets``' own resource file."""

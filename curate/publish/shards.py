@@ -9,6 +9,7 @@ long nested lists (a learning history) can be gigabytes at a fixed row count.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +56,31 @@ class Limits:
     group_bytes: int
 
 
+def writer_options(schema: pa.Schema) -> dict[str, Any]:
+    """The parquet writer settings ``datasets`` uses (its ``ParquetWriter``): content-defined
+    chunking with its default options, the page index, and its per-column compression and
+    dictionary choices (``get_parquet_column_options``), taken from ``datasets`` itself.
+
+    Why: the Hub's storage (Xet) de-duplicates uploads by content-defined chunks; with pages
+    cut where the content says, a remaster that changes 1 % of the rows re-uses the unchanged
+    pages of the original's files instead of uploading the whole dataset again."""
+    from datasets import Features, config
+    from datasets.arrow_writer import get_parquet_column_options
+
+    features = Features.from_arrow_schema(schema)
+    return {
+        "use_content_defined_chunking": config.DEFAULT_CDC_OPTIONS,
+        "write_page_index": True,
+        **get_parquet_column_options(features, schema),
+    }
+
+
+def _cdc_mark() -> dict[str, str]:
+    from datasets import config
+
+    return {"content_defined_chunking": json.dumps(config.DEFAULT_CDC_OPTIONS)}
+
+
 class _ShardWriter:
     """Writes one split: row groups buffered up to the byte limit, shards cut by bytes/rows."""
 
@@ -71,6 +97,7 @@ class _ShardWriter:
         self.pending_rows = 0
         self.pending_bytes = 0
         self.rows = 0
+        self.options = writer_options(schema)
 
     # capacity left in the open shard / row group
     def _room_rows(self) -> int | None:
@@ -124,7 +151,8 @@ class _ShardWriter:
         if self.writer is None:
             path = self.folder / f".{self.split}-{len(self.paths):05d}.parquet.partial"
             self.paths.append(path)
-            self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+            self.writer = pq.ParquetWriter(path, self.schema, **self.options)
+            self.writer.add_key_value_metadata(_cdc_mark())
         group = pa.Table.from_batches(self.pending, schema=self.schema)
         self.writer.write_table(group, row_group_size=max(1, group.num_rows))
         self.shard_rows += self.pending_rows
@@ -143,7 +171,7 @@ class _ShardWriter:
         self._close_shard()
         if not self.paths:  # an empty split still gets a (row-less) file, so it loads
             path = self.folder / f".{self.split}-00000.parquet.partial"
-            pq.write_table(self.schema.empty_table(), path, compression="zstd")
+            pq.write_table(self.schema.empty_table(), path, **self.options)
             self.paths.append(path)
         n = len(self.paths)
         final = []
