@@ -829,3 +829,22 @@ def test_source_dataset_takes_the_hubs_forms(value, ok, tmp_path, capsys):
     capsys.readouterr()
     assert cli("card", "check", good) == 1
     assert "source_datasets[0]" in capsys.readouterr().out
+
+
+def test_shards_are_written_as_datasets_writes_them(tmp_path):
+    """datasets' own ParquetWriter settings: content-defined chunking (its options recorded in
+    the file, as datasets records them), a page index, its per-column compression."""
+    from datasets import config
+    from datasets.arrow_writer import get_parquet_column_options
+
+    out = tmp_path / "o"
+    assert cli("export", "mquake", SAMPLE, "--out", out) == 0
+    (f,) = shards(out)
+    md = pq.ParquetFile(f).metadata
+    assert json.loads(md.metadata[b"content_defined_chunking"]) == config.DEFAULT_CDC_OPTIONS
+    want = get_parquet_column_options(declared_features(out), pq.read_schema(f))["compression"]
+    for g in range(md.num_row_groups):
+        for c in range(md.num_columns):
+            col = md.row_group(g).column(c)
+            assert col.has_offset_index and col.has_column_index, col.path_in_schema
+            assert col.compression.lower() == want[col.path_in_schema], col.path_in_schema
