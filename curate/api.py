@@ -305,18 +305,19 @@ def fix(
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
     shown = opts.public()
+    defaults = fam.card_for(data)
     card = CardInfo(
         pretty_name=f"{_stem(files[0])} (remastered by curate)",
-        license=fam.card.license,
-        task_categories=fam.card.task_categories,
-        description=f"{fam.card.title}: fixed with `curate fix`"
+        license=defaults.license,
+        task_categories=defaults.task_categories,
+        description=f"{defaults.title}: fixed with `curate fix`"
         + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
         + (f" {note}" if note else ""),
         source_files=[f"{named_from(i.path, out)} (sha256 {i.sha256})" for i in data.inputs],
         folder=str(out) if out is not None else None,
         extra_sections=invalid_section(invalid, report_name="audit.before.json"),
         tags=tags or (),
-        language=languages,
+        language=languages or defaults.language,
         source_datasets=source_datasets or (),
         steps=("audited", "fixed"),
     )
@@ -473,7 +474,7 @@ def export(
     note = fam.output_note(data)  # before the audit: a layout the data cannot take exits now
     report = fam.audit(data, opts, progress=progress)
     invalid = _invalid(fam, data, strict)
-    defaults = fam.card
+    defaults = fam.card_for(data)
     card = CardInfo(
         pretty_name=pretty_name or _stem(files[0]),
         license=license or defaults.license,
@@ -484,7 +485,7 @@ def export(
         folder=str(out),
         extra_sections=invalid_section(invalid),
         tags=tags or (),
-        language=languages,
+        language=languages or defaults.language,
         source_datasets=source_datasets or (),
         steps=("audited", "exported"),
     )

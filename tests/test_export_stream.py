@@ -848,3 +848,23 @@ def test_shards_are_written_as_datasets_writes_them(tmp_path):
             col = md.row_group(g).column(c)
             assert col.has_offset_index and col.has_column_index, col.path_in_schema
             assert col.compression.lower() == want[col.path_in_schema], col.path_in_schema
+
+
+def test_card_metadata_comes_from_the_data(tmp_path):
+    """An audio-only manifest's card names audio classification only (not video or image);
+    a MQuAKE card is English unless --language says otherwise."""
+    root = Path(__file__).resolve().parents[1] / "curate" / "data" / "samples"
+    out = tmp_path / "audio"
+    musiccaps = ["--column", "sample_id=ytid", "--value", "label=real", "--value", "modality=audio"]
+    assert cli("export", "deepfake", root / "musiccaps_manifest.csv", "--out", out, *musiccaps) == 0
+    meta, _ = front_matter(out)
+    assert meta["task_categories"] == ["audio-classification"]
+    croissant = json.loads((out / "croissant.json").read_text("utf-8"))
+    assert "video-classification" not in croissant["keywords"]
+    en = tmp_path / "en"
+    assert cli("export", "mquake", SAMPLE, "--out", en) == 0
+    assert front_matter(en)[0]["language"] == ["en"]
+    assert json.loads((en / "croissant.json").read_text("utf-8"))["inLanguage"] == ["en"]
+    de = tmp_path / "de"
+    assert cli("export", "mquake", SAMPLE, "--out", de, "--language", "de") == 0
+    assert front_matter(de)[0]["language"] == ["de"]

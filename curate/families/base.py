@@ -21,8 +21,10 @@ member               R/D  what it says (default)
                           severity, fix availability, ``invalid``: findings make a record
                           unpublishable), the shared tables they read, the checks run before
                           any rule (``@RULES.prepare``)
-``card``             D    :class:`CardDefaults`: title, license, task categories of its cards
-                          (no title, ``unknown``, none)
+``card``             D    :class:`CardDefaults`: title, license, task categories, language of
+                          its cards (no title, ``unknown``, none, none)
+``card_for``         D    the card defaults for the data loaded, where the data tells more
+                          (the modalities a manifest has) (``card``)
 ``read``             R    how to load: paths and validated options to a
                           :class:`~curate.core.dataset.LoadedDataset` (its tables, schema
                           findings; the data class also says each record's split,
@@ -222,6 +224,9 @@ class CardDefaults:
     title: str = ""
     license: str = "unknown"
     task_categories: tuple[str, ...] = ()
+    #: The language of the family's text, when the family fixes it (MQuAKE: English);
+    #: ``--language`` overrides it.
+    language: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -449,6 +454,11 @@ class Family(ABC):
         tables = self.fix_tables(frame, data)
         write_parquet(tables, folder)
         return Written(tables=tables)
+
+    def card_for(self, data: LoadedDataset) -> CardDefaults:
+        """What this data's card says by default: :attr:`card`, unless the family can tell
+        from the data (a deepfake manifest of audio alone is not a video dataset)."""
+        return self.card
 
     def diff_frame(self, data: LoadedDataset) -> tuple[pl.DataFrame, list[ChangeEntry]]:
         """The records ``curate diff`` compares: by default the fix engine's frame

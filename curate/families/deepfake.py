@@ -16,6 +16,7 @@ scan, which fills :attr:`DeepfakeData.computed_hashes`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,14 @@ def _content_keys(data: LoadedDataset) -> pl.DataFrame:
     )
 
 
+#: The Hub task category of each modality's samples (the card's, for the modalities present).
+MODALITY_TASKS = {
+    "video": "video-classification",
+    "audio": "audio-classification",
+    "image": "image-classification",
+}
+
+
 class DeepfakeFamily(Family):
     name = "deepfake"
     aliases = ("deepfakes", "illusion")
@@ -133,6 +142,20 @@ class DeepfakeFamily(Family):
     )
     inputs = InputSpec(names_files=True)
     Options = DeepfakeOptions
+
+    def card_for(self, data: LoadedDataset) -> CardDefaults:
+        """Task categories of the modalities the manifest's valid samples have (MusicCaps,
+        audio alone: audio-classification); all three when no sample says."""
+        assert isinstance(data, DeepfakeData)
+        valid = data.valid_rows()
+        present = (
+            set(valid["modality"].drop_nulls().cast(pl.String).to_list())
+            if "modality" in valid.columns
+            else set()
+        )
+        tasks = tuple(t for m, t in MODALITY_TASKS.items() if m in present)
+        return dataclasses.replace(self.card, task_categories=tasks or self.card.task_categories)
+
     rules = RULES
     #: ``curate overlap`` keys: ``content`` (the sample's sha256: the files' own when they can
     #: be read, as DF3xx compare them), ``subject`` (every identity a sample shows: subject,

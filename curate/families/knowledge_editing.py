@@ -92,6 +92,7 @@ class KnowledgeEditingFamily(Family):
         title="Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)",
         license="mit",
         task_categories=("question-answering",),
+        language=("en",),  # MQuAKE's questions, cloze prompts and answers are English
     )
     Options = KEOptions
     #: Only KE001 (the schema) is an invalid rule: see its declaration.
