@@ -223,3 +223,40 @@ def test_an_absolute_local_path_in_the_card_is_a_warning(folder, capsys):
     problems = json.loads(out)["problems"]
     assert [p["severity"] for p in problems] == ["warning"]
     assert "/home/me/data/cases.json" in problems[0]["message"]
+
+
+def test_task_categories_are_the_hubs(folder, capsys):
+    """A task category the Hub does not know (its list: huggingface.js' PIPELINE_DATA, a
+    dated copy) is a defect, with the nearest real one; every family's default is known."""
+    from curate.families import all_families
+    from curate.publish.metadata import hub_tasks
+
+    for fam in all_families().values():
+        assert set(fam.card.task_categories) <= set(hub_tasks()), fam.name
+    edit_card(folder, "- text-classification", "- text-clasification")
+    rc, out, _ = run(capsys, "card", "check", folder, "--format", "json")
+    assert rc == 1
+    (p,) = json.loads(out)["problems"]
+    assert p["where"] == "task_categories[0]" and "did you mean text-classification" in p["message"]
+
+
+def test_the_task_refresh_script_parses_pipeline_data():
+    """scripts/make_hub_tasks.py on a pipelines.ts like huggingface.js': the first-level keys of
+    PIPELINE_DATA (quoted or not) with their names, nothing from nested objects or after it."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "make_hub_tasks.py"
+    spec = importlib.util.spec_from_file_location("make_hub_tasks", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    body = "".join(
+        f'\t"task-{i}": {{\n\t\tname: "Task {i}",\n\t\tsubtasks: [\n\t\t\t{{\n'
+        f'\t\t\t\ttype: "sub-{i}",\n\t\t\t\tname: "Sub",\n\t\t\t}},\n\t\t],\n\t}},\n'
+        for i in range(35)
+    )
+    text = f"const X = {{\n\tother: {{\n}};\nexport const PIPELINE_DATA = {{\n{body}\tother: {{\n"
+    text += '\t\tname: "Other",\n\t},\n} satisfies Record<string, PipelineData>;\n\tlater: {\n'
+    got = script.parse(text)
+    assert list(got) == [*(f"task-{i}" for i in range(35)), "other"]
+    assert got["task-3"] == "Task 3" and got["other"] == "Other"

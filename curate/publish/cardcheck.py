@@ -29,6 +29,7 @@ skips that file: a check that quietly did not run must not read as a pass.
 
 from __future__ import annotations
 
+import difflib
 import glob
 import hashlib
 import json
@@ -183,6 +184,7 @@ def _check_values(meta: dict[str, Any]) -> list[Problem]:
         check_language,
         check_source_dataset,
         hub_licenses,
+        hub_tasks,
         size_categories,
     )
 
@@ -204,6 +206,17 @@ def _check_values(meta: dict[str, Any]) -> list[Problem]:
                 Problem(
                     f"size_categories[{i}]",
                     f"{s!r} is not a Hub size category ({', '.join(sizes)})",
+                )
+            )
+    tasks = hub_tasks()
+    for i, task in enumerate(_as_list(meta.get("task_categories"))):
+        if task not in tasks:
+            near = difflib.get_close_matches(str(task), list(tasks), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            out.append(
+                Problem(
+                    f"task_categories[{i}]",
+                    f"{task!r} is not a Hub task category{hint}",
                 )
             )
     for i, source in enumerate(_as_list(meta.get("source_datasets"))):

@@ -64,6 +64,15 @@ def check_license(license: str) -> str:
     )
 
 
+@cache
+def hub_tasks() -> dict[str, str]:
+    """The Hub's task categories (id → name), from ``curate/data/hub_tasks.json``: a dated copy
+    of huggingface.js' ``PIPELINE_DATA`` (its ``commit`` and ``date`` keys say which),
+    refreshed by ``scripts/make_hub_tasks.py``; no installed library ships the list."""
+    text = resources.files("curate").joinpath("data/hub_tasks.json").read_text("utf-8")
+    return dict(json.loads(text)["tasks"])
+
+
 def check_source_dataset(value: str) -> str:
     """``value`` if it is a ``source_datasets`` entry the Hub's card spec allows: ``original``,
     ``extended``, ``extended|ID`` or a dataset id (``OWNER/NAME``, checked as
