@@ -41,6 +41,7 @@ ORDER = (
     "label-issues-pred-probs",
     "label-issues-built-in",
     "diff-mquake",
+    "cdc-reuse",
     "media-hashing",
     "overlap-near-duplicates",
     "overlap-jaccard-matrix",

@@ -34,11 +34,11 @@ EXPORTS = {
 }
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, list | tuple | np.ndarray):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -62,7 +62,7 @@ def rebuild(value: Any, prefix: str) -> Any:
         if len(value) == 1 and all(_all_null(v) for v in value[0].values()):
             return []
         return [rebuild(x, prefix) for x in value]
-    return _plain(value)
+    return plain_value(value)
 
 
 def _all_null(value: Any) -> bool:

@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +22,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_croissant_rows import plain_value
 
 from curate.cli.main import main
 from curate.core.errors import InputError, UsageError
@@ -406,16 +406,6 @@ def test_ke_input_changed_between_load_and_export(tmp_path, hard_records):
 # --------------------------------------------------------------------------- Croissant
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def croissant_leaves(record: dict[str, Any]) -> dict[str, Any]:
     """An mlcroissant record as {leaf field id: value}.
 
@@ -433,7 +423,7 @@ def croissant_leaves(record: dict[str, Any]) -> dict[str, Any]:
             for k in dict.fromkeys(k for x in value for k in x):
                 walk(k, [x.get(k) for x in value])
         else:
-            out[key] = _plain(value)
+            out[key] = plain_value(value)
 
     for k, v in record.items():
         walk(k, v)
@@ -504,7 +494,7 @@ def test_croissant_validates_and_yields_the_parquet_rows(export, caplog):
         records = list(ds.records(record_set=record_set["@id"]))
     assert not [r for r in caplog.records if "Could not match" in r.getMessage()]
     split_id = split_field["@id"]
-    got_splits = [_plain(r.pop(split_id)) for r in records]
+    got_splits = [plain_value(r.pop(split_id)) for r in records]
     assert got_splits == [r["__split"] for r in rows]
     got = [croissant_leaves(r) for r in records]
     want = [expected_leaves(fields, r) for r in rows]
@@ -729,7 +719,7 @@ def test_interaction_matrix_export_is_numeric_and_reads_through_croissant(tmp_pa
     assert {f["name"] for f in fields} == set(part.columns)
     ds = mlc.Dataset(jsonld=str(out / "croissant.json"))
     records = list(ds.records(record_set="default"))
-    assert {_plain(r.pop("default/split")) for r in records} == {"train"}
+    assert {plain_value(r.pop("default/split")) for r in records} == {"train"}
     got = [croissant_leaves(r) for r in records]
     assert got == [expected_leaves(fields, r) for r in rows]
 

@@ -219,21 +219,19 @@ def _check_values(meta: dict[str, Any]) -> list[Problem]:
                     f"{task!r} is not a Hub task category{hint}",
                 )
             )
-    for i, source in enumerate(_as_list(meta.get("source_datasets"))):
-        try:
-            check_source_dataset(str(source))
-        except UsageError:
-            out.append(
-                Problem(
-                    f"source_datasets[{i}]",
-                    f"{source!r} is not original, extended, extended|ID or a dataset id",
-                )
-            )
-    for i, code in enumerate(_as_list(meta.get("language"))):
-        try:
-            check_language(str(code))
-        except UsageError:
-            out.append(Problem(f"language[{i}]", f"{code!r} is not a language code the Hub knows"))
+    for key, check, why in (
+        (
+            "source_datasets",
+            check_source_dataset,
+            "original, extended, extended|ID or a dataset id",
+        ),
+        ("language", check_language, "a language code the Hub knows"),
+    ):
+        for i, value in enumerate(_as_list(meta.get(key))):
+            try:
+                check(str(value))
+            except UsageError:
+                out.append(Problem(f"{key}[{i}]", f"{value!r} is not {why}"))
     return out
 
 

@@ -26,13 +26,8 @@ def record_positions(path: str, fmt: str) -> tuple[tuple[int, int], ...] | None:
     Why columns: a JSON array written on one line (``json.dump`` without ``indent``) puts
     every record on line 1; only the column tells them apart (an annotation, a code-scanning
     alert lands on the record, not on the file's first character)."""
-    p = Path(path)
-    if not p.is_file():
-        return None
-    st = p.stat()
-    if st.st_size > MAX_LINE_SCAN_BYTES:
-        return None
-    return _record_positions(str(p.resolve()), fmt, st.st_size, st.st_mtime_ns)
+    version = _version(path)
+    return None if version is None else _record_positions(*version[:1], fmt, *version[1:])
 
 
 def record_lines(path: str, fmt: str) -> tuple[int, ...] | None:
@@ -41,13 +36,19 @@ def record_lines(path: str, fmt: str) -> tuple[int, ...] | None:
 
     Kept per file version (absolute path, size, modification time): one report asks for many
     findings of the same file, and a later run in the same process may see it edited."""
+    version = _version(path)
+    return None if version is None else _record_lines(*version[:1], fmt, *version[1:])
+
+
+def _version(path: str) -> tuple[str, int, int] | None:
+    """``(absolute path, size, mtime)`` of a file small enough to scan again, else None."""
     p = Path(path)
     if not p.is_file():
         return None
     st = p.stat()
     if st.st_size > MAX_LINE_SCAN_BYTES:
         return None
-    return _record_lines(str(p.resolve()), fmt, st.st_size, st.st_mtime_ns)
+    return str(p.resolve()), st.st_size, st.st_mtime_ns
 
 
 @cache
