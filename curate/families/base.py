@@ -3,7 +3,7 @@
 The contract
 ============
 What a family says: its names, its options, how to load, its tables and keys, its rules, how
-to write and report. Fifteen members, four of them required (R); every other one has a default
+to write and report. Sixteen members, four of them required (R); every other one has a default
 (D) that fits a family without it. Declarations (data) come first, then hooks (methods).
 
 ===================  ===  =====================================================================
