@@ -104,3 +104,25 @@ def test_a_json_manifest_keeps_its_strings_and_numbers(tmp_path: Path) -> None:
     ours = _features(str(out))
     for c in ("code", "score", "n", "ok"):
         assert _same(ours[c], theirs[c]), (c, ours[c], theirs[c])
+
+
+def test_learning_histories_keep_the_files_dtypes(tmp_path: Path) -> None:
+    """XLand's arrays in the export have the element types ``datasets``' hdf5 loader gives the
+    same file (rewards float16 as stored, not widened; actions uint8; dones bool; states uint8);
+    the layout differs by design (a row per episode, not a column per task group)."""
+    import datasets
+
+    src = SAMPLES / "xland_format_sample_9x9_random.hdf5"
+    out = tmp_path / "hf"
+    assert main(["export", "icrl", str(src), "--out", str(out)]) == 0
+    theirs = _features("hdf5", data_files=str(src))
+    ours = _features(str(out))
+
+    def leaf(f: Any) -> str:
+        while not isinstance(f, datasets.Value):
+            f = getattr(f, "feature", None) or datasets.Value(f.dtype)
+        return f.dtype
+
+    group = next(iter(theirs.values()))
+    for c in ("actions", "rewards", "dones", "expert_actions", "states"):
+        assert leaf(ours[c]) == leaf(group[c]), (c, ours[c], group[c])

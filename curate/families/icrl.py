@@ -378,7 +378,7 @@ class IcrlFamily(Family):
             f"{_n(e['rows'], 'row')}: {what}. "
             "Columns `task`, `history`, `step_start`, `step_end` (end exclusive) locate each "
             "row in the input file; `states` is `(length, 5, 5)` uint8 packed `tile * 12 + "
-            "colour`, `rewards` float32 (the stored float16 values). Histories an invariant "
+            "colour`, `rewards` as the file stores them (XLand: float16). Histories an invariant "
             "rule reports (invalid) are left out; see below.",
             "",
         ]

@@ -13,8 +13,8 @@ Columns::
     episode_return (episodes)                            the sum of its rewards
     states          list<fixed_size_list<fixed_size_list<uint8>[5]>[5]>   (length, 5, 5)
     actions, expert_actions   list<uint8>
-    rewards         list<float32>   the stored float16 values, widened exactly (parquet readers
-                                    without float16 — polars, older pyarrow — read them)
+    rewards         list<float16>   as stored (the file's dtype: XLand's float16, what
+                                    ``datasets``' hdf5 loader gives; polars and pyarrow read it)
     dones           list<bool>
 
 ``states`` keeps the file's packing (``tile * 12 + colour`` per cell): with
@@ -72,8 +72,9 @@ _STEPS = {
 }
 
 
-def export_schema(unit: str) -> pa.Schema:
-    """The exported columns for ``unit`` ("episode" or "segment")."""
+def export_schema(unit: str, rewards: pa.DataType | None = None) -> pa.Schema:
+    """The exported columns for ``unit`` ("episode" or "segment"), ``rewards`` of the file's
+    dtype (float32 when not given)."""
     fields = [pa.field(k, t) for k, t in _META.items()]
     fields.append(pa.field(unit, pa.int32()))
     fields += [
@@ -84,8 +85,19 @@ def export_schema(unit: str) -> pa.Schema:
     ]
     if unit == "episode":
         fields.append(pa.field("episode_return", pa.float32()))
-    fields += [pa.field(k, t) for k, t in _STEPS.items()]
+    steps = dict(_STEPS)
+    if rewards is not None:
+        steps["rewards"] = pa.list_(rewards)
+    fields += [pa.field(k, t) for k, t in steps.items()]
     return pa.schema(fields)
+
+
+def _rewards_type(path: str, tasks: list[str]) -> pa.DataType:
+    """The Arrow type of the file's rewards: the widest dtype any exported task stores them in
+    (one type for the column, and no value narrowed)."""
+    with h5py.File(path, "r") as f:
+        dtypes = [f[t]["rewards"].dtype for t in dict.fromkeys(tasks) if "rewards" in f[t]]
+    return pa.from_numpy_dtype(np.result_type(*dtypes)) if dtypes else pa.float32()
 
 
 class _Batch:
@@ -153,7 +165,10 @@ class _Batch:
         views = pa.FixedSizeListArray.from_arrays(cell_rows, VIEW[0])
         cols["states"] = pa.ListArray.from_arrays(off, views)
         cols["actions"] = pa.ListArray.from_arrays(off, pa.array(actions, pa.uint8()))
-        cols["rewards"] = pa.ListArray.from_arrays(off, pa.array(r32, pa.float32()))
+        stored = schema.field("rewards").type.value_type
+        cols["rewards"] = pa.ListArray.from_arrays(
+            off, pa.array(rewards.astype(stored.to_pandas_dtype(), copy=False), stored)
+        )
         cols["dones"] = pa.ListArray.from_arrays(off, pa.array(dones, pa.bool_()))
         cols["expert_actions"] = pa.ListArray.from_arrays(off, pa.array(experts, pa.uint8()))
         return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
@@ -211,8 +226,8 @@ def export_stream(
 ) -> SplitStream:
     """The split of the histories in ``keep`` (columns ``task, history, env_id, benchmark_id,
     ruleset_id``, in output order) of the file at ``path``, as a stream of record batches."""
-    schema = export_schema(unit)
     metas = keep.select(list(_META)).to_dicts()
+    schema = export_schema(unit, _rewards_type(path, [str(m["task"]) for m in metas]))
 
     def batches() -> Iterator[pa.RecordBatch]:
         batch = _Batch(unit)
