@@ -12,18 +12,15 @@ Closed vocabularies are enums (modality, label, the four audio-visual labels); w
 open (manipulation techniques, generators, skin-tone scales) the field is free text and the
 known values are only documented, so that a new technique is never a schema error.
 
-Language codes are checked against ISO 639 (parts 1, 2/T, 2/B and 3) from
-``curate/data/iso639.json``, generated once from Debian's ``iso-codes`` by
-``scripts/make_iso639.py`` (no ISO 639 library is among curate's dependencies).
+Language codes are checked against ISO 639 (parts 1, 2/T, 2/B, 3 and the 639-5 families) from
+``pycountry``, which ships Debian's ``iso-codes`` tables and follows their releases.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -189,16 +186,30 @@ LABEL_NAMES = {
 
 @cache
 def iso639() -> dict[str, Any]:
-    """The ISO 639 tables shipped with curate (see :mod:`scripts.make_iso639`)."""
-    text = resources.files("curate").joinpath("data/iso639.json").read_text(encoding="utf-8")
-    raw = json.loads(text)
-    names = {v["name"].lower(): k for k, v in raw["alpha2"].items()}
+    """The ISO 639 tables, from ``pycountry`` (the maintained packaging of Debian's
+    ``iso-codes``): ``alpha2`` (639-1 code → its 639-3 code and English name), ``alpha3``
+    (every 639-3 and 639-2/T code, and the 639-5 family codes 639-2 also lists, ``sla``),
+    ``bibliographic`` (639-2/B → 639-3), ``names`` (lower-case English name → 639-1 code) and
+    ``source`` (the package and version, for a finding's details)."""
+    from importlib.metadata import version
+
+    import pycountry
+
+    langs = list(pycountry.languages)
+    alpha2 = {
+        lang.alpha_2: {"alpha_3": lang.alpha_3, "name": lang.name}
+        for lang in langs
+        if hasattr(lang, "alpha_2")
+    }
     return {
-        "source": raw["source"],
-        "alpha2": raw["alpha2"],
-        "alpha3": frozenset(raw["alpha3"].split()),
-        "bibliographic": raw["bibliographic"],
-        "names": names,
+        "source": f"pycountry {version('pycountry')} (ISO 639-3, 639-5; Debian iso-codes)",
+        "alpha2": alpha2,
+        "alpha3": frozenset(lang.alpha_3 for lang in langs)
+        | frozenset(f.alpha_3 for f in pycountry.language_families),
+        "bibliographic": {
+            lang.bibliographic: lang.alpha_3 for lang in langs if hasattr(lang, "bibliographic")
+        },
+        "names": {v["name"].lower(): k for k, v in alpha2.items()},
     }
 
 

@@ -18,11 +18,11 @@ def language_invalid(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
     (``en-US``), lower-case as the standard writes them.
 
     Per-language results and language-disjoint splits group by this value, so ``English``,
-    ``EN`` and ``en`` would be three languages. The code list is Debian's iso-codes (the
-    version is in ``curate/data/iso639.json``). Fix (safe, where the value plainly means one
-    code): the lower-case spelling (``EN`` → ``en``, ``EN-us`` → ``en-us``) or the ISO 639-1
-    code of an English language name (``English`` → ``en``); other values are left to a
-    person.
+    ``EN`` and ``en`` would be three languages. The code list is Debian's iso-codes as
+    ``pycountry`` ships it (its version is in each finding's details). Fix (safe, where the
+    value plainly means one code): the lower-case spelling (``EN`` → ``en``, ``EN-us`` →
+    ``en-us``) or the ISO 639-1 code of an English language name (``English`` → ``en``); other
+    values are left to a person.
     """
     rows = valid(data).filter(pl.col("language").is_not_null())
     values = rows["language"].cast(pl.String).unique().to_list()
