@@ -497,3 +497,21 @@ def test_mquake_parquet_versions_are_hashed_while_loading(tmp_path: Path, monkey
     assert kinds[str(cases[9]["case_id"])] == ("rekeyed",)
     assert kinds[str(gone["case_id"])] == ("removed",)
     assert kinds[str(test_rows[0]["case_id"])] == ("moved",)
+
+
+def test_a_field_one_version_adds_changes_no_record(tmp_path: Path) -> None:
+    """One case with a field more: the JSON reader infers the nested structs' fields in another
+    order on that side (a struct hashes by position), which must not make every case
+    "changed"; the field is a column added, a re-keyed case still pairs."""
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text())
+    new = [dict(c) for c in cases]
+    new[0]["extra"] = "x"
+    new[3]["case_id"] = 999999
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps(new))
+    d = curate.diff("mquake", SAMPLES / "mquake_sample.json", path)
+    assert d.columns_added == ["extra"]
+    assert [(c.kind, c.record, c.new_record) for c in d.changes] == [
+        ("rekeyed", str(cases[3]["case_id"]), "999999")
+    ]
+    assert d.counts()["unchanged"] == len(cases) - 1
