@@ -124,7 +124,7 @@ def _shard_gone(f: Path) -> None:
         (_license, "README.md: license", "'mit-license' is not a Hub licence identifier"),
         (_size, "README.md: size_categories[0]", "'n<2K' is not a Hub size category"),
         (_num_examples, "README.md: dataset_info.splits[2].num_examples", "the card says"),
-        (_sha, "croissant.json: distribution[", "the file says 000000"),
+        (_sha, "croissant.json: distribution[", "croissant.json says 000000"),
         (_croissant_invalid, "croissant.json", "does not specify a valid"),
         (_shard_gone, "README.md: configs[0].data_files[1]", "'data/validation-*' matches no"),
     ],
@@ -260,3 +260,30 @@ def test_the_task_refresh_script_parses_pipeline_data():
     got = script.parse(text)
     assert list(got) == [*(f"task-{i}" for i in range(35)), "other"]
     assert got["task-3"] == "Task 3" and got["other"] == "Other"
+
+
+def test_no_croissant_still_checks_the_files_croissant_lists(folder, capsys):
+    """--no-croissant skips mlcroissant's validation only: a wrong checksum is still a defect."""
+
+    def damage(doc: dict) -> None:
+        shard = doc["distribution"][0]
+        shard["sha256"] = ("0" if shard["sha256"][0] != "0" else "1") + shard["sha256"][1:]
+
+    edit_croissant(folder, damage)
+    rc, out, _ = run(capsys, "card", "check", folder, "--no-croissant")
+    assert rc == 1 and "croissant.json says" in out
+
+
+def test_an_absolute_data_files_path_is_a_defect_and_warnings_are_not(folder, capsys):
+    """A data_files glob naming the local folder absolutely matches here and nowhere on the
+    Hub: a defect (exit 1). A warning alone is reported as a warning, exit 0."""
+    edit_card(folder, "path: data/train-*", f"path: {folder}/data/train-*")
+    rc, out, _ = run(capsys, "card", "check", folder)
+    assert rc == 1 and "is an absolute path" in out and "card defect" in out
+    edit_card(folder, f"path: {folder}/data/train-*", "path: data/train-*")
+    edit_card(folder, "## Source", "See `/home/me/x/*.json`.\n\n## Source")
+    rc, out, _ = run(capsys, "card", "check", folder)
+    assert rc == 0 and out.rstrip().endswith(
+        "1 warning in " + str(folder) + " (nothing the Hub rejects)"
+    )
+    assert "/home/me/x/*.json" in out

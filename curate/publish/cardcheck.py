@@ -131,8 +131,9 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
     rows = _check_info(root, meta, files_by_config, problems)
     problems += _check_size_category(meta, rows)
     problems += _local_paths(text)
-    if (root / "croissant.json").is_file() and croissant:
-        problems += _check_croissant(root)
+    if (root / "croissant.json").is_file():
+        # the files it lists are checked always; --no-croissant skips mlcroissant's validation
+        problems += _check_croissant(root, validate=croissant)
     return problems
 
 
@@ -159,7 +160,7 @@ def _check_size_category(meta: dict[str, Any], rows: dict[str, int]) -> list[Pro
 
 
 #: An absolute local path in the card's text (``/home/me/data.json``, ``C:\data``), not a URL's.
-_LOCAL_PATH = re.compile(r"(?<![\w/.:~-])(?:/[\w.-]+){2,}/?|\b[A-Za-z]:\\[^\s`|)]+")
+_LOCAL_PATH = re.compile(r"(?<![\w/.:~-])(?:/[\w.*-]+){2,}/?|\b[A-Za-z]:\\[^\s`|)]+")
 
 
 def _local_paths(text: str) -> list[Problem]:
@@ -316,6 +317,15 @@ def _check_configs(
                     problems.append(Problem(f"{at}.data_files[{j}]", f"{pat!r} is not a path"))
                     continue
                 full = f"{data_dir}/{pat}" if data_dir else pat
+                if Path(full).is_absolute() or re.match(r"^[A-Za-z]:[\\/]", full):
+                    problems.append(
+                        Problem(
+                            f"{at}.data_files[{j}]",
+                            f"split {split!r}: {full!r} is an absolute path: the Hub resolves "
+                            "data_files inside the repository (name them relative to it)",
+                        )
+                    )
+                    continue
                 found = sorted(
                     Path(p)
                     for p in glob.glob(str(root / full), recursive=True)
@@ -457,7 +467,7 @@ def _rel(root: Path, p: Path) -> str:
         return str(p)
 
 
-def _check_croissant(root: Path) -> list[Problem]:
+def _check_croissant(root: Path, *, validate: bool = True) -> list[Problem]:
     path = root / "croissant.json"
     try:
         doc = json.loads(path.read_text("utf-8"))
@@ -494,10 +504,12 @@ def _check_croissant(root: Path) -> list[Problem]:
             out.append(
                 Problem(
                     at,
-                    f"sha256 of {url} is {h.hexdigest()}, the file says {d['sha256']}",
+                    f"sha256 of {url} is {h.hexdigest()}, croissant.json says {d['sha256']}",
                     file=path.name,
                 )
             )
+    if not validate:
+        return out
     try:
         import mlcroissant as mlc
     except ImportError:
@@ -524,8 +536,11 @@ def render_text(folder: str | Path, problems: list[Problem]) -> str:
     if not problems:
         return f"{folder}: the card and files agree; nothing the Hub would reject\n"
     lines = [f"{folder}/{p.location()}: {p.severity}: {p.message}" for p in problems]
-    n = len(problems)
-    lines.append(f"{n} card defect{'s' if n != 1 else ''} in {folder}")
+    n = sum(p.severity == "error" for p in problems)
+    w = len(problems) - n
+    said = [f"{n} card defect{'s' if n != 1 else ''}"] if n else []
+    said += [f"{w} warning{'s' if w != 1 else ''}"] if w else []
+    lines.append(f"{' and '.join(said)} in {folder}" + ("" if n else " (nothing the Hub rejects)"))
     return "\n".join(lines) + "\n"
 
 
