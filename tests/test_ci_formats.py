@@ -195,5 +195,5 @@ def test_github_annotates_ten_of_each_level_and_says_so(capsys, tmp_path, monkey
     assert len(logged) == len(warnings) - 10
     assert all(",col=" in x for x in annotated if x.startswith("::warning file="))
     cap = next(x for x in lines if x.startswith("curate: GitHub shows 10 annotations"))
-    assert f"{len(warnings)} warnings" in cap
+    assert f"found {len(warnings)} warnings" in cap  # the findings, not the lines printed
     assert cap.removeprefix("curate: ") in summary.read_text("utf-8")

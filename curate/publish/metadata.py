@@ -75,23 +75,27 @@ def hub_tasks() -> dict[str, str]:
 
 def check_source_dataset(value: str) -> str:
     """``value`` if it is a ``source_datasets`` entry the Hub's card spec allows: ``original``,
-    ``extended``, ``extended|ID`` or a dataset id (``OWNER/NAME``, checked as
-    ``huggingface_hub`` checks repo ids); else exit 2.
+    ``extended``, ``extended|ID`` or a dataset id (``OWNER/NAME``, or a legacy ``NAME`` such
+    as ``squad``: checked as ``huggingface_hub`` checks repo ids); else exit 2. ``Original``
+    is written ``original``.
 
     Why refuse: the Hub takes any text there, and ``not a valid thing!!`` then links to
     nothing and filters nothing."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     text = value.strip()
-    if text in ("original", "extended"):
-        return text
+    if text.lower() in ("original", "extended"):
+        return text.lower()
+    if text.lower().startswith("extended|"):
+        text = "extended|" + text[len("extended|") :]
     repo = text.removeprefix("extended|")
     try:
         validate_repo_id(repo)
     except HFValidationError:
         raise UsageError(
             f"{arg('--source-dataset', value, quoted=True)} is not a source dataset the Hub "
-            "knows: original, extended, extended|OWNER/NAME, or a dataset id OWNER/NAME"
+            "knows: original, extended, extended|ID, or a dataset ID (OWNER/NAME, or a legacy "
+            "NAME such as squad)"
         ) from None
     return text
 

@@ -300,20 +300,30 @@ def _annotations(result: CheckResult) -> list[tuple[str, str, str]]:
 def annotation_cap(result: CheckResult) -> str | None:
     """What the annotations leave out, said once (in the log and in the job summary), or
     None when GitHub shows them all."""
-    counts: dict[str, int] = {}
+    lines: dict[str, int] = {}
     for level, _, _ in _annotations(result):
-        counts[level] = counts.get(level, 0) + 1
-    over = {k: n for k, n in counts.items() if n > ANNOTATIONS_PER_LEVEL}
-    if not over:
+        lines[level] = lines.get(level, 0) + 1
+    if not any(n > ANNOTATIONS_PER_LEVEL for n in lines.values()):
         return None
+    # the findings themselves, not the lines: a rule's findings past the first
+    # LISTED_PER_RULE are one "N more" line
+    found: dict[str, int] = {}
+    for d in result.datasets:
+        if d.error is not None:
+            found["error"] = found.get("error", 0) + 1
+        new = d.findings.filter(pl.col("status") == "new") if d.findings.height else d.findings
+        for fails, severity in new.select("fails", "severity").iter_rows():
+            level = "error" if fails else _GH.get(severity, "warning")
+            found[level] = found.get(level, 0) + 1
     said = " and ".join(
-        f"{n} {k}s" for k, n in sorted(over.items(), key=lambda kv: _LEVEL_ORDER.index(kv[0]))
+        f"{n:,} {k}{'s' if n != 1 else ''}"
+        for k, n in sorted(found.items(), key=lambda kv: _LEVEL_ORDER.index(kv[0]))
     )
-    left = sum(n - ANNOTATIONS_PER_LEVEL for n in over.values())
     return (
         f"GitHub shows {ANNOTATIONS_PER_LEVEL} annotations of each level per step; this step "
-        f"has {said}: the first {ANNOTATIONS_PER_LEVEL} of each level are annotations, the "
-        f"other {left} are lines of this step's log, and the job summary counts every finding."
+        f"found {said}: the first {ANNOTATIONS_PER_LEVEL} of each level are annotations, the "
+        "rest are lines of this step's log (--format json lists every finding), and the job "
+        "summary counts them all."
     )
 
 
