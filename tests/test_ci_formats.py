@@ -62,7 +62,7 @@ def test_audit_in_ci_formats(capsys, fmt, monkeypatch, tmp_path):
         assert GLYCAN.read_text("utf-8").splitlines()[line - 1].startswith("2145,")
     elif fmt == "github":
         assert "::error file=" in out and "::warning file=" in out
-        assert "## curate check failed" in summary.read_text("utf-8")
+        assert "## curate audit failed" in summary.read_text("utf-8")
     if fmt != "github":
         assert not summary.exists()  # only --format github writes the job summary
 

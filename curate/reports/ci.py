@@ -212,7 +212,7 @@ def _md(text: Any) -> str:
 def render_markdown(result: CheckResult) -> str:
     """The job summary: a verdict, a table per dataset × rule, the failing findings."""
     verdict = "failed" if result.failed else "passed"
-    out = [f"## curate check {verdict}", ""]
+    out = [f"## curate {result.command} {verdict}", ""]
     out += [
         "| dataset | rule | severity | findings | new | baselined | ignored | result |",
         "|---|---|---|---:|---:|---:|---:|---|",

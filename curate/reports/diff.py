@@ -281,4 +281,4 @@ def as_check(d: Diff, fail: set[str], family: str) -> Any:
     from curate.reports.verdict import CheckResult
 
     name = d.new.rstrip("/").rsplit("/", 1)[-1] or family
-    return CheckResult([judge(name, report, fail_on="error" if fail else "never")])
+    return CheckResult([judge(name, report, fail_on="error" if fail else "never")], command="diff")

@@ -178,6 +178,9 @@ class CheckResult:
     #: Files the datasets named besides their paths (a deepfake manifest's media): inputs of
     #: the reports and the baseline, as much as the data itself.
     named_files: list[str] = field(default_factory=list)
+    #: The command whose verdict this is, as the text and summary name it (``curate audit
+    #: failed``): an audit or a diff rendered in a CI format is not a ``curate check``.
+    command: str = "check"
 
     @property
     def failed(self) -> bool:
@@ -324,13 +327,15 @@ def unusable(name: str, family: str, error: Exception, fail_on: str = "error") -
     return DatasetOutcome(name, family, report, empty, [], fail_on, line, path)
 
 
-def single(report: Report, fail_on: str = "error", name: str | None = None) -> CheckResult:
+def single(
+    report: Report, fail_on: str = "error", name: str | None = None, command: str = "audit"
+) -> CheckResult:
     """An ``audit``/``validate`` report as a one-dataset check (no baseline), so that every
-    CI format renders it the same way."""
+    CI format renders it the same way; ``command`` names the verdict's command."""
     if name is None:
         first = report.inputs[0].path if report.inputs else report.family
         name = Path(str(first).rstrip("/")).name or report.family
-    return CheckResult([judge(name, report, fail_on=fail_on)])
+    return CheckResult([judge(name, report, fail_on=fail_on)], command=command)
 
 
 # --------------------------------------------------------------------------- summary lines
@@ -351,7 +356,8 @@ def footer_lines(result: CheckResult) -> list[str]:
     broken = [d.name for d in result.unusable]
     if broken:
         lines.append(
-            f"curate check could not audit {len(broken)} dataset{'s' if len(broken) != 1 else ''}"
+            f"curate {result.command} could not audit {len(broken)} "
+            f"dataset{'s' if len(broken) != 1 else ''}"
             f" (unusable input): {', '.join(broken)}"
         )
     failed = [d.name for d in result.datasets if d.failed and d.error is None]
@@ -360,11 +366,11 @@ def footer_lines(result: CheckResult) -> list[str]:
         pass  # no verdict: the findings were accepted (the CLI says what was recorded)
     elif failed:
         lines.append(
-            f"curate check failed: {new} failing finding{'s' if new != 1 else ''} in "
+            f"curate {result.command} failed: {new} failing finding{'s' if new != 1 else ''} in "
             + ", ".join(failed)
         )
     elif not broken:
-        lines.append(f"curate check passed: {len(result.datasets)} dataset(s)")
+        lines.append(f"curate {result.command} passed: {len(result.datasets)} dataset(s)")
     return lines
 
 
