@@ -126,8 +126,8 @@ def render_text(result: CheckResult) -> str:
             listed, more = _listed(d, r.rule)
             out.append(f"  {r.rule} {r.name} failed: {r.why}")
             for row in listed:
-                loc = _located(d, row)
-                out.append(f"    {loc}: {_where(row)}: {row['message']}")
+                parts = (_located(d, row), _where(row), row["message"])
+                out.append("    " + ": ".join(p for p in parts if p))
             if more:
                 out.append(f"    ... and {more} more (--format json lists every finding)")
         out.append("")
