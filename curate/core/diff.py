@@ -272,23 +272,21 @@ class ColumnHashes:
         if not self.complete:
             return
         if self.against is not None and self._seen is None:
-            part = _hashed(first_row, arrow, None, [])
-            types = part[2]
+            # the columns' types, from the batch's schema alone (no row hashed twice)
+            empty = pl.from_arrow(_decoded(arrow.slice(0, 0)))
+            assert isinstance(empty, pl.DataFrame)
+            types = empty.schema
             self._shared = [
                 c
                 for c in self.against.schema
                 if c in types and c not in self.ignore and self.against.schema[c] == types[c]
             ]
-            seen = self.against.keys.select(combined(self._shared)).to_series().unique()
-            self._seen = seen
-            part = _hashed(first_row, arrow, seen, self._shared)
-            self.parts.append(part)
-        else:
-            self.parts.append(
-                pool.submit(_hashed, first_row, arrow, self._seen, self._shared)
-                if pool is not None
-                else _hashed(first_row, arrow, self._seen, self._shared)
-            )
+            self._seen = self.against.keys.select(combined(self._shared)).to_series().unique()
+        self.parts.append(
+            pool.submit(_hashed, first_row, arrow, self._seen, self._shared)
+            if pool is not None
+            else _hashed(first_row, arrow, self._seen, self._shared)
+        )
         self.rows += arrow.num_rows
         # at most two batches waiting to be hashed: each holds its Arrow (~50 MB of MQuAKE
         # cases) until it is; unbounded, a reader faster than the pool held them all
