@@ -13,10 +13,13 @@ hub-docs and commit the result, which names the commit and date it was copied fr
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dated_copy import at_head, write
 
 OUT = Path(__file__).resolve().parents[1] / "curate" / "data" / "hub_licenses.json"
 DOC = "docs/hub/repositories-licenses.md"
@@ -47,35 +50,19 @@ def main() -> None:
     parser.add_argument("--date", help="with --file: that commit's date (YYYY-MM-DD)")
     args = parser.parse_args()
     if args.checkout is not None:
-
-        def git(*a: str) -> str:
-            cmd = ["git", f"--git-dir={args.checkout}", *a]
-            if (args.checkout / ".git").exists():
-                cmd = ["git", "-C", str(args.checkout), *a]
-            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-
-        text = git("show", f"HEAD:{DOC}")
-        commit = git("rev-parse", "HEAD").strip()
-        date = git("log", "-1", "--format=%cs").strip()
+        text, commit, date = at_head(args.checkout, DOC)
     else:
         if args.file is None or not args.commit or not args.date:
             parser.error("give a hub-docs checkout, or --file with --commit and --date")
         text, commit, date = args.file.read_text("utf-8"), args.commit, args.date
-    licenses = parse(text)
-    doc = {
-        "_source": (
-            "The Hugging Face Hub's licence identifiers, from the table 'License identifier "
-            f"(to use in repo card)' in {DOC} of the huggingface/hub-docs repository (commit "
-            f"{commit}, {date}), published as "
-            "https://huggingface.co/docs/hub/repositories-licenses. Neither huggingface_hub "
-            "nor datasets ships this list. Refresh with scripts/make_hub_licenses.py."
-        ),
-        "commit": commit,
-        "date": date,
-        "licenses": licenses,
-    }
-    OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", "utf-8")
-    print(f"wrote {OUT}: {len(licenses)} licences from hub-docs {commit[:12]} ({date})")
+    source = (
+        "The Hugging Face Hub's licence identifiers, from the table 'License identifier "
+        f"(to use in repo card)' in {DOC} of the huggingface/hub-docs repository (commit "
+        f"{commit}, {date}), published as "
+        "https://huggingface.co/docs/hub/repositories-licenses. Neither huggingface_hub "
+        "nor datasets ships this list. Refresh with scripts/make_hub_licenses.py."
+    )
+    write(OUT, source, commit, date, "licenses", parse(text))
 
 
 if __name__ == "__main__":

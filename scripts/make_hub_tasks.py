@@ -12,10 +12,13 @@ names the commit and date it was copied from.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dated_copy import at_head, write
 
 OUT = Path(__file__).resolve().parents[1] / "curate" / "data" / "hub_tasks.json"
 SRC = "packages/tasks/src/pipelines.ts"
@@ -47,26 +50,13 @@ def main() -> None:
     parser.add_argument("checkout", type=Path, help="a git checkout of huggingface.js")
     args = parser.parse_args()
 
-    def git(*a: str) -> str:
-        cmd = ["git", "-C", str(args.checkout), *a]
-        if not (args.checkout / ".git").exists():
-            cmd = ["git", f"--git-dir={args.checkout}", *a]
-        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-
-    tasks = parse(git("show", f"HEAD:{SRC}"))
-    commit, date = git("rev-parse", "HEAD").strip(), git("log", "-1", "--format=%cs").strip()
-    doc = {
-        "_source": (
-            f"The Hub's task categories: PIPELINE_DATA in {SRC} of the huggingface/huggingface.js "
-            f"repository (commit {commit}, {date}). Neither huggingface_hub nor datasets ships "
-            "this list. Refresh with scripts/make_hub_tasks.py."
-        ),
-        "commit": commit,
-        "date": date,
-        "tasks": tasks,
-    }
-    OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", "utf-8")
-    print(f"wrote {OUT}: {len(tasks)} tasks from huggingface.js {commit[:12]} ({date})")
+    text, commit, date = at_head(args.checkout, SRC)
+    source = (
+        f"The Hub's task categories: PIPELINE_DATA in {SRC} of the huggingface/huggingface.js "
+        f"repository (commit {commit}, {date}). Neither huggingface_hub nor datasets ships "
+        "this list. Refresh with scripts/make_hub_tasks.py."
+    )
+    write(OUT, source, commit, date, "tasks", parse(text))
 
 
 if __name__ == "__main__":
