@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,8 @@ def fix(
     tags: Sequence[str] | None = None,
     language: Sequence[str] | None = None,
     source_datasets: Sequence[str] | None = None,
+    citation: str | None = None,
+    date_published: str | date | None = None,
     select: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
     unsafe_fixes: bool = False,
@@ -280,6 +283,8 @@ def fix(
     from curate.publish.folder import write_files_card, write_hf_folder
     from curate.publish.metadata import (
         CardInfo,
+        check_citation,
+        check_date_published,
         check_language,
         check_source_dataset,
         named_from,
@@ -289,6 +294,8 @@ def fix(
     opts = fam.options(**options)
     languages = [check_language(c) for c in language or ()]  # before the long work
     source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
+    citation = check_citation(citation) if citation is not None else ""
+    published = check_date_published(date_published) if date_published is not None else None
     files = _paths(paths, fam)
     opts.check_command("fix", files)
     protected = protected_inputs(files, opts)
@@ -319,6 +326,8 @@ def fix(
         tags=tags or (),
         language=languages or defaults.language,
         source_datasets=source_datasets or (),
+        citation=citation,
+        date_published=published,
         steps=("audited", "fixed"),
     )
     marker = manifest(command or ["curate.fix", fam.name], data.inputs)
@@ -443,14 +452,22 @@ def export(
     tags: Sequence[str] | None = None,
     language: Sequence[str] | None = None,
     source_datasets: Sequence[str] | None = None,
+    citation: str | None = None,
+    date_published: str | date | None = None,
     **options: Any,
 ) -> Outcome:
     """Write the valid records of ``paths`` as a Hugging Face dataset folder at ``out`` (parquet
     shards per split, a card with the audit summary, ``audit.json``); invalid records are left
-    out and counted (``strict=True``: :class:`StrictRefusal`, nothing written)."""
+    out and counted (``strict=True``: :class:`StrictRefusal`, nothing written).
+
+    ``citation`` (BibTeX or a sentence) and ``date_published`` (an ISO date) go into the card
+    and the Croissant file (``citeAs``, ``datePublished``) when given: only the user knows them.
+    """
     from curate.publish.folder import write_hf_dataset
     from curate.publish.metadata import (
         CardInfo,
+        check_citation,
+        check_date_published,
         check_language,
         check_license,
         check_source_dataset,
@@ -463,6 +480,8 @@ def export(
     license = check_license(license) if license is not None else None
     languages = [check_language(c) for c in language or ()]
     source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
+    citation = check_citation(citation) if citation is not None else ""
+    published = check_date_published(date_published) if date_published is not None else None
     files = _paths(paths, fam)
     opts.check_command("export", files)
     protected = protected_inputs(files, opts)
@@ -487,6 +506,8 @@ def export(
         tags=tags or (),
         language=languages or defaults.language,
         source_datasets=source_datasets or (),
+        citation=citation,
+        date_published=published,
         steps=("audited", "exported"),
     )
     tables = fam.to_tables(data)

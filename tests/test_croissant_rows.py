@@ -107,3 +107,67 @@ def test_mlcroissant_reads_back_every_parquet_row(family: str, tmp_path: Path) -
         assert len(got) == len(want) > 0
         for k, (a, b) in enumerate(zip(got, want, strict=True)):
             assert a == b, (family, record_set["@id"], k, a, b)
+
+
+BIBTEX = """@inproceedings{zhong2023mquake,
+  title = {{MQuAKE}: Assessing Knowledge Editing in Language Models via Multi-Hop Questions},
+  author = {Zhong, Zexuan and Wu, Zhengxuan and Manning, Christopher D. and Potts, Christopher
+            and Chen, Danqi},
+  booktitle = {EMNLP},
+  year = {2023}
+}"""
+
+
+@pytest.mark.parametrize("verb", ["export", "fix"])
+def test_citation_and_publication_date_reach_croissant_and_the_card(
+    verb: str, tmp_path: Path
+) -> None:
+    """``--citation``/``--date-published``: mlcroissant reads them back as ``cite_as`` and
+    ``date_published`` and no longer warns they are missing; the card cites in a bibtex block."""
+    import mlcroissant as mlc
+
+    src = SAMPLES / "mquake_sample.json"
+    plain, cited = tmp_path / "plain", tmp_path / "cited"
+    assert main([verb, "mquake", str(src), "--out", str(plain)]) == 0
+    flags = ["--citation", BIBTEX, "--date-published", "2023-05-24"]
+    assert main([verb, "mquake", str(src), "--out", str(cited), *flags]) == 0
+
+    def missing(folder: Path) -> set[str]:
+        ds = mlc.Dataset(jsonld=str(folder / "croissant.json"))
+        return {
+            prop
+            for prop in ("citeAs", "datePublished")
+            for w in ds.metadata.ctx.issues.warnings
+            if prop in w
+        }
+
+    assert missing(plain) == {"citeAs", "datePublished"}  # nothing invented when not given
+    assert missing(cited) == set()
+    meta = mlc.Dataset(jsonld=str(cited / "croissant.json")).metadata
+    assert meta.cite_as == BIBTEX
+    assert meta.date_published is not None and meta.date_published.date().isoformat() == (
+        "2023-05-24"
+    )
+    card = (cited / "README.md").read_text("utf-8")
+    assert f"## Citation\n\n```bibtex\n{BIBTEX}\n```" in card
+    assert "## Citation" not in (plain / "README.md").read_text("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("flags", "why"),
+    [
+        (["--date-published", "24/05/2023"], "is not a date"),
+        (["--citation", "  "], "is empty"),
+    ],
+)
+def test_a_bad_citation_or_date_is_one_line_before_any_work(
+    flags: list[str], why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "hf"
+    assert (
+        main(["export", "mquake", str(SAMPLES / "mquake_sample.json"), "--out", str(out), *flags])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1
+    assert not out.exists()

@@ -123,6 +123,22 @@ SourceDatasetOpt = Annotated[
         help="What the data is based on, for the card's source_datasets (repeatable).",
     ),
 ]
+CitationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--citation",
+        help='How to cite the data, BibTeX or a sentence (e.g. --citation "$(cat ref.bib)"): '
+        "the card's Citation section and Croissant's citeAs.",
+    ),
+]
+DatePublishedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--date-published",
+        help="When the data was published, YYYY-MM-DD: Croissant's datePublished.",
+        metavar="DATE",
+    ),
+]
 DurationsOpt = Annotated[
     bool,
     typer.Option(
@@ -299,6 +315,8 @@ def fix(
     tag: TagOpt = None,
     language: LanguageOpt = None,
     source_dataset: SourceDatasetOpt = None,
+    citation: CitationOpt = None,
+    date_published: DatePublishedOpt = None,
     select: Annotated[
         list[str] | None,
         typer.Option(
@@ -336,6 +354,8 @@ def fix(
         tags=tag,
         language=language,
         source_datasets=source_dataset,
+        citation=citation,
+        date_published=date_published,
         select=select,
         ignore=ignore,
         unsafe_fixes=unsafe_fixes,
@@ -420,6 +440,8 @@ def export(
     tag: TagOpt = None,
     language: LanguageOpt = None,
     source_dataset: SourceDatasetOpt = None,
+    citation: CitationOpt = None,
+    date_published: DatePublishedOpt = None,
 ) -> None:
     """Export the valid records as a Hugging Face dataset folder with an audited dataset card.
 
@@ -446,6 +468,8 @@ def export(
         tags=tag,
         language=language,
         source_datasets=source_dataset,
+        citation=citation,
+        date_published=date_published,
         **options.model_dump(exclude_unset=True),
     )
     typer.echo(

@@ -80,8 +80,18 @@ def card_body(
             ]
         lines.append("")
     lines += card.extra_sections
+    if card.citation:
+        lines += citation_section(card.citation)
     lines.append(footer(card.steps))
     return "\n".join(lines) + "\n"
+
+
+def citation_section(citation: str) -> list[str]:
+    """The card's Citation section: BibTeX in a ``bibtex`` block (the Hub shows it with a copy
+    button), a sentence as it is."""
+    if citation.lstrip().startswith("@"):
+        return ["## Citation", "", "```bibtex", citation, "```", ""]
+    return ["## Citation", "", citation, ""]
 
 
 def label_issue_section(stats: dict[str, Any]) -> list[str]:

@@ -262,4 +262,8 @@ def croissant_metadata(
         doc["inLanguage"] = list(language)
     if card.source_datasets:
         doc["isBasedOn"] = list(card.source_datasets)
+    if card.citation:
+        doc["citeAs"] = card.citation
+    if card.date_published:
+        doc["datePublished"] = card.date_published
     return doc

@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -98,6 +99,30 @@ def check_source_dataset(value: str) -> str:
             "NAME such as squad)"
         ) from None
     return text
+
+
+def check_citation(value: str) -> str:
+    """``value`` stripped, refused (exit 2) when blank: an empty ``--citation`` is a mistake,
+    not a wish for an empty Citation section."""
+    text = value.strip()
+    if not text:
+        raise UsageError(f"{arg('--citation', value, quoted=True)} is empty")
+    return text
+
+
+def check_date_published(value: str | date) -> str:
+    """An ISO 8601 calendar date (``2024-05-17``) as text; anything else exits 2.
+
+    Why only a date, no time: Croissant's ``datePublished`` is schema.org's Date or DateTime,
+    and a publication is dated by its day; mlcroissant parses both, the Hub shows the day."""
+    if isinstance(value, date):
+        return value.isoformat()
+    try:
+        return date.fromisoformat(value.strip()).isoformat()
+    except ValueError:
+        raise UsageError(
+            f"{arg('--date-published', value, quoted=True)} is not a date (YYYY-MM-DD)"
+        ) from None
 
 
 @cache
@@ -192,6 +217,12 @@ class CardInfo:
     language: Sequence[str] = ()
     #: The Hub's ``source_datasets`` (e.g. ``original``, ``extended|squad``, a repo id).
     source_datasets: Sequence[str] = ()
+    #: How to cite the data (BibTeX or a sentence): the card's Citation section and
+    #: Croissant's ``citeAs``. Empty: not known, and neither is written.
+    citation: str = ""
+    #: When the data was published (ISO 8601 date): Croissant's ``datePublished``. None: not
+    #: known. Never the day of the export: an export of the same input must stay the same bytes.
+    date_published: str | None = None
     #: What curate did to produce the folder, in order, as the footer says it ("audited",
     #: "fixed", "exported"): only steps that really happened.
     steps: Sequence[str] = ("exported",)
