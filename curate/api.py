@@ -33,7 +33,7 @@ import polars as pl
 from curate.core.arguments import checked
 from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.diff import Diff, DiffSpec, Side, diff_sides, hashing_columns, prepare
-from curate.core.errors import ArgumentError, InputError, UsageError
+from curate.core.errors import ArgumentError, InputError, StrictRefusal, UsageError
 from curate.core.findings import Report
 from curate.core.memory import release_freed
 from curate.core.options import FamilyOptions
@@ -51,10 +51,6 @@ from curate.io.read import input_scope
 PathLike = str | Path
 #: Inputs: paths, and for a family that reads them (``table``) tables in memory.
 Paths = PathLike | TableLike | Sequence[PathLike | TableLike]
-
-
-class StrictRefusal(Exception):
-    """``strict=True`` and some records are invalid: nothing was written (the CLI exits 1)."""
 
 
 def _family(family: str | Family) -> Family:

@@ -16,7 +16,6 @@ import typer
 from curate.cli import terminal
 from curate.core.errors import UsageError
 from curate.reports import formats
-from curate.reports.verdict import shown_path
 
 check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 card_app = typer.Typer(
@@ -131,6 +130,7 @@ def check(
     from curate.check.run import names_inputs, protected_inputs, run_check
     from curate.core.outputs import guard_file, is_stream, with_generator, write_bytes_atomic
     from curate.reports.ci import append_step_summary
+    from curate.reports.verdict import shown_path
 
     loaded = load_config(config)
     out_cfg = loaded.config.output

@@ -12,25 +12,32 @@ without touching this file. The command line stays ``curate VERB FAMILY PATHS...
 from __future__ import annotations
 
 import inspect
-import types
 import typing
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.markup import escape as escape_markup
 from typer.core import TyperGroup
 
 from curate.cli import terminal
 from curate.cli.terminal import Format
-from curate.core.diff import KINDS
 from curate.core.engine import progress_to
-from curate.core.options import COMMANDS, FamilyOptions, describe, field_commands, field_flag
 from curate.core.outputs import guard_file
-from curate.families import Family, all_families, get_family
+from curate.families import get_family
+from curate.families.catalogue import (
+    OPTION_COMMANDS,
+    FamilyEntryInfo,
+    OptionEntry,
+    all_entries,
+    entry_for,
+)
 from curate.reports import formats
+
+if TYPE_CHECKING:
+    from curate.core.options import FamilyOptions
+    from curate.families import Family
 
 #: The command line of this run, for the output folder's marker (set by ``curate.cli.main``).
 COMMAND_LINE: list[str] = []
@@ -492,8 +499,11 @@ class DiffFormat(StrEnum):
     sarif = "sarif"
 
 
-#: ``--fail-on`` of ``curate diff``: any difference, none, or these kinds (and ``columns``).
-DIFF_FAIL = ("any", "never", *KINDS, "columns")
+#: ``--fail-on`` of ``curate diff``: any difference, none, or these kinds (and ``columns``):
+#: the kinds of :data:`curate.core.diff.KINDS` (a test keeps the two the same; that module
+#: imports polars, which ``curate diff --help`` does not need).
+DIFF_KINDS = ("added", "removed", "changed", "moved", "rekeyed")
+DIFF_FAIL = ("any", "never", *DIFF_KINDS, "columns")
 
 
 def diff(
@@ -574,7 +584,7 @@ def _fail_kinds(value: str) -> set[str]:
     if "never" in given:
         return set()
     if "any" in given:
-        return {*KINDS, "columns"}
+        return {*DIFF_KINDS, "columns"}
     return set(given)
 
 
@@ -585,7 +595,7 @@ VERBS: dict[str, Callable[..., None]] = {
     "export": export,
     "diff": diff,
 }
-assert tuple(VERBS)[: len(COMMANDS)] == COMMANDS
+assert tuple(VERBS)[: len(OPTION_COMMANDS)] == OPTION_COMMANDS
 #: The options a verb that is not an options command takes: ``diff`` reads two versions as
 #: ``validate`` reads one (the family's reading options, nothing of audits or writers).
 OPTION_VERB = {"diff": "validate"}
@@ -594,61 +604,47 @@ OPTION_VERB = {"diff": "validate"}
 # --------------------------------------------------------------------------- building commands
 
 
-def _cli_type(annotation: Any) -> tuple[Any, bool]:
-    """The type a flag parses for an option field, and whether the flag repeats.
+def escape_markup(text: str) -> str:
+    """``text`` as literal words in rich's help (``[brackets]`` are not markup); rich is
+    imported when help is shown, not by every command's start."""
+    from rich.markup import escape
 
-    ``dict[str, str]`` fields are given as repeated ``KEY=VALUE`` flags (the model's validator
-    parses them); ``X | None`` stays optional; everything else is what typer already knows.
-    """
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _cli_type(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        inner, repeat = _cli_type(args[0]) if len(args) == 1 else (str, False)
-        return inner | None, repeat
-    if origin is dict:
-        return list[str] | None, True  # KEY=VALUE, repeated
-    if origin in (list, tuple, set):
-        return list[str] | None, True
-    return annotation, False
+    return escape(text)
 
 
-def _strip(annotation: Any) -> Any:
-    """``Annotated[X, ...]`` → ``X``."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return typing.get_args(annotation)[0]
-    return annotation
+#: A flag's value type by its catalogue kind (``choice``: a Literal of its choices).
+_KINDS: dict[str, Any] = {"bool": bool, "int": int, "float": float, "str": str, "path": Path}
 
 
-def option_parameters(model: type[FamilyOptions], verb: str) -> list[inspect.Parameter]:
-    """One keyword parameter per option field the verb reads, annotated for typer."""
+def _flag_type(opt: OptionEntry) -> Any:
+    """The type typer parses an option's flag as: its kind, a list when the flag repeats,
+    ``| None`` when it may be absent."""
+    base = Literal.__getitem__(opt.choices) if opt.kind == "choice" else _KINDS[opt.kind]
+    if opt.repeat:
+        return list[base] | None  # type: ignore[valid-type]
+    return base | None if opt.optional else base
+
+
+def option_parameters(entry: FamilyEntryInfo, verb: str) -> list[inspect.Parameter]:
+    """One keyword parameter per option the verb reads, annotated for typer, from the family's
+    catalogue entry (:mod:`curate.families.catalogue`): no import of the family."""
     params = []
-    for name, info in model.model_fields.items():
-        if verb not in field_commands(model, name):
-            continue
-        cli_type, repeat = _cli_type(info.annotation)
-        default = info.get_default(call_default_factory=True)
-        if repeat or default is None:
-            default = None
-            if typing.get_origin(cli_type) not in (typing.Union, types.UnionType):
-                cli_type = cli_type | None
-        flag = field_flag(model, name)
-        decls = [flag] if cli_type is not bool else [f"{flag}/--no-{flag[2:]}"]
-        metavar = "KEY=NAME" if typing.get_origin(_strip(info.annotation)) is dict else None
-        opt = typer.Option(
+    for opt in entry.options_for(verb):
+        flag_type = _flag_type(opt)
+        decls = [opt.flag] if opt.kind != "bool" else [f"{opt.flag}/--no-{opt.flag[2:]}"]
+        typer_opt = typer.Option(
             *decls,
-            help=escape_markup(info.description or ""),
+            help=escape_markup(opt.help),
             rich_help_panel="Family options",
-            metavar=metavar,
+            metavar=opt.metavar,
             case_sensitive=False,  # --layout ORIGINAL as MQUAKE is: choices ignore case
         )
         params.append(
             inspect.Parameter(
-                f"opt_{name}",
+                f"opt_{opt.name}",
                 inspect.Parameter.KEYWORD_ONLY,
-                default=default,
-                annotation=Annotated[cli_type, opt],
+                default=None if opt.repeat else opt.default,
+                annotation=Annotated[flag_type, typer_opt],
             )
         )
     return params
@@ -699,29 +695,39 @@ ENGINE_PARAMETERS = [
 ]
 
 
-def _family_hint(fam: Family, name: str, hint: Any) -> Any:
+def _family_hint(entry: FamilyEntryInfo, name: str, hint: Any) -> Any:
     """A verb's parameter as the family's command shows it: PATHS says what the family reads."""
-    if name == "paths" and fam.inputs.help:
-        help = escape_markup(fam.inputs.help)  # a family's text: [brackets] are not markup
+    if name == "paths" and entry.inputs_help:
+        help = escape_markup(entry.inputs_help)  # a family's text: [brackets] are not markup
         return Annotated[list[str], typer.Argument(help=help, metavar="PATHS")]
     return hint
 
 
-def family_command(verb: str, fam: Family) -> Any:
-    """The click command ``curate VERB FAMILY``: the verb's parameters, then its options."""
+#: What the verbs' first two parameters are annotated with, for :func:`typing.get_type_hints`:
+#: only imported by a type checker (they bring polars), and never turned into flags.
+_NOT_FLAGS = {"Family": Any, "FamilyOptions": Any}
+
+
+def family_command(verb: str, entry: FamilyEntryInfo) -> Any:
+    """The click command ``curate VERB FAMILY``: the verb's parameters, then its options.
+
+    Built from the family's catalogue entry: ``--help`` and completion never import the family;
+    running the command does (:func:`curate.families.get_family`), then validates the options
+    with the family's own model."""
     impl = VERBS[verb]
-    hints = typing.get_type_hints(impl, include_extras=True)
-    skip = {"fam", "options"} | (set() if fam.inputs.text else {"encoding"})
+    hints = typing.get_type_hints(impl, localns=_NOT_FLAGS, include_extras=True)
+    skip = {"fam", "options"} | (set() if entry.inputs_text else {"encoding"})
     base = [
-        p.replace(annotation=_family_hint(fam, p.name, hints[p.name]), kind=KEYWORD_ONLY)
+        p.replace(annotation=_family_hint(entry, p.name, hints[p.name]), kind=KEYWORD_ONLY)
         for p in inspect.signature(impl).parameters.values()
         if p.name not in skip
     ]
-    extra = option_parameters(fam.Options, OPTION_VERB.get(verb, verb))
+    extra = option_parameters(entry, OPTION_VERB.get(verb, verb))
 
     def command(**kwargs: Any) -> None:
         from curate.core.engine import use_engine
 
+        fam = get_family(entry.name)
         raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
         engine, address = kwargs.pop("engine"), kwargs.pop("ray_address")
         options = fam.options(**raw)
@@ -740,9 +746,9 @@ def family_command(verb: str, fam: Family) -> Any:
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     doc = inspect.getdoc(impl) or ""
-    sub.command(name=fam.name, help=f"{doc}\n\nFamily: {escape_markup(fam.card.title)}.")(command)
+    sub.command(name=entry.name, help=f"{doc}\n\nFamily: {escape_markup(entry.title)}.")(command)
     cmd = typer.main.get_command(sub)
-    cmd.name = fam.name
+    cmd.name = entry.name
     return cmd
 
 
@@ -756,16 +762,16 @@ class FamilyGroup(TyperGroup):
     verb: str = "audit"
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(all_families())
+        return list(all_entries()[0])
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         # An unknown family, or one that cannot be imported, is one line naming the families
         # (and why a plug-in is broken): get_family's UsageError, exit 2.
-        fam = get_family(cmd_name)
-        return _with_options_hint(family_command(self.verb, fam), fam, self.verb)
+        entry = entry_for(cmd_name)
+        return _with_options_hint(family_command(self.verb, entry), entry, self.verb)
 
 
-def _with_options_hint(cmd: Any, fam: Family, verb: str) -> Any:
+def _with_options_hint(cmd: Any, entry: FamilyEntryInfo, verb: str) -> Any:
     """Add the family's options to a 'no such option' error of its command."""
     original = cmd.parse_args
 
@@ -774,8 +780,8 @@ def _with_options_hint(cmd: Any, fam: Family, verb: str) -> Any:
             return original(ctx, args)
         except typer.TyperException as e:
             if type(e).__name__ == "NoSuchOption" and hasattr(e, "message"):
-                opts = describe(fam.Options, OPTION_VERB.get(verb, verb))
-                e.message += f" ({fam.name} options for {verb}: {opts})"
+                opts = entry.describe(OPTION_VERB.get(verb, verb))
+                e.message += f" ({entry.name} options for {verb}: {opts})"
             raise
 
     cmd.parse_args = parse_args

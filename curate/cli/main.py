@@ -17,16 +17,15 @@ import sys
 import warnings
 from typing import Annotated, Any
 
-import orjson
 import typer
 
-from curate.api import StrictRefusal
 from curate.cli import commands
 from curate.cli.terminal import RulesFormat as Format
 from curate.core.errors import (
     CurateWarning,
     InputError,
     RemoteError,
+    StrictRefusal,
     UsageError,
     command_line_spelling,
 )
@@ -38,8 +37,7 @@ from curate.core.outputs import (
     received_signal,
 )
 from curate.core.version import __version__
-from curate.families import all_families, broken_families, get_family
-from curate.io.read import input_scope
+from curate.families.catalogue import all_entries, entry_for
 
 # No group prints its help when called without a command (``no_args_is_help``): typer's rich
 # help is printed while the error is made, so ``curate audit`` printed the whole help and then
@@ -49,7 +47,10 @@ app = typer.Typer(
     name="curate",
     help="Validate, audit, fix and republish machine-learning datasets.",
     no_args_is_help=False,
-    add_completion=False,
+    # Shell completion as typer offers it: --install-completion / --show-completion, and the
+    # _CURATE_COMPLETE protocol the installed script speaks. Completing a family's options
+    # reads the catalogue (curate.families.catalogue), never the family's own heavy import.
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -70,11 +71,17 @@ def rules(
     fmt: FormatOpt = Format.text,
 ) -> None:
     """List rules with their code, category, severity and documentation."""
+    import orjson
+
     if family and code is None and family.upper() not in _family_names() and _is_code(family):
         family, code = None, family  # `curate rules GL401`, as `ruff rule E501`
-    fams = [get_family(family)] if family else list(all_families().values())
-    if not family:  # one broken plug-in is one line, and the others are still listed
-        for why in broken_families().values():
+    # From the catalogue (curate.families.catalogue): listing rules imports no family.
+    if family:
+        fams = [entry_for(family)]
+    else:
+        found, broken = all_entries()
+        fams = list(found.values())
+        for why in broken.values():  # one broken plug-in is one line; the others are listed
             typer.echo(f"curate: warning: {why}", err=True)
     chosen = [r for f in fams for r in f.rules if code is None or r.code == code.upper()]
     if code and not chosen:
@@ -86,7 +93,7 @@ def rules(
         return
     for r in chosen:
         fix = f"; {r.fix_label}" if r.fixable else ""
-        typer.echo(f"{r.code}  {r.name}  [{r.family}; {r.category}; {r.severity.value}{fix}]")
+        typer.echo(f"{r.code}  {r.name}  [{r.family}; {r.category}; {r.severity}{fix}]")
         if code or fmt is Format.markdown:
             typer.echo("\n" + r.doc + "\n")
         else:
@@ -94,7 +101,7 @@ def rules(
 
 
 def _family_names() -> set[str]:
-    return {n.upper() for f in all_families().values() for n in (f.name, *f.aliases)}
+    return {n.upper() for f in all_entries()[0].values() for n in (f.name, *f.aliases)}
 
 
 def _is_code(text: str) -> bool:
@@ -102,14 +109,25 @@ def _is_code(text: str) -> bool:
     return re.fullmatch(r"[A-Za-z]+[0-9]+", text) is not None
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"curate {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            is_eager=True,  # as --help: answered before any other option is looked at
+            callback=_print_version,
+        ),
+    ] = False,
 ) -> None:
-    if version:
-        typer.echo(f"curate {__version__}")
-        raise typer.Exit(0)
     if ctx.invoked_subcommand is None:  # `curate` alone: the one line of a missing command
         raise UsageError(f"{_missing(ctx)} (see `{ctx.command_path} --help`)")
 
@@ -152,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from curate.io.read import input_scope
+
     try:
         # Messages name flags (--overwrite), not the API's arguments (one switch for the whole
         # library, curate.core.errors.command_line_spelling); curate's warnings are one line each,

@@ -20,24 +20,20 @@ import io
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
-import polars as pl
 import typer
 
 from curate.cli import terminal
 from curate.core.errors import InputError, UsageError
 from curate.core.keys import Keys
 from curate.core.version import __version__
-from curate.overlap.sets import (
-    Overlap,
-    load_aliases,
-    members_from_sets,
-    normalise_members,
-    overlap,
-    read_sets_file,
-)
+
+if TYPE_CHECKING:  # polars comes with the run, not with `curate overlap --help` (issue 36)
+    import polars as pl
+
+    from curate.overlap.sets import Overlap
 
 overlap_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -101,6 +97,8 @@ def _find_key(key: str, family: str | None) -> tuple[Any, Keys]:
 
 def _column_frame(path: str, column: str) -> pl.DataFrame:
     """``record, split, key`` from a plain table's column (a list column is set-valued)."""
+    import polars as pl
+
     from curate.io.read import SPLIT_FROM_LAYOUT, check_inputs, read_frame
 
     check_inputs([path])
@@ -140,6 +138,8 @@ def _key_frame(path: str, key: str, family: str | None) -> tuple[pl.DataFrame, b
 
 def _explode(df: pl.DataFrame) -> pl.DataFrame:
     """A set-valued key (a list column) as one row per value."""
+    import polars as pl
+
     if isinstance(df.schema["key"], pl.List):
         df = df.explode("key")
     return df.with_columns(pl.col("key").cast(pl.String)).filter(pl.col("key").is_not_null())
@@ -149,6 +149,10 @@ def collect_members(
     paths: list[str], key: str | None, family: str | None, by: By
 ) -> tuple[pl.DataFrame, list[str], bool]:
     """Members (``collection, key``), the collection order, and whether the key is text."""
+    import polars as pl
+
+    from curate.overlap.sets import members_from_sets, read_sets_file
+
     if key is None:
         sets: dict[str, list[Any]] = {}
         for p in paths:
@@ -197,6 +201,8 @@ def _pct(x: float) -> str:
 
 
 def render_text(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
+    import polars as pl
+
     lines = [title, ""]
     w = max(len(n) for n in o.names) if o.names else 4
     lines.append(f"{'collection':<{w}}  {'keys':>9}  {'rows':>9}")
@@ -329,6 +335,8 @@ def near_duplicate_pairs(
     """Near-duplicate pairs among the distinct texts, each with the collections holding it:
     the shared text pair source (:func:`curate.audits.shared.near.similar_texts`, MinHash +
     LSH with the exact Jaccard checked), the rules' near-duplicate code."""
+    import polars as pl
+
     from curate.audits.shared.near import similar_texts
 
     where = members.group_by("key", maintain_order=True).agg(
@@ -476,8 +484,11 @@ def overlap_command(
 ) -> None:
     """Pairwise Jaccard index, containment and shared counts, plus UpSet intersections, of the
     keys of several datasets, splits or named sets."""
+    import polars as pl
+
     from curate.audits.shared.minhash import parse_shingles
     from curate.core.outputs import guard_file
+    from curate.overlap.sets import load_aliases, normalise_members, overlap
 
     parse_shingles(shingles)  # a typo is exit 2 before any input is read
     # every file this run reads is an input: the alias table as much as the data

@@ -18,10 +18,8 @@ from pathlib import Path
 
 import typer
 
-from curate.core.findings import json_bytes
 from curate.core.outputs import is_stream, with_generator, write_bytes_atomic
 from curate.reports import formats
-from curate.reports.render import durations_json, render_durations
 
 #: Report formats of the data commands, from the one registry (:mod:`curate.reports.formats`):
 #: the three views of a report, then the CI ones. An enum so that typer offers the choices.
@@ -158,6 +156,10 @@ def render(
     ``fail_on`` is what the CI formats mark as failing. ``data`` (what the audit read) adds
     the family's plots and the findings' splits to an HTML report.
     """
+    # Here, not at the top: the reports import polars, which `--help` must not (issue 36).
+    from curate.core.findings import json_bytes
+    from curate.reports.render import durations_json, render_durations
+
     t0 = time.perf_counter()
     spec = formats.get(str(fmt))
     color, width = False, None

@@ -193,3 +193,10 @@ def field_path(loc: tuple[Any, ...]) -> str:
         else:
             out += ("." if out else "") + str(part)
     return out
+
+
+class StrictRefusal(Exception):
+    """``strict=True`` and some records are invalid: nothing was written (the CLI exits 1).
+
+    Defined here, not in :mod:`curate.api` (which re-exports it as ``curate.StrictRefusal``):
+    the command line maps it to its exit code without importing the API and its polars."""

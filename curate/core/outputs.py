@@ -44,8 +44,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from curate.core.errors import InputError, UsageError, cli_spelling, command_line_spelling
 
 MARKER_DIR = ".curate"
@@ -502,6 +500,8 @@ def curate_folder_of(path: str | Path) -> Path | None:
 
 def _is_cache_folder(folder: Path) -> bool:
     """A folder curate keeps its media scan cache in (its marker says what it is for)."""
+    import orjson
+
     try:
         info = orjson.loads((folder / MARKER_DIR / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -601,6 +601,8 @@ def _read_only(path: Path) -> bool:
 
 def is_curate_folder(path: str | Path) -> bool:
     """Did curate write this folder? (its marker file is present and names curate)."""
+    import orjson
+
     marker = Path(path) / MARKER_DIR / MANIFEST
     try:
         return orjson.loads(marker.read_bytes()).get("tool") == "curate"
@@ -704,6 +706,8 @@ def foreign_entries(folder: str | Path) -> list[str]:
     notes, a ``.git`` folder, an edited card) is foreign, and ``--overwrite`` refuses to delete
     it. A marker without a file list (a hand-made one) makes everything foreign.
     """
+    import orjson
+
     root = Path(folder)
     try:
         listed = orjson.loads((root / MARKER_DIR / MANIFEST).read_bytes()).get("files")
@@ -862,6 +866,8 @@ def staged_folder(
     cannot be renamed); a curate folder is replaced in two renames. An OSError names ``target``
     (and the file inside it), not the staging folder the user never asked for.
     """
+    import orjson
+
     target = guard_folder(target, inputs, overwrite=overwrite)
     parent = target.parent if str(target.parent) else Path(".")
     tmp: Path | None = None

@@ -36,11 +36,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
-from curate.core.dataset import FixResult, LoadedDataset
 from curate.core.errors import UsageError
-from curate.families.base import CardDefaults, Family, InputSpec
+
+if TYPE_CHECKING:
+    from importlib import metadata
+
+    from curate.core.dataset import FixResult, LoadedDataset
+    from curate.families.base import CardDefaults, Family, InputSpec
+
+#: What this package re-exports from its heavy modules, imported on first use (PEP 562): the
+#: registry itself must not import polars and pyarrow, since ``curate --help`` and
+#: ``curate rules`` read it (issue 36: they answer in a blink, from the catalogue).
+_LAZY = {
+    "FixResult": "curate.core.dataset",
+    "LoadedDataset": "curate.core.dataset",
+    "CardDefaults": "curate.families.base",
+    "Family": "curate.families.base",
+    "InputSpec": "curate.families.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BUILTIN",
@@ -114,6 +140,8 @@ def entries() -> tuple[FamilyEntry, ...]:
     A name registered twice with different values keeps its first registration (so a plug-in
     cannot silently replace a built-in family).
     """
+    from importlib import metadata
+
     found: list[tuple[str, str, str]] = []  # (name, value, package)
     for ep in metadata.entry_points(group=GROUP):
         found.append((ep.name.strip().lower(), ep.value.strip(), _package_of(ep)))
@@ -143,6 +171,8 @@ def _normal(dist_name: str) -> str:
 
 @cache
 def _load(entry: FamilyEntry, name: str) -> Family:
+    from importlib import metadata
+
     where = f"family {name!r} (registered by {entry.package} as {entry.value})"
     try:
         ep = metadata.EntryPoint(name=name, value=entry.value, group=GROUP)
@@ -157,6 +187,8 @@ def _load(entry: FamilyEntry, name: str) -> Family:
         raise FamilyLoadError(
             f"{where} cannot be loaded: {type(e).__name__}: {' '.join(str(e).split())}"
         ) from None
+    from curate.families.base import Family
+
     if not isinstance(fam, Family):
         raise FamilyLoadError(f"{where} is a {type(fam).__name__}, not a curate Family")
     return fam
