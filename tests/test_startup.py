@@ -71,6 +71,9 @@ def test_help_rules_and_version_import_no_heavy_library(args: list[str]) -> None
     assert out.strip()
     assert "curate" in names  # the check reads the imports at all
     assert not names & HEAVY, sorted(names & HEAVY)
+    if "--help" in args or "--version" in args:
+        # nor rich's help renderer, nor Pydantic (typer's coercion of an absent --help flag)
+        assert not names & {"rich", "pydantic"}, sorted(names & {"rich", "pydantic"})
 
 
 @pytest.mark.parametrize(
@@ -93,6 +96,13 @@ def test_shell_completion_answers_without_heavy_libraries(words: str, expected: 
     assert rc == 0
     assert expected <= set(out.split()), out
     assert not names & HEAVY, sorted(names & HEAVY)
+
+
+def test_the_completion_script_is_printed_for_each_shell() -> None:
+    """What the README tells users to put in their start-up file; curate never edits it."""
+    for shell, marker in (("bash", "_curate_completion"), ("zsh", "compdef"), ("fish", "complete")):
+        rc, out, _ = imported([], {"_CURATE_COMPLETE": f"source_{shell}"})
+        assert rc == 0 and marker in out, (shell, out)
 
 
 @pytest.mark.parametrize(

@@ -14,16 +14,19 @@ from typing import Annotated
 import typer
 
 from curate.cli import terminal
+from curate.cli.help import LightCommand, LightGroup
 from curate.core.errors import UsageError
 from curate.reports import formats
 
-check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+check_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 card_app = typer.Typer(
+    cls=LightGroup,
     name="card",
     help="Dataset card tools. `curate card check DIR` verifies offline what the Hub verifies.",
     no_args_is_help=False,  # `curate card` alone: one line, not the help (cli.main)
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 
@@ -46,14 +49,14 @@ def _report_pairs(values: list[str] | None) -> dict[str, Path]:
     return out
 
 
-@check_app.command("check")
+@check_app.command("check", cls=LightCommand)
 def check(
     config: Annotated[
         Path | None,
         typer.Option(
             "--config",
             help="The configuration file (default: the nearest curate.toml or pyproject.toml "
-            "with \\[tool.curate], from the current folder up).",
+            "with [tool.curate], from the current folder up).",
         ),
     ] = None,
     baseline: Annotated[
@@ -245,7 +248,7 @@ def check(
     raise typer.Exit(1 if result.failed else 0)
 
 
-@card_app.command("check")
+@card_app.command("check", cls=LightCommand)
 def card_check(
     folder: Annotated[Path, typer.Argument(help="A dataset folder with a README.md card.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from typer.core import TyperGroup
 
 from curate.cli import terminal
+from curate.cli.help import LightGroup, PanelCommand, help_text
 from curate.cli.terminal import Format
 from curate.core.engine import progress_to
 from curate.core.outputs import guard_file
@@ -604,14 +604,6 @@ OPTION_VERB = {"diff": "validate"}
 # --------------------------------------------------------------------------- building commands
 
 
-def escape_markup(text: str) -> str:
-    """``text`` as literal words in rich's help (``[brackets]`` are not markup); rich is
-    imported when help is shown, not by every command's start."""
-    from rich.markup import escape
-
-    return escape(text)
-
-
 #: A flag's value type by its catalogue kind (``choice``: a Literal of its choices).
 _KINDS: dict[str, Any] = {"bool": bool, "int": int, "float": float, "str": str, "path": Path}
 
@@ -634,7 +626,7 @@ def option_parameters(entry: FamilyEntryInfo, verb: str) -> list[inspect.Paramet
         decls = [opt.flag] if opt.kind != "bool" else [f"{opt.flag}/--no-{opt.flag[2:]}"]
         typer_opt = typer.Option(
             *decls,
-            help=escape_markup(opt.help),
+            help=opt.help,
             rich_help_panel="Family options",
             metavar=opt.metavar,
             case_sensitive=False,  # --layout ORIGINAL as MQUAKE is: choices ignore case
@@ -670,7 +662,7 @@ ENGINE_PARAMETERS = [
             typer.Option(
                 "--engine",
                 help="Where the expensive parallel stage runs: this machine (local) or a Ray "
-                "cluster (ray; needs pip install 'curate\\[ray]'). Same report either way.",
+                "cluster (ray; needs pip install 'curate[ray]'). Same report either way.",
                 rich_help_panel="Engine",
                 case_sensitive=False,
             ),
@@ -685,7 +677,7 @@ ENGINE_PARAMETERS = [
             typer.Option(
                 "--ray-address",
                 help="Ray cluster to join (HOST:PORT; auto: any running here; ray://... "
-                "needs ray\\[client]); default: the one RAY_ADDRESS or the latest `ray start` "
+                "needs ray[client]); default: the one RAY_ADDRESS or the latest `ray start` "
                 "with Ray's default --temp-dir names, else a new local one for the command "
                 "(said on stderr).",
                 rich_help_panel="Engine",
@@ -698,8 +690,7 @@ ENGINE_PARAMETERS = [
 def _family_hint(entry: FamilyEntryInfo, name: str, hint: Any) -> Any:
     """A verb's parameter as the family's command shows it: PATHS says what the family reads."""
     if name == "paths" and entry.inputs_help:
-        help = escape_markup(entry.inputs_help)  # a family's text: [brackets] are not markup
-        return Annotated[list[str], typer.Argument(help=help, metavar="PATHS")]
+        return Annotated[list[str], typer.Argument(help=entry.inputs_help, metavar="PATHS")]
     return hint
 
 
@@ -744,15 +735,15 @@ def family_command(verb: str, entry: FamilyEntryInfo) -> Any:
     params = base + ENGINE_PARAMETERS + extra
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
-    sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    doc = inspect.getdoc(impl) or ""
-    sub.command(name=entry.name, help=f"{doc}\n\nFamily: {escape_markup(entry.title)}.")(command)
+    sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    doc = help_text(inspect.getdoc(impl) or "")
+    sub.command(name=entry.name, help=f"{doc}\n\nFamily: {entry.title}.", cls=PanelCommand)(command)
     cmd = typer.main.get_command(sub)
     cmd.name = entry.name
     return cmd
 
 
-class FamilyGroup(TyperGroup):
+class FamilyGroup(LightGroup):
     """``curate VERB`` — its commands are the families, built when asked for.
 
     An unknown family or a flag the family lacks is a usage error (exit 2) that names what there
@@ -788,14 +779,16 @@ def _with_options_hint(cmd: Any, entry: FamilyEntryInfo, verb: str) -> Any:
     return cmd
 
 
-def verb_group(verb: str) -> TyperGroup:
+def verb_group(verb: str) -> LightGroup:
     """The ``curate VERB`` group (a fresh class per verb, so each knows its verb)."""
     cls = type(f"{verb.title()}Group", (FamilyGroup,), {"verb": verb})
     doc = (inspect.getdoc(VERBS[verb]) or "").split("\n\n")[0]
     args = "OLD NEW" if verb == "diff" else "PATHS..."
     return cls(
         name=verb,
-        help=f"{doc} Usage: curate {verb} FAMILY {args} [OPTIONS].",
+        help=help_text(f"{doc} Usage: curate {verb} FAMILY {args} [OPTIONS]."),
+        short_help=help_text(" ".join(doc.split())),  # whole in `curate --help`, not cut at 45
         no_args_is_help=False,  # `curate audit` alone: one line, not the help (cli.main)
         subcommand_metavar=f"FAMILY {args}",
+        rich_markup_mode=None,  # plain help (see PanelCommand)
     )

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from curate.cli import commands
+from curate.cli.help import LightCommand, LightGroup
 from curate.cli.terminal import RulesFormat as Format
 from curate.core.errors import (
     CurateWarning,
@@ -45,13 +46,16 @@ from curate.families.catalogue import all_entries, entry_for
 # usage error; ``--help`` shows the help.
 app = typer.Typer(
     name="curate",
+    cls=LightGroup,
     help="Validate, audit, fix and republish machine-learning datasets.",
     no_args_is_help=False,
-    # Shell completion as typer offers it: --install-completion / --show-completion, and the
-    # _CURATE_COMPLETE protocol the installed script speaks. Completing a family's options
-    # reads the catalogue (curate.families.catalogue), never the family's own heavy import.
-    add_completion=True,
+    # No --install-completion: it appends to the user's ~/.bashrc, a file curate did not
+    # write. Completion speaks typer's _CURATE_COMPLETE protocol instead (see cli()).
+    add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help, as click prints it: rich's renderer costs ~50 ms of imports on every --help
+    # (issue 36); the family commands keep their option panels as sections (PanelCommand).
+    rich_markup_mode=None,
 )
 
 FormatOpt = Annotated[
@@ -59,7 +63,7 @@ FormatOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=LightCommand)
 def rules(
     family: Annotated[
         str | None,
@@ -138,12 +142,23 @@ def cli():
     from curate.cli import ci
     from curate.cli.overlap import overlap_app
 
+    if os.environ.get("_CURATE_COMPLETE"):
+        # Shell completion: the script `_CURATE_COMPLETE=source_bash curate` prints (zsh, fish
+        # alike) asks with _CURATE_COMPLETE=complete_bash; typer's completion classes answer.
+        # Families and their options come from the catalogue: no family is imported.
+        from typer.completion import completion_init
+
+        completion_init()
     root = typer.main.get_command(app)
     for verb in commands.VERBS:
         root.add_command(commands.verb_group(verb))  # type: ignore[attr-defined]
     root.add_command(typer.main.get_command(ci.check_app), "check")  # type: ignore[attr-defined]
     root.add_command(typer.main.get_command(ci.card_app), "card")  # type: ignore[attr-defined]
     root.add_command(typer.main.get_command(overlap_app), "overlap")  # type: ignore[attr-defined]
+    for command in root.commands.values():  # type: ignore[attr-defined]
+        if not command.short_help and command.help:  # the first paragraph whole, not cut at 45
+            first = command.help.split("\n\n")[0]
+            command.short_help = commands.help_text(" ".join(first.split()))
     return root
 
 

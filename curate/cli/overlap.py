@@ -26,6 +26,7 @@ import orjson
 import typer
 
 from curate.cli import terminal
+from curate.cli.help import LightCommand
 from curate.core.errors import InputError, UsageError
 from curate.core.keys import Keys
 from curate.core.version import __version__
@@ -35,7 +36,9 @@ if TYPE_CHECKING:  # polars comes with the run, not with `curate overlap --help`
 
     from curate.overlap.sets import Overlap
 
-overlap_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+overlap_app = typer.Typer(
+    add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+)
 
 
 class OverlapFormat(StrEnum):
@@ -372,12 +375,12 @@ def near_duplicate_pairs(
 # --------------------------------------------------------------------------- the command
 
 
-@overlap_app.command("overlap")
+@overlap_app.command("overlap", cls=LightCommand)
 def overlap_command(
     paths: Annotated[
         list[str],
         typer.Argument(
-            help="Dataset files (with --key), or JSON sets files {name: \\[items]} (without).",
+            help="Dataset files (with --key), or JSON sets files {name: [items]} (without).",
             metavar="INPUTS",
         ),
     ],
