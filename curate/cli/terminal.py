@@ -15,6 +15,7 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,9 +24,19 @@ from curate.core.outputs import is_stream, with_generator, write_bytes_atomic
 from curate.reports import formats
 from curate.reports.render import durations_json, render_durations
 
+if TYPE_CHECKING:  # rich is imported when a progress line is first drawn
+    from rich.progress import TaskID
+
 #: Report formats of the data commands, from the one registry (:mod:`curate.reports.formats`):
 #: the three views of a report, then the CI ones. An enum so that typer offers the choices.
-Format = StrEnum("Format", {name: name for name in formats.names()})  # type: ignore[misc]
+if TYPE_CHECKING:
+    # What a checker can know of the registry's enum: ``text``, every data command's default,
+    # is always one of its formats.
+    class Format(StrEnum):
+        text = "text"
+
+else:
+    Format = StrEnum("Format", {name: name for name in formats.names()})
 
 
 class RulesFormat(StrEnum):
@@ -84,11 +95,12 @@ class TerminalProgress:
             transient=True,
             redirect_stdout=False,
         )
-        self._task = None
+        self._task: TaskID | None = None
 
     def __call__(self, stage: str, n: int) -> None:
         m = _RULE_STAGE.match(stage)
         t = None if m else _TASK_STAGE.match(stage)
+        fields: dict[str, Any]  # rich's task fields: total, completed and the "done" text
         if m:  # n rules done of the total: the bar fills over the rules
             fields = {"total": int(m.group(2)), "completed": n, "done": ""}
         elif t:  # Ray tasks done of the total

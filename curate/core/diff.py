@@ -30,6 +30,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+from polars.datatypes import DataTypeClass
 
 from curate.core.fixes import RECORD, ROW, SPLIT
 
@@ -755,7 +756,8 @@ def _comparable(c: str, dtype: pl.DataType, other: pl.DataType) -> pl.Expr:
     return _as_text(c, dtype)
 
 
-def _sorted_type(dtype: pl.DataType) -> pl.DataType:
+def _sorted_type(dtype: pl.DataType | DataTypeClass) -> pl.DataType | DataTypeClass:
+    # a struct field's or a list's inner type may be a bare class (``pl.String``)
     if isinstance(dtype, pl.Struct):
         return pl.Struct(
             [pl.Field(f.name, _sorted_type(f.dtype)) for f in sorted(dtype.fields, key=_name)]
@@ -765,7 +767,7 @@ def _sorted_type(dtype: pl.DataType) -> pl.DataType:
     return dtype
 
 
-def _sorted_fields(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+def _sorted_fields(expr: pl.Expr, dtype: pl.DataType | DataTypeClass) -> pl.Expr:
     if isinstance(dtype, pl.Struct):
         return pl.struct(
             [

@@ -296,7 +296,8 @@ def _target(address: str | None) -> str | None:
     except ImportError:  # a Ray without it: let ray.init resolve and say what it found
         return address or os.environ.get("RAY_ADDRESS") or "auto"
     try:
-        return get_ray_address_from_environment(address or None, None)
+        # Ray annotates ``addr`` as str, but its body and docstring take None ("no address")
+        return get_ray_address_from_environment(address or None, None)  # type: ignore[arg-type]
     except ConnectionError as e:  # "auto" and nothing running
         raise UsageError(f"{arg('--ray-address', address)}: {' '.join(str(e).split())}") from None
 

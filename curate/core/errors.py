@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 #: How many characters of one value (a cell, a record id, a field path) a message quotes.
@@ -55,11 +54,13 @@ class InputError(Exception):
         self,
         message: str,
         *,
-        path: str | Path | None = None,
+        path: object = None,
         position: str | None = None,
         record: str | None = None,
         field: str | None = None,
     ) -> None:
+        # ``path`` is anything whose ``str()`` names the input: a Path, or an io-layer Blob (a
+        # compressed, Hub or stdin input) that this lower layer cannot name in an annotation.
         self.message = " ".join(str(message).split())  # one line, whatever a library said
         self.path = str(path) if path is not None else None
         self.position = position

@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
@@ -126,7 +126,10 @@ def option(
 
 def field_commands(model: type[FamilyOptions], name: str) -> tuple[str, ...]:
     extra = model.model_fields[name].json_schema_extra
-    return tuple(extra.get("commands", COMMANDS)) if isinstance(extra, dict) else COMMANDS
+    if not isinstance(extra, dict):
+        return COMMANDS
+    # option() stores the commands as a list of names; the JSON-value type cannot say so
+    return tuple(cast("Iterable[str]", extra.get("commands", COMMANDS)))
 
 
 def field_flag(model: type[FamilyOptions], name: str) -> str:

@@ -584,7 +584,11 @@ class Family(ABC):
         for i, rule in enumerate(chosen):
             if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
                 progress(f"rule {i + 1}/{len(chosen)}: {rule.code} {rule.name}", i)
-            out = timed(rule.code, lambda rule=rule: rule.run(data, ctx.for_rule(rule)))
+
+            def run_rule(rule: Rule = rule) -> pl.DataFrame:
+                return rule.run(data, ctx.for_rule(rule))
+
+            out = timed(rule.code, run_rule)
             frames.append(
                 out.with_columns(
                     pl.lit(rule.code).alias("rule"),

@@ -559,6 +559,7 @@ def _publish_frame(data: DeepfakeData) -> pl.DataFrame:
     """Every row as published plus ``__row``/``__record``/``__split``: the fields the manifest
     has (mapped or given) as text or numbers, then its unmapped columns as read."""
     rows = data.rows
+    assert isinstance(data.options, DeepfakeOptions)  # load() sets them
     present = [
         f
         for f in FIELDS

@@ -28,6 +28,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
@@ -174,7 +175,7 @@ _ARTICLE = {"list": "a list", "object": "an object", "nested list": "a nested li
 def _dtype_kind(dtype: pl.DataType) -> str | None:
     """:func:`curate.io.read.nested_kind` for a whole column of one Arrow type."""
     if isinstance(dtype, pl.List | pl.Array):
-        return "nested list" if dtype.inner.is_nested() else "list"  # type: ignore[union-attr]
+        return "nested list" if dtype.inner.is_nested() else "list"
     if isinstance(dtype, pl.Struct) or dtype == pl.Object:
         return "object"
     return None
@@ -401,6 +402,7 @@ class GlycanFamily(Family):
         encoding: str | None = None,
     ) -> GlycanData:
         opts = options
+        assert isinstance(opts, GlycanOptions)
         task, columns = opts.task, opts.columns
         tables: list[GlycanTable] = []
         inputs: list[InputInfo] = []
@@ -591,7 +593,7 @@ class GlycanFamily(Family):
         # The models judge only these values, so each distinct combination is validated once
         # (a million rows hold a few thousand), and only the rows of a failing one are visited.
         judged = [c for c in view.columns if c not in ("row", "record")]
-        failed: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        failed: dict[tuple[Any, ...], list[ErrorDetails]] = {}
         for values in view.select(judged).unique().iter_rows():
             payload = dict(zip(judged, values, strict=True))
             row_model = model
@@ -618,12 +620,12 @@ class GlycanFamily(Family):
             invalid.append(r["row"])
             for err in failed[tuple(r[c] for c in judged)]:
                 loc = ".".join(str(x) for x in err["loc"])
-                column = {
+                cell_column = {
                     "glycan": cols.glycan,
                     "split": cols.split or "split",
                     "label": label_col,
                 }.get(loc, loc)
-                if (r["row"], column) in bad_fields:
+                if (r["row"], cell_column) in bad_fields:
                     continue  # the cell was a list or an object: reported above
                 value = r.get(loc)
                 message = f"missing {loc}" if value is None else f"{err['msg']} (got {value!r})"
@@ -631,9 +633,9 @@ class GlycanFamily(Family):
                     {
                         "row": r["row"],
                         "record": r["record"],
-                        "field": column or loc,
+                        "field": cell_column or loc,
                         "message": message,
-                        "details": {"file": path, "column": column, "value": value},
+                        "details": {"file": path, "column": cell_column, "value": value},
                     }
                 )
         rows = (
@@ -648,6 +650,7 @@ class GlycanFamily(Family):
     def _normalise_matrix(
         self, index: int, path: str, cols: Columns, raw: pl.DataFrame, base: pl.DataFrame
     ) -> tuple[GlycanTable, list[dict[str, Any]]]:
+        assert cols.protein is not None  # the column detection refuses a matrix without one
         rows = base.with_columns(
             raw[cols.protein].cast(pl.String).alias("protein"),
             (

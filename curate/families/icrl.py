@@ -530,10 +530,10 @@ class IcrlFamily(Family):
         taken: dict[str, GroupCopy] = {}
         for g in groups:
             if g.name in taken:  # a renumbered group onto a member kept as it is (RL003 ignored)
-                moved, kept = sorted((g, taken[g.name]), key=lambda x: x.source == x.name)
+                renamed, root = sorted((g, taken[g.name]), key=lambda x: x.source == x.name)
                 raise InputError(
-                    f"cannot write the fixed file: task group {moved.source} would be "
-                    f"renumbered to {g.name}, the name of the root member {kept.source}, kept "
+                    f"cannot write the fixed file: task group {renamed.source} would be "
+                    f"renumbered to {g.name}, the name of the root member {root.source}, kept "
                     "as it is (RL003 ignored); let RL003 leave it out, or ignore RL101 and "
                     "RL102 too",
                     path=source,
@@ -541,11 +541,11 @@ class IcrlFamily(Family):
             taken[g.name] = g
         target = folder / name
         write_fixed(source, target, groups)
-        kept = kept_per_group(groups)
+        per_group = kept_per_group(groups)
         return Written(
-            files={name: sum(kept.values())},
+            files={name: sum(per_group.values())},
             changes=moved,
-            configs=configs(target, name, kept),
+            configs=configs(target, name, per_group),
         )
 
     def fix_summary(
@@ -709,8 +709,11 @@ def _weighted_median(lengths: pl.DataFrame) -> float | None:
         return None
     cum = lengths.sort("length")["count"].cum_sum()
     values = lengths.sort("length")["length"]
-    lo = int(values[int((cum >= (total + 1) // 2).arg_max())])
-    hi = int(values[int((cum >= total // 2 + 1).arg_max())])
+    lo_at = (cum >= (total + 1) // 2).arg_max()
+    hi_at = (cum >= total // 2 + 1).arg_max()
+    assert lo_at is not None and hi_at is not None  # ``cum`` reaches ``total``: both hold
+    lo = int(values[lo_at])
+    hi = int(values[hi_at])
     return (lo + hi) / 2
 
 

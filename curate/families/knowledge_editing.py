@@ -133,7 +133,7 @@ class KnowledgeEditingFamily(Family):
 
     def _load(
         self,
-        paths: Sequence[str | Path],
+        paths: Sequence[str | Path | Span],
         *,
         progress: Progress | None,
         keep_records: bool,
@@ -171,22 +171,24 @@ class KnowledgeEditingFamily(Family):
             pool, depth = engine.submitter(lambda: ThreadPoolExecutor(1)), engine.parallelism(1)
         try:
             for path in paths:
+                # ``isinstance`` below, not ``span is None``: a checker then knows ``path`` is a
+                # file where it is one
                 span = path if isinstance(path, Span) else None
-                if span is None:
+                if not isinstance(path, Span):
                     check_not_blank(path)
                 # A local file's hash is taken beside the parsing (hashlib works without the
                 # GIL) instead of in a pass of its own before it.
                 local = (
                     plain_file(path)
-                    if span is None and pool is not None and engine.is_local()
+                    if not isinstance(path, Span) and pool is not None and engine.is_local()
                     else None
                 )
                 # the columnar path takes the coded fields as parquet stores them (see Codes)
                 coded = CODED_FIELDS if pool is not None else ()
                 try:
                     src = (
-                        span.open(coded)
-                        if span is not None
+                        path.open(coded)
+                        if isinstance(path, Span)
                         else open_source(
                             path, encoding=encoding, hash_input=local is None, dictionary=coded
                         )
@@ -247,6 +249,7 @@ class KnowledgeEditingFamily(Family):
                                 if keep_records:
                                     invalid[row] = raw
                             else:
+                                assert layout is not None  # a validated case has its layout
                                 layouts[layout] = layouts.get(layout, 0) + 1
                                 builder.add(row, rec, batch.split, layout, case)
                                 if case.edited is not None or case.withheld_edits:
@@ -261,7 +264,7 @@ class KnowledgeEditingFamily(Family):
                     del batch, cols
                     if progress:
                         progress(f"read {src.path.name}", row)
-                if n_file == 0 and span is None:  # one empty input among several is broken
+                if n_file == 0 and not isinstance(path, Span):  # one empty input of several: broken
                     raise no_records(path)
                 try:
                     sha = digest.result() if digest is not None else src.sha256
@@ -664,6 +667,7 @@ class KnowledgeEditingFamily(Family):
         """``edit_set.json`` (the edited cases that remain) and the edit-set figures, naming
         every edited case a fix dropped and why: a dropped edited case changes the edit set."""
         assert isinstance(data, KEData)
+        assert isinstance(options, KEOptions)
         frame: pl.DataFrame = run.frame
         if frame.height:
             kept = frame.filter(pl.col("edited"))["case_id"].to_list()
@@ -719,7 +723,7 @@ def output_layout(data: KEData) -> str:
     reads them for every case. Missing, they are named (exit 2), never invented.
     """
     counts = _layout_counts(data)
-    chosen = data.options.layout if isinstance(data.options, KEOptions) else None
+    chosen: str | None = data.options.layout if isinstance(data.options, KEOptions) else None
     if chosen is None:
         if len(counts) > 1:
             raise UsageError(
@@ -827,10 +831,10 @@ def _case_batches(
         files = local_parquet(path)
         if files is not None:  # parquet on disk: polars' streaming reader (3x curate's batches)
             for _, names in files:
-                for part in pl.scan_parquet(names).collect_batches(chunk_size=DIFF_BATCH):
-                    rows = pl.int_range(row, row + part.height, dtype=pl.Int64, eager=True)
-                    row += part.height
-                    yield _with_ids(part.with_columns(rows.alias(ROW)), cases)
+                for chunk in pl.scan_parquet(names).collect_batches(chunk_size=DIFF_BATCH):
+                    rows = pl.int_range(row, row + chunk.height, dtype=pl.Int64, eager=True)
+                    row += chunk.height
+                    yield _with_ids(chunk.with_columns(rows.alias(ROW)), cases)
             continue
         for batch in open_source(path, hash_input=False, encoding=encoding).batches:
             if batch.arrow is not None:
@@ -898,7 +902,7 @@ def _valid_batches(
         for batch in src.batches:
             number += 1
             name = batch.split or "train"
-            raws = batch.rows
+            raws: list[Any] = batch.rows  # each raw record is let go (None) once validated
             if split is not None and name != split:
                 row += len(raws)
                 continue

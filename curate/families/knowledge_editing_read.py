@@ -27,6 +27,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from polars.datatypes import DataTypeClass
 from pydantic import BaseModel, ValidationError
 
 from curate.core.engine import available_cores
@@ -327,12 +328,12 @@ class TableBuilder:
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         self.flush()
-        schemas = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
+        schemas: tuple[dict[str, Any], ...] = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
         if self.strings is not None:
             self.strings.own(self.chunks)
-            schemas = tuple(_uncoded(s) for s in schemas)  # type: ignore[assignment]
+            schemas = tuple(_uncoded(s) for s in schemas)
         if self.lean:
-            schemas = ({c: schemas[0][c] for c in LEAN_COLUMNS}, *schemas[1:])  # type: ignore[assignment]
+            schemas = ({c: schemas[0][c] for c in LEAN_COLUMNS}, *schemas[1:])
         return (
             _concat(self.chunks.pop("cases"), schemas[0]),
             _concat(self.chunks.pop("hops"), schemas[1]),
@@ -499,7 +500,7 @@ def batch_columns(
         first = 0 if pa.types.is_integer(t) else "" if pa.types.is_string(t) else None
     else:
         return None
-    id_kind = type(first)
+    id_kind: type = type(first)
     if id_kind not in (int, str):
         return None
     struct = parse_type(id_kind)
@@ -647,7 +648,7 @@ class Shard:
         """The shard's data, its tables as the worker built them (a consumed shard is empty)."""
         categories = pl.Series(self.strings).cast(CODE)  # each string of the shard once
         self.strings = None
-        frames = {}
+        frames: dict[str, Any] = {}  # KEData's table fields, by name
         for name, schema in zip(_SHARD_TABLES, _SHARD_SCHEMAS, strict=True):
             table = self.tables.pop(name)
             frame = pl.from_arrow(table.drop_columns(_dictionary_columns(table)))
@@ -688,7 +689,7 @@ def _dictionary_columns(table: pa.Table) -> list[str]:
     return [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
 
 
-def _categories(col: pa.ChunkedArray, dtype: pl.DataType) -> pl.Series:
+def _categories(col: pa.ChunkedArray, dtype: pl.DataType | DataTypeClass) -> pl.Series:
     """A dictionary column as a coded one (categorical or enum): the chunks' dictionaries
     coded in one cast (each distinct string of a chunk once), then gathered by the indices."""
     run = DictionaryRun()

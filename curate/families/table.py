@@ -99,7 +99,9 @@ def card_types(
                 .alias(name)
             )
         else:
-            dtype = pl.from_arrow(pa.array([], feature.pa_type)).dtype
+            empty = pl.from_arrow(pa.array([], feature.pa_type))
+            assert isinstance(empty, pl.Series)  # an Arrow array becomes a Series
+            dtype = empty.dtype
             if dtype == pl.String:
                 out.append(s)
                 continue

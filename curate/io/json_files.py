@@ -35,10 +35,11 @@ from curate.io.sources import Blob, open_bytes, read_bytes, sample_bytes
 
 
 def _position(text: bytes | str, pos: int) -> str:
-    nl = b"\n" if isinstance(text, bytes) else "\n"
-    line = text.count(nl, 0, pos) + 1
-    col = pos - (text.rfind(nl, 0, pos) + 1) + 1
-    return f"{line}:{col}"
+    if isinstance(text, bytes):
+        line, last = text.count(b"\n", 0, pos), text.rfind(b"\n", 0, pos)
+    else:
+        line, last = text.count("\n", 0, pos), text.rfind("\n", 0, pos)
+    return f"{line + 1}:{pos - (last + 1) + 1}"
 
 
 def _orjson_error_pos(err: orjson.JSONDecodeError, data: bytes | str) -> str:
@@ -70,12 +71,11 @@ def _loads(data: bytes | str) -> Any:
     a document orjson would call invalid; when it cannot read one either, its error (with its
     position) is raised as orjson's would be.
     """
-    pattern = _LONG_DIGITS if isinstance(data, bytes) else _LONG_DIGITS_TEXT
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         # orjson's only complaint about a valid document with a huge integer
-        if "number is infinity" not in str(e) or pattern.search(data) is None:
+        if "number is infinity" not in str(e) or not _long_digits(data):
             raise
         try:
             return _exact_loads(data)
@@ -83,12 +83,18 @@ def _loads(data: bytes | str) -> Any:
             raise orjson.JSONDecodeError(later.msg, later.doc, later.pos) from None
         except (ValueError, RecursionError):  # a float too big for a double, as orjson said
             raise e from None
-    if pattern.search(data) is None:
+    if not _long_digits(data):
         return doc
     try:
         return _exact_loads(data)
     except (ValueError, RecursionError) as e:  # nested deeper than the stdlib parser goes
         raise orjson.JSONDecodeError(f"cannot read exactly: {brief(e, True)}", "", 0) from None
+
+
+def _long_digits(data: bytes | str) -> bool:
+    if isinstance(data, bytes):
+        return _LONG_DIGITS.search(data) is not None
+    return _LONG_DIGITS_TEXT.search(data) is not None
 
 
 def _exact_loads(data: bytes | str) -> Any:
@@ -268,7 +274,8 @@ def jsonl_blocks(
             if held == len(buf):  # one line fills the buffer: make room for the rest of it
                 buf.extend(bytes(len(buf)))
             with memoryview(buf) as mv:
-                got = fh.readinto(mv[held:])
+                # typeshed's BinaryIO lacks readinto; every stream opened here has it
+                got = fh.readinto(mv[held:])  # type: ignore[attr-defined]
             eof = not got
             held += got or 0
             cut = held if eof else buf.rfind(b"\n", 0, held) + 1

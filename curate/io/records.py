@@ -207,20 +207,22 @@ class SplitInput(str):
     ``__split__`` column), so no family needs to know where the split came from.
     """
 
-    __slots__ = ("split",)
+    # Not named ``split``: a slot of that name would hide ``str.split`` on the path itself.
+    __slots__ = ("split_name",)
+    split_name: str
 
     def __new__(cls, path: str, split: str) -> SplitInput:
         s = super().__new__(cls, path)
-        s.split = split
+        s.split_name = split
         return s
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (SplitInput, (str(self), self.split))
+        return (SplitInput, (str(self), self.split_name))
 
 
 def split_of(path: Any) -> str | None:
     """The split a :class:`SplitInput` assigns, else None."""
-    return getattr(path, "split", None) if isinstance(path, SplitInput) else None
+    return path.split_name if isinstance(path, SplitInput) else None
 
 
 def tagged(batches: Iterator[Batch], split: str) -> Iterator[Batch]:

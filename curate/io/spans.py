@@ -186,7 +186,8 @@ def count_span(span: Span, fh: BinaryIO | None = None, digest: Any = None) -> tu
     chunk = bytearray(min(_COUNT_CHUNK, max(0, b - pos)))
     with memoryview(chunk) as mv:
         while pos < b:
-            got = fh.readinto(mv[: min(len(chunk), b - pos)]) or 0
+            # typeshed's BinaryIO lacks readinto; every stream opened here has it
+            got = fh.readinto(mv[: min(len(chunk), b - pos)]) or 0  # type: ignore[attr-defined]
             if not got:
                 break
             if digest is not None:
@@ -250,7 +251,8 @@ class _Upto:
         if self.left <= 0:
             return 0
         with memoryview(b) as mv:
-            got = self.f.readinto(mv[: self.left]) or 0
+            # typeshed's BinaryIO lacks readinto; every stream opened here has it
+            got = self.f.readinto(mv[: self.left]) or 0  # type: ignore[attr-defined]
         self.left -= got
         return got
 

@@ -16,6 +16,7 @@ what a user would otherwise do by eye, so it is strict: ambiguous headers are an
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -89,7 +90,9 @@ class Columns:
         return list(self.labels)
 
 
-def _find(header: list[str], names: tuple[str, ...], exclude: set[str] = frozenset()) -> str | None:
+def _find(
+    header: list[str], names: tuple[str, ...], exclude: AbstractSet[str] = frozenset()
+) -> str | None:
     lower = {h.lower().strip(): h for h in header if h not in exclude}
     for n in names:
         if n in lower:

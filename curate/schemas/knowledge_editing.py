@@ -186,7 +186,9 @@ class RemasteredCase(_Model):
             rebuilt_triples = edit_triples is None
             edit_idx, rebuilt = [], []
             for k, rw in enumerate(self.requested_rewrite):
-                given = edit_triples[k] if k < len(edit_triples or ()) else None
+                given = (
+                    edit_triples[k] if edit_triples is not None and k < len(edit_triples) else None
+                )
                 hop = next((i for i, t in enumerate(self.new_triples) if t == given), None)
                 if hop is None:
                     hop = next(
@@ -212,6 +214,7 @@ class RemasteredCase(_Model):
             ]
         else:
             rebuilt_triples = False
+        assert edit_triples is not None  # rebuilt above when the record had none
         rewrites = []
         for k, rw in enumerate(self.requested_rewrite):
             new_id = rw.target_new_id

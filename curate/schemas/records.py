@@ -318,7 +318,9 @@ def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict
         keep = list(range(len(items)))
     except ValidationError as e:
         for err in e.errors(include_url=False):
-            errors.setdefault(err["loc"][0], []).append(err)
+            at = err["loc"][0]
+            assert isinstance(at, int)  # an item of the validated list: located by its index
+            errors.setdefault(at, []).append(err)
         keep = [i for i in range(len(items)) if i not in errors]
         good = adapter.validate_python([items[i] for i in keep]) if keep else []
     dumped = adapter.dump_python(good, mode="python") if keep else []
@@ -354,8 +356,9 @@ def _field_work(frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]) ->
     empty = column.is_null() & ~is_nested
     fast: pl.Series | None = None
     if column.dtype == pl.String and plan.kind != "other":
-        fast = base.select(pl.when(~pl.col("n")).then(_canonical(plan)).alias(plan.name))
-        fast = fast.to_series()
+        fast = base.select(
+            pl.when(~pl.col("n")).then(_canonical(plan)).alias(plan.name)
+        ).to_series()
         pending = ~empty & fast.is_null()
     else:
         pending = ~empty
@@ -377,7 +380,9 @@ def _field_work(frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]) ->
 
 def _field_adapter(plan: FieldPlan) -> TypeAdapter:
     """The field's type and constraints over a list of its values."""
-    return TypeAdapter(list[Annotated[plan.info.annotation, plan.info]])
+    # a type made at run time from the field's annotation, which no static type can name
+    annotated: Any = Annotated
+    return TypeAdapter(list[annotated[plan.info.annotation, plan.info]])
 
 
 def _settle_field(
@@ -541,9 +546,10 @@ def _rows_part_now(
             part.lost.append(None)
             part.shown.append(cells[p.name][1])
         else:
-            part.columns.append(_typed(values, p.dtype, p.name))
+            typed = _typed(values, p.dtype, p.name)
+            part.columns.append(typed)
             part.values.append(None)
-            part.lost.append(_lost(part.columns[-1], everything, values, cells[p.name][1]))
+            part.lost.append(_lost(typed, everything, values, cells[p.name][1]))
             part.shown.append(None)
     return part
 
@@ -574,7 +580,9 @@ def _settle_rows(
     else:
         parts, starts = _rows_on_engine(engine, frame, plans, nested, loader)
     problems = [
-        (i + a, *rest) for part, a in zip(parts, starts, strict=True) for i, *rest in part.errors
+        (i + a, field, message, shown)
+        for part, a in zip(parts, starts, strict=True)
+        for i, field, message, shown in part.errors
     ]
     series = []
     for k, p in enumerate(plans):
@@ -587,15 +595,16 @@ def _settle_rows(
             series.append(_typed(values, p.dtype, p.name))
             problems += _lost(series[-1], list(range(frame.height)), values, shown)
         else:
-            column = parts[0].columns[k]
-            if len(parts) > 1:
-                column = pl.concat([part.columns[k] for part in parts], rechunk=True)
-            assert column is not None
-            series.append(column)
+            pieces: list[pl.Series] = []
+            for part in parts:
+                piece = part.columns[k]
+                assert piece is not None  # a field of a known type is typed in every part
+                pieces.append(piece)
+            series.append(pieces[0] if len(pieces) == 1 else pl.concat(pieces, rechunk=True))
             problems += [
-                (i + a, *rest)
+                (i + a, field, message, shown)
                 for part, a in zip(parts, starts, strict=True)
-                for i, *rest in part.lost[k] or []
+                for i, field, message, shown in part.lost[k] or []
             ]
     return series, sorted(problems, key=lambda x: x[0])
 

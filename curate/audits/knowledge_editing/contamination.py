@@ -75,8 +75,8 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
             chosen = chosen.scatter(pl.Series(positions), True)
             drawn = records.filter(chosen.gather(data.cases["row"]))
             return records.is_in(drawn.implode()).alias("edited")
-        ids = {str(data.all_ids[i]) for i in positions.tolist()}
-        return records.is_in(pl.Series(list(ids), dtype=pl.String).implode()).alias("edited")
+        drawn_ids = {str(data.all_ids[i]) for i in positions.tolist()}
+        return records.is_in(pl.Series(list(drawn_ids), dtype=pl.String).implode()).alias("edited")
     if kind == "ids":
         path = Path(rest)
         if not rest or not path.is_file():
@@ -474,7 +474,7 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
     the number of hops, applied edits and hits, never pairs of cases.
     """
     empty = Contamination.empty()
-    applied = _applied(data, edited).select(
+    lazy = _applied(data, edited).select(
         "row",
         "k",
         *_EDIT_TEXT,
@@ -483,7 +483,7 @@ def contamination(data: KEData, edited: pl.Series) -> Contamination:
     )
     # The streaming engine: measured 2x faster than the default for these million-row
     # group-bys and joins (1 M cases, `all`).
-    applied = applied.collect(engine="streaming")
+    applied = lazy.collect(engine="streaming")
     if applied.is_empty():
         return empty
     # The applied edits sorted by triple, (key, object code), ``key`` holding the subject's and
@@ -836,7 +836,7 @@ def resolve_edit_set_first(ctx: AuditContext) -> None:
 
 
 @RULES.table("contamination")
-def contamination_table(ctx: AuditContext) -> pl.DataFrame:
+def contamination_table(ctx: AuditContext) -> Contamination:
     """The contamination join for the edit set (KE201 and KE202 both read it)."""
     return contamination(ctx.data, ctx.table("edited"))
 

@@ -114,7 +114,7 @@ def _groups(ctx: AuditContext, rows: pl.Series) -> list[Any]:
     (a row without a key is its own group)."""
     opts = ctx.options
     if opts.group:
-        g = as_text(ctx.data.values[opts.group]).gather(rows).cast(pl.String)  # type: ignore[attr-defined]
+        g = as_text(ctx.data.values[opts.group]).gather(rows).cast(pl.String)
         return g.fill_null(pl.format("\x00{}", rows.cast(pl.String))).to_list()
     keyed = ctx.table("key_hashes").select("row", pl.col("h").cast(pl.String))
     frame = rows.to_frame("row").join(keyed, on="row", how="left", maintain_order="left")

@@ -194,9 +194,10 @@ def _cost(column: pl.Series) -> float:
     if column.dtype != pl.String:
         return 0.0
     sample = column.head(_SAMPLE)
-    mean = sample.str.len_bytes().mean() or 0.0
+    mean = sample.str.len_bytes().mean()  # None for an empty sample
+    mean = float(mean) if isinstance(mean, int | float) else 0.0
     share = sample.n_unique() / max(sample.len(), 1)
-    return float(mean) * (share if column.len() > _SAMPLE and share < 0.5 else 1.0)
+    return mean * (share if column.len() > _SAMPLE and share < 0.5 else 1.0)
 
 
 def blank_cells(column: pl.Series, parts: list[str]) -> pl.Series:
@@ -252,8 +253,11 @@ def key_hashes_table(ctx: AuditContext) -> pl.DataFrame:
         again = repeats(h)
         alive, h = alive.filter(again), h.filter(again)
         got = fold_hash(texts[i].gather(alive), parts, i)["h"]
-        h = pl.DataFrame([h.alias("a"), got.alias("b")]).select(pl.struct("a", "b").hash())
-        h = h.to_series()
+        h = (
+            pl.DataFrame([h.alias("a"), got.alias("b")])
+            .select(pl.struct("a", "b").hash())
+            .to_series()
+        )
         h_all = h_all.scatter(alive, h)
     # which keys repeat, anywhere and within a split: every exact rule starts from these
     split = frame["split"].gather(alive)
