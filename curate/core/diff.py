@@ -254,12 +254,12 @@ class ColumnHashes:
         #: columns), which a diff never reads.
         self.lean = lean
         self.parts: list[Any] = []  # (hashes, kept values, types), or futures of them
-        self.rows = 0
-        self.complete = True
+        self.rows: int = 0
+        self.complete: bool = True
         #: the other version (prepared already) and its record hashes over the columns both
         #: have, set from this side's first batch: rows hashing to none of them are kept
         self.against = against
-        self.ignore = tuple(ignore)
+        self.ignore: tuple[str, ...] = tuple(ignore)
         self._seen: pl.Series | None = None
         self._shared: list[str] = []
         self._next = 0  # parts before it are hashed

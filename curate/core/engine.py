@@ -412,7 +412,7 @@ class RayEngine(Engine):
         self._started = False
         self._remotes: dict[Any, Any] = {}
         #: True when no cluster was there to join and Ray started one for this process.
-        self.started_local = False
+        self.started_local: bool = False
         if not ray.is_initialized():
             target = _target(address)
             self.started_local = target is None

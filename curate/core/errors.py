@@ -61,8 +61,8 @@ class InputError(Exception):
     ) -> None:
         # ``path`` is anything whose ``str()`` names the input: a Path, or an io-layer Blob (a
         # compressed, Hub or stdin input) that this lower layer cannot name in an annotation.
-        self.message = " ".join(str(message).split())  # one line, whatever a library said
-        self.path = str(path) if path is not None else None
+        self.message: str = " ".join(str(message).split())  # one line, whatever a library said
+        self.path: str | None = str(path) if path is not None else None
         self.position = position
         self.record = record
         self.field = field

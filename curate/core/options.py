@@ -52,7 +52,9 @@ CommaList = Annotated[list[str], BeforeValidator(comma_list)]
 class FamilyOptions(BaseModel):
     """Base class of every family's options (a family with none uses it as is)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid", frozen=True, arbitrary_types_allowed=True
+    )
 
     #: Options that count something (processes, tasks, steps) and must be at least 1 when
     #: given. One validator for all of them: ``workers`` had the same check written out in

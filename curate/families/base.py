@@ -301,7 +301,9 @@ class Family(ABC):
         """
         return None
 
-    def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
+    def options(
+        self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any
+    ) -> FamilyOptions:
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
         return parse_options(self.Options, self.name, given, **raw)
 

@@ -38,8 +38,9 @@ from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
 from curate.core.findings import InputInfo, Report, dumps, rule_output
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream
 from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
@@ -362,24 +363,24 @@ GLYCAN_KEY = "__glycan_key"
 
 class GlycanFamily(Family):
     name = "glycan"
-    aliases = ("glycans", "glycanml")
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("glycans", "glycanml")
+    card: CardDefaults = CardDefaults(
         title="Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)",
         license="mit",
         task_categories=("text-classification",),
     )
-    Options = GlycanOptions
+    Options: type[FamilyOptions] = GlycanOptions
     #: A taxonomy fix can ripple up the hierarchy one level per pass: a genus moved to its
     #: majority family may then sit under that family's minority order, found only by the next
     #: re-audit (GL301), and rows it makes equal are dropped by the one after (GL304). Eight
     #: levels, so up to seven GL301 passes and one more; the glycowork species file needs six.
-    fix_passes = len(LEVELS) + 2
+    fix_passes: int | None = len(LEVELS) + 2
 
-    rules = RULES
+    rules: RuleSet = RULES
     #: ``curate overlap --key glycan``: the canonical key of :mod:`curate.schemas.iupac` (the
     #: leakage rules' key), so branch order and linkage spelling do not hide a glycan in two
     #: splits.
-    keys = (GLYCAN_KEYS,)
+    keys: tuple[Keys, ...] = (GLYCAN_KEYS,)
 
     # ----------------------------------------------------------------- reading
     def sniff(self, probe: Probe) -> str | None:

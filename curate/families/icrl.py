@@ -36,8 +36,9 @@ from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.core.fixes import RECORD, ROW, SPLIT
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream
 from curate.families.base import CardDefaults, Family, InputSpec, Progress
 from curate.families.hints import hinted
@@ -77,18 +78,18 @@ from curate.schemas.icrl_tables import (
 
 class IcrlFamily(Family):
     name = "icrl"
-    aliases = ("xland",)
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("xland",)
+    card: CardDefaults = CardDefaults(
         title="In-context RL learning histories (XLand-100B-style HDF5)",
         license="cc-by-sa-4.0",
         task_categories=("reinforcement-learning",),
     )
-    Options = IcrlOptions
-    rules = RULES
+    Options: type[FamilyOptions] = IcrlOptions
+    rules: RuleSet = RULES
     #: ``curate overlap --key task``: a task group's content hash (its histories' digests in
     #: order), as RL402/RL404 compare tasks — equal bytes whatever the group is called.
-    keys = (TASK_KEYS,)
-    inputs = InputSpec(
+    keys: tuple[Keys, ...] = (TASK_KEYS,)
+    inputs: InputSpec = InputSpec(
         help="Local HDF5 files of learning histories (XLand-100B layout), or a folder holding "
         "one (what curate fix wrote).",
         text=False,

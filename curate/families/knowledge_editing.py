@@ -35,9 +35,10 @@ from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, UsageError, arg
 from curate.core.findings import Headline, InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.keys import Keys
 from curate.core.memory import release_freed
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream, small_types
 from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted, not_this_family
@@ -87,20 +88,20 @@ from curate.schemas.knowledge_editing_tables import (
 
 class KnowledgeEditingFamily(Family):
     name = "knowledge-editing"
-    aliases = ("mquake", "ke")
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("mquake", "ke")
+    card: CardDefaults = CardDefaults(
         title="Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)",
         license="mit",
         task_categories=("question-answering",),
         language=("en",),  # MQuAKE's questions, cloze prompts and answers are English
     )
-    Options = KEOptions
+    Options: type[FamilyOptions] = KEOptions
     #: Only KE001 (the schema) is an invalid rule: see its declaration.
-    rules = RULES
+    rules: RuleSet = RULES
     #: ``curate overlap`` keys: ``fact`` (the edit triples: an edit in two datasets is the
     #: same counterfactual) and ``question`` (the multi-hop questions, normalised as KE402
     #: compares them; text, so ``--near-duplicates`` applies).
-    keys = (FACT_KEYS, QUESTION_KEYS)
+    keys: tuple[Keys, ...] = (FACT_KEYS, QUESTION_KEYS)
 
     def read(
         self,

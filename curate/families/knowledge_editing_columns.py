@@ -560,11 +560,15 @@ class Columns:
         present: set[str],
         strings: pa.Array | None = None,
     ) -> None:
-        self.cases, self.hops, self.edits = cases, hops, edits
-        self.ids, self.unsure, self.present = ids, unsure, present
+        self.cases: pl.DataFrame = cases
+        self.hops: pl.DataFrame = hops
+        self.edits: pl.DataFrame = edits
+        self.ids: list[Any] = ids
+        self.unsure: list[int] = unsure
+        self.present: set[str] = present
         #: With ``keep_codes`` (see :func:`tables`): the strings the coded columns' ``uint32``
         #: values index; None: the coded columns are categories.
-        self.strings = strings
+        self.strings: pa.Array | None = strings
 
 
 def tables(

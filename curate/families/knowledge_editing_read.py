@@ -98,7 +98,7 @@ class RecordShape:
     def __init__(self) -> None:
         self.present: set[str] = set()
         self.id_types: set[type] = set()
-        self.irregular = False
+        self.irregular: bool = False
         #: Which of ``orig.edit_triples``/``edit_triples_idx`` some case carried (rather than
         #: the reader rebuilding them from a flat record): the Remastered writer keeps those.
         self.carried: set[str] = set()
@@ -220,7 +220,7 @@ class TableBuilder:
 
     def __init__(self, strings: StringPool | None = None, *, lean: bool = False) -> None:
         self.chunks: dict[str, list[pl.DataFrame]] = {"cases": [], "hops": [], "edits": []}
-        self.shape = RecordShape()
+        self.shape: RecordShape = RecordShape()
         #: A Ray worker's (see :class:`StringPool`): coded columns as indexes into it.
         self.strings = strings
         #: Keep of the columnar batches only each case's row, id and split (``curate diff``,
@@ -623,6 +623,9 @@ class Shard:
     """
 
     __slots__ = ("data", "strings", "tables")
+    data: KEData
+    strings: pa.Array | None
+    tables: dict[str, pa.Table]
 
     def __init__(self, data: KEData, pool: StringPool) -> None:
         self.strings, index = pool.distinct()

@@ -63,6 +63,10 @@ class Lines:
     """
 
     __slots__ = ("at", "count", "data", "line")
+    data: bytes
+    line: int
+    at: int
+    count: int
 
     def __init__(self, data: bytes, line: int, at: int, count: int) -> None:
         self.data, self.line, self.at, self.count = data, line, at, count
@@ -114,19 +118,19 @@ class Batch:
         parse: Callable[[], list[dict[str, Any]]] | None = None,
         blob: Lines | None = None,
     ) -> None:
-        self.split = split
-        self.offset = offset
+        self.split: str | None = split
+        self.offset: int = offset
         self._rows = rows
         self._lines = lines
         self._raw = raw
         #: The batch as an Arrow record batch (parquet inputs): columns straight from the file.
-        self.arrow = arrow
+        self.arrow: Any = arrow
         self._error = error
         #: Makes ``rows`` from ``raw`` (JSON Lines), raising the reader's errors.
         self._parse = parse
         #: The records' lines in one piece (UTF-8 JSON Lines): what :attr:`raw` and
         #: :attr:`lines` are split from when asked.
-        self.blob = blob
+        self.blob: Lines | None = blob
 
     def _split_blob(self) -> None:
         if self.blob is not None and self._raw is None:

@@ -224,10 +224,10 @@ class SpanNumbering:
     """
 
     def __init__(self, spans: Sequence[Span], digest: Any = None) -> None:
-        self.spans = list(spans)
+        self.spans: list[Span] = list(spans)
         self.digest = digest
-        self.lines = 0
-        self.records = 0
+        self.lines: int = 0
+        self.records: int = 0
 
     def __iter__(self) -> Iterator[Span]:
         spans = self.spans

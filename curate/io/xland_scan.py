@@ -119,27 +119,27 @@ class HistoryScan:
     def __init__(self, steps: int, max_steps: int | None) -> None:
         self.steps = steps
         self.max_steps = max_steps
-        self.read = 0
-        self.ep_start = 0  # first step of the open episode (history coordinates)
-        self.carry = 0.0  # return of the open episode so far
+        self.read: int = 0
+        self.ep_start: int = 0  # first step of the open episode (history coordinates)
+        self.carry: float = 0.0  # return of the open episode so far
         self.returns: list[np.ndarray] = []
-        self.lengths = np.zeros(0, dtype=np.int64)
-        self.successes = 0
-        self.flagged = {k: 0 for k in EPISODE_KINDS}
+        self.lengths: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.successes: int = 0
+        self.flagged: dict[str, int] = {k: 0 for k in EPISODE_KINDS}
         self.examples: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
-        self.counts = {k: [0, -1, -1] for k in STEP_KINDS}
-        self.state_value = -1
+        self.counts: dict[str, list[int]] = {k: [0, -1, -1] for k in STEP_KINDS}
+        self.state_value: int = -1
         #: the first out-of-range action and expert action (-1: none), for the findings' text
-        self.action_value = -1
-        self.expert_value = -1
-        self.actions = np.zeros(256, dtype=np.int64)
-        self.experts = np.zeros(256, dtype=np.int64)
+        self.action_value: int = -1
+        self.expert_value: int = -1
+        self.actions: np.ndarray = np.zeros(256, dtype=np.int64)
+        self.experts: np.ndarray = np.zeros(256, dtype=np.int64)
         #: one streaming hash per dataset, each fed its dataset's bytes in step order
-        self.hashers = _hashers()
+        self.hashers: list[Any] = _hashers()
         self.error = ""
         #: the dataset whose block could not be read
         self.error_field = ""
-        self.error_span = (-1, -1)
+        self.error_span: tuple[int, int] = (-1, -1)
 
     def steps_where(self, kind: str, mask: np.ndarray | np.bool_, offset: int) -> np.ndarray | None:
         """Count ``mask``'s steps under ``kind`` (first and last kept); the hits, or None."""
@@ -357,7 +357,7 @@ class ShortChunk(RuntimeError):
             f"after {got:,} of the chunk's {size:,} bytes (HDF5 reads it without an error and "
             "returns unset memory for the rest)"
         )
-        self.span = (c, end)
+        self.span: tuple[int, int] = (c, end)
 
 
 class _Buffer:

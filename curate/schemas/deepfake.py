@@ -22,7 +22,7 @@ import difflib
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -279,7 +279,7 @@ class DeepfakeRow(BaseModel):
     validations.
     """
 
-    model_config = ConfigDict(extra="ignore", strict=False)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="ignore", strict=False)
 
     sample_id: Annotated[str, BeforeValidator(_blank_none), StringConstraints(min_length=1)]
     path: Text = None

@@ -19,7 +19,7 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
@@ -248,7 +248,7 @@ def _binary(v: Any) -> Any:
 class GlycanRow(BaseModel):
     """What every task row needs: a non-empty glycan string and a known split (or none)."""
 
-    model_config = ConfigDict(extra="ignore", strict=False)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="ignore", strict=False)
 
     glycan: Annotated[str, StringConstraints(min_length=1)]
     split: Literal["train", "validation", "test"] | None = None

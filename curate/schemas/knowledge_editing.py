@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Ge, Le, Len
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -37,7 +37,9 @@ Triple = Annotated[list[NonEmpty], Len(3, 3)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        strict=True, extra="allow", populate_by_name=True
+    )
 
 
 class Target(_Model):
