@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from curate.core.findings import InputInfo, Report
 from curate.core.options import FamilyOptions
+from curate.core.streams import SplitData
 
 __all__ = ["ChangeEntry", "FixResult", "LoadedDataset", "Written"]
 
@@ -90,7 +91,7 @@ class ChangeEntry:
 class FixResult:
     """A remastered dataset (Arrow tables per split), its changelog and side files to write."""
 
-    tables: dict[str, pa.Table]
+    tables: dict[str, SplitData]
     changelog: list[ChangeEntry]
     extra_files: dict[str, bytes] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)

@@ -641,10 +641,10 @@ class Shard:
             data, **{name: getattr(data, name).clear() for name in _SHARD_TABLES}
         )
 
-    def __getstate__(self) -> tuple[KEData, pa.Array, dict[str, pa.Table]]:
+    def __getstate__(self) -> tuple[KEData, pa.Array | None, dict[str, pa.Table]]:
         return self.data, self.strings, self.tables
 
-    def __setstate__(self, state: tuple[KEData, pa.Array, dict[str, pa.Table]]) -> None:
+    def __setstate__(self, state: tuple[KEData, pa.Array | None, dict[str, pa.Table]]) -> None:
         self.data, self.strings, self.tables = state
 
     def unpack(self) -> KEData:
