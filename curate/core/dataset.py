@@ -10,14 +10,16 @@ a cycle only lazy imports could hide.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
 
 from curate.core.findings import InputInfo, Report
 from curate.core.options import FamilyOptions
-from curate.core.streams import SplitData
+
+if TYPE_CHECKING:  # annotations only: no import of the streams module (and pyarrow) for them
+    from curate.core.streams import SplitData
 
 __all__ = ["ChangeEntry", "FixResult", "LoadedDataset", "Written"]
 
