@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape as escape_markup
@@ -31,6 +31,10 @@ from curate.core.options import COMMANDS, FamilyOptions, describe, field_command
 from curate.core.outputs import guard_file
 from curate.families import Family, all_families, get_family
 from curate.reports import formats
+
+if TYPE_CHECKING:
+    from curate.core.dataset import LoadedDataset
+    from curate.core.findings import Report
 
 #: The command line of this run, for the output folder's marker (set by ``curate.cli.main``).
 COMMAND_LINE: list[str] = []
@@ -152,7 +156,7 @@ def load_and_audit(
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     loaded: Callable[[Any], None] | None = None,
-):
+) -> tuple[LoadedDataset, Report]:
     """Loaded data and audit report: the first half of every data command. ``loaded`` is
     called with the data between reading and auditing (the output gate, once the data has
     named every input: a manifest's media are known before the audit hashes them)."""
@@ -712,6 +716,7 @@ def family_command(verb: str, fam: Family) -> Any:
             impl(fam, options, **kwargs)
 
     params = base + ENGINE_PARAMETERS + extra
+    # inspect (and so typer) reads a function's __signature__; typeshed declares no such attribute
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)

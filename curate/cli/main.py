@@ -114,12 +114,14 @@ def _root(
         raise UsageError(f"{_missing(ctx)} (see `{ctx.command_path} --help`)")
 
 
-def cli():
+def cli() -> Any:  # a command of typer's own copy of click, which typer does not export
     """The click command tree: ``rules`` and the root options from the typer app, plus one
     group per data command whose subcommands are the families."""
     from curate.cli import ci
     from curate.cli.overlap import overlap_app
 
+    # typer declares get_command -> Command; an app with commands gives a TyperGroup, which
+    # has add_command
     root = typer.main.get_command(app)
     for verb in commands.VERBS:
         root.add_command(commands.verb_group(verb))  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 
@@ -25,7 +25,11 @@ from curate.reports import formats
 from curate.reports.render import durations_json, render_durations
 
 if TYPE_CHECKING:  # rich is imported when a progress line is first drawn
+    from rich.console import Console
     from rich.progress import TaskID
+
+    from curate.core.dataset import LoadedDataset
+    from curate.core.findings import Report
 
 #: Report formats of the data commands, from the one registry (:mod:`curate.reports.formats`):
 #: the three views of a report, then the CI ones. An enum so that typer offers the choices.
@@ -52,7 +56,7 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "") != ""
 
 
-def color_for(stream) -> bool:
+def color_for(stream: TextIO) -> bool:
     """Colour on ``stream``: ``NO_COLOR`` wins, then ``FORCE_COLOR``, else only on a terminal."""
     if env_flag("NO_COLOR"):
         return False
@@ -73,7 +77,7 @@ class TerminalProgress:
     behind.
     """
 
-    def __init__(self, console=None) -> None:
+    def __init__(self, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -153,13 +157,13 @@ def emit(text: str, output: Path | None, fmt: str | None = None) -> None:
 
 
 def render(
-    report,
+    report: Report,
     fmt: Format,
     output: Path | None = None,
     *,
     durations: bool = False,
     fail_on: str = "error",
-    data=None,
+    data: LoadedDataset | None = None,
 ) -> str:
     """The report for its destination: colour and wrapping only on a terminal's stdout.
 
@@ -188,7 +192,7 @@ def render(
     return text + render_durations(stages, spec.durations)
 
 
-def step_summary(report, fmt: Format, fail_on: str = "error") -> None:
+def step_summary(report: Report, fmt: Format, fail_on: str = "error") -> None:
     """``--format github`` in GitHub Actions: append the Markdown job summary too."""
     if str(fmt) == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from curate.reports.ci import append_step_summary

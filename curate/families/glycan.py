@@ -874,7 +874,8 @@ class GlycanFamily(Family):
         the command's output) and the glycan figures: rows moved between splits and the seed
         of the re-split; for a matrix, glycan columns merged or dropped as invalid."""
         assert isinstance(options, GlycanOptions)
-        t = single_table(data)  # type: ignore[arg-type]
+        assert isinstance(data, GlycanData)
+        t = single_table(data)
         log = run.changelog
         more: dict[str, Any] = {
             "cells_changed": sum(

@@ -508,8 +508,8 @@ class KnowledgeEditingFamily(Family):
             batch = _record_batch(parts)
             return remastered_batch(batch, carried) if layout == "remastered" else batch
 
-        def stream(split: str):
-            def batches():
+        def stream(split: str) -> SplitStream:
+            def batches() -> Iterator[pa.RecordBatch]:
                 # One record batch per input batch, converted a chunk at a time (see
                 # :func:`_valid_batches`).
                 parts: list[pa.Array] = []

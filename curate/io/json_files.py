@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 
@@ -209,7 +209,8 @@ def jsonl_batches(path: Path | Blob, encoding: str | None = None) -> Iterator[Ba
             # the buffer at one byte)
             st = os.fstat(fh.fileno()) if isinstance(path, Path) else None
             size = st.st_size - skip if st is not None and stat.S_ISREG(st.st_mode) else None
-            batches = jsonl_blocks(path, fh, skip, codec, size=size)
+            # typeshed's BinaryIO lacks readinto; every stream open_bytes gives has it
+            batches = jsonl_blocks(path, fh, skip, codec, size=size)  # type: ignore[arg-type]
         else:
             batches = _decoded_jsonl(path, fh, codec, skip)
         for batch in batches:
@@ -246,9 +247,16 @@ def _decoded_jsonl(path: Path | Blob, fh: BinaryIO, codec: str, skip: int) -> It
 JSONL_BLOCK = 16 << 20
 
 
+class ReadsInto(Protocol):
+    """All that :func:`jsonl_blocks` reads a stream by: a file opened for bytes, or a byte
+    range of one (a span's reader)."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
 def jsonl_blocks(
     path: Path | Blob,
-    fh: BinaryIO,
+    fh: ReadsInto,
     at: int,
     codec: str,
     lineno: int = 1,
@@ -274,8 +282,7 @@ def jsonl_blocks(
             if held == len(buf):  # one line fills the buffer: make room for the rest of it
                 buf.extend(bytes(len(buf)))
             with memoryview(buf) as mv:
-                # typeshed's BinaryIO lacks readinto; every stream opened here has it
-                got = fh.readinto(mv[held:])  # type: ignore[attr-defined]
+                got = fh.readinto(mv[held:])
             eof = not got
             held += got or 0
             cut = held if eof else buf.rfind(b"\n", 0, held) + 1

@@ -270,7 +270,7 @@ def _jsonl_span_batches(span: Span) -> Iterator[Batch]:
         upto = _Upto(fh, b - a)
         yield from jsonl_blocks(
             path,
-            upto,  # type: ignore[arg-type]
+            upto,
             a,
             "utf-8",
             span.first_line,

@@ -169,7 +169,8 @@ class KEData(LoadedDataset):
         cached = self._records_by_row
         if cached is None or cached[0] != id(self.cases):
             rows = self.cases["row"]
-            size = max(len(self.all_ids), int(rows.max()) + 1 if rows.len() else 0)  # type: ignore[arg-type]
+            top = rows.max()  # None for no cases
+            size = max(len(self.all_ids), top + 1 if isinstance(top, int) else 0)
             if rows.len() == size and rows.is_sorted():
                 index = self.cases["record"]  # every record valid: rows are 0..n-1 already
             else:

@@ -50,6 +50,7 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import GenericAlias
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -527,7 +528,9 @@ def _rows_part_now(
             if v is not None or p.nullable:
                 row[keys[p.name]] = v
         items.append(row)
-    adapter = TypeAdapter(list[model])  # type: ignore[valid-type]
+    # list[model], of a model known only at run time: no static type names it
+    items_type: Any = GenericAlias(list, (model,))
+    adapter: TypeAdapter[list[Any]] = TypeAdapter(items_type)
     good, errors = _batch(adapter, items)
     problems = []
     for i, errs in sorted(errors.items()):

@@ -110,7 +110,8 @@ def resolve_edit_set(data: KEData, spec: str) -> pl.Series:
 def _by_row(data: KEData, flags: pl.Series) -> pl.Series:
     """``flags`` (one per row of ``cases``) indexed by ``row`` (false for a row with no case)."""
     rows = data.cases["row"]
-    size = int(rows.max()) + 1 if rows.len() else 0  # type: ignore[arg-type]
+    top = rows.max()  # None for no cases
+    size = top + 1 if isinstance(top, int) else 0
     flags = flags.fill_null(False)
     if rows.len() == size and rows.is_sorted():
         return flags.alias("by_row")  # every record valid: rows are 0..n-1 already
@@ -359,10 +360,11 @@ def _candidates(data: KEData, edited: pl.Series, per_key: pl.DataFrame) -> pl.Da
     has = np.zeros(size, dtype=bool)
     has[k_s] = True
     path = hops["path"]
+    assert isinstance(path.dtype, pl.Enum)  # the hops table's PATH
     arrays = _HopArrays(
         subjects=subjects,
         s_valid=hops["s"].is_not_null().to_numpy() if hops["s"].null_count() else None,
-        new=path.to_physical().to_numpy() == path.dtype.categories.to_list().index("new"),  # type: ignore[attr-defined]
+        new=path.to_physical().to_numpy() == path.dtype.categories.to_list().index("new"),
         rows=hops["row"].to_numpy(),
         by_row=_by_row(data, edited).to_numpy(),
         r=_codes(hops["r"], int(_NONE)),

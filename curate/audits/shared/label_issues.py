@@ -332,13 +332,15 @@ def cross_val_pred_probs(
     k = len(classes)
     folds = max(2, min(folds, n))
     out = np.zeros((n, k), dtype=np.float64)
+    target: np.ndarray
     if multi_label:
         target = np.zeros((n, k), dtype=np.int8)
         for r, s in enumerate(y):
             target[r, s] = 1
         strat = None
     else:
-        target = y  # type: ignore[assignment]
+        assert isinstance(y, np.ndarray)  # _encode: one class index a row
+        target = y
         strat = y
     if groups is not None:
         g = pl.Series("g", list(groups)).cast(pl.String).fill_null("").to_numpy()
