@@ -166,7 +166,7 @@ class _MaskedSubmit:
     def __init__(self, pool: Any) -> None:
         self._pool = pool
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         blocked = _block(_PARENT_ONLY)
         try:
             return self._pool.submit(fn, *args)
@@ -391,7 +391,7 @@ class _RaySubmitter:
     def __init__(self, engine: RayEngine) -> None:
         self.engine = engine
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future | _RayFuture:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any] | _RayFuture:
         return _RayFuture(self.engine.remote(fn).remote(*args))
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:

@@ -69,7 +69,9 @@ from curate.schemas.glycan_tables import (
 from curate.schemas.iupac import IUPACError, canonical_key
 
 
-def key_strings(strings: Sequence[str]) -> tuple[list, list, list, list]:
+def key_strings(
+    strings: Sequence[str],
+) -> tuple[list[str | None], list[str | None], list[int | None], list[str | None]]:
     """Canonical key, or parse error (message, position, kind), of each string: one engine
     unit (a pure function of its strings; batches concatenate in order)."""
     keys: list[str | None] = []
@@ -209,7 +211,7 @@ Flagged = dict[str, dict[int, str]]  # column → row index → kind of a list/o
 
 def _read_table(
     path: str | Path, encoding: str | None = None
-) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
+) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict[str, Any]]]:
     """The input as a frame, the mixed-type cells :func:`_read_mixed` found (with their records
     as read), and an error for an input without records."""
     check_not_blank(path)
@@ -266,13 +268,13 @@ _File = tuple[str, Source, int]
 
 def _read_split_files(
     paths: list[str | Path], encoding: str | None
-) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict], list[str], list[_File]]:
+) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict[str, Any]], list[str], list[_File]]:
     """The files of a split mapping read as one table: rows in file order, each row's record
     naming its file (``train.csv line 12``, ``test.jsonl #3``), mixed-type cells and originals
     moved to the row's place in the whole table."""
     frames: list[pl.DataFrame] = []
     flagged: Flagged = {}
-    originals: dict[int, dict] = {}
+    originals: dict[int, dict[str, Any]] = {}
     records: list[str] = []
     files: list[_File] = []
     text: set[str] | None = None

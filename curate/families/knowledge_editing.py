@@ -394,7 +394,7 @@ class KnowledgeEditingFamily(Family):
         if spans is None:
             return None, 0
         remote = engine.remote(load_span)
-        digest: str | Future
+        digest: str | Future[str]
         if spans[0].format == "jsonl":
             sha = hashlib.sha256()
             numbering = SpanNumbering(spans, sha)

@@ -230,9 +230,9 @@ class TableBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self.cases: dict[str, list] = {k: [] for k in CASE_SCHEMA}
-        self.hops: dict[str, list] = {k: [] for k in HOP_SCHEMA}
-        self.edits: dict[str, list] = {k: [] for k in EDIT_SCHEMA}
+        self.cases: dict[str, list[Any]] = {k: [] for k in CASE_SCHEMA}
+        self.hops: dict[str, list[Any]] = {k: [] for k in HOP_SCHEMA}
+        self.edits: dict[str, list[Any]] = {k: [] for k in EDIT_SCHEMA}
 
     def flush(self) -> None:
         for name, columns, schema in (
@@ -347,7 +347,7 @@ _LIST_OF_STR = pl.List(pl.String)
 _ARROW_STR_LIST = pa.large_list(pa.string_view())
 
 
-def _frame(columns: dict[str, list], schema: dict[str, Any]) -> pl.DataFrame:
+def _frame(columns: dict[str, list[Any]], schema: dict[str, Any]) -> pl.DataFrame:
     """One batch's column lists as a frame, each column built where it is cheapest.
 
     Scalar columns go straight into polars (one copy, no Arrow detour). List-of-string columns
@@ -417,11 +417,11 @@ def _portable(batch: Batch) -> Batch:
 
 def read_ahead(
     batches: Iterator[Batch], pool: Any, row: int, depth: int = 1, keep_codes: bool = False
-) -> Iterator[tuple[Batch, Future | None, int]]:
+) -> Iterator[tuple[Batch, Future[Any] | None, int]]:
     """Each batch with its columnar job (None: read record by record) and its first row,
     yielded once the ``depth`` batches after it have been read and their jobs submitted, so
     the jobs overlap the reading and (``depth`` > 1) one another."""
-    pending: deque[tuple[Batch, Future | None, int]] = deque()
+    pending: deque[tuple[Batch, Future[Any] | None, int]] = deque()
     while True:
         try:
             batch = next(batches, None)
@@ -782,7 +782,9 @@ def merged_shards(
     )
 
 
-def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None, list[dict]]:
+def validate_record(
+    raw: dict[str, Any],
+) -> tuple[str | None, MQuAKECase | None, list[dict[str, Any]]]:
     """Validate one raw record; returns (layout, case or None, error dicts)."""
     layout = layout_of(raw)
     if layout is None:

@@ -305,7 +305,9 @@ class TableFamily(RecordsFamily):
         data.stats = self._stats(data)
         return data
 
-    def _read_one(self, path: str | Path, encoding: str | None) -> tuple[pl.DataFrame, tuple, bool]:
+    def _read_one(
+        self, path: str | Path, encoding: str | None
+    ) -> tuple[pl.DataFrame, tuple[Any, ...], bool]:
         """``(frame, (name, text columns, nested cells, sha256, format, card features), text)``;
         the card's features only for a dataset folder of text files (parquet carries its own
         types)."""

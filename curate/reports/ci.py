@@ -65,7 +65,7 @@ def _where(row: dict[str, Any]) -> str:
     return ", ".join(bits)
 
 
-def _listed(d: DatasetOutcome, rule: str, which: str = "fails") -> tuple[list[dict], int]:
+def _listed(d: DatasetOutcome, rule: str, which: str = "fails") -> tuple[list[dict[str, Any]], int]:
     """The findings of ``rule`` a report lists (failing ones, or new ones) and how many more."""
     f = d.findings
     if not f.height:

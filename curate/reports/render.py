@@ -164,7 +164,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     return buf.getvalue()
 
 
-def _in_records(s: dict) -> str:
+def _in_records(s: dict[str, Any]) -> str:
     """`` in 3 of 9 records`` — left out when the findings sit on more records than the input
     counts (a family whose records are histories reports on root members and on task groups
     without histories too): "3 of 0 records" is not a figure anyone can use."""

@@ -57,6 +57,7 @@ import orjson
 import polars as pl
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from curate.core.engine import Engine
 from curate.core.engine import current as current_engine
@@ -311,9 +312,11 @@ def _lost(
     ]
 
 
-def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict[int, list]]:
+def _batch(
+    adapter: TypeAdapter[list[Any]], items: list[Any]
+) -> tuple[dict[int, Any], dict[int, list[ErrorDetails]]]:
     """Validate ``items`` in one call: ``(index → value dumped to Python, index → errors)``."""
-    errors: dict[int, list] = {}
+    errors: dict[int, list[ErrorDetails]] = {}
     try:
         good = adapter.validate_python(items)
         keep = list(range(len(items)))
@@ -379,7 +382,7 @@ def _field_work(frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]) ->
     return _FieldWork(plan, index, base, empty, fast, todo, values, shown)
 
 
-def _field_adapter(plan: FieldPlan) -> TypeAdapter:
+def _field_adapter(plan: FieldPlan) -> TypeAdapter[list[Any]]:
     """The field's type and constraints over a list of its values."""
     # a type made at run time from the field's annotation, which no static type can name
     annotated: Any = Annotated
@@ -387,7 +390,7 @@ def _field_adapter(plan: FieldPlan) -> TypeAdapter:
 
 
 def _settle_field(
-    work: _FieldWork, good: dict[int, Any], errors: dict[int, list]
+    work: _FieldWork, good: dict[int, Any], errors: dict[int, list[ErrorDetails]]
 ) -> tuple[pl.Series, pl.DataFrame]:
     """One field's typed column (null where invalid) and its problems (:func:`invalid_schema`):
     the canonical cells by a cast, the *distinct* other cells by pydantic's verdicts on
@@ -687,12 +690,12 @@ def validate_values(
 
 def _verdicts_on_engine(
     engine: Engine, plans: list[FieldPlan], work: list[_FieldWork], loader: ModelLoader
-) -> list[tuple[dict[int, Any], dict[int, list]]]:
+) -> list[tuple[dict[int, Any], dict[int, list[ErrorDetails]]]]:
     """Pydantic's verdicts on each field's pending values (:func:`_batch`), every field's
     values in batches as engine tasks (all fields at once: a table of many small fields is one
     round of tasks, not one per field), merged per field in order."""
     pending = [k for k, w in enumerate(work) if w.values]
-    out: list[tuple[dict[int, Any], dict[int, list]]] = [({}, {}) for _ in work]
+    out: list[tuple[dict[int, Any], dict[int, list[ErrorDetails]]]] = [({}, {}) for _ in work]
     total = sum(len(work[k].values) for k in pending)
     size = _size(total, engine.parallelism(1), VALUE_BATCH)
     owners = [(k, a) for k in pending for a in range(0, len(work[k].values), size)]

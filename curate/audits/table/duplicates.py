@@ -326,7 +326,9 @@ def split_leakage(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-def _regroup_edits(hits: pl.DataFrame, units: pl.DataFrame, seed: int, name: str) -> list:
+def _regroup_edits(
+    hits: pl.DataFrame, units: pl.DataFrame, seed: int, name: str
+) -> list[str | None]:
     """Each finding's ``move`` edit (:func:`~curate.audits.shared.resplit.move_edits`) to its
     group's target split (:func:`~curate.audits.shared.resplit.regroup_split`)."""
     # a unit of one row with a split stays where it is: only counted, never grouped (10 M
