@@ -356,7 +356,7 @@ def fix(
                     command=f"curate diff {fam.name} SOURCE THIS_FOLDER",
                 )
                 result.extra_files["diff.json"] = render_json(result.diff).encode()
-            side = {
+            side: dict[str, Any] = {
                 "report": report,
                 "after": result.after,
                 "changelog": result.changelog,
@@ -577,7 +577,7 @@ def compare(
 
     def side(
         paths: Paths, against: tuple[Side, DiffSpec] | None = None
-    ) -> tuple[Side, DiffSpec, dict[str, str]]:
+    ) -> tuple[Side, DiffSpec, dict[str | None, str]]:
         # no records kept: a family reads its values for the diff from its tables or files
         # (Family.diff_reader), and the loaded data is let go before they are read; a family
         # may hash the values while it loads them (ColumnHashes: one pass fewer) and, with no

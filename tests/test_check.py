@@ -564,6 +564,7 @@ def test_a_split_mapping_tags_records_of_a_record_family(tmp_path, shared):
     """Records of JSON Lines files carry the split their file is mapped to."""
     from curate.api import load
     from curate.check.config import load_config
+    from curate.io.records import split_of
 
     folder = _split_repo(tmp_path, shared)
     (folder / "curate.toml").write_text(
@@ -573,7 +574,7 @@ def test_a_split_mapping_tags_records_of_a_record_family(tmp_path, shared):
     )
     loaded = load_config(folder / "curate.toml")
     paths = loaded.dataset_paths(0)
-    assert [p.split for p in paths] == ["train", "test"]
+    assert [split_of(p) for p in paths] == ["train", "test"]
     data = load("mquake", paths)
     assert {i.path: i.splits for i in data.inputs} == {
         str(paths[0]): {"train": 300},

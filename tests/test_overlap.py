@@ -447,3 +447,12 @@ def test_plot_never_replaces_a_figure_curate_did_not_draw(shared, capsys, tmp_pa
         "overlap.png",
         "overlap.svg",
     ]
+
+
+def test_by_members_keep_str_methods():
+    """``--by split`` is a StrEnum member; its name is not ``split``, which would hide
+    ``str.split`` on every member of the enum."""
+    from curate.cli.overlap import By
+
+    assert By("split").split("l") == ["sp", "it"]
+    assert By.dataset.upper() == "DATASET"

@@ -10,6 +10,7 @@ off by one after blank lines or a byte order mark, would be a wrong finding.
 from __future__ import annotations
 
 import hashlib
+import pickle
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,7 +23,7 @@ import curate.io.read
 import curate.io.records
 import curate.io.spans
 from curate.io.read import open_source
-from curate.io.records import SplitInput
+from curate.io.records import SplitInput, split_of
 from curate.io.spans import SpanNumbering, input_spans
 
 
@@ -129,3 +130,13 @@ def test_parquet_spans_are_row_group_runs(tmp_path, monkeypatch):
     got = _read_spans(spans)
     assert got == [(i, "test", {"a": i}) for i in range(100)]
     assert str(spans[0]) == str(path) and Path(str(spans[0])) == path
+
+
+def test_split_input_is_still_a_string():
+    """A SplitInput is the path as a ``str`` (every reader takes it as one): its split rides on
+    an attribute that does not hide a ``str`` method (it was named ``split``, which made
+    ``path.split("/")`` call a string)."""
+    path = SplitInput("data/train.csv", "train")
+    assert path.split("/") == ["data", "train.csv"]
+    assert split_of(path) == "train"
+    assert pickle.loads(pickle.dumps(path)).split_name == "train"

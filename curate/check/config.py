@@ -68,7 +68,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -94,7 +94,10 @@ SEVERITIES = ("error", "warning", "info")
 #: registry's (:mod:`curate.reports.formats`), so that a new format is one registration.
 FORMATS = formats.names()
 #: The same as a type, for pydantic's validation (and its message naming every choice).
-FormatName = Literal[FORMATS]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the registry's names, known only at run time
+    FormatName = str
+else:
+    FormatName = Literal[FORMATS]
 
 #: A ``[tool.curate...]`` table header (or ``[[tool.curate.datasets]]``), even a broken one.
 _MENTIONS_CURATE = re.compile(r"^\s*\[+\s*tool\s*\.\s*curate\b", re.MULTILINE)
@@ -106,7 +109,9 @@ def _dashed(name: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=_dashed, frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid", alias_generator=_dashed, frozen=True
+    )
 
 
 def _threshold(value: Any) -> Threshold:

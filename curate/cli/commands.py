@@ -36,6 +36,8 @@ from curate.families.catalogue import (
 from curate.reports import formats
 
 if TYPE_CHECKING:
+    from curate.core.dataset import LoadedDataset
+    from curate.core.findings import Report
     from curate.core.options import FamilyOptions
     from curate.families import Family
 
@@ -175,7 +177,7 @@ def load_and_audit(
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     loaded: Callable[[Any], None] | None = None,
-):
+) -> tuple[LoadedDataset, Report]:
     """Loaded data and audit report: the first half of every data command. ``loaded`` is
     called with the data between reading and auditing (the output gate, once the data has
     named every input: a manifest's media are known before the audit hashes them)."""
@@ -611,9 +613,10 @@ _KINDS: dict[str, Any] = {"bool": bool, "int": int, "float": float, "str": str, 
 def _flag_type(opt: OptionEntry) -> Any:
     """The type typer parses an option's flag as: its kind, a list when the flag repeats,
     ``| None`` when it may be absent."""
-    base = Literal.__getitem__(opt.choices) if opt.kind == "choice" else _KINDS[opt.kind]
+    # a type built at run time: what typer reads, not what a type checker can follow
+    base: Any = Literal.__getitem__(opt.choices) if opt.kind == "choice" else _KINDS[opt.kind]
     if opt.repeat:
-        return list[base] | None  # type: ignore[valid-type]
+        return list[base] | None
     return base | None if opt.optional else base
 
 
@@ -733,6 +736,7 @@ def family_command(verb: str, entry: FamilyEntryInfo) -> Any:
             impl(fam, options, **kwargs)
 
     params = base + ENGINE_PARAMETERS + extra
+    # inspect (and so typer) reads a function's __signature__; typeshed declares no such attribute
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)

@@ -15,7 +15,11 @@ import os
 import signal
 import sys
 
-_NAMES = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hangup"}
+_NAMES: dict[int, str] = {
+    signal.SIGINT: "interrupted",
+    signal.SIGTERM: "terminated",
+    signal.SIGHUP: "hangup",
+}
 
 
 def _end_now(signum: int, _frame: object) -> None:

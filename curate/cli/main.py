@@ -136,7 +136,7 @@ def _root(
         raise UsageError(f"{_missing(ctx)} (see `{ctx.command_path} --help`)")
 
 
-def cli():
+def cli() -> Any:  # a command of typer's own copy of click, which typer does not export
     """The click command tree: ``rules`` and the root options from the typer app, plus one
     group per data command whose subcommands are the families."""
     from curate.cli import ci
@@ -149,6 +149,8 @@ def cli():
         from typer.completion import completion_init
 
         completion_init()
+    # typer declares get_command -> Command; an app with commands gives a TyperGroup, which
+    # has add_command
     root = typer.main.get_command(app)
     for verb in commands.VERBS:
         root.add_command(commands.verb_group(verb))  # type: ignore[attr-defined]
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGPIPE stays ignored, as Python sets it, and a closed standard output is seen here.
     stdout = sys.stdout
     if stdout is not None:
-        sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]
+        sys.stdout = _GuardedStdout(stdout)
     commands.COMMAND_LINE[:] = ["curate", *(sys.argv[1:] if argv is None else argv)]
     try:
         return _main(argv)
@@ -309,7 +311,8 @@ def _failed(e: BaseException) -> int:
 def _interrupt_line(signum: int) -> str:
     """What a stop signal ended, honestly: outputs already moved into place are complete (a
     signal that came after the last rename), and the line says so; anything else was removed."""
-    name = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}.get(signum, "terminated")
+    names: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup"}
+    name = names.get(signum, "terminated")
     done = committed_outputs()
     if not done:
         return name
@@ -322,7 +325,7 @@ def _interrupt_line(signum: int) -> str:
 def _missing(ctx: Any) -> str:
     """What a usage error without words lacks: click's "no arguments, so the help" error of a
     group (``curate audit``) has an empty message."""
-    command = getattr(ctx, "command", None)
+    command: Any = getattr(ctx, "command", None)
     if hasattr(command, "list_commands"):  # a group (typer's, or click's)
         names = command.list_commands(ctx)
         what = getattr(command, "subcommand_metavar", None) or "COMMAND"
@@ -331,7 +334,9 @@ def _missing(ctx: Any) -> str:
     return "missing arguments"
 
 
-def _show_warning(message: Any, category: Any, filename: Any, lineno: Any, *_: Any) -> None:
+def _show_warning(
+    message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None
+) -> None:
     """``curate: warning: ...`` on stderr for curate's warnings; others as Python shows them."""
     if issubclass(category, CurateWarning):
         typer.echo(f"curate: warning: {' '.join(str(message).split())}", err=True)

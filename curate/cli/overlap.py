@@ -51,7 +51,8 @@ class OverlapFormat(StrEnum):
 
 class By(StrEnum):
     dataset = "dataset"
-    split = "split"
+    # not named ``split``: a member of that name would hide ``str.split`` on every member
+    split_ = "split"
 
 
 # --------------------------------------------------------------------------- collecting keys
@@ -165,7 +166,7 @@ def collect_members(
                 if name in sets:
                     raise UsageError(f"set {name!r} is named in two sets files")
                 sets[name] = items
-        if by is By.split:
+        if by is By.split_:
             raise UsageError(
                 "--by split needs dataset files and a --key; a sets file has no splits"
             )
@@ -495,7 +496,7 @@ def overlap_command(
 
     parse_shingles(shingles)  # a typo is exit 2 before any input is read
     # every file this run reads is an input: the alias table as much as the data
-    inputs = [*paths, *([aliases] if aliases is not None else [])]
+    inputs: list[str | Path] = [*paths, *([aliases] if aliases is not None else [])]
     if plot is not None:
         from curate.overlap.plot import MARKER, plot_paths
 

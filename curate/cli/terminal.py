@@ -15,15 +15,30 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 
 from curate.core.outputs import is_stream, with_generator, write_bytes_atomic
 from curate.reports import formats
 
+if TYPE_CHECKING:  # rich is imported when a progress line is first drawn
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from curate.core.dataset import LoadedDataset
+    from curate.core.findings import Report
+
 #: Report formats of the data commands, from the one registry (:mod:`curate.reports.formats`):
 #: the three views of a report, then the CI ones. An enum so that typer offers the choices.
-Format = StrEnum("Format", {name: name for name in formats.names()})  # type: ignore[misc]
+if TYPE_CHECKING:
+    # What a checker can know of the registry's enum: ``text``, every data command's default,
+    # is always one of its formats.
+    class Format(StrEnum):
+        text = "text"
+
+else:
+    Format = StrEnum("Format", {name: name for name in formats.names()})
 
 
 class RulesFormat(StrEnum):
@@ -39,7 +54,7 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "") != ""
 
 
-def color_for(stream) -> bool:
+def color_for(stream: TextIO) -> bool:
     """Colour on ``stream``: ``NO_COLOR`` wins, then ``FORCE_COLOR``, else only on a terminal."""
     if env_flag("NO_COLOR"):
         return False
@@ -60,7 +75,7 @@ class TerminalProgress:
     behind.
     """
 
-    def __init__(self, console=None) -> None:
+    def __init__(self, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -82,11 +97,12 @@ class TerminalProgress:
             transient=True,
             redirect_stdout=False,
         )
-        self._task = None
+        self._task: TaskID | None = None
 
     def __call__(self, stage: str, n: int) -> None:
         m = _RULE_STAGE.match(stage)
         t = None if m else _TASK_STAGE.match(stage)
+        fields: dict[str, Any]  # rich's task fields: total, completed and the "done" text
         if m:  # n rules done of the total: the bar fills over the rules
             fields = {"total": int(m.group(2)), "completed": n, "done": ""}
         elif t:  # Ray tasks done of the total
@@ -139,13 +155,13 @@ def emit(text: str, output: Path | None, fmt: str | None = None) -> None:
 
 
 def render(
-    report,
+    report: Report,
     fmt: Format,
     output: Path | None = None,
     *,
     durations: bool = False,
     fail_on: str = "error",
-    data=None,
+    data: LoadedDataset | None = None,
 ) -> str:
     """The report for its destination: colour and wrapping only on a terminal's stdout.
 
@@ -178,7 +194,7 @@ def render(
     return text + render_durations(stages, spec.durations)
 
 
-def step_summary(report, fmt: Format, fail_on: str = "error") -> None:
+def step_summary(report: Report, fmt: Format, fail_on: str = "error") -> None:
     """``--format github`` in GitHub Actions: append the Markdown job summary too."""
     if str(fmt) == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from curate.reports.ci import append_step_summary

@@ -122,8 +122,8 @@ def describe(annotation: Any) -> str:
         return " or ".join(repr(a) for a in typing.get_args(annotation))
     if annotation in _NAMES:
         return _NAMES[annotation]
-    if isinstance(words := getattr(annotation, "described_as", None), str):
-        return words  # a class that names itself for these messages
+    if isinstance(described := getattr(annotation, "described_as", None), str):
+        return described  # a class that names itself for these messages
     name = getattr(annotation, "__name__", str(annotation))
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 

@@ -10,13 +10,16 @@ a cycle only lazy imports could hide.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
 
 from curate.core.findings import InputInfo, Report
 from curate.core.options import FamilyOptions
+
+if TYPE_CHECKING:  # annotations only: no import of the streams module (and pyarrow) for them
+    from curate.core.streams import SplitData
 
 __all__ = ["ChangeEntry", "FixResult", "LoadedDataset", "Written"]
 
@@ -90,7 +93,7 @@ class ChangeEntry:
 class FixResult:
     """A remastered dataset (Arrow tables per split), its changelog and side files to write."""
 
-    tables: dict[str, pa.Table]
+    tables: dict[str, SplitData]
     changelog: list[ChangeEntry]
     extra_files: dict[str, bytes] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)

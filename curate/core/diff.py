@@ -30,6 +30,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+from polars.datatypes import DataTypeClass
 
 from curate.core.fixes import RECORD, ROW, SPLIT
 
@@ -253,12 +254,12 @@ class ColumnHashes:
         #: columns), which a diff never reads.
         self.lean = lean
         self.parts: list[Any] = []  # (hashes, kept values, types), or futures of them
-        self.rows = 0
-        self.complete = True
+        self.rows: int = 0
+        self.complete: bool = True
         #: the other version (prepared already) and its record hashes over the columns both
         #: have, set from this side's first batch: rows hashing to none of them are kept
         self.against = against
-        self.ignore = tuple(ignore)
+        self.ignore: tuple[str, ...] = tuple(ignore)
         self._seen: pl.Series | None = None
         self._shared: list[str] = []
         self._next = 0  # parts before it are hashed
@@ -755,7 +756,8 @@ def _comparable(c: str, dtype: pl.DataType, other: pl.DataType) -> pl.Expr:
     return _as_text(c, dtype)
 
 
-def _sorted_type(dtype: pl.DataType) -> pl.DataType:
+def _sorted_type(dtype: pl.DataType | DataTypeClass) -> pl.DataType | DataTypeClass:
+    # a struct field's or a list's inner type may be a bare class (``pl.String``)
     if isinstance(dtype, pl.Struct):
         return pl.Struct(
             [pl.Field(f.name, _sorted_type(f.dtype)) for f in sorted(dtype.fields, key=_name)]
@@ -765,7 +767,7 @@ def _sorted_type(dtype: pl.DataType) -> pl.DataType:
     return dtype
 
 
-def _sorted_fields(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+def _sorted_fields(expr: pl.Expr, dtype: pl.DataType | DataTypeClass) -> pl.Expr:
     if isinstance(dtype, pl.Struct):
         return pl.struct(
             [

@@ -166,7 +166,7 @@ class _MaskedSubmit:
     def __init__(self, pool: Any) -> None:
         self._pool = pool
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         blocked = _block(_PARENT_ONLY)
         try:
             return self._pool.submit(fn, *args)
@@ -296,7 +296,8 @@ def _target(address: str | None) -> str | None:
     except ImportError:  # a Ray without it: let ray.init resolve and say what it found
         return address or os.environ.get("RAY_ADDRESS") or "auto"
     try:
-        return get_ray_address_from_environment(address or None, None)
+        # Ray annotates ``addr`` as str, but its body and docstring take None ("no address")
+        return get_ray_address_from_environment(address or None, None)  # type: ignore[arg-type]
     except ConnectionError as e:  # "auto" and nothing running
         raise UsageError(f"{arg('--ray-address', address)}: {' '.join(str(e).split())}") from None
 
@@ -390,7 +391,7 @@ class _RaySubmitter:
     def __init__(self, engine: RayEngine) -> None:
         self.engine = engine
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future | _RayFuture:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any] | _RayFuture:
         return _RayFuture(self.engine.remote(fn).remote(*args))
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
@@ -411,7 +412,7 @@ class RayEngine(Engine):
         self._started = False
         self._remotes: dict[Any, Any] = {}
         #: True when no cluster was there to join and Ray started one for this process.
-        self.started_local = False
+        self.started_local: bool = False
         if not ray.is_initialized():
             target = _target(address)
             self.started_local = target is None

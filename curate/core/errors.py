@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 #: How many characters of one value (a cell, a record id, a field path) a message quotes.
@@ -55,13 +54,15 @@ class InputError(Exception):
         self,
         message: str,
         *,
-        path: str | Path | None = None,
+        path: object = None,
         position: str | None = None,
         record: str | None = None,
         field: str | None = None,
     ) -> None:
-        self.message = " ".join(str(message).split())  # one line, whatever a library said
-        self.path = str(path) if path is not None else None
+        # ``path`` is anything whose ``str()`` names the input: a Path, or an io-layer Blob (a
+        # compressed, Hub or stdin input) that this lower layer cannot name in an annotation.
+        self.message: str = " ".join(str(message).split())  # one line, whatever a library said
+        self.path: str | None = str(path) if path is not None else None
         self.position = position
         self.record = record
         self.field = field

@@ -575,8 +575,9 @@ class Report:
 # --------------------------------------------------------------------------- helpers for rules
 
 
-def json_struct(*exprs: pl.Expr) -> pl.Expr:
-    """A struct of expressions → canonical JSON text (for the ``details`` and ``fix`` columns)."""
+def json_struct(*exprs: pl.Expr | str) -> pl.Expr:
+    """A struct of expressions (or column names) → canonical JSON text (for the ``details``
+    and ``fix`` columns)."""
     return pl.struct(*exprs).struct.json_encode()
 
 

@@ -61,6 +61,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -340,10 +341,12 @@ def apply_edits(
                 applied += len(namers_used)
                 satisfied = True  # counted per finding whose edit renamed something, above
         elif kind == "drop":
+            assert i is not None  # a row edit: skipped above when its row is unknown
             log(i, "", whole(i), None, e, "dropped: " + e["message"])
             dropped.add(i)
             done = True
         elif kind == "merge_rows":
+            assert i is not None  # a row edit: skipped above when its row is unknown
             j = pos.get(op["into"])
             if j is not None and j not in dropped and j != i:
                 for c in columns:
@@ -390,6 +393,7 @@ def apply_edits(
                 )
                 done = True
         elif kind == "set":
+            assert i is not None  # a row edit: skipped above when its row is unknown
             fld = op["field"]
             if fld in frame.columns and fld not in dropped_cols:
                 values = col(fld)
@@ -403,6 +407,7 @@ def apply_edits(
                     # stray spaces is two findings, one edit): already done, nothing to log.
                     satisfied = True
         elif kind == "extend":
+            assert i is not None  # a row edit: skipped above when its row is unknown
             fld = op["field"]
             if fld in frame.columns:
                 values = col(fld)
@@ -420,6 +425,7 @@ def apply_edits(
                 else:
                     satisfied = True  # every value already there (an identical finding)
         elif kind == "remove":
+            assert i is not None  # a row edit: skipped above when its row is unknown
             fld = op["field"]
             if fld in frame.columns:
                 values = col(fld)
@@ -434,11 +440,16 @@ def apply_edits(
                     satisfied = True
         elif kind == "move":
             group = [(i, op.get("old"))] + [(pos.get(r), s) for r, s in op.get("with", ())]
-            for k, was in group:
-                if k is None or k in dropped or split[k] != was or split[k] == op["new"]:
+            for moved, was in group:
+                if (
+                    moved is None
+                    or moved in dropped
+                    or split[moved] != was
+                    or split[moved] == op["new"]
+                ):
                     continue
-                log(k, "split", split[k], op["new"], e, _reason(e))
-                split[k] = op["new"]
+                log(moved, "split", split[moved], op["new"], e, _reason(e))
+                split[moved] = op["new"]
                 done = True
         if done:
             applied += 1
@@ -534,7 +545,7 @@ def run_fixes(
             result = apply_edits(
                 frame,
                 edits,
-                original=lambda row, cells, d=current: family.fix_original(d, row, cells),
+                original=partial(family.fix_original, current),
                 pass_no=n,
             )
             passes = n

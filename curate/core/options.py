@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
@@ -52,7 +52,9 @@ CommaList = Annotated[list[str], BeforeValidator(comma_list)]
 class FamilyOptions(BaseModel):
     """Base class of every family's options (a family with none uses it as is)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid", frozen=True, arbitrary_types_allowed=True
+    )
 
     #: Options that count something (processes, tasks, steps) and must be at least 1 when
     #: given. One validator for all of them: ``workers`` had the same check written out in
@@ -126,7 +128,10 @@ def option(
 
 def field_commands(model: type[FamilyOptions], name: str) -> tuple[str, ...]:
     extra = model.model_fields[name].json_schema_extra
-    return tuple(extra.get("commands", COMMANDS)) if isinstance(extra, dict) else COMMANDS
+    if not isinstance(extra, dict):
+        return COMMANDS
+    # option() stores the commands as a list of names; the JSON-value type cannot say so
+    return tuple(cast("Iterable[str]", extra.get("commands", COMMANDS)))
 
 
 def field_flag(model: type[FamilyOptions], name: str) -> str:

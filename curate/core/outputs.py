@@ -268,14 +268,14 @@ def signals_deferred() -> Iterator[None]:
         for sig in STOP_SIGNALS:
             previous[sig] = signal.signal(sig, lambda n, _f: pending.append(n))
     except ValueError:  # not the main thread
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        for num, old in previous.items():
+            signal.signal(num, old)
         previous = {}
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        for num, old in previous.items():
+            signal.signal(num, old)
         if pending and previous:
             handler = previous.get(pending[0])
             if callable(handler):

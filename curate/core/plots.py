@@ -23,13 +23,16 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # matplotlib is imported only when a plot is drawn
+    from matplotlib.typing import RcKeyType
 
 #: Bars a categorical chart shows at most; the smallest categories beyond are summed as one.
 MAX_BARS = 30
 #: Style of every figure curate draws (fixed, so that output does not depend on a user's
 #: matplotlibrc). ``svg.hashsalt`` fixes the ids matplotlib otherwise draws at random.
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.hashsalt": "curate",
     "svg.fonttype": "path",
     "font.family": "DejaVu Sans",
@@ -207,6 +210,7 @@ def histogram(
         if values.size:
             distinct = np.unique(values)
             whole = bool(np.all(np.mod(distinct, 1) == 0))
+            bins: np.ndarray | int
             if whole and distinct.size <= 60 and distinct.max() - distinct.min() <= 120:
                 bins = np.arange(distinct.min() - 0.5, distinct.max() + 1.5)
             else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -260,7 +260,7 @@ class RuleSet:
 
         return register
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Rule]:
         return iter(sorted(self._rules.values(), key=lambda r: r.code))
 
     @property

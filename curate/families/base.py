@@ -301,7 +301,9 @@ class Family(ABC):
         """
         return None
 
-    def options(self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any):
+    def options(
+        self, given: FamilyOptions | dict[str, Any] | None = None, **raw: Any
+    ) -> FamilyOptions:
         """Validated options from a model, a dict and/or keywords; unknown names exit 2."""
         return parse_options(self.Options, self.name, given, **raw)
 
@@ -584,7 +586,11 @@ class Family(ABC):
         for i, rule in enumerate(chosen):
             if progress:  # "rule 3/21: KE101 hop-count-mismatch", and 2 rules done
                 progress(f"rule {i + 1}/{len(chosen)}: {rule.code} {rule.name}", i)
-            out = timed(rule.code, lambda rule=rule: rule.run(data, ctx.for_rule(rule)))
+
+            def run_rule(rule: Rule = rule) -> pl.DataFrame:
+                return rule.run(data, ctx.for_rule(rule))
+
+            out = timed(rule.code, run_rule)
             frames.append(
                 out.with_columns(
                     pl.lit(rule.code).alias("rule"),

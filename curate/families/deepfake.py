@@ -32,8 +32,9 @@ from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream
 from curate.families.base import (
     CardDefaults,
@@ -134,14 +135,14 @@ MODALITY_TASKS = {
 
 class DeepfakeFamily(Family):
     name = "deepfake"
-    aliases = ("deepfakes", "illusion")
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("deepfakes", "illusion")
+    card: CardDefaults = CardDefaults(
         title="Deepfake-detection manifests (audio, image, video samples; labels, generators)",
         license="unknown",
         task_categories=("video-classification", "audio-classification", "image-classification"),
     )
-    inputs = InputSpec(names_files=True)
-    Options = DeepfakeOptions
+    inputs: InputSpec = InputSpec(names_files=True)
+    Options: type[FamilyOptions] = DeepfakeOptions
 
     def card_for(self, data: LoadedDataset) -> CardDefaults:
         """Task categories of the modalities the manifest's valid samples have (MusicCaps,
@@ -156,12 +157,12 @@ class DeepfakeFamily(Family):
         tasks = tuple(t for m, t in MODALITY_TASKS.items() if m in present)
         return dataclasses.replace(self.card, task_categories=tasks or self.card.task_categories)
 
-    rules = RULES
+    rules: RuleSet = RULES
     #: ``curate overlap`` keys: ``content`` (the sample's sha256: the files' own when they can
     #: be read, as DF3xx compare them), ``subject`` (every identity a sample shows: subject,
     #: and a face swap's source and target, as DF401 compares them) and ``generator``
     #: (set-valued: the generators of each sample's fakes, for the ILLUSION-style overlap).
-    keys = (CONTENT_KEYS.read_by(_content_keys), SUBJECT_KEYS, GENERATOR_KEYS)
+    keys: tuple[Keys, ...] = (CONTENT_KEYS.read_by(_content_keys), SUBJECT_KEYS, GENERATOR_KEYS)
 
     # ----------------------------------------------------------------- reading
     def sniff(self, probe: Probe) -> str | None:
@@ -559,6 +560,7 @@ def _publish_frame(data: DeepfakeData) -> pl.DataFrame:
     """Every row as published plus ``__row``/``__record``/``__split``: the fields the manifest
     has (mapped or given) as text or numbers, then its unmapped columns as read."""
     rows = data.rows
+    assert isinstance(data.options, DeepfakeOptions)  # load() sets them
     present = [
         f
         for f in FIELDS

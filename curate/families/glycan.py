@@ -28,6 +28,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from curate.audits.glycan import RULES, ceiling_accuracy
 from curate.audits.shared.label_issues import label_issue_plots, summarise_label_issues
@@ -37,8 +38,9 @@ from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, arg
 from curate.core.findings import InputInfo, Report, dumps, rule_output
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT, fix_figures
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream
 from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
@@ -67,7 +69,9 @@ from curate.schemas.glycan_tables import (
 from curate.schemas.iupac import IUPACError, canonical_key
 
 
-def key_strings(strings: Sequence[str]) -> tuple[list, list, list, list]:
+def key_strings(
+    strings: Sequence[str],
+) -> tuple[list[str | None], list[str | None], list[int | None], list[str | None]]:
     """Canonical key, or parse error (message, position, kind), of each string: one engine
     unit (a pure function of its strings; batches concatenate in order)."""
     keys: list[str | None] = []
@@ -174,7 +178,7 @@ _ARTICLE = {"list": "a list", "object": "an object", "nested list": "a nested li
 def _dtype_kind(dtype: pl.DataType) -> str | None:
     """:func:`curate.io.read.nested_kind` for a whole column of one Arrow type."""
     if isinstance(dtype, pl.List | pl.Array):
-        return "nested list" if dtype.inner.is_nested() else "list"  # type: ignore[union-attr]
+        return "nested list" if dtype.inner.is_nested() else "list"
     if isinstance(dtype, pl.Struct) or dtype == pl.Object:
         return "object"
     return None
@@ -207,7 +211,7 @@ Flagged = dict[str, dict[int, str]]  # column → row index → kind of a list/o
 
 def _read_table(
     path: str | Path, encoding: str | None = None
-) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict]]:
+) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict[str, Any]]]:
     """The input as a frame, the mixed-type cells :func:`_read_mixed` found (with their records
     as read), and an error for an input without records."""
     check_not_blank(path)
@@ -264,13 +268,13 @@ _File = tuple[str, Source, int]
 
 def _read_split_files(
     paths: list[str | Path], encoding: str | None
-) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict], list[str], list[_File]]:
+) -> tuple[pl.DataFrame, Source, Flagged, dict[int, dict[str, Any]], list[str], list[_File]]:
     """The files of a split mapping read as one table: rows in file order, each row's record
     naming its file (``train.csv line 12``, ``test.jsonl #3``), mixed-type cells and originals
     moved to the row's place in the whole table."""
     frames: list[pl.DataFrame] = []
     flagged: Flagged = {}
-    originals: dict[int, dict] = {}
+    originals: dict[int, dict[str, Any]] = {}
     records: list[str] = []
     files: list[_File] = []
     text: set[str] | None = None
@@ -361,24 +365,24 @@ GLYCAN_KEY = "__glycan_key"
 
 class GlycanFamily(Family):
     name = "glycan"
-    aliases = ("glycans", "glycanml")
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("glycans", "glycanml")
+    card: CardDefaults = CardDefaults(
         title="Glycan task tables (GlycanML: taxonomy, immunogenicity, glycosylation, interaction)",
         license="mit",
         task_categories=("text-classification",),
     )
-    Options = GlycanOptions
+    Options: type[FamilyOptions] = GlycanOptions
     #: A taxonomy fix can ripple up the hierarchy one level per pass: a genus moved to its
     #: majority family may then sit under that family's minority order, found only by the next
     #: re-audit (GL301), and rows it makes equal are dropped by the one after (GL304). Eight
     #: levels, so up to seven GL301 passes and one more; the glycowork species file needs six.
-    fix_passes = len(LEVELS) + 2
+    fix_passes: int | None = len(LEVELS) + 2
 
-    rules = RULES
+    rules: RuleSet = RULES
     #: ``curate overlap --key glycan``: the canonical key of :mod:`curate.schemas.iupac` (the
     #: leakage rules' key), so branch order and linkage spelling do not hide a glycan in two
     #: splits.
-    keys = (GLYCAN_KEYS,)
+    keys: tuple[Keys, ...] = (GLYCAN_KEYS,)
 
     # ----------------------------------------------------------------- reading
     def sniff(self, probe: Probe) -> str | None:
@@ -401,6 +405,7 @@ class GlycanFamily(Family):
         encoding: str | None = None,
     ) -> GlycanData:
         opts = options
+        assert isinstance(opts, GlycanOptions)
         task, columns = opts.task, opts.columns
         tables: list[GlycanTable] = []
         inputs: list[InputInfo] = []
@@ -591,7 +596,7 @@ class GlycanFamily(Family):
         # The models judge only these values, so each distinct combination is validated once
         # (a million rows hold a few thousand), and only the rows of a failing one are visited.
         judged = [c for c in view.columns if c not in ("row", "record")]
-        failed: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        failed: dict[tuple[Any, ...], list[ErrorDetails]] = {}
         for values in view.select(judged).unique().iter_rows():
             payload = dict(zip(judged, values, strict=True))
             row_model = model
@@ -618,12 +623,12 @@ class GlycanFamily(Family):
             invalid.append(r["row"])
             for err in failed[tuple(r[c] for c in judged)]:
                 loc = ".".join(str(x) for x in err["loc"])
-                column = {
+                cell_column = {
                     "glycan": cols.glycan,
                     "split": cols.split or "split",
                     "label": label_col,
                 }.get(loc, loc)
-                if (r["row"], column) in bad_fields:
+                if (r["row"], cell_column) in bad_fields:
                     continue  # the cell was a list or an object: reported above
                 value = r.get(loc)
                 message = f"missing {loc}" if value is None else f"{err['msg']} (got {value!r})"
@@ -631,9 +636,9 @@ class GlycanFamily(Family):
                     {
                         "row": r["row"],
                         "record": r["record"],
-                        "field": column or loc,
+                        "field": cell_column or loc,
                         "message": message,
-                        "details": {"file": path, "column": column, "value": value},
+                        "details": {"file": path, "column": cell_column, "value": value},
                     }
                 )
         rows = (
@@ -648,6 +653,7 @@ class GlycanFamily(Family):
     def _normalise_matrix(
         self, index: int, path: str, cols: Columns, raw: pl.DataFrame, base: pl.DataFrame
     ) -> tuple[GlycanTable, list[dict[str, Any]]]:
+        assert cols.protein is not None  # the column detection refuses a matrix without one
         rows = base.with_columns(
             raw[cols.protein].cast(pl.String).alias("protein"),
             (
@@ -870,7 +876,8 @@ class GlycanFamily(Family):
         the command's output) and the glycan figures: rows moved between splits and the seed
         of the re-split; for a matrix, glycan columns merged or dropped as invalid."""
         assert isinstance(options, GlycanOptions)
-        t = single_table(data)  # type: ignore[arg-type]
+        assert isinstance(data, GlycanData)
+        t = single_table(data)
         log = run.changelog
         more: dict[str, Any] = {
             "cells_changed": sum(

@@ -36,8 +36,9 @@ from curate.core.diff import DiffSpec
 from curate.core.errors import InputError
 from curate.core.findings import RULE_OUTPUT_SCHEMA, InputInfo, Report, rule_output
 from curate.core.fixes import RECORD, ROW, SPLIT
+from curate.core.keys import Keys
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream
 from curate.families.base import CardDefaults, Family, InputSpec, Progress
 from curate.families.hints import hinted
@@ -77,18 +78,18 @@ from curate.schemas.icrl_tables import (
 
 class IcrlFamily(Family):
     name = "icrl"
-    aliases = ("xland",)
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("xland",)
+    card: CardDefaults = CardDefaults(
         title="In-context RL learning histories (XLand-100B-style HDF5)",
         license="cc-by-sa-4.0",
         task_categories=("reinforcement-learning",),
     )
-    Options = IcrlOptions
-    rules = RULES
+    Options: type[FamilyOptions] = IcrlOptions
+    rules: RuleSet = RULES
     #: ``curate overlap --key task``: a task group's content hash (its histories' digests in
     #: order), as RL402/RL404 compare tasks — equal bytes whatever the group is called.
-    keys = (TASK_KEYS,)
-    inputs = InputSpec(
+    keys: tuple[Keys, ...] = (TASK_KEYS,)
+    inputs: InputSpec = InputSpec(
         help="Local HDF5 files of learning histories (XLand-100B layout), or a folder holding "
         "one (what curate fix wrote).",
         text=False,
@@ -530,10 +531,10 @@ class IcrlFamily(Family):
         taken: dict[str, GroupCopy] = {}
         for g in groups:
             if g.name in taken:  # a renumbered group onto a member kept as it is (RL003 ignored)
-                moved, kept = sorted((g, taken[g.name]), key=lambda x: x.source == x.name)
+                renamed, root = sorted((g, taken[g.name]), key=lambda x: x.source == x.name)
                 raise InputError(
-                    f"cannot write the fixed file: task group {moved.source} would be "
-                    f"renumbered to {g.name}, the name of the root member {kept.source}, kept "
+                    f"cannot write the fixed file: task group {renamed.source} would be "
+                    f"renumbered to {g.name}, the name of the root member {root.source}, kept "
                     "as it is (RL003 ignored); let RL003 leave it out, or ignore RL101 and "
                     "RL102 too",
                     path=source,
@@ -541,11 +542,11 @@ class IcrlFamily(Family):
             taken[g.name] = g
         target = folder / name
         write_fixed(source, target, groups)
-        kept = kept_per_group(groups)
+        per_group = kept_per_group(groups)
         return Written(
-            files={name: sum(kept.values())},
+            files={name: sum(per_group.values())},
             changes=moved,
-            configs=configs(target, name, kept),
+            configs=configs(target, name, per_group),
         )
 
     def fix_summary(
@@ -709,8 +710,11 @@ def _weighted_median(lengths: pl.DataFrame) -> float | None:
         return None
     cum = lengths.sort("length")["count"].cum_sum()
     values = lengths.sort("length")["length"]
-    lo = int(values[int((cum >= (total + 1) // 2).arg_max())])
-    hi = int(values[int((cum >= total // 2 + 1).arg_max())])
+    lo_at = (cum >= (total + 1) // 2).arg_max()
+    hi_at = (cum >= total // 2 + 1).arg_max()
+    assert lo_at is not None and hi_at is not None  # ``cum`` reaches ``total``: both hold
+    lo = int(values[lo_at])
+    hi = int(values[hi_at])
     return (lo + hi) / 2
 
 

@@ -364,7 +364,11 @@ def choose_tasks(meta: pl.DataFrame, opts: IcrlOptions, path: Path) -> pl.DataFr
         return meta.with_columns(pl.lit(False).alias("scanned"))
     names = meta.filter(pl.col("scannable"))["name"].to_list()
     if opts.tasks is not None or opts.fraction is not None:
-        k = opts.tasks if opts.tasks is not None else math.ceil(opts.fraction * len(names))
+        if opts.tasks is not None:
+            k = opts.tasks
+        else:
+            assert opts.fraction is not None  # one of the two, by the test above
+            k = math.ceil(opts.fraction * len(names))
         if opts.tasks is not None and k > len(names):
             # A cap, not a protocol: more than there are scans all (the same answer a full
             # audit gives), but said, so that "200 tasks audited" is never believed wrongly.

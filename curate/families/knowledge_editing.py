@@ -35,9 +35,10 @@ from curate.core.engine import current as current_engine
 from curate.core.errors import InputError, UsageError, arg
 from curate.core.findings import Headline, InputInfo, Report
 from curate.core.fixes import BOOKKEEPING, RECORD, ROW, SPLIT
+from curate.core.keys import Keys
 from curate.core.memory import release_freed
 from curate.core.options import FamilyOptions
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream, small_types
 from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
 from curate.families.hints import hinted, not_this_family
@@ -87,20 +88,20 @@ from curate.schemas.knowledge_editing_tables import (
 
 class KnowledgeEditingFamily(Family):
     name = "knowledge-editing"
-    aliases = ("mquake", "ke")
-    card = CardDefaults(
+    aliases: tuple[str, ...] = ("mquake", "ke")
+    card: CardDefaults = CardDefaults(
         title="Multi-hop knowledge editing (MQuAKE, MQuAKE-Remastered)",
         license="mit",
         task_categories=("question-answering",),
         language=("en",),  # MQuAKE's questions, cloze prompts and answers are English
     )
-    Options = KEOptions
+    Options: type[FamilyOptions] = KEOptions
     #: Only KE001 (the schema) is an invalid rule: see its declaration.
-    rules = RULES
+    rules: RuleSet = RULES
     #: ``curate overlap`` keys: ``fact`` (the edit triples: an edit in two datasets is the
     #: same counterfactual) and ``question`` (the multi-hop questions, normalised as KE402
     #: compares them; text, so ``--near-duplicates`` applies).
-    keys = (FACT_KEYS, QUESTION_KEYS)
+    keys: tuple[Keys, ...] = (FACT_KEYS, QUESTION_KEYS)
 
     def read(
         self,
@@ -133,7 +134,7 @@ class KnowledgeEditingFamily(Family):
 
     def _load(
         self,
-        paths: Sequence[str | Path],
+        paths: Sequence[str | Path | Span],
         *,
         progress: Progress | None,
         keep_records: bool,
@@ -171,22 +172,24 @@ class KnowledgeEditingFamily(Family):
             pool, depth = engine.submitter(lambda: ThreadPoolExecutor(1)), engine.parallelism(1)
         try:
             for path in paths:
+                # ``isinstance`` below, not ``span is None``: a checker then knows ``path`` is a
+                # file where it is one
                 span = path if isinstance(path, Span) else None
-                if span is None:
+                if not isinstance(path, Span):
                     check_not_blank(path)
                 # A local file's hash is taken beside the parsing (hashlib works without the
                 # GIL) instead of in a pass of its own before it.
                 local = (
                     plain_file(path)
-                    if span is None and pool is not None and engine.is_local()
+                    if not isinstance(path, Span) and pool is not None and engine.is_local()
                     else None
                 )
                 # the columnar path takes the coded fields as parquet stores them (see Codes)
                 coded = CODED_FIELDS if pool is not None else ()
                 try:
                     src = (
-                        span.open(coded)
-                        if span is not None
+                        path.open(coded)
+                        if isinstance(path, Span)
                         else open_source(
                             path, encoding=encoding, hash_input=local is None, dictionary=coded
                         )
@@ -247,6 +250,7 @@ class KnowledgeEditingFamily(Family):
                                 if keep_records:
                                     invalid[row] = raw
                             else:
+                                assert layout is not None  # a validated case has its layout
                                 layouts[layout] = layouts.get(layout, 0) + 1
                                 builder.add(row, rec, batch.split, layout, case)
                                 if case.edited is not None or case.withheld_edits:
@@ -261,7 +265,7 @@ class KnowledgeEditingFamily(Family):
                     del batch, cols
                     if progress:
                         progress(f"read {src.path.name}", row)
-                if n_file == 0 and span is None:  # one empty input among several is broken
+                if n_file == 0 and not isinstance(path, Span):  # one empty input of several: broken
                     raise no_records(path)
                 try:
                     sha = digest.result() if digest is not None else src.sha256
@@ -390,7 +394,7 @@ class KnowledgeEditingFamily(Family):
         if spans is None:
             return None, 0
         remote = engine.remote(load_span)
-        digest: str | Future
+        digest: str | Future[str]
         if spans[0].format == "jsonl":
             sha = hashlib.sha256()
             numbering = SpanNumbering(spans, sha)
@@ -504,8 +508,8 @@ class KnowledgeEditingFamily(Family):
             batch = _record_batch(parts)
             return remastered_batch(batch, carried) if layout == "remastered" else batch
 
-        def stream(split: str):
-            def batches():
+        def stream(split: str) -> SplitStream:
+            def batches() -> Iterator[pa.RecordBatch]:
                 # One record batch per input batch, converted a chunk at a time (see
                 # :func:`_valid_batches`).
                 parts: list[pa.Array] = []
@@ -664,6 +668,7 @@ class KnowledgeEditingFamily(Family):
         """``edit_set.json`` (the edited cases that remain) and the edit-set figures, naming
         every edited case a fix dropped and why: a dropped edited case changes the edit set."""
         assert isinstance(data, KEData)
+        assert isinstance(options, KEOptions)
         frame: pl.DataFrame = run.frame
         if frame.height:
             kept = frame.filter(pl.col("edited"))["case_id"].to_list()
@@ -719,7 +724,7 @@ def output_layout(data: KEData) -> str:
     reads them for every case. Missing, they are named (exit 2), never invented.
     """
     counts = _layout_counts(data)
-    chosen = data.options.layout if isinstance(data.options, KEOptions) else None
+    chosen: str | None = data.options.layout if isinstance(data.options, KEOptions) else None
     if chosen is None:
         if len(counts) > 1:
             raise UsageError(
@@ -827,10 +832,10 @@ def _case_batches(
         files = local_parquet(path)
         if files is not None:  # parquet on disk: polars' streaming reader (3x curate's batches)
             for _, names in files:
-                for part in pl.scan_parquet(names).collect_batches(chunk_size=DIFF_BATCH):
-                    rows = pl.int_range(row, row + part.height, dtype=pl.Int64, eager=True)
-                    row += part.height
-                    yield _with_ids(part.with_columns(rows.alias(ROW)), cases)
+                for chunk in pl.scan_parquet(names).collect_batches(chunk_size=DIFF_BATCH):
+                    rows = pl.int_range(row, row + chunk.height, dtype=pl.Int64, eager=True)
+                    row += chunk.height
+                    yield _with_ids(chunk.with_columns(rows.alias(ROW)), cases)
             continue
         for batch in open_source(path, hash_input=False, encoding=encoding).batches:
             if batch.arrow is not None:
@@ -898,7 +903,7 @@ def _valid_batches(
         for batch in src.batches:
             number += 1
             name = batch.split or "train"
-            raws = batch.rows
+            raws: list[Any] = batch.rows  # each raw record is let go (None) once validated
             if split is not None and name != split:
                 row += len(raws)
                 continue

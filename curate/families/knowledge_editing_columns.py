@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 from annotated_types import Ge, Gt, Le, Len, Lt
+from polars.datatypes import DataTypeClass
 from pydantic import BaseModel
 from pydantic.types import StringConstraints
 from pydantic_core import PydanticUndefined
@@ -229,13 +230,13 @@ def _type_ok(
     if ann is int:  # int64 in the parse type: Arrow refused anything else
         for m in meta:
             if isinstance(m, Ge):
-                ok = ok & (e >= m.ge)
+                ok = ok & (e >= pl.lit(m.ge))
             elif isinstance(m, Le):
-                ok = ok & (e <= m.le)
+                ok = ok & (e <= pl.lit(m.le))
             elif isinstance(m, Gt):
-                ok = ok & (e > m.gt)
+                ok = ok & (e > pl.lit(m.gt))
             elif isinstance(m, Lt):
-                ok = ok & (e < m.lt)
+                ok = ok & (e < pl.lit(m.lt))
             else:
                 raise Undeclared(repr(m))
         return ok
@@ -357,7 +358,7 @@ class DictionaryRun:
         """The run's strings (``large_string``): index → its string."""
         return pa.concat_arrays(self._dicts) if self._dicts else pa.array([], pa.large_string())
 
-    def categories(self, dtype: pl.DataType) -> pl.Series:
+    def categories(self, dtype: pl.DataType | DataTypeClass) -> pl.Series:
         """The run's strings as ``dtype`` (categorical or enum): index → its category."""
         if not self._dicts:
             return pl.Series("v", [], dtype=dtype)
@@ -559,11 +560,15 @@ class Columns:
         present: set[str],
         strings: pa.Array | None = None,
     ) -> None:
-        self.cases, self.hops, self.edits = cases, hops, edits
-        self.ids, self.unsure, self.present = ids, unsure, present
+        self.cases: pl.DataFrame = cases
+        self.hops: pl.DataFrame = hops
+        self.edits: pl.DataFrame = edits
+        self.ids: list[Any] = ids
+        self.unsure: list[int] = unsure
+        self.present: set[str] = present
         #: With ``keep_codes`` (see :func:`tables`): the strings the coded columns' ``uint32``
         #: values index; None: the coded columns are categories.
-        self.strings = strings
+        self.strings: pa.Array | None = strings
 
 
 def tables(

@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from matplotlib.figure import Figure
+
     from curate.core.findings import Report
     from curate.core.plots import Plot
     from curate.core.rules import AuditContext
@@ -68,7 +72,15 @@ def ke_plots(data: KEData, report: Report, ctx: AuditContext) -> list[Plot]:
     return out
 
 
-def _by(counts: pl.DataFrame, x: str, series: str, *, xlabel: str, ylabel: str, draw):
+def _by(
+    counts: pl.DataFrame,
+    x: str,
+    series: str,
+    *,
+    xlabel: str,
+    ylabel: str,
+    draw: Callable[..., Figure],
+) -> Figure:
     """Grouped bars of a long ``(x, series, len)`` count frame, x in numeric order."""
     xs = sorted(counts[x].unique().to_list())
     table = {

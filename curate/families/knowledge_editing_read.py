@@ -27,6 +27,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from polars.datatypes import DataTypeClass
 from pydantic import BaseModel, ValidationError
 
 from curate.core.engine import available_cores
@@ -97,7 +98,7 @@ class RecordShape:
     def __init__(self) -> None:
         self.present: set[str] = set()
         self.id_types: set[type] = set()
-        self.irregular = False
+        self.irregular: bool = False
         #: Which of ``orig.edit_triples``/``edit_triples_idx`` some case carried (rather than
         #: the reader rebuilding them from a flat record): the Remastered writer keeps those.
         self.carried: set[str] = set()
@@ -219,7 +220,7 @@ class TableBuilder:
 
     def __init__(self, strings: StringPool | None = None, *, lean: bool = False) -> None:
         self.chunks: dict[str, list[pl.DataFrame]] = {"cases": [], "hops": [], "edits": []}
-        self.shape = RecordShape()
+        self.shape: RecordShape = RecordShape()
         #: A Ray worker's (see :class:`StringPool`): coded columns as indexes into it.
         self.strings = strings
         #: Keep of the columnar batches only each case's row, id and split (``curate diff``,
@@ -229,9 +230,9 @@ class TableBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self.cases: dict[str, list] = {k: [] for k in CASE_SCHEMA}
-        self.hops: dict[str, list] = {k: [] for k in HOP_SCHEMA}
-        self.edits: dict[str, list] = {k: [] for k in EDIT_SCHEMA}
+        self.cases: dict[str, list[Any]] = {k: [] for k in CASE_SCHEMA}
+        self.hops: dict[str, list[Any]] = {k: [] for k in HOP_SCHEMA}
+        self.edits: dict[str, list[Any]] = {k: [] for k in EDIT_SCHEMA}
 
     def flush(self) -> None:
         for name, columns, schema in (
@@ -327,12 +328,12 @@ class TableBuilder:
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         self.flush()
-        schemas = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
+        schemas: tuple[dict[str, Any], ...] = (CASE_SCHEMA, HOP_SCHEMA, EDIT_SCHEMA)
         if self.strings is not None:
             self.strings.own(self.chunks)
-            schemas = tuple(_uncoded(s) for s in schemas)  # type: ignore[assignment]
+            schemas = tuple(_uncoded(s) for s in schemas)
         if self.lean:
-            schemas = ({c: schemas[0][c] for c in LEAN_COLUMNS}, *schemas[1:])  # type: ignore[assignment]
+            schemas = ({c: schemas[0][c] for c in LEAN_COLUMNS}, *schemas[1:])
         return (
             _concat(self.chunks.pop("cases"), schemas[0]),
             _concat(self.chunks.pop("hops"), schemas[1]),
@@ -346,7 +347,7 @@ _LIST_OF_STR = pl.List(pl.String)
 _ARROW_STR_LIST = pa.large_list(pa.string_view())
 
 
-def _frame(columns: dict[str, list], schema: dict[str, Any]) -> pl.DataFrame:
+def _frame(columns: dict[str, list[Any]], schema: dict[str, Any]) -> pl.DataFrame:
     """One batch's column lists as a frame, each column built where it is cheapest.
 
     Scalar columns go straight into polars (one copy, no Arrow detour). List-of-string columns
@@ -416,11 +417,11 @@ def _portable(batch: Batch) -> Batch:
 
 def read_ahead(
     batches: Iterator[Batch], pool: Any, row: int, depth: int = 1, keep_codes: bool = False
-) -> Iterator[tuple[Batch, Future | None, int]]:
+) -> Iterator[tuple[Batch, Future[Any] | None, int]]:
     """Each batch with its columnar job (None: read record by record) and its first row,
     yielded once the ``depth`` batches after it have been read and their jobs submitted, so
     the jobs overlap the reading and (``depth`` > 1) one another."""
-    pending: deque[tuple[Batch, Future | None, int]] = deque()
+    pending: deque[tuple[Batch, Future[Any] | None, int]] = deque()
     while True:
         try:
             batch = next(batches, None)
@@ -499,7 +500,7 @@ def batch_columns(
         first = 0 if pa.types.is_integer(t) else "" if pa.types.is_string(t) else None
     else:
         return None
-    id_kind = type(first)
+    id_kind: type = type(first)
     if id_kind not in (int, str):
         return None
     struct = parse_type(id_kind)
@@ -622,6 +623,9 @@ class Shard:
     """
 
     __slots__ = ("data", "strings", "tables")
+    data: KEData
+    strings: pa.Array | None
+    tables: dict[str, pa.Table]
 
     def __init__(self, data: KEData, pool: StringPool) -> None:
         self.strings, index = pool.distinct()
@@ -637,17 +641,17 @@ class Shard:
             data, **{name: getattr(data, name).clear() for name in _SHARD_TABLES}
         )
 
-    def __getstate__(self) -> tuple[KEData, pa.Array, dict[str, pa.Table]]:
+    def __getstate__(self) -> tuple[KEData, pa.Array | None, dict[str, pa.Table]]:
         return self.data, self.strings, self.tables
 
-    def __setstate__(self, state: tuple[KEData, pa.Array, dict[str, pa.Table]]) -> None:
+    def __setstate__(self, state: tuple[KEData, pa.Array | None, dict[str, pa.Table]]) -> None:
         self.data, self.strings, self.tables = state
 
     def unpack(self) -> KEData:
         """The shard's data, its tables as the worker built them (a consumed shard is empty)."""
         categories = pl.Series(self.strings).cast(CODE)  # each string of the shard once
         self.strings = None
-        frames = {}
+        frames: dict[str, Any] = {}  # KEData's table fields, by name
         for name, schema in zip(_SHARD_TABLES, _SHARD_SCHEMAS, strict=True):
             table = self.tables.pop(name)
             frame = pl.from_arrow(table.drop_columns(_dictionary_columns(table)))
@@ -688,7 +692,7 @@ def _dictionary_columns(table: pa.Table) -> list[str]:
     return [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
 
 
-def _categories(col: pa.ChunkedArray, dtype: pl.DataType) -> pl.Series:
+def _categories(col: pa.ChunkedArray, dtype: pl.DataType | DataTypeClass) -> pl.Series:
     """A dictionary column as a coded one (categorical or enum): the chunks' dictionaries
     coded in one cast (each distinct string of a chunk once), then gathered by the indices."""
     run = DictionaryRun()
@@ -778,7 +782,9 @@ def merged_shards(
     )
 
 
-def validate_record(raw: dict[str, Any]) -> tuple[str | None, MQuAKECase | None, list[dict]]:
+def validate_record(
+    raw: dict[str, Any],
+) -> tuple[str | None, MQuAKECase | None, list[dict[str, Any]]]:
     """Validate one raw record; returns (layout, case or None, error dicts)."""
     layout = layout_of(raw)
     if layout is None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 import pyarrow as pa
@@ -43,7 +43,7 @@ from curate.core.findings import InputInfo, Report
 from curate.core.keys import SPLIT_ORDER
 from curate.core.options import FamilyOptions
 from curate.core.plots import Plot
-from curate.core.rules import AuditContext
+from curate.core.rules import AuditContext, RuleSet
 from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
 from curate.families.hints import hinted
 from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, with_problems
@@ -99,7 +99,9 @@ def card_types(
                 .alias(name)
             )
         else:
-            dtype = pl.from_arrow(pa.array([], feature.pa_type)).dtype
+            empty = pl.from_arrow(pa.array([], feature.pa_type))
+            assert isinstance(empty, pl.Series)  # an Arrow array becomes a Series
+            dtype = empty.dtype
             if dtype == pl.String:
                 out.append(s)
                 continue
@@ -205,17 +207,17 @@ class TableFamily(RecordsFamily):
     """Any table, declared by :class:`~curate.schemas.table.TableOptions` (see the module)."""
 
     name = "table"
-    aliases = ("tabular",)
-    rules = RULES
-    Options = TableOptions
-    card = CardDefaults(title="A table audited by curate")
-    inputs = InputSpec(
+    aliases: tuple[str, ...] = ("tabular",)
+    rules: RuleSet = RULES
+    Options: type[FamilyOptions] = TableOptions
+    card: CardDefaults = CardDefaults(title="A table audited by curate")
+    inputs: InputSpec = InputSpec(
         help="The table: CSV/TSV, JSON, JSON Lines, parquet, a dataset folder (FOLDER:CONFIG "
         "for one config), hf://datasets/..., or - for standard input; .gz/.zst compressed.",
         frames=True,
     )
-    id_field = None
-    split_field = None
+    id_field: ClassVar[str | None] = None
+    split_field: ClassVar[str | None] = None
 
     def read(
         self,
@@ -303,7 +305,9 @@ class TableFamily(RecordsFamily):
         data.stats = self._stats(data)
         return data
 
-    def _read_one(self, path: str | Path, encoding: str | None) -> tuple[pl.DataFrame, tuple, bool]:
+    def _read_one(
+        self, path: str | Path, encoding: str | None
+    ) -> tuple[pl.DataFrame, tuple[Any, ...], bool]:
         """``(frame, (name, text columns, nested cells, sha256, format, card features), text)``;
         the card's features only for a dataset folder of text files (parquet carries its own
         types)."""

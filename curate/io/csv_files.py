@@ -48,6 +48,7 @@ def read_csv(
         start = head[skip : skip + 1024]
     else:
         text = decode(path, read_bytes(path) if data is None else data, encoding)
+        assert isinstance(text, str)  # decode() keeps bytes only for the UTF-8 codecs
         if "\x00" in text[: 1 << 16]:
             raise nul_error(path, codec, max(head.find(b"\x00"), 0), head)
         source = text.encode("utf-8")
@@ -66,6 +67,8 @@ def read_csv(
                 raise problem from None
         body = whole[skip:] if codec in UTF8 else whole
         opened = _unterminated_quote(body, sep)
+        line: int | None
+        why: str | None
         if opened is not None:
             line, why = opened, f"unterminated quoted field starting at line {opened}"
         else:
@@ -78,10 +81,10 @@ def read_csv(
     _refuse_repeated_header(df.columns, path)
     if df.width > 1 and df.height and df[-1, -1] is None:
         # polars fills a short row's missing fields with nulls; only a null last cell can be one
-        body: bytes | None = None
+        rows: bytes | None = None
         if isinstance(source, bytes):
-            body = source[skip:] if codec in UTF8 else source
-        _refuse_short_last_row(path, body, skip, sep, df.width)
+            rows = source[skip:] if codec in UTF8 else source
+        _refuse_short_last_row(path, rows, skip, sep, df.width)
     if not with_lines:
         return df, None
     if isinstance(source, bytes):

@@ -11,7 +11,7 @@ import codecs
 from pathlib import Path
 
 from curate.core.errors import InputError, UsageError, arg
-from curate.io.sources import read_bytes, sample_bytes
+from curate.io.sources import Blob, read_bytes, sample_bytes
 
 TEXT_FORMATS = ("json", "jsonl", "csv")
 
@@ -65,7 +65,7 @@ def sniff_bom(head: bytes) -> tuple[str | None, int]:
     return None, 0
 
 
-def resolve_encoding(path: Path, head: bytes, encoding: str | None) -> tuple[str, int]:
+def resolve_encoding(path: Path | Blob, head: bytes, encoding: str | None) -> tuple[str, int]:
     """The codec to decode ``path`` with and how many leading BOM bytes to skip.
 
     Why a BOM decides when no encoding is given: it is the file saying what it is (Excel and
@@ -136,7 +136,7 @@ _GUESS_BYTES = 4096
 
 
 def encoding_error(
-    path: Path,
+    path: Path | Blob,
     codec: str,
     offset: int,
     bad: int | None,
@@ -174,7 +174,7 @@ def encoding_error(
 
 
 def nul_error(
-    path: Path, codec: str, offset: int, sample: bytes, option: bool = True
+    path: Path | Blob, codec: str, offset: int, sample: bytes, option: bool = True
 ) -> InputError:
     """Text that decodes but holds NUL bytes: UTF-16/32 without a BOM, or binary data."""
     guess = guess_encoding(sample)
@@ -191,7 +191,7 @@ def nul_error(
 
 
 def utf8_problem(
-    path: Path, data: bytes, start: int = 0, line: int | None = None, option: bool = True
+    path: Path | Blob, data: bytes, start: int = 0, line: int | None = None, option: bool = True
 ) -> InputError | None:
     """Why ``data`` (found at byte ``start`` of the file) is not usable UTF-8 text, or None.
 
@@ -213,7 +213,9 @@ def utf8_problem(
     return None
 
 
-def decode(path: Path, data: bytes, encoding: str | None, option: bool = True) -> bytes | str:
+def decode(
+    path: Path | Blob, data: bytes, encoding: str | None, option: bool = True
+) -> bytes | str:
     """The text of a whole file: UTF-8 stays bytes (the parsers read it natively), without a BOM.
 
     Other encodings are decoded to ``str``; an undecodable byte becomes an InputError naming its

@@ -304,14 +304,14 @@ def _config_splits(tree: Any, name: str, cfg: dict[str, Any]) -> dict[str, list[
         raise InputError(f"config {name!r}: data_dir must be a path", path=tree.label)
     data_dir = data_dir.strip("/")
     if cfg.get("data_files") is None:
-        splits = _layout_splits(tree, data_dir)
-        if not splits:
+        laid_out = _layout_splits(tree, data_dir)
+        if not laid_out:
             raise InputError(
                 f"config {name!r} has no data_files and no parquet files under "
                 f"{data_dir or 'the folder'}",
                 path=tree.label,
             )
-        return splits
+        return laid_out
     splits: dict[str, list[str]] = {}
     for split, pats in _data_files(tree.label, name, cfg["data_files"]):
         files = splits.setdefault(split, [])

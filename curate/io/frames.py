@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABCMeta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from curate.io.read import SPLIT_FROM_LAYOUT
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 __all__ = ["MemoryTable", "TableLike", "as_input", "in_memory", "is_frame"]
 
@@ -77,8 +80,9 @@ class TableLike(metaclass=ABCMeta):  # noqa: B024 (a check, nothing to implement
         return _kind_of(sub) is not None
 
 
-def is_frame(obj: Any) -> bool:
-    """Is ``obj`` a table the API takes in place of a path?"""
+def is_frame(obj: Any) -> TypeIs[TableLike]:
+    """Is ``obj`` a table the API takes in place of a path? (Exactly ``isinstance(obj,
+    TableLike)``, which lets a type checker narrow a path-or-table argument either way.)"""
     return _kind(obj) is not None
 
 

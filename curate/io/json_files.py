@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 
@@ -35,10 +35,11 @@ from curate.io.sources import Blob, open_bytes, read_bytes, sample_bytes
 
 
 def _position(text: bytes | str, pos: int) -> str:
-    nl = b"\n" if isinstance(text, bytes) else "\n"
-    line = text.count(nl, 0, pos) + 1
-    col = pos - (text.rfind(nl, 0, pos) + 1) + 1
-    return f"{line}:{col}"
+    if isinstance(text, bytes):
+        line, last = text.count(b"\n", 0, pos), text.rfind(b"\n", 0, pos)
+    else:
+        line, last = text.count("\n", 0, pos), text.rfind("\n", 0, pos)
+    return f"{line + 1}:{pos - (last + 1) + 1}"
 
 
 def _orjson_error_pos(err: orjson.JSONDecodeError, data: bytes | str) -> str:
@@ -70,12 +71,11 @@ def _loads(data: bytes | str) -> Any:
     a document orjson would call invalid; when it cannot read one either, its error (with its
     position) is raised as orjson's would be.
     """
-    pattern = _LONG_DIGITS if isinstance(data, bytes) else _LONG_DIGITS_TEXT
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         # orjson's only complaint about a valid document with a huge integer
-        if "number is infinity" not in str(e) or pattern.search(data) is None:
+        if "number is infinity" not in str(e) or not _long_digits(data):
             raise
         try:
             return _exact_loads(data)
@@ -83,12 +83,18 @@ def _loads(data: bytes | str) -> Any:
             raise orjson.JSONDecodeError(later.msg, later.doc, later.pos) from None
         except (ValueError, RecursionError):  # a float too big for a double, as orjson said
             raise e from None
-    if pattern.search(data) is None:
+    if not _long_digits(data):
         return doc
     try:
         return _exact_loads(data)
     except (ValueError, RecursionError) as e:  # nested deeper than the stdlib parser goes
         raise orjson.JSONDecodeError(f"cannot read exactly: {brief(e, True)}", "", 0) from None
+
+
+def _long_digits(data: bytes | str) -> bool:
+    if isinstance(data, bytes):
+        return _LONG_DIGITS.search(data) is not None
+    return _LONG_DIGITS_TEXT.search(data) is not None
 
 
 def _exact_loads(data: bytes | str) -> Any:
@@ -203,7 +209,8 @@ def jsonl_batches(path: Path | Blob, encoding: str | None = None) -> Iterator[Ba
             # the buffer at one byte)
             st = os.fstat(fh.fileno()) if isinstance(path, Path) else None
             size = st.st_size - skip if st is not None and stat.S_ISREG(st.st_mode) else None
-            batches = jsonl_blocks(path, fh, skip, codec, size=size)
+            # typeshed's BinaryIO lacks readinto; every stream open_bytes gives has it
+            batches = jsonl_blocks(path, fh, skip, codec, size=size)  # type: ignore[arg-type]
         else:
             batches = _decoded_jsonl(path, fh, codec, skip)
         for batch in batches:
@@ -240,9 +247,16 @@ def _decoded_jsonl(path: Path | Blob, fh: BinaryIO, codec: str, skip: int) -> It
 JSONL_BLOCK = 16 << 20
 
 
+class ReadsInto(Protocol):
+    """All that :func:`jsonl_blocks` reads a stream by: a file opened for bytes, or a byte
+    range of one (a span's reader)."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
 def jsonl_blocks(
     path: Path | Blob,
-    fh: BinaryIO,
+    fh: ReadsInto,
     at: int,
     codec: str,
     lineno: int = 1,

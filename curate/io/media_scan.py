@@ -29,7 +29,11 @@ import io
 import os
 import stat
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # PyAV is imported only by the scan that reads a video
+    from av.audio.stream import AudioStream
+    from av.video.stream import VideoStream
 
 #: Bytes read per block (1 MiB: large enough that hashing, not the call, dominates).
 BLOCK = 1 << 20
@@ -296,6 +300,7 @@ def _video(path: str, row: dict[str, Any]) -> None:
             videos, audios = c.streams.video, c.streams.audio
             if c.duration is not None:
                 row["duration_s"] = c.duration / 1_000_000
+            stream: AudioStream | VideoStream
             if not videos and audios:
                 a = audios[0]
                 row["kind"] = "audio"

@@ -572,7 +572,7 @@ def nested_kind(value: Any) -> str | None:
 
 
 def _text_column(
-    path: Path, name: str, values: list[Any], nested: dict[str, dict[int, str]]
+    path: Path | InputName, name: str, values: list[Any], nested: dict[str, dict[int, str]]
 ) -> Any:
     """One column of :func:`read_frame`: strings, or lists of strings when every value is one.
 
@@ -587,10 +587,10 @@ def _text_column(
     if kinds == {list} and all(_is_str_list(v) for v in values if v is not None):
         return pl.Series(name, values, dtype=pl.List(pl.String))
     out: list[str | None] = []
-    kinds: dict[int, str] = {}
+    cells: dict[int, str] = {}
     for i, v in enumerate(values):
         if (kind := nested_kind(v)) is not None:
-            kinds[i] = kind
+            cells[i] = kind
         try:
             out.append(_as_text(v))
         except RecursionError:
@@ -600,8 +600,8 @@ def _text_column(
                 record=f"#{i}",
                 field=name,
             ) from None
-    if kinds:
-        nested[name] = kinds
+    if cells:
+        nested[name] = cells
     return pl.Series(name, out, dtype=pl.String)
 
 

@@ -63,6 +63,10 @@ class Lines:
     """
 
     __slots__ = ("at", "count", "data", "line")
+    data: bytes
+    line: int
+    at: int
+    count: int
 
     def __init__(self, data: bytes, line: int, at: int, count: int) -> None:
         self.data, self.line, self.at, self.count = data, line, at, count
@@ -114,19 +118,19 @@ class Batch:
         parse: Callable[[], list[dict[str, Any]]] | None = None,
         blob: Lines | None = None,
     ) -> None:
-        self.split = split
-        self.offset = offset
+        self.split: str | None = split
+        self.offset: int = offset
         self._rows = rows
         self._lines = lines
         self._raw = raw
         #: The batch as an Arrow record batch (parquet inputs): columns straight from the file.
-        self.arrow = arrow
+        self.arrow: Any = arrow
         self._error = error
         #: Makes ``rows`` from ``raw`` (JSON Lines), raising the reader's errors.
         self._parse = parse
         #: The records' lines in one piece (UTF-8 JSON Lines): what :attr:`raw` and
         #: :attr:`lines` are split from when asked.
-        self.blob = blob
+        self.blob: Lines | None = blob
 
     def _split_blob(self) -> None:
         if self.blob is not None and self._raw is None:
@@ -207,20 +211,22 @@ class SplitInput(str):
     ``__split__`` column), so no family needs to know where the split came from.
     """
 
-    __slots__ = ("split",)
+    # Not named ``split``: a slot of that name would hide ``str.split`` on the path itself.
+    __slots__ = ("split_name",)
+    split_name: str
 
     def __new__(cls, path: str, split: str) -> SplitInput:
         s = super().__new__(cls, path)
-        s.split = split
+        s.split_name = split
         return s
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (SplitInput, (str(self), self.split))
+        return (SplitInput, (str(self), self.split_name))
 
 
 def split_of(path: Any) -> str | None:
     """The split a :class:`SplitInput` assigns, else None."""
-    return getattr(path, "split", None) if isinstance(path, SplitInput) else None
+    return path.split_name if isinstance(path, SplitInput) else None
 
 
 def tagged(batches: Iterator[Batch], split: str) -> Iterator[Batch]:

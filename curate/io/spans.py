@@ -186,7 +186,8 @@ def count_span(span: Span, fh: BinaryIO | None = None, digest: Any = None) -> tu
     chunk = bytearray(min(_COUNT_CHUNK, max(0, b - pos)))
     with memoryview(chunk) as mv:
         while pos < b:
-            got = fh.readinto(mv[: min(len(chunk), b - pos)]) or 0
+            # typeshed's BinaryIO lacks readinto; every stream opened here has it
+            got = fh.readinto(mv[: min(len(chunk), b - pos)]) or 0  # type: ignore[attr-defined]
             if not got:
                 break
             if digest is not None:
@@ -223,10 +224,10 @@ class SpanNumbering:
     """
 
     def __init__(self, spans: Sequence[Span], digest: Any = None) -> None:
-        self.spans = list(spans)
+        self.spans: list[Span] = list(spans)
         self.digest = digest
-        self.lines = 0
-        self.records = 0
+        self.lines: int = 0
+        self.records: int = 0
 
     def __iter__(self) -> Iterator[Span]:
         spans = self.spans
@@ -250,7 +251,8 @@ class _Upto:
         if self.left <= 0:
             return 0
         with memoryview(b) as mv:
-            got = self.f.readinto(mv[: self.left]) or 0
+            # typeshed's BinaryIO lacks readinto; every stream opened here has it
+            got = self.f.readinto(mv[: self.left]) or 0  # type: ignore[attr-defined]
         self.left -= got
         return got
 
@@ -268,7 +270,7 @@ def _jsonl_span_batches(span: Span) -> Iterator[Batch]:
         upto = _Upto(fh, b - a)
         yield from jsonl_blocks(
             path,
-            upto,  # type: ignore[arg-type]
+            upto,
             a,
             "utf-8",
             span.first_line,

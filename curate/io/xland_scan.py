@@ -29,19 +29,12 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import h5py
 import numpy as np
 import xxhash
-
-try:  # zlib-ng inflates HDF5's deflate chunks about twice as fast as the system zlib
-    from zlib_ng.zlib_ng import adler32 as _adler32
-    from zlib_ng.zlib_ng import decompressobj as _inflater
-except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 reads everything
-    _inflater = None
-    _adler32 = zlib.adler32
 
 from curate.io.xland_layout import (
     DATASETS,
@@ -52,6 +45,14 @@ from curate.io.xland_layout import (
     STEP_KINDS,
     max_steps_of,
 )
+
+_inflater: Callable[..., Any] | None
+try:  # zlib-ng inflates HDF5's deflate chunks about twice as fast as the system zlib
+    from zlib_ng.zlib_ng import adler32 as _adler32
+    from zlib_ng.zlib_ng import decompressobj as _inflater
+except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 reads everything
+    _inflater = None
+    _adler32 = zlib.adler32
 
 #: Broken episodes kept per history and kind (their total count is always kept).
 EXAMPLES = 10
@@ -118,29 +119,29 @@ class HistoryScan:
     def __init__(self, steps: int, max_steps: int | None) -> None:
         self.steps = steps
         self.max_steps = max_steps
-        self.read = 0
-        self.ep_start = 0  # first step of the open episode (history coordinates)
-        self.carry = 0.0  # return of the open episode so far
+        self.read: int = 0
+        self.ep_start: int = 0  # first step of the open episode (history coordinates)
+        self.carry: float = 0.0  # return of the open episode so far
         self.returns: list[np.ndarray] = []
-        self.lengths = np.zeros(0, dtype=np.int64)
-        self.successes = 0
-        self.flagged = {k: 0 for k in EPISODE_KINDS}
+        self.lengths: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.successes: int = 0
+        self.flagged: dict[str, int] = {k: 0 for k in EPISODE_KINDS}
         self.examples: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
-        self.counts = {k: [0, -1, -1] for k in STEP_KINDS}
-        self.state_value = -1
+        self.counts: dict[str, list[int]] = {k: [0, -1, -1] for k in STEP_KINDS}
+        self.state_value: int = -1
         #: the first out-of-range action and expert action (-1: none), for the findings' text
-        self.action_value = -1
-        self.expert_value = -1
-        self.actions = np.zeros(256, dtype=np.int64)
-        self.experts = np.zeros(256, dtype=np.int64)
+        self.action_value: int = -1
+        self.expert_value: int = -1
+        self.actions: np.ndarray = np.zeros(256, dtype=np.int64)
+        self.experts: np.ndarray = np.zeros(256, dtype=np.int64)
         #: one streaming hash per dataset, each fed its dataset's bytes in step order
-        self.hashers = _hashers()
+        self.hashers: list[Any] = _hashers()
         self.error = ""
         #: the dataset whose block could not be read
         self.error_field = ""
-        self.error_span = (-1, -1)
+        self.error_span: tuple[int, int] = (-1, -1)
 
-    def steps_where(self, kind: str, mask: np.ndarray, offset: int) -> np.ndarray | None:
+    def steps_where(self, kind: str, mask: np.ndarray | np.bool_, offset: int) -> np.ndarray | None:
         """Count ``mask``'s steps under ``kind`` (first and last kept); the hits, or None."""
         if not mask.any():
             return None
@@ -356,7 +357,7 @@ class ShortChunk(RuntimeError):
             f"after {got:,} of the chunk's {size:,} bytes (HDF5 reads it without an error and "
             "returns unset memory for the rest)"
         )
-        self.span = (c, end)
+        self.span: tuple[int, int] = (c, end)
 
 
 class _Buffer:
@@ -385,7 +386,8 @@ class _Buffer:
         self.direct = bool(direct and _inflater is not None and self.rows)
         if self.rows:
             self.row_bytes = self.array[:1].nbytes
-            self.bytes = memoryview(self.array.reshape(-1).view(np.uint8))
+            # numpy's stubs give ndarray ``__buffer__`` only for Python >= 3.12
+            self.bytes = memoryview(self.array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
             self.tail = (0,) * (ds.ndim - 2)
             self.zeros = bytes(self.rows * self.row_bytes)
 
@@ -410,6 +412,7 @@ class _Buffer:
         rows, row_bytes, out, tail = self.rows, self.row_bytes, self.bytes, self.tail
         chunk_bytes = rows * row_bytes
         dsid = ds.id
+        assert _inflater is not None  # a direct read is chosen only where zlib-ng imported
         for c in range(a, b, rows):
             mask, stored = dsid.read_direct_chunk((h, c, *tail))
             if mask:  # a filter was skipped for this chunk: not plain deflate

@@ -18,12 +18,15 @@ import io
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from curate.core.outputs import guard_file, named, write_bytes_atomic
 from curate.overlap.sets import Overlap
+
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
+    from matplotlib.figure import Figure
 
 __all__ = ["close", "heatmap_figure", "plot_paths", "upset_figure", "write_plots"]
 
@@ -48,7 +51,7 @@ def plot_paths(plot: str | Path) -> list[Path]:
     ]
 
 
-def _pyplot():
+def _pyplot() -> Any:  # the matplotlib.pyplot module
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -57,7 +60,7 @@ def _pyplot():
     return plt
 
 
-def upset_figure(o: Overlap, title: str = ""):
+def upset_figure(o: Overlap, title: str = "") -> Figure:
     """The UpSet figure (intersection bars over the membership dots, set sizes at the left),
     ordered as upsetplot orders by default: degree, then collections by size."""
     plt = _pyplot()
@@ -79,7 +82,7 @@ def upset_figure(o: Overlap, title: str = ""):
     return fig
 
 
-def heatmap_figure(o: Overlap, title: str = ""):
+def heatmap_figure(o: Overlap, title: str = "") -> Figure:
     """The pairwise Jaccard matrix as a heat map with the values written in the cells."""
     plt = _pyplot()
     m = o.matrix("jaccard")

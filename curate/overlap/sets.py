@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from curate.core.errors import InputError, UsageError
 
@@ -398,7 +399,7 @@ def _intersections(
     ties in input order), compared from the last member — so that the list reads like the
     published figures, bar for bar. Built with group-bys and one sort (there may be millions of
     patterns when many collections overlap at random)."""
-    schema = {
+    schema: dict[str, pl.DataType | DataTypeClass] = {
         "members": pl.List(pl.String),
         "degree": pl.Int64,
         "count": pl.Int64,

@@ -69,8 +69,8 @@ def card_body(
         else:
             per_rule: dict[tuple[str, str], int] = {}
             for c in changelog:
-                key = (c.rule, c.field or "<record>")
-                per_rule[key] = per_rule.get(key, 0) + 1
+                rule_field = (c.rule, c.field or "<record>")
+                per_rule[rule_field] = per_rule.get(rule_field, 0) + 1
             lines += ["| rule | field | changes |", "|---|---|---:|"]
             lines += [f"| {r} | `{f}` | {n} |" for (r, f), n in sorted(per_rule.items())]
             lines += [

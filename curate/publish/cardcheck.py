@@ -82,8 +82,9 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _data_files(cfg: dict[str, Any]) -> list[tuple[str, list[str]]] | None:
-    """``data_files`` as (split, patterns) in the forms ``datasets`` accepts, or None."""
+def _data_files(cfg: dict[str, Any]) -> list[tuple[str, list[Any]]] | None:
+    """``data_files`` as (split, patterns) in the forms ``datasets`` accepts, or None; a
+    pattern is as the YAML wrote it (the caller reports one that is not a string)."""
     value = cfg.get("data_files")
     if isinstance(value, str):
         return [("train", [value])]

@@ -13,13 +13,16 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.core.errors import InputError, UsageError
 from curate.core.streams import SplitStream
+
+if TYPE_CHECKING:  # datasets is imported when features are written
+    import datasets
 
 #: Uncompressed Arrow bytes per parquet file: ``datasets``' default ``max_shard_size`` ("500MB").
 MAX_SHARD_BYTES = 500_000_000
@@ -36,7 +39,7 @@ class _SplitResult:
     shards: list[tuple[str, int, str]] = field(default_factory=list)  # (relpath, size, sha256)
 
 
-def declared_features(features: Any, schemas: list[pa.Schema]):
+def declared_features(features: Any, schemas: list[pa.Schema]) -> datasets.Features:
     """``datasets.Features`` to write: the given ones, or the splits' schemas unified."""
     import datasets
 

@@ -65,7 +65,7 @@ def _where(row: dict[str, Any]) -> str:
     return ", ".join(bits)
 
 
-def _listed(d: DatasetOutcome, rule: str, which: str = "fails") -> tuple[list[dict], int]:
+def _listed(d: DatasetOutcome, rule: str, which: str = "fails") -> tuple[list[dict[str, Any]], int]:
     """The findings of ``rule`` a report lists (failing ones, or new ones) and how many more."""
     f = d.findings
     if not f.height:
@@ -125,8 +125,8 @@ def render_text(result: CheckResult) -> str:
                 continue
             listed, more = _listed(d, r.rule)
             out.append(f"  {r.rule} {r.name} failed: {r.why}")
-            for row in listed:
-                parts = (_located(d, row), _where(row), row["message"])
+            for finding in listed:
+                parts = (_located(d, finding), _where(finding), finding["message"])
                 out.append("    " + ": ".join(p for p in parts if p))
             if more:
                 out.append(f"    ... and {more} more (--format json lists every finding)")

@@ -7,12 +7,15 @@ format CI consumes; Markdown is for pull-request comments and dataset cards.
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 from curate.core.findings import Headline, Report, gc_paused, json_bytes
 from curate.core.version import __version__
@@ -120,15 +123,16 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
         )
         return buf.getvalue()
     t = Table(title=f"{report.family}: findings per rule", title_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("rule", "left"),
         ("name", "left"),
         ("category", "left"),
         ("severity", "left"),
         ("findings", "right"),
         ("records", "right"),
-    ):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    )
+    for col, just in columns:
+        t.add_column(col, justify=just)
     style = {"error": "red", "warning": "yellow", "info": "cyan"}
     for r in counts.iter_rows(named=True):
         t.add_row(
@@ -160,7 +164,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     return buf.getvalue()
 
 
-def _in_records(s: dict) -> str:
+def _in_records(s: dict[str, Any]) -> str:
     """`` in 3 of 9 records`` — left out when the findings sit on more records than the input
     counts (a family whose records are histories reports on root members and on task groups
     without histories too): "3 of 0 records" is not a figure anyone can use."""

@@ -19,10 +19,11 @@ Language codes are checked against ISO 639 (parts 1, 2/T, 2/B, 3 and the 639-5 f
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -279,7 +280,7 @@ class DeepfakeRow(BaseModel):
     validations.
     """
 
-    model_config = ConfigDict(extra="ignore", strict=False)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="ignore", strict=False)
 
     sample_id: Annotated[str, BeforeValidator(_blank_none), StringConstraints(min_length=1)]
     path: Text = None
@@ -374,7 +375,7 @@ def detect_columns(
 # --------------------------------------------------------------------------- options
 
 
-def _pairs(keys: tuple[str, ...] | None, what: str):
+def _pairs(keys: tuple[str, ...] | None, what: str) -> Callable[[Any], Any]:
     """A validator: ``["a=b", ...]`` (a repeated CLI flag) → ``{"a": "b"}``; keys checked."""
 
     def parse(v: Any) -> Any:

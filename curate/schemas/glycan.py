@@ -16,9 +16,10 @@ what a user would otherwise do by eye, so it is strict: ambiguous headers are an
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
@@ -89,7 +90,9 @@ class Columns:
         return list(self.labels)
 
 
-def _find(header: list[str], names: tuple[str, ...], exclude: set[str] = frozenset()) -> str | None:
+def _find(
+    header: list[str], names: tuple[str, ...], exclude: AbstractSet[str] = frozenset()
+) -> str | None:
     lower = {h.lower().strip(): h for h in header if h not in exclude}
     for n in names:
         if n in lower:
@@ -245,7 +248,7 @@ def _binary(v: Any) -> Any:
 class GlycanRow(BaseModel):
     """What every task row needs: a non-empty glycan string and a known split (or none)."""
 
-    model_config = ConfigDict(extra="ignore", strict=False)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="ignore", strict=False)
 
     glycan: Annotated[str, StringConstraints(min_length=1)]
     split: Literal["train", "validation", "test"] | None = None

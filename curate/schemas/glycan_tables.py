@@ -114,7 +114,11 @@ class GlycanData(LoadedDataset):
 
 def invalid_rows_and_columns(t: GlycanTable, invalid: pl.DataFrame) -> tuple[set[int], list[str]]:
     """The table's invalid rows (global row numbers) and its invalid matrix glycan columns."""
-    first, last = (int(t.rows["row"].min()), int(t.rows["row"].max())) if t.rows.height else (0, -1)
+    first, last = 0, -1
+    if t.rows.height:
+        lo, hi = t.rows["row"].min(), t.rows["row"].max()
+        assert isinstance(lo, int) and isinstance(hi, int)  # row numbers: integers, never null
+        first, last = lo, hi
     rows = {r for r in invalid["row"].drop_nulls().to_list() if first <= r <= last}
     columns = sorted(
         set(invalid.filter(pl.col("row").is_null())["field"].drop_nulls().to_list())

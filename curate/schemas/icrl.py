@@ -59,7 +59,7 @@ from curate.io.xland_layout import (
 class EnvSpec(BaseModel):
     """An XLand-MiniGrid environment as its id names it, and the step limit that follows."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     env_id: str
     rooms: int
@@ -83,7 +83,7 @@ def parse_env_id(value: Any) -> EnvSpec | None:
 class DatasetSpec(BaseModel):
     """What one dataset of a task group must be: dtype and the shape after ``(H, L)``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     name: str
     dtype: str
@@ -109,7 +109,7 @@ DATASET_SPECS: dict[str, DatasetSpec] = {
 class TaskSpec(BaseModel):
     """A task group's attributes as the layout wants them (``ruleset-id`` an integer)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     group: str
     env_id: str

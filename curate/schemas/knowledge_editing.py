@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Ge, Le, Len
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -37,7 +37,9 @@ Triple = Annotated[list[NonEmpty], Len(3, 3)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        strict=True, extra="allow", populate_by_name=True
+    )
 
 
 class Target(_Model):
@@ -186,7 +188,9 @@ class RemasteredCase(_Model):
             rebuilt_triples = edit_triples is None
             edit_idx, rebuilt = [], []
             for k, rw in enumerate(self.requested_rewrite):
-                given = edit_triples[k] if k < len(edit_triples or ()) else None
+                given = (
+                    edit_triples[k] if edit_triples is not None and k < len(edit_triples) else None
+                )
                 hop = next((i for i, t in enumerate(self.new_triples) if t == given), None)
                 if hop is None:
                     hop = next(
@@ -212,6 +216,7 @@ class RemasteredCase(_Model):
             ]
         else:
             rebuilt_triples = False
+        assert edit_triples is not None  # rebuilt above when the record had none
         rewrites = []
         for k, rw in enumerate(self.requested_rewrite):
             new_id = rw.target_new_id

@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+from polars.datatypes import DataTypeClass
 
 from curate.core.dataset import LoadedDataset
 from curate.core.errors import InputError, UsageError, arg
@@ -70,7 +71,10 @@ CASE_KEYS = Keys("case", ("chain", "edit_key"), split=None)
 #: Which chain a hop row belongs to (one byte).
 PATH = pl.Enum(["orig", "new"])
 
-CASE_SCHEMA = {
+#: A table's column types: a bare class (``pl.Int64``) or an instance (``pl.List(pl.String)``).
+Schema = dict[str, pl.DataType | DataTypeClass]
+
+CASE_SCHEMA: Schema = {
     "row": pl.Int64,
     "record": pl.String,
     "split": pl.String,
@@ -95,7 +99,7 @@ CASE_SCHEMA = {
 #: their case by ``row`` (see :func:`with_record`). Left out because no rule reads them: the
 #: relation labels, the single-hop alias lists (~40 % of the old ``hops`` table) and
 #: ``target_true.str``; fix and export read the records themselves, not these tables.
-HOP_SCHEMA = {
+HOP_SCHEMA: Schema = {
     "row": pl.Int64,
     "path": PATH,
     "hop": pl.Int32,
@@ -106,7 +110,7 @@ HOP_SCHEMA = {
     "o_label": CODE,
     "sh_answer": CODE,
 }
-EDIT_SCHEMA = {
+EDIT_SCHEMA: Schema = {
     "row": pl.Int64,
     "k": pl.Int32,
     "prompt": CODE,
@@ -165,7 +169,8 @@ class KEData(LoadedDataset):
         cached = self._records_by_row
         if cached is None or cached[0] != id(self.cases):
             rows = self.cases["row"]
-            size = max(len(self.all_ids), int(rows.max()) + 1 if rows.len() else 0)  # type: ignore[arg-type]
+            top = rows.max()  # None for no cases
+            size = max(len(self.all_ids), top + 1 if isinstance(top, int) else 0)
             if rows.len() == size and rows.is_sorted():
                 index = self.cases["record"]  # every record valid: rows are 0..n-1 already
             else:

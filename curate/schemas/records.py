@@ -50,12 +50,14 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import GenericAlias
 from typing import Annotated, Any, Literal
 
 import orjson
 import polars as pl
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from curate.core.engine import Engine
 from curate.core.engine import current as current_engine
@@ -310,15 +312,19 @@ def _lost(
     ]
 
 
-def _batch(adapter: TypeAdapter, items: list[Any]) -> tuple[dict[int, Any], dict[int, list]]:
+def _batch(
+    adapter: TypeAdapter[list[Any]], items: list[Any]
+) -> tuple[dict[int, Any], dict[int, list[ErrorDetails]]]:
     """Validate ``items`` in one call: ``(index → value dumped to Python, index → errors)``."""
-    errors: dict[int, list] = {}
+    errors: dict[int, list[ErrorDetails]] = {}
     try:
         good = adapter.validate_python(items)
         keep = list(range(len(items)))
     except ValidationError as e:
         for err in e.errors(include_url=False):
-            errors.setdefault(err["loc"][0], []).append(err)
+            at = err["loc"][0]
+            assert isinstance(at, int)  # an item of the validated list: located by its index
+            errors.setdefault(at, []).append(err)
         keep = [i for i in range(len(items)) if i not in errors]
         good = adapter.validate_python([items[i] for i in keep]) if keep else []
     dumped = adapter.dump_python(good, mode="python") if keep else []
@@ -354,8 +360,9 @@ def _field_work(frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]) ->
     empty = column.is_null() & ~is_nested
     fast: pl.Series | None = None
     if column.dtype == pl.String and plan.kind != "other":
-        fast = base.select(pl.when(~pl.col("n")).then(_canonical(plan)).alias(plan.name))
-        fast = fast.to_series()
+        fast = base.select(
+            pl.when(~pl.col("n")).then(_canonical(plan)).alias(plan.name)
+        ).to_series()
         pending = ~empty & fast.is_null()
     else:
         pending = ~empty
@@ -375,13 +382,15 @@ def _field_work(frame: pl.DataFrame, plan: FieldPlan, nested: dict[int, str]) ->
     return _FieldWork(plan, index, base, empty, fast, todo, values, shown)
 
 
-def _field_adapter(plan: FieldPlan) -> TypeAdapter:
+def _field_adapter(plan: FieldPlan) -> TypeAdapter[list[Any]]:
     """The field's type and constraints over a list of its values."""
-    return TypeAdapter(list[Annotated[plan.info.annotation, plan.info]])
+    # a type made at run time from the field's annotation, which no static type can name
+    annotated: Any = Annotated
+    return TypeAdapter(list[annotated[plan.info.annotation, plan.info]])
 
 
 def _settle_field(
-    work: _FieldWork, good: dict[int, Any], errors: dict[int, list]
+    work: _FieldWork, good: dict[int, Any], errors: dict[int, list[ErrorDetails]]
 ) -> tuple[pl.Series, pl.DataFrame]:
     """One field's typed column (null where invalid) and its problems (:func:`invalid_schema`):
     the canonical cells by a cast, the *distinct* other cells by pydantic's verdicts on
@@ -522,7 +531,9 @@ def _rows_part_now(
             if v is not None or p.nullable:
                 row[keys[p.name]] = v
         items.append(row)
-    adapter = TypeAdapter(list[model])  # type: ignore[valid-type]
+    # list[model], of a model known only at run time: no static type names it
+    items_type: Any = GenericAlias(list, (model,))
+    adapter: TypeAdapter[list[Any]] = TypeAdapter(items_type)
     good, errors = _batch(adapter, items)
     problems = []
     for i, errs in sorted(errors.items()):
@@ -541,9 +552,10 @@ def _rows_part_now(
             part.lost.append(None)
             part.shown.append(cells[p.name][1])
         else:
-            part.columns.append(_typed(values, p.dtype, p.name))
+            typed = _typed(values, p.dtype, p.name)
+            part.columns.append(typed)
             part.values.append(None)
-            part.lost.append(_lost(part.columns[-1], everything, values, cells[p.name][1]))
+            part.lost.append(_lost(typed, everything, values, cells[p.name][1]))
             part.shown.append(None)
     return part
 
@@ -574,7 +586,9 @@ def _settle_rows(
     else:
         parts, starts = _rows_on_engine(engine, frame, plans, nested, loader)
     problems = [
-        (i + a, *rest) for part, a in zip(parts, starts, strict=True) for i, *rest in part.errors
+        (i + a, field, message, shown)
+        for part, a in zip(parts, starts, strict=True)
+        for i, field, message, shown in part.errors
     ]
     series = []
     for k, p in enumerate(plans):
@@ -587,15 +601,16 @@ def _settle_rows(
             series.append(_typed(values, p.dtype, p.name))
             problems += _lost(series[-1], list(range(frame.height)), values, shown)
         else:
-            column = parts[0].columns[k]
-            if len(parts) > 1:
-                column = pl.concat([part.columns[k] for part in parts], rechunk=True)
-            assert column is not None
-            series.append(column)
+            pieces: list[pl.Series] = []
+            for part in parts:
+                piece = part.columns[k]
+                assert piece is not None  # a field of a known type is typed in every part
+                pieces.append(piece)
+            series.append(pieces[0] if len(pieces) == 1 else pl.concat(pieces, rechunk=True))
             problems += [
-                (i + a, *rest)
+                (i + a, field, message, shown)
                 for part, a in zip(parts, starts, strict=True)
-                for i, *rest in part.lost[k] or []
+                for i, field, message, shown in part.lost[k] or []
             ]
     return series, sorted(problems, key=lambda x: x[0])
 
@@ -675,12 +690,12 @@ def validate_values(
 
 def _verdicts_on_engine(
     engine: Engine, plans: list[FieldPlan], work: list[_FieldWork], loader: ModelLoader
-) -> list[tuple[dict[int, Any], dict[int, list]]]:
+) -> list[tuple[dict[int, Any], dict[int, list[ErrorDetails]]]]:
     """Pydantic's verdicts on each field's pending values (:func:`_batch`), every field's
     values in batches as engine tasks (all fields at once: a table of many small fields is one
     round of tasks, not one per field), merged per field in order."""
     pending = [k for k, w in enumerate(work) if w.values]
-    out: list[tuple[dict[int, Any], dict[int, list]]] = [({}, {}) for _ in work]
+    out: list[tuple[dict[int, Any], dict[int, list[ErrorDetails]]]] = [({}, {}) for _ in work]
     total = sum(len(work[k].values) for k in pending)
     size = _size(total, engine.parallelism(1), VALUE_BATCH)
     owners = [(k, a) for k in pending for a in range(0, len(work[k].values), size)]

@@ -128,7 +128,8 @@ class TableOptions(LabelIssueOptions):
         help="Column(s) that make two rows the same example, comma-separated (default: the "
         "--text columns): duplicates, conflicts and exact leakage compare them.",
     )
-    schema: str | None = option(  # type: ignore[assignment]  (BaseModel.schema: deprecated)
+    # shadows BaseModel.schema, a deprecated classmethod: the option's name is the user's word
+    schema: str | None = option(  # type: ignore[assignment]
         None,
         help="A Pydantic v2 model every row must satisfy: module:Model or path/to/file.py:Model "
         "(default: the types the file declares, or a dataset folder card's features).",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from curate.audits.deepfake.registry import IDENTITIES, RULES, file_of, valid
@@ -111,7 +113,7 @@ def demographic_imbalance(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame
         if ratio <= limit:
             continue
 
-        def name(g: dict) -> str:
+        def name(g: dict[str, Any]) -> str:
             return f"{g['sex']}/{g['skin_tone']}/{g['label']}"
 
         shown = "inf" if ratio == float("inf") else f"{ratio:.2f}"

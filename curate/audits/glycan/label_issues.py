@@ -447,7 +447,7 @@ def _findings(t: GlycanTable, found: pl.DataFrame, source: str, fix: str) -> pl.
             pl.col("score").min(), pl.col("predicted").first()
         )
         cells = cells.join(scored, on=["row", "name"], how="left")
-        fixes = []
+        fixes: list[str | None] = []
         for fixed, score, predicted in cells.select("fix", "score", "predicted").iter_rows():
             if fixed is None:
                 fixes.append(None)

@@ -300,7 +300,9 @@ def cell_edits(t: GlycanTable, changes: pl.DataFrame) -> pl.DataFrame:
     per_cell: dict[tuple[int, str], dict[int, str | None]] = {}
     for row, name, pos, value in changes.select("row", "name", "pos", "new").iter_rows():
         per_cell.setdefault((row, name), {})[pos] = value
-    out_rows, out_names, fixes = [], [], []
+    out_rows: list[int] = []
+    out_names: list[str] = []
+    fixes: list[str | None] = []
     for (row, name), ch in per_cell.items():
         column = columns_of(t, name)
         cell = t.raw[column][row - offset]

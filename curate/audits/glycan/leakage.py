@@ -175,7 +175,7 @@ def cross_task_leakage(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     Tables without a split count as all-train for the other tables.
     """
     tables = label_tables(data)
-    parts = []
+    parts: list[pl.DataFrame] = []
     if len(tables) < 2:  # nothing to cross
         return concat_outputs(parts)
     for a in tables:

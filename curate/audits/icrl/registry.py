@@ -11,6 +11,8 @@ only structure rules, or ``--metadata-only``, reads no array data at all.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from curate.core.findings import dumps, empty_rule_output, json_struct
@@ -49,7 +51,7 @@ def task_findings(
     *,
     field: pl.Expr | str = "",
     extra: tuple[pl.Expr, ...] = (),
-    fix: dict | pl.Expr | None = None,
+    fix: dict[str, Any] | pl.Expr | None = None,
 ) -> pl.DataFrame:
     """Findings on whole task groups: ``df`` has the ``tasks`` columns ``row``, ``name``,
     ``path``; ``record`` is the group's name and ``details`` carry ``task`` and ``file`` (plus
@@ -75,7 +77,7 @@ def task_findings(
     )
 
 
-def _fix(fix: dict | pl.Expr | None) -> tuple[pl.Expr, ...]:
+def _fix(fix: dict[str, Any] | pl.Expr | None) -> tuple[pl.Expr, ...]:
     if fix is None:
         return ()
     if isinstance(fix, pl.Expr):  # an edit per finding (JSON text)
@@ -101,7 +103,7 @@ def history_findings(
     end: pl.Expr,
     field: str | pl.Expr = "",
     extra: tuple[pl.Expr, ...] = (),
-    fix: dict | pl.Expr | None = None,
+    fix: dict[str, Any] | pl.Expr | None = None,
 ) -> pl.DataFrame:
     """Findings on histories: ``df`` has the ``histories`` columns ``row``, ``record``,
     ``group``, ``history`` and ``path``; details carry ``task``, ``history``, ``step_start`` and

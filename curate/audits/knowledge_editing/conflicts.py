@@ -88,11 +88,9 @@ def ambiguous_label_edits(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     and cannot tell the country from the US state. Each such edit is reported with the other
     entities and objects behind the same label.
     """
-    ap = applied_edits(data, ctx.table("edited")).filter(pl.col("subject").is_not_null())
+    lazy = applied_edits(data, ctx.table("edited")).filter(pl.col("subject").is_not_null())
     # an ambiguous label has, under one (label, relation), two subject ids and two objects
-    ap = _with_several(
-        _with_several(ap.lazy(), "subject", "t_r", "t_s").lazy(), "subject", "t_r", "t_o"
-    )
+    ap = _with_several(_with_several(lazy, "subject", "t_r", "t_s").lazy(), "subject", "t_r", "t_o")
     d = ap.select("subject", "t_r", "t_s", "t_o").unique()
     d = (
         d.with_columns(

@@ -203,6 +203,8 @@ def _score_labels(
         from cleanlab.multilabel_classification import filter as ml_filter
         from cleanlab.multilabel_classification import rank as ml_rank
 
+        assert isinstance(y, list)  # _encode: lists of class indices when multi-label
+
         issue = np.asarray(
             ml_filter.find_label_issues(y, probs, filter_by=filter_by, n_jobs=1), bool
         )
@@ -221,6 +223,8 @@ def _score_labels(
         per_class = _per_class_multilabel(y, probs, classes)
     else:
         from cleanlab.count import compute_confident_joint
+
+        assert isinstance(y, np.ndarray)  # _encode: one class index a row
 
         # the confident joint once: find_label_issues, the health score and the per-class
         # table each compute this same matrix (with the same defaults) when not given it
@@ -328,13 +332,15 @@ def cross_val_pred_probs(
     k = len(classes)
     folds = max(2, min(folds, n))
     out = np.zeros((n, k), dtype=np.float64)
+    target: np.ndarray
     if multi_label:
         target = np.zeros((n, k), dtype=np.int8)
         for r, s in enumerate(y):
             target[r, s] = 1
         strat = None
     else:
-        target = y  # type: ignore[assignment]
+        assert isinstance(y, np.ndarray)  # _encode: one class index a row
+        target = y
         strat = y
     if groups is not None:
         g = pl.Series("g", list(groups)).cast(pl.String).fill_null("").to_numpy()
@@ -522,7 +528,9 @@ def _from_frame(
                 record=ids[bad],
                 field=lists[0],
             )
-        return np.vstack(col.to_numpy()) if col.len() else np.zeros((0, 0)), ids, None
+        # list(): the rows as a sequence of arrays, which is what vstack is declared to take
+        rows = list(col.to_numpy())
+        return np.vstack(rows) if col.len() else np.zeros((0, 0)), ids, None
     names = [c for c in frame.columns if c != "id"]
     for c in names:
         if not frame.schema[c].is_numeric():

@@ -28,7 +28,7 @@ permutations), kept for comparison and for users who want the textbook estimator
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -288,10 +288,10 @@ def lsh_params(
     )
     b, r = pairs[:, :1], pairs[:, 1:]
 
-    def simpson(lo: float, hi: float, f: object) -> np.ndarray:
+    def simpson(lo: float, hi: float, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         n = 512
         s = np.linspace(lo, hi, n + 1)[None, :]
-        y = f(s)  # type: ignore[operator]
+        y = f(s)
         w = np.ones(n + 1)
         w[1:-1:2], w[2:-1:2] = 4, 2
         return (y * w).sum(axis=1) * (hi - lo) / (3 * n)

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from curate.audits.table.registry import RULES, value
+from curate.audits.table.registry import RULES, TableView, value
 from curate.core.errors import quoted
 from curate.core.findings import dumps, empty_rule_output, rule_output
 from curate.core.rules import AuditContext
@@ -69,12 +69,12 @@ def _column(name: str) -> str:
     return f"column {quoted(name)}"
 
 
-def _file(data: Any) -> str | None:
+def _file(data: TableView) -> str | None:
     """``details.file`` of a finding about a whole column: the input, when there is one."""
     return data.inputs[0].path if len(data.inputs) == 1 else None
 
 
-def _raw(data: Any, names: list[str]) -> pl.DataFrame:
+def _raw(data: TableView, names: list[str]) -> pl.DataFrame:
     """The valid rows' bookkeeping and the columns ``names`` as read (``v:<name>``)."""
     frame = pl.concat(
         [data.rows, data.raw.select([pl.col(n).alias(value(n)) for n in names])],
@@ -94,7 +94,7 @@ def _plain(v: Any) -> Any:
 
 
 @RULES.rule("TB003", "mixed-types", category="schema", severity="warning")
-def mixed_types(data, ctx: AuditContext) -> pl.DataFrame:
+def mixed_types(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A column of a text file (CSV, TSV, JSON) holds cells of two or more kinds — numbers,
     booleans (``true``/``false``), text — and the rarer kinds are at most ``--mixed-share``
     (10% by default) of its non-empty cells (Deepchecks' MixedDataTypes).
@@ -158,7 +158,7 @@ def mixed_types(data, ctx: AuditContext) -> pl.DataFrame:
 
 
 @RULES.rule("TB101", "single-value-column", category="integrity", severity="warning")
-def single_value_column(data, ctx: AuditContext) -> pl.DataFrame:
+def single_value_column(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A column holds one value in every valid row that has one, or no value at all
     (Deepchecks' IsSingleValue, empty cells ignored).
 
@@ -333,7 +333,7 @@ def _pattern_signal(d: pl.DataFrame) -> dict[str, Any] | None:
     severity="warning",
     needs=("ids", "labels"),
 )
-def identifier_label_correlation(data, ctx: AuditContext) -> pl.DataFrame:
+def identifier_label_correlation(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """The ``--id`` column predicts the label (Deepchecks' IdentifierLabelCorrelation).
 
     An id should say which row it is and nothing else. When it predicts the label, the rows

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.table.columns import label_text
-from curate.audits.table.registry import RULES, value
+from curate.audits.table.registry import RULES, TableView, value
 from curate.core.findings import (
     concat_outputs,
     finding_frame,
@@ -45,7 +45,7 @@ def _shown(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(repr_expr("key").alias("shown"))
 
 
-def _file(data) -> pl.Expr:
+def _file(data: TableView) -> pl.Expr:
     return data.file_of().alias("file")
 
 
@@ -55,7 +55,7 @@ def _file(data) -> pl.Expr:
 @RULES.rule(
     "TB201", "singleton-class", category="distribution", severity="warning", needs=("labels",)
 )
-def singleton_class(data, ctx: AuditContext) -> pl.DataFrame:
+def singleton_class(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A class of a ``--label`` column has a single example among the valid rows.
 
     One example cannot be in both the training and the evaluation split: the class is either
@@ -95,7 +95,7 @@ def _is_train() -> pl.Expr:
     severity="error",
     needs=("labels",),
 )
-def class_absent_from_train(data, ctx: AuditContext) -> pl.DataFrame:
+def class_absent_from_train(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A class of a ``--label`` column is in the validation or test split but in no training
     row (Deepchecks' NewLabelTrainTest).
 
@@ -153,7 +153,7 @@ def class_absent_from_train(data, ctx: AuditContext) -> pl.DataFrame:
 @RULES.rule(
     "TB203", "class-imbalance", category="distribution", severity="warning", needs=("labels",)
 )
-def class_imbalance(data, ctx: AuditContext) -> pl.DataFrame:
+def class_imbalance(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A class of a ``--label`` column holds a share of the valid rows below ``--imbalance``
     (0.1 by default) times an even share, 1/K for K classes (cleanlab Datalab's
     class_imbalance, whose threshold this is).

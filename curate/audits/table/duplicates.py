@@ -13,6 +13,7 @@ from curate.audits.shared.duplicates import cross_split_copies, later_copies, na
 from curate.audits.shared.resplit import move_edits, regroup_split
 from curate.audits.table.registry import (
     RULES,
+    TableView,
     as_text,
     at,
     columns,
@@ -34,7 +35,7 @@ def _where(split: str = "split") -> pl.Expr:
 
 
 @RULES.rule("TB401", "duplicate-id", category="duplicate", severity="error", needs=("ids",))
-def duplicate_id(data, ctx: AuditContext) -> pl.DataFrame:
+def duplicate_id(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """Two rows have the same ``--id``: the later one reuses the first's id.
 
     An id that names two rows makes every reference to it ambiguous (a finding, a changelog
@@ -67,7 +68,7 @@ def duplicate_id(data, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-def published_columns(data, ctx: AuditContext) -> list[str]:
+def published_columns(data: TableView, ctx: AuditContext) -> list[str]:
     """The columns a duplicate row repeats: every published column but the split (a copy in
     another split is a leak) and, when the declaration names an input (``--text``/``--key``),
     the id: a copy under a new id is still a copy. Without a declared input nothing says the id
@@ -118,7 +119,7 @@ def exact_copies(ctx: AuditContext) -> pl.DataFrame:
     fix="always",
     needs=("copies",),
 )
-def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
+def duplicate_row(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A row repeats an earlier row of its split in every column (the id aside when an input
     is declared).
 
@@ -157,7 +158,7 @@ def duplicate_row(data, ctx: AuditContext) -> pl.DataFrame:
     fix="sometimes",
     needs=("key_hashes", "candidates", "copies"),
 )
-def duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
+def duplicate_input(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A row's input (``--key``, else ``--text``) is an earlier row's of its split once both
     are normalised (``--normalise``: Unicode NFKC, case, punctuation, white space — Deepchecks'
     defaults), while the rows differ elsewhere.
@@ -234,7 +235,7 @@ def duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-def _units(data, ctx: AuditContext) -> tuple[str, pl.DataFrame]:
+def _units(data: TableView, ctx: AuditContext) -> tuple[str, pl.DataFrame]:
     """What must not cross splits, per valid row: ``row, record, split, unit`` — the
     ``--group`` value when declared, else the key in its normal form (as one string)."""
     opts = ctx.options
@@ -266,7 +267,7 @@ def units_table(ctx: AuditContext) -> tuple[str, pl.DataFrame]:
     unsafe=True,
     needs=("units", "candidates"),
 )
-def split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
+def split_leakage(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A validation or test row shares its ``--group`` (else its normalised input, ``--key`` or
     ``--text``) with a row of an earlier split (train < validation < test).
 
@@ -325,7 +326,9 @@ def split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
     )
 
 
-def _regroup_edits(hits: pl.DataFrame, units: pl.DataFrame, seed: int, name: str) -> list:
+def _regroup_edits(
+    hits: pl.DataFrame, units: pl.DataFrame, seed: int, name: str
+) -> list[str | None]:
     """Each finding's ``move`` edit (:func:`~curate.audits.shared.resplit.move_edits`) to its
     group's target split (:func:`~curate.audits.shared.resplit.regroup_split`)."""
     # a unit of one row with a split stays where it is: only counted, never grouped (10 M

@@ -26,10 +26,11 @@ from curate.audits.shared.label_issues import (
     score_from_file,
     score_labels,
 )
-from curate.audits.table.registry import RULES, as_text, columns, value
+from curate.audits.table.registry import RULES, TableView, as_text, columns, value
 from curate.core.errors import UsageError
 from curate.core.findings import concat_outputs
 from curate.core.rules import AuditContext
+from curate.schemas.table import TableOptions
 
 #: Most distinct values a text column may have to be read as a category by the built-in model
 #: (more: an identifier-like column, which would only memorise rows).
@@ -42,13 +43,13 @@ _VOCABULARY = 2**16
 _C = 10.0
 
 
-def feature_columns(data: object, opts: Any) -> list[str]:
+def feature_columns(data: TableView, opts: TableOptions) -> list[str]:
     """The columns the built-in model reads besides ``--text``: ``--features`` when given, else
     every numeric or boolean column and every text column of at most :data:`_CATEGORIES`
     values that is not the id, a label, the split, the group or an input."""
     if opts.features:
         return list(opts.features)
-    values: pl.DataFrame = data.values  # type: ignore[attr-defined]
+    values: pl.DataFrame = data.values
     taken = {opts.id, opts.split, opts.group, *opts.label, *opts.text}
     out = []
     for name, dtype in values.schema.items():
@@ -66,7 +67,7 @@ def feature_columns(data: object, opts: Any) -> list[str]:
     return out
 
 
-def _features(data: object, opts: Any, rows: pl.Series) -> Any:
+def _features(data: TableView, opts: TableOptions, rows: pl.Series) -> Any:
     """The built-in model's feature matrix of ``rows`` (scipy sparse, one row each)."""
     from scipy import sparse
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -74,10 +75,10 @@ def _features(data: object, opts: Any, rows: pl.Series) -> Any:
 
     blocks = []
     for name in opts.text:
-        text = as_text(data.values[name]).gather(rows).cast(pl.String).fill_null("").to_list()  # type: ignore[attr-defined]
+        text = as_text(data.values[name]).gather(rows).cast(pl.String).fill_null("").to_list()
         blocks.append(_tfidf(TfidfVectorizer, text))
     for name in feature_columns(data, opts):
-        col = data.values[name].gather(rows)  # type: ignore[attr-defined]
+        col = data.values[name].gather(rows)
         if col.dtype.is_numeric() or col.dtype == pl.Boolean:
             x = col.cast(pl.Float64).to_numpy().reshape(-1, 1)
             missing = np.isnan(x)
@@ -114,7 +115,7 @@ def _groups(ctx: AuditContext, rows: pl.Series) -> list[Any]:
     (a row without a key is its own group)."""
     opts = ctx.options
     if opts.group:
-        g = as_text(ctx.data.values[opts.group]).gather(rows).cast(pl.String)  # type: ignore[attr-defined]
+        g = as_text(ctx.data.values[opts.group]).gather(rows).cast(pl.String)
         return g.fill_null(pl.format("\x00{}", rows.cast(pl.String))).to_list()
     keyed = ctx.table("key_hashes").select("row", pl.col("h").cast(pl.String))
     frame = rows.to_frame("row").join(keyed, on="row", how="left", maintain_order="left")
@@ -195,7 +196,7 @@ def label_scores_table(ctx: AuditContext) -> ScoredLabels:
     needs=("labels", "label_scores"),
     fix_once=True,
 )
-def label_issue(data, ctx: AuditContext) -> pl.DataFrame:
+def label_issue(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A row's label is unlikely given everything else in the table: confident learning
     (cleanlab's ``find_label_issues``) flags it from out-of-sample predicted probabilities.
 

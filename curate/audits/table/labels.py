@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from curate.audits.shared.conflicts import label_conflicts
-from curate.audits.table.registry import RULES, at, key_names, value
+from curate.audits.table.registry import RULES, TableView, at, key_names, value
 from curate.core.findings import concat_outputs, finding_frame, json_struct
 from curate.core.rules import AuditContext
 
@@ -24,7 +24,7 @@ _SHOWN = 5
     # --label the engine does not run the rule rather than call the table clean
     needs=("key_hashes", "candidates", "labels"),
 )
-def conflicting_labels(data, ctx: AuditContext) -> pl.DataFrame:
+def conflicting_labels(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """Rows with the same input (``--key``, else ``--text``, normalised as ``--normalise``
     says) carry different labels, in any split (Deepchecks' ConflictingLabels).
 

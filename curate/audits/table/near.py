@@ -31,7 +31,7 @@ import polars as pl
 
 from curate.audits.shared.duplicates import split_rank
 from curate.audits.shared.near import near_copies
-from curate.audits.table.registry import RULES, columns, value
+from curate.audits.table.registry import RULES, TableView, columns, value
 from curate.core.findings import empty_rule_output, finding_frame, json_struct
 from curate.core.keys import SPLIT_ORDER, Keys
 from curate.core.rules import AuditContext
@@ -62,7 +62,7 @@ def _as_text(name: str, dtype: pl.DataType) -> pl.Expr:
     return col.cast(pl.String)
 
 
-def near_inputs(data: object, options: TableOptions) -> pl.DataFrame:
+def near_inputs(data: TableView, options: TableOptions) -> pl.DataFrame:
     """``row, record, split, text``: each valid row's input in its normal form (the
     ``--text`` columns folded by ``--normalise``, joined by :data:`JOIN`); a row whose parts
     are all empty is left out."""
@@ -158,7 +158,7 @@ def _findings(hits: pl.DataFrame, ctx: AuditContext, where: pl.Expr) -> pl.DataF
 @RULES.rule(
     "TB404", "near-duplicate-input", category="duplicate", severity="warning", needs=("near",)
 )
-def near_duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
+def near_duplicate_input(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A row's input (``--text``) is nearly an earlier row's of its split: the Jaccard index of
     their character 5-gram sets, once normalised (``--normalise``), is ``--near-threshold``
     (default 0.8) or more, the two not equal.
@@ -188,7 +188,7 @@ def near_duplicate_input(data, ctx: AuditContext) -> pl.DataFrame:
 
 
 @RULES.rule("TB406", "near-split-leakage", category="leakage", severity="warning", needs=("near",))
-def near_split_leakage(data, ctx: AuditContext) -> pl.DataFrame:
+def near_split_leakage(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A validation or test row's input (``--text``) is nearly a row's of an earlier split
     (train < validation < test): the Jaccard index of their character 5-gram sets, once
     normalised (``--normalise``), is ``--near-threshold`` (default 0.8) or more, the two not

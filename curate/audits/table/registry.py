@@ -20,12 +20,13 @@ called ``row`` or ``split`` never shadows the bookkeeping.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import polars as pl
 
+from curate.core.findings import InputInfo
 from curate.core.rules import AuditContext, RuleSet
-from curate.schemas.table import fold
+from curate.schemas.table import TableOptions, fold
 
 __all__ = [
     "RULES",
@@ -40,6 +41,23 @@ __all__ = [
 
 RULES = RuleSet("table")
 
+
+class TableView(Protocol):
+    """What the table rules read of a loaded table: the frames of
+    :class:`~curate.audits.shared.records.RecordsData` and the columns typed from text, which
+    :class:`~curate.families.table.TableData` adds. A protocol because that class lives in the
+    families layer, above the rules, which must not import it."""
+
+    rows: pl.DataFrame
+    values: pl.DataFrame
+    raw: pl.DataFrame
+    inputs: list[InputInfo]
+    schema_findings: pl.DataFrame
+    inferred: frozenset[str]
+
+    def file_of(self) -> pl.Expr: ...
+
+
 T = TypeVar("T")
 
 
@@ -53,20 +71,20 @@ def key_names(n: int) -> list[str]:
     return [f"k{i}" for i in range(n)]
 
 
-def columns(data: object, names: Sequence[str], *, valid: bool = True) -> pl.DataFrame:
+def columns(data: TableView, names: Sequence[str], *, valid: bool = True) -> pl.DataFrame:
     """The bookkeeping with the value columns ``names`` beside it (as :func:`value` names
     them); only the valid rows unless ``valid=False``."""
     frame = pl.concat(
         [
-            data.rows,  # type: ignore[attr-defined]
-            data.values.select([pl.col(n).alias(value(n)) for n in names]),  # type: ignore[attr-defined]
+            data.rows,
+            data.values.select([pl.col(n).alias(value(n)) for n in names]),
         ],
         how="horizontal",
     )
     return frame.filter(pl.col("valid")) if valid else frame
 
 
-def at(data: object, rows: pl.Series | pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+def at(data: TableView, rows: pl.Series | pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
     """:func:`columns` of the rows ``rows`` only (a ``row`` column or series), in that order.
 
     A gather by position, never a join: a table's ``row`` is its position across the inputs
@@ -75,8 +93,8 @@ def at(data: object, rows: pl.Series | pl.DataFrame, names: Sequence[str]) -> pl
     index = rows["row"] if isinstance(rows, pl.DataFrame) else rows
     return pl.concat(
         [
-            data.rows[index],  # type: ignore[attr-defined]
-            data.values.select([pl.col(n).alias(value(n)) for n in names])[index],  # type: ignore[attr-defined]
+            data.rows[index],
+            data.values.select([pl.col(n).alias(value(n)) for n in names])[index],
         ],
         how="horizontal",
     )
@@ -109,13 +127,13 @@ def as_text(column: pl.Series) -> pl.Series:
     return column
 
 
-def _folded(data: object, opts: object, rows: pl.DataFrame | None = None) -> pl.DataFrame:
+def _folded(data: TableView, opts: TableOptions, rows: pl.DataFrame | None = None) -> pl.DataFrame:
     """``row`` and ``k0..kn``: the key columns of the valid rows (of ``rows`` only, when
     given) in their normal form (text columns folded by ``--normalise``, others as they
     are), with a row whose key has an empty column left out."""
-    cols = opts.key_columns()  # type: ignore[attr-defined]
+    cols = opts.key_columns()
     frame = columns(data, cols) if rows is None else at(data, rows, cols).filter("valid")
-    parts = opts.normalise  # type: ignore[attr-defined]
+    parts = opts.normalise
     out = [frame["row"]]
     for n, c in zip(key_names(len(cols)), cols, strict=True):
         s = as_text(frame[value(c)])
@@ -194,9 +212,10 @@ def _cost(column: pl.Series) -> float:
     if column.dtype != pl.String:
         return 0.0
     sample = column.head(_SAMPLE)
-    mean = sample.str.len_bytes().mean() or 0.0
+    mean = sample.str.len_bytes().mean()  # None for an empty sample
+    mean = float(mean) if isinstance(mean, int | float) else 0.0
     share = sample.n_unique() / max(sample.len(), 1)
-    return float(mean) * (share if column.len() > _SAMPLE and share < 0.5 else 1.0)
+    return mean * (share if column.len() > _SAMPLE and share < 0.5 else 1.0)
 
 
 def blank_cells(column: pl.Series, parts: list[str]) -> pl.Series:
@@ -252,8 +271,11 @@ def key_hashes_table(ctx: AuditContext) -> pl.DataFrame:
         again = repeats(h)
         alive, h = alive.filter(again), h.filter(again)
         got = fold_hash(texts[i].gather(alive), parts, i)["h"]
-        h = pl.DataFrame([h.alias("a"), got.alias("b")]).select(pl.struct("a", "b").hash())
-        h = h.to_series()
+        h = (
+            pl.DataFrame([h.alias("a"), got.alias("b")])
+            .select(pl.struct("a", "b").hash())
+            .to_series()
+        )
         h_all = h_all.scatter(alive, h)
     # which keys repeat, anywhere and within a split: every exact rule starts from these
     split = frame["split"].gather(alive)

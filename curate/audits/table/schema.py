@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from curate.audits.table.registry import RULES, columns, value
+from curate.audits.table.registry import RULES, TableView, columns, value
 from curate.core.findings import finding_frame, json_struct
 from curate.core.rules import AuditContext
+from curate.schemas.table import TableOptions
 
 
 @RULES.rule("TB001", "schema-invalid", category="schema", severity="error", invalid=True)
-def schema_invalid(data, ctx: AuditContext) -> pl.DataFrame:
+def schema_invalid(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A row does not fit the ``--schema`` model: a required field is empty, a value has the
     wrong type or breaks a constraint (a number out of range, a value not among the listed
     choices), or a nested value is malformed.
@@ -24,7 +25,7 @@ def schema_invalid(data, ctx: AuditContext) -> pl.DataFrame:
 
 
 @RULES.rule("TB002", "missing-value", category="schema", severity="error", invalid=True)
-def missing_value(data, ctx: AuditContext) -> pl.DataFrame:
+def missing_value(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     """A row's ``--id``, ``--label`` or ``--text`` cell is empty (null, or only white space).
 
     Those are the columns the declaration says every example has: a row without its input or
@@ -77,7 +78,7 @@ def parts_empty() -> pl.DataFrame:
     return empty_rule_output()
 
 
-def _role(opts, column: str) -> str:
+def _role(opts: TableOptions, column: str) -> str:
     if column == opts.id:
         return "--id"
     if column in opts.label:
