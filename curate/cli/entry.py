@@ -33,6 +33,11 @@ def run() -> None:
     previous = {sig: signal.signal(sig, _end_now) for sig in _NAMES}
     try:
         from curate.cli.main import main
+
+        if not answers_from_the_catalogue(sys.argv[1:]):
+            # A data command: the libraries every one of them uses (polars, pyarrow, pydantic,
+            # orjson) are imported here, under the handler above, not later by the command.
+            import curate.api  # noqa: F401
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
@@ -47,6 +52,18 @@ def run() -> None:
         with contextlib.suppress(OSError, ValueError):
             signal.signal(sig, signal.SIG_IGN)
     _exit(code)
+
+
+def answers_from_the_catalogue(args: list[str]) -> bool:
+    """Whether the command line only asks for help, the version, the rules or completions:
+    what the command line answers without the data libraries (issue 36). Any other run is a
+    data command, which imports them at once."""
+    return (
+        not args
+        or "--help" in args
+        or args[0] in ("--version", "rules")
+        or bool(os.environ.get("_CURATE_COMPLETE"))
+    )
 
 
 def _exit(code: int) -> None:

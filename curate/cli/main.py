@@ -187,9 +187,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from curate.io.read import input_scope
-
     try:
+        from curate.io.read import input_scope  # inside: a signal during it is an interrupt
+
         # Messages name flags (--overwrite), not the API's arguments (one switch for the whole
         # library, curate.core.errors.command_line_spelling); curate's warnings are one line each,
         # every time (not Python's two lines, once per place in the code). Each pipe is read
