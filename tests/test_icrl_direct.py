@@ -107,6 +107,26 @@ def test_edge_chunks_and_several_blocks(tmp_path: Path, inflated, by_hdf5) -> No
     assert out["histories"]["steps_read"] == [10_000] * 6
 
 
+def test_out_of_range_observations_on_the_direct_path(tmp_path: Path, inflated, by_hdf5) -> None:
+    """A cell past the last tile, in the second chunk of a block and in an edge chunk, is
+    counted on the direct path with its first and last step and its value exactly as HDF5's
+    read finds it."""
+    path = write_file(tmp_path / "states.hdf5", tasks=2, histories=3, steps=10_000)
+    with h5py.File(path, "r+") as f:
+        states = f["0"]["states"]
+        row = states[1]
+        row[5000, 2, 3] = 200  # the block's second chunk
+        row[9999, 0, 0] = 255  # the edge chunk, the history's last step
+        states[1] = row
+    out, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    assert fell_back == []
+    assert len(inflated) == _chunks(path)
+    h = out["histories"]
+    assert h["state_range_n"] == [0, 2, 0, 0, 0, 0]
+    assert (h["state_range_first"][1], h["state_range_last"][1]) == (5000, 9999)
+    assert h["state_value"][1] == 200
+
+
 def test_resized_datasets(tmp_path: Path, inflated, by_hdf5) -> None:
     """Extendable datasets grown and shrunk after writing: edge chunks hold steps past the
     current end (fill values, or data cut off), which neither path may read."""

@@ -106,6 +106,21 @@ def _hashers() -> list[Any]:
     return [xxhash.xxh3_128() for _ in DATASETS]
 
 
+def _count_into(counts: np.ndarray, values: np.ndarray) -> None:
+    """Add the histogram of a block's action values to ``counts`` (256 bins).
+
+    Why not always ``np.bincount``: it widens the block to 64-bit integers first, per block and
+    per dataset. Published actions are uint8 below :data:`NUM_ACTIONS`: then a count per value
+    (one comparison each, no widening) gives the same bins; any other block is counted by
+    ``bincount``.
+    """
+    if values.dtype == np.uint8 and values.size and int(values.max()) < NUM_ACTIONS:
+        for v in range(NUM_ACTIONS):
+            counts[v] += np.count_nonzero(values == v)
+    else:
+        counts += np.bincount(values, minlength=counts.size)
+
+
 def _at(n: int, steps: np.ndarray) -> np.ndarray:
     """A block's boolean mask that is true at ``steps``."""
     mask = np.zeros(n, dtype=bool)
@@ -172,8 +187,8 @@ class HistoryScan:
         ):
             hasher.update(np.ascontiguousarray(arr).data)
         # actions and expert actions: histograms (out-of-range values counted past 5)
-        self.actions += np.bincount(actions, minlength=256)
-        self.experts += np.bincount(experts, minlength=256)
+        _count_into(self.actions, actions)
+        _count_into(self.experts, experts)
         if self.actions[NUM_ACTIONS:].any():
             hits = self.steps_where("action_range", actions >= NUM_ACTIONS, a)
             if hits is not None and self.action_value < 0:
@@ -229,7 +244,9 @@ class HistoryScan:
             return self._rewards_any(a, rewards, dones)
         bits = np.ascontiguousarray(rewards).view(np.uint16)
         mag = bits & np.uint16(0x7FFF)
-        paid = np.flatnonzero(mag)  # few: rewards are paid on goal-reaching steps only
+        # few: rewards are paid on goal-reaching steps only (a boolean mask's nonzero is ~5x
+        # faster than an integer array's)
+        paid = np.flatnonzero(mag != 0)
         if not paid.size:
             return np.zeros(0), paid
         pm = mag[paid]
