@@ -118,21 +118,23 @@ def main() -> int:
         if args.explain:
             explain(COMMANDS[name], COMPLETION if name.startswith("completion") else None)
     if recorder:
-        worst = max(values, key=lambda n: values[n]["s"])
         figures = "; ".join(
             f"{n.removeprefix('curate ')} {v['s'] * 1000:.0f} ms" for n, v in values.items()
         )
         recorder.write(
             record.Row(
                 id="startup",
-                section="target",
+                section="peer",
                 benchmark="start-up: help, version, rules, completion",
                 workload=f"each command as a new process, median of {args.runs} paired runs",
                 curate_figure=figures,
                 peer="python -c pass (same interpreter, same run)",
                 peer_figure=f"{floor * 1000:.0f} ms",
-                ratio=f"slowest ({worst}): **{values[worst]['ratio']:.1f}x**, "
-                f"{values[worst]['s'] * 1000:.0f} ms",
+                ratio="; ".join(
+                    f"{n.removeprefix('curate ')} **{v['ratio']:.1f}×** ({v['s'] * 1000:.0f} ms)"
+                    for n, v in values.items()
+                )
+                + f" (target <= {LIMIT_RATIO:g}× and <= {LIMIT_S * 1000:.0f} ms)",
                 target=f"<= {LIMIT_S} s and <= {LIMIT_RATIO:g}x",
                 rss_curate=f"{max(v['rss_mib'] for v in values.values()):.0f} MiB",
                 rss_peer=f"{max(base_peak):.0f} MiB",
