@@ -283,6 +283,7 @@ def fix(
         check_date_published,
         check_language,
         check_source_dataset,
+        check_tag,
         named_from,
     )
 
@@ -291,6 +292,7 @@ def fix(
     languages = [check_language(c) for c in language or ()]  # before the long work
     source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
     citation = check_citation(citation) if citation is not None else ""
+    tags = [check_tag(t) for t in tags or ()]
     published = check_date_published(date_published) if date_published is not None else None
     files = _paths(paths, fam)
     opts.check_command("fix", files)
@@ -467,6 +469,7 @@ def export(
         check_language,
         check_license,
         check_source_dataset,
+        check_tag,
         named_from,
     )
 
@@ -477,6 +480,7 @@ def export(
     languages = [check_language(c) for c in language or ()]
     source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
     citation = check_citation(citation) if citation is not None else ""
+    tags = [check_tag(t) for t in tags or ()]
     published = check_date_published(date_published) if date_published is not None else None
     files = _paths(paths, fam)
     opts.check_command("export", files)

@@ -158,6 +158,7 @@ def test_citation_and_publication_date_reach_croissant_and_the_card(
     [
         (["--date-published", "24/05/2023"], "is not a date"),
         (["--citation", "  "], "is empty"),
+        (["--tag", ""], "--tag '' is empty"),
     ],
 )
 def test_a_bad_citation_or_date_is_one_line_before_any_work(

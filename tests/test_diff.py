@@ -314,6 +314,9 @@ def test_cli_exit_codes_follow_the_difference(mquake_fixed: Path, tmp_path: Path
     assert main(["diff", "mquake", src, str(mquake_fixed), "--fail-on", "renamed"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--fail-on: renamed is not one of" in err[0]
+    assert main(["diff", "mquake", src, str(mquake_fixed), "--fail-on", "any,never"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "never cannot be combined with any, never" in err[0]
     assert main(["diff", "mquake", src, str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing.json" in err[0]

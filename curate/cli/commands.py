@@ -583,6 +583,8 @@ def _fail_kinds(value: str) -> set[str]:
         raise UsageError(
             f"--fail-on: {', '.join(bad) or 'nothing given'} is not one of {', '.join(DIFF_FAIL)}"
         )
+    if "never" in given and len(set(given)) > 1:  # "never,added": which one was meant?
+        raise UsageError(f"--fail-on: never cannot be combined with {', '.join(given)}")
     if "never" in given:
         return set()
     if "any" in given:

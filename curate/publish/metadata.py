@@ -101,6 +101,14 @@ def check_source_dataset(value: str) -> str:
     return text
 
 
+def check_tag(value: str) -> str:
+    """A card tag, stripped; a blank one exits 2 (the Hub would list an empty tag)."""
+    text = value.strip()
+    if not text:
+        raise UsageError(f"{arg('--tag', value, quoted=True)} is empty")
+    return text
+
+
 def check_citation(value: str) -> str:
     """``value`` stripped, refused (exit 2) when blank: an empty ``--citation`` is a mistake,
     not a wish for an empty Citation section."""
