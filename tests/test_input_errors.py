@@ -91,7 +91,7 @@ def test_wrong_family_names_the_family(
     (line,) = err.splitlines()
     assert line.startswith(f"curate: error: {path}: ")
     assert f"; it looks like {phrase}" in line or (phrase in line and "it looks like" in line)
-    assert line.endswith(f"(curate audit {other} {path})")
+    assert line.endswith(f"(curate {command} {other} {path})")  # the command that was run
     assert not (tmp_path / "out").exists()
     # and what it suggests works: the other family reads it
     assert main(["validate", other, str(path)]) in (0, 1)
@@ -111,6 +111,22 @@ def test_glycowork_table_to_mquake_is_exit_2(shared, capsys) -> None:
 def test_wrong_family_from_the_api_is_an_input_error() -> None:
     with pytest.raises(InputError, match="no record matches the MQuAKE layout; it looks like"):
         curate.audit("mquake", GLYCANS)
+
+
+@pytest.mark.parametrize("verb", ["validate", "fix", "export", "diff"])
+def test_the_hint_repeats_the_command_that_was_run(
+    shared, verb: str, tmp_path: Path, capsys
+) -> None:
+    """``curate fix mquake GLYCANS`` is told to run ``curate fix glycan``, not ``audit``; the
+    Python API names its own call."""
+    path = shared("data/glycan/glycowork_sample.csv")
+    args = {"fix": ["--out", str(tmp_path / "o")], "export": ["--out", str(tmp_path / "o")]}
+    files = [str(path), str(path)] if verb == "diff" else [str(path)]
+    rc, _, err = _run(capsys, verb, "mquake", *files, *args.get(verb, []))
+    assert rc == 2 and f"(curate {verb} glycan {path})" in err, err
+    if verb in ("fix", "export"):
+        with pytest.raises(InputError, match=rf"curate\.{verb}\('glycan'"):
+            getattr(curate, verb)("mquake", path, tmp_path / "api")
 
 
 def test_unknown_records_without_another_family_say_what_is_missing(tmp_path, capsys) -> None:

@@ -722,12 +722,13 @@ def family_command(verb: str, entry: FamilyEntryInfo) -> Any:
 
     def command(**kwargs: Any) -> None:
         from curate.core.engine import use_engine
+        from curate.core.errors import acting_as
 
         fam = get_family(entry.name)
         raw = {p.name[4:]: kwargs.pop(p.name) for p in extra}
         engine, address = kwargs.pop("engine"), kwargs.pop("ray_address")
         options = fam.options(**raw)
-        with use_engine(engine.value, address) as running:
+        with acting_as(verb), use_engine(engine.value, address) as running:
             if getattr(running, "started_local", False):
                 typer.echo(
                     "curate: ray: no cluster to join (no --ray-address, RAY_ADDRESS or `ray "

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from curate.core.errors import ArgumentError
+from curate.core.errors import ArgumentError, acting_as
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -196,7 +196,8 @@ def checked(**expected: str) -> Callable[[F], F]:
                     bound.arguments[name] = check_argument(
                         name, checks[name], value, expected.get(name)
                     )
-            return func(*bound.args, **bound.kwargs)
+            with acting_as(func.__name__):  # curate.fix(...) is a fix: hints say so
+                return func(*bound.args, **bound.kwargs)
 
         return typing.cast(F, wrapper)
 

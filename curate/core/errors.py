@@ -154,6 +154,31 @@ def cli_spelling() -> bool:
     return _CLI_SPELLING
 
 
+#: The operation the user asked for (``fix``, ``export``, ...), outermost first; None: none yet.
+#: Process-wide for the same reason as the spelling switch above.
+_VERB: str | None = None
+
+
+@contextlib.contextmanager
+def acting_as(verb: str) -> Iterator[None]:
+    """Within this block the user's operation is ``verb`` (the outermost one holds: ``fix``
+    audits too, and its messages still speak of ``fix``)."""
+    global _VERB
+    before = _VERB
+    if _VERB is None:
+        _VERB = verb
+    try:
+        yield
+    finally:
+        _VERB = before
+
+
+def current_verb() -> str:
+    """The operation a message should name (``audit`` outside any): a hint that tells a user
+    to rerun with another family repeats the command they ran, not ``audit``."""
+    return _VERB or "audit"
+
+
 def api_name(flag: str) -> str:
     """The keyword argument of the Python API behind a CLI flag: ``--edit-set`` → ``edit_set``."""
     return API_NAMES.get(flag) or flag.removeprefix("--").replace("-", "_")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from curate.core.errors import InputError, cli_spelling
+from curate.core.errors import InputError, cli_spelling, current_verb
 from curate.families.base import Family
 
 
@@ -44,10 +44,11 @@ def other_family_hint(family: Family, path: str | Path, keys: Iterable[str] | No
             continue
         if what:
             # the caller's words: the command on the command line, the call in Python
+            verb = current_verb()  # the operation asked for: diff, fix, export, ...
             if cli_spelling():
-                run = f"curate audit {other.name} {shlex.quote(str(path))}"
+                run = f"curate {verb} {other.name} {shlex.quote(str(path))}"
             else:
-                run = f"curate.audit({other.name!r}, {str(path)!r})"
+                run = f"curate.{verb}({other.name!r}, {str(path)!r})"
             return f"; it looks like {what} ({run})"
     return ""
 
