@@ -428,6 +428,8 @@ def test_cli_ci_formats_name_each_changed_record(mquake_fixed: Path, capsys) -> 
     assert main([*args, "-f", "github"]) == 1
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("::error")]
     assert len(lines) == 3 and all("removed since the frozen version" in x for x in lines)
+    # on the version checked, as every annotation of a check is on a file
+    assert all(x.startswith(f"::error file={mquake_fixed},") for x in lines), lines
     assert main([*args, "-f", "junit"]) == 1
     suite = ET.fromstring(capsys.readouterr().out).find("testsuite")
     assert suite is not None and suite.get("failures") == "1"

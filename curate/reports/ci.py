@@ -283,6 +283,8 @@ def _annotations(result: CheckResult) -> list[tuple[str, str, str]]:
                     at = position_of(d, row)
                     if at is not None:
                         props += [f"line={at[0]}", f"col={at[1]}"]
+                elif d.report.inputs:  # a split's, a dataset's, a pinned version's: its file
+                    props.append(f"file={_gh_prop(_input_of(d, row))}")
                 props.append(f"title={_gh_prop(f'{r.rule} {r.name} ({d.name})')}")
                 msg = f"{_where(row)}: {row['message']}" if _where(row) else row["message"]
                 out.append((level, ",".join(props), msg))
