@@ -150,13 +150,16 @@ def test_citation_and_publication_date_reach_croissant_and_the_card(
     )
     card = (cited / "README.md").read_text("utf-8")
     assert f"## Citation\n\n```bibtex\n{BIBTEX}\n```" in card
+    assert "Published 2023-05-24." in card
     assert "## Citation" not in (plain / "README.md").read_text("utf-8")
 
 
 @pytest.mark.parametrize(
     ("flags", "why"),
     [
-        (["--date-published", "24/05/2023"], "is not a date"),
+        (["--date-published", "24/05/2023"], "is not a day as YYYY-MM-DD"),
+        (["--date-published", "20230524"], "is not a day as YYYY-MM-DD"),
+        (["--date-published", "2023-05-24T10:00"], "(no time)"),
         (["--citation", "  "], "is empty"),
         (["--tag", ""], "--tag '' is empty"),
     ],
@@ -172,3 +175,28 @@ def test_a_bad_citation_or_date_is_one_line_before_any_work(
     err = capsys.readouterr().err
     assert why in err and err.count("\n") == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("citation", "opening"),
+    [
+        (BIBTEX, "```bibtex"),
+        ("% exported by Zotero\n" + BIBTEX, "```bibtex"),  # an entry after a comment line
+        ("@misc{x, note = {```}}", "````bibtex"),  # a fence longer than the text's backticks
+        ("# Not a heading\nsecond line", "```text"),  # several lines: kept as they are
+        ("#1 in a sentence", "```text"),  # one line that Markdown would make a heading
+        ("Zhong et al. (2023), MQuAKE, EMNLP.", None),  # a sentence: a paragraph
+    ],
+)
+def test_a_citation_is_shown_as_given(citation: str, opening: str | None) -> None:
+    """Whatever the text, the card shows it as given: no heading or list made of it, no fence
+    closed early by its own backticks."""
+    from curate.publish.card import citation_section
+
+    lines = citation_section(citation)
+    assert lines[0] == "## Citation"
+    if opening is None:
+        assert lines[2] == citation
+    else:
+        fence = opening.removesuffix("bibtex").removesuffix("text")
+        assert lines[2] == opening and lines[3] == citation and lines[4] == fence

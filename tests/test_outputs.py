@@ -33,8 +33,10 @@ def tree_hash(root: Path) -> dict[str, str]:
     }
 
 
-def run(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, home: Path | None = None, **kw) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "CURATE_DEBUG"}
+    if home is not None:  # a command that might write to ~ (shell files) writes there instead
+        env["HOME"] = str(home)
     return subprocess.run(
         [*CURATE, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300, **kw
     )
@@ -176,7 +178,7 @@ def test_failed_push_is_exit_2_and_keeps_the_folder(tmp_path: Path, monkeypatch,
     ],
 )
 def test_usage_errors_exit_2_with_usage(tmp_path: Path, args) -> None:
-    r = run(args, cwd=tmp_path)
+    r = run(args, cwd=tmp_path, home=tmp_path)  # nothing may appear there either
     assert r.returncode == 2, (r.returncode, r.stderr)
     # one line, like every exit 2, pointing at the help; no family given: the line lists the
     # families, and the help is not printed (it was, whole, before the line)

@@ -83,6 +83,8 @@ def test_help_rules_and_version_import_no_heavy_library(args: list[str]) -> None
         ("curate export mquake --e", {"--edit-set", "--encoding", "--engine"}),
         ("curate fix glycan --label-", {"--label-model", "--label-folds", "--label-fix"}),
         ("curate ru", {"rules"}),
+        ("curate audit mq", {"mquake"}),  # an alias, as the README spells the family
+        ("curate audit deepfake --no-", {"--no-files"}),
     ],
 )
 def test_shell_completion_answers_without_heavy_libraries(words: str, expected: set[str]) -> None:
@@ -163,3 +165,20 @@ def test_help_from_the_catalogue_is_the_help_from_the_family(
     from_family = helps()
     assert from_catalogue == from_family
     assert all(from_catalogue.values())
+
+
+def test_help_says_what_each_flag_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """A switch off by default is one flag (no --no-no-files); values are named (TEXT, N,
+    FOLDER), never typer's <str>; the families are listed with what they read and aliases."""
+    assert main(["audit", "deepfake", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--no-files " in text and "--no-no-files" not in text
+    assert "<str>" not in text and "--workers N" in text
+    assert main(["export", "mquake", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--no-overwrite" not in text and "--out FOLDER" in text
+    assert main(["fix", "glycan", "--help"]) == 0
+    assert "--resplit / --no-resplit" in capsys.readouterr().out  # on by default: can be off
+    assert main(["audit", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "Multi-hop knowledge editing" in text and "alias mquake" in text

@@ -63,13 +63,21 @@ PathsArg = Annotated[
 ]
 SelectOpt = Annotated[
     list[str] | None,
-    typer.Option("--select", help="Only these rules: codes, prefixes, names or categories."),
+    typer.Option(
+        "--select",
+        help="Only these rules: codes, prefixes, names or categories (repeatable, or a,b).",
+        metavar="RULES",
+    ),
 ]
-IgnoreOpt = Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules.")]
+IgnoreOpt = Annotated[
+    list[str] | None,
+    typer.Option("--ignore", help="Skip these rules (repeatable, or a,b).", metavar="RULES"),
+]
 EncodingOpt = Annotated[
     str | None,
     typer.Option(
         "--encoding",
+        metavar="ENCODING",
         help="Text encoding of JSON, JSON Lines and CSV inputs, e.g. latin-1, cp1252, utf-16 "
         "(default: UTF-8, or what a byte order mark says).",
     ),
@@ -89,6 +97,7 @@ OutputOpt = Annotated[
         "--output",
         "--out",
         "-o",
+        metavar="FILE",
         help="Write the report here (atomically; an existing file only if curate wrote it, "
         "or with --overwrite; never over an input).",
     ),
@@ -96,7 +105,8 @@ OutputOpt = Annotated[
 OverwriteOpt = Annotated[
     bool,
     typer.Option(
-        help="Replace --out if it is a folder curate wrote earlier (other folders are refused)."
+        "--overwrite",
+        help="Replace --out if it is a folder curate wrote earlier (other folders are refused).",
     ),
 ]
 OverwriteFileOpt = Annotated[
@@ -117,19 +127,23 @@ StrictOpt = Annotated[
 ]
 TagOpt = Annotated[
     list[str] | None,
-    typer.Option("--tag", help="A tag for the dataset card (repeatable)."),
+    typer.Option("--tag", help="A tag for the dataset card (repeatable).", metavar="TAG"),
 ]
 LanguageOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--language", help="Language of the data, an ISO 639 code such as en (repeatable)."
+        "--language",
+        help="Language of the data, an ISO 639 code such as en (repeatable).",
+        metavar="CODE",
     ),
 ]
 SourceDatasetOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--source-dataset",
-        help="What the data is based on, for the card's source_datasets (repeatable).",
+        help="What the data is based on, for the card's source_datasets (repeatable): "
+        "original, extended, extended|ID or a dataset ID.",
+        metavar="SOURCE",
     ),
 ]
 CitationOpt = Annotated[
@@ -317,7 +331,9 @@ def fix(
     fam: Family,
     options: FamilyOptions,
     paths: PathsArg,
-    out: Annotated[Path, typer.Option("--out", help="Folder for the remastered dataset.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for the remastered dataset.", metavar="FOLDER")
+    ],
     overwrite: OverwriteOpt = False,
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
@@ -329,11 +345,14 @@ def fix(
     select: Annotated[
         list[str] | None,
         typer.Option(
-            "--select", help="Only these rules' fixes: codes, prefixes, names, categories."
+            "--select",
+            help="Only these rules' fixes: codes, prefixes, names, categories (repeatable).",
+            metavar="RULES",
         ),
     ] = None,
     ignore: Annotated[
-        list[str] | None, typer.Option("--ignore", help="Not these rules' fixes.")
+        list[str] | None,
+        typer.Option("--ignore", help="Not these rules' fixes (repeatable).", metavar="RULES"),
     ] = None,
     unsafe_fixes: Annotated[
         bool,
@@ -428,21 +447,36 @@ def export(
     fam: Family,
     options: FamilyOptions,
     paths: PathsArg,
-    out: Annotated[Path, typer.Option("--out", help="Folder for the Hugging Face dataset.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Folder for the Hugging Face dataset.", metavar="FOLDER"),
+    ],
     max_rows_per_shard: Annotated[
         int | None,
         typer.Option(
-            min=1, help="At most this many rows per parquet file (files are cut at 500 MB anyway)."
+            min=1,
+            help="At most this many rows per parquet file (files are cut at 500 MB anyway).",
+            metavar="N",
         ),
     ] = None,
-    pretty_name: Annotated[str | None, typer.Option()] = None,
+    pretty_name: Annotated[
+        str | None,
+        typer.Option(help="The card's title (default: the input's name).", metavar="TEXT"),
+    ] = None,
     license: Annotated[
         str | None,
-        typer.Option("--license", help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...)."),
+        typer.Option(
+            "--license",
+            help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...).",
+            metavar="ID",
+        ),
     ] = None,
     overwrite: OverwriteOpt = False,
     push_to_hub: Annotated[
-        str | None, typer.Option("--push-to-hub", help="Also upload to this dataset repo.")
+        str | None,
+        typer.Option(
+            "--push-to-hub", help="Also upload to this dataset repo.", metavar="OWNER/NAME"
+        ),
     ] = None,
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
@@ -612,6 +646,10 @@ OPTION_VERB = {"diff": "validate"}
 _KINDS: dict[str, Any] = {"bool": bool, "int": int, "float": float, "str": str, "path": Path}
 
 
+#: What a flag's value is called in help, by kind (typer's own say ``<str>``, ``<list[str]>``).
+_METAVARS = {"str": "TEXT", "int": "N", "float": "X", "path": "PATH"}
+
+
 def _flag_type(opt: OptionEntry) -> Any:
     """The type typer parses an option's flag as: its kind, a list when the flag repeats,
     ``| None`` when it may be absent."""
@@ -628,12 +666,16 @@ def option_parameters(entry: FamilyEntryInfo, verb: str) -> list[inspect.Paramet
     params = []
     for opt in entry.options_for(verb):
         flag_type = _flag_type(opt)
-        decls = [opt.flag] if opt.kind != "bool" else [f"{opt.flag}/--no-{opt.flag[2:]}"]
+        # a switch that is off by default (or says "no" itself) is one flag; one that is on
+        # by default can be turned off: --resplit/--no-resplit
+        pair = opt.kind == "bool" and opt.default is True and not opt.flag.startswith("--no-")
+        decls = [f"{opt.flag}/--no-{opt.flag[2:]}"] if pair else [opt.flag]
         typer_opt = typer.Option(
             *decls,
-            help=opt.help,
+            help=opt.help
+            + (" (repeatable)" if opt.repeat and "repeatable" not in opt.help else ""),
             rich_help_panel="Family options",
-            metavar=opt.metavar,
+            metavar=opt.metavar or _METAVARS.get(opt.kind),
             case_sensitive=False,  # --layout ORIGINAL as MQUAKE is: choices ignore case
         )
         params.append(
@@ -686,6 +728,7 @@ ENGINE_PARAMETERS = [
                 "with Ray's default --temp-dir names, else a new local one for the command "
                 "(said on stderr).",
                 rich_help_panel="Engine",
+                metavar="HOST:PORT",
             ),
         ],
     ),
@@ -744,7 +787,13 @@ def family_command(verb: str, entry: FamilyEntryInfo) -> Any:
     command.__annotations__ = {p.name: p.annotation for p in params}
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     doc = help_text(inspect.getdoc(impl) or "")
-    sub.command(name=entry.name, help=f"{doc}\n\nFamily: {entry.title}.", cls=PanelCommand)(command)
+    aliases = f" (alias {', '.join(entry.aliases)})" if entry.aliases else ""
+    sub.command(
+        name=entry.name,
+        help=f"{doc}\n\nFamily: {entry.title}{aliases}.",
+        short_help=f"{entry.title}{aliases}",  # the line `curate VERB --help` lists
+        cls=PanelCommand,
+    )(command)
     cmd = typer.main.get_command(sub)
     cmd.name = entry.name
     return cmd
@@ -760,7 +809,10 @@ class FamilyGroup(LightGroup):
     verb: str = "audit"
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(all_entries()[0])
+        found = all_entries()[0]
+        if getattr(ctx, "resilient_parsing", False):  # completing: `curate audit mq<TAB>` too
+            return [*found, *(a for e in found.values() for a in e.aliases)]
+        return list(found)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         # An unknown family, or one that cannot be imported, is one line naming the families
@@ -793,7 +845,10 @@ def verb_group(verb: str) -> LightGroup:
     args = "OLD NEW" if verb == "diff" else "PATHS..."
     return cls(
         name=verb,
-        help=help_text(f"{doc} Usage: curate {verb} FAMILY {args} [OPTIONS]."),
+        help=help_text(
+            f"{doc}\n\nFAMILY is one of the commands below, or an alias of one; "
+            f"`curate {verb} FAMILY --help` lists its options."
+        ),
         short_help=help_text(" ".join(doc.split())),  # whole in `curate --help`, not cut at 45
         no_args_is_help=False,  # `curate audit` alone: one line, not the help (cli.main)
         subcommand_metavar=f"FAMILY {args}",

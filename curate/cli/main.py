@@ -98,10 +98,12 @@ def rules(
     for r in chosen:
         fix = f"; {r.fix_label}" if r.fixable else ""
         typer.echo(f"{r.code}  {r.name}  [{r.family}; {r.category}; {r.severity}{fix}]")
-        if code or fmt is Format.markdown:
+        if fmt is Format.markdown:
             typer.echo("\n" + r.doc + "\n")
+        elif code:  # the docstring is reStructuredText; on a terminal ``code`` reads as `code`
+            typer.echo("\n" + commands.help_text(r.doc) + "\n")
         else:
-            typer.echo(f"    {r.summary}")
+            typer.echo(f"    {commands.help_text(r.summary)}")
 
 
 def _family_names() -> set[str]:

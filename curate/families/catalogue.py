@@ -179,7 +179,7 @@ def _option_kind(annotation: Any) -> tuple[str, tuple[str, ...], bool, bool, str
         kind, choices, _, repeat, metavar = _option_kind(args[0])
         return kind, choices, True, repeat, metavar
     if origin is dict:
-        return "str", (), True, True, "KEY=NAME"
+        return "str", (), True, True, "KEY=VALUE"
     if origin in (list, tuple, set):
         return "str", (), True, True, None
     if origin is typing.Literal:
@@ -261,8 +261,9 @@ def entry_for(name: str) -> FamilyEntryInfo:
     one-line usage error) and described."""
     key = name.strip().lower()
     for entry in entries():
-        if key in entry.names and _is_own(entry.package) and entry.value in _shipped():
-            return _shipped()[entry.value]
+        shipped = _shipped().get(entry.value) if _is_own(entry.package) else None
+        if shipped is not None and (key in entry.names or key in shipped.aliases):
+            return shipped  # an alias only the family declares (glycans) is known here too
     return entry_of(get_family(key))
 
 

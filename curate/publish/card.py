@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ def card_body(
     lines = [f"# {card.pretty_name}", ""]
     if card.description:
         lines += [card.description, ""]
+    if card.date_published:
+        lines += [f"Published {card.date_published}.", ""]
     heading, key, count = contents
     lines += [f"## {heading}", "", f"| {key} | {count} |", "|---|---:|"]
     lines += [f"| {s} | {n} |" for s, n in rows.items()]
@@ -86,11 +89,21 @@ def card_body(
     return "\n".join(lines) + "\n"
 
 
+_BIBTEX_ENTRY = re.compile(r"^\s*@[A-Za-z]+\s*[{(]", re.MULTILINE)
+
+
 def citation_section(citation: str) -> list[str]:
-    """The card's Citation section: BibTeX in a ``bibtex`` block (the Hub shows it with a copy
-    button), a sentence as it is."""
-    if citation.lstrip().startswith("@"):
-        return ["## Citation", "", "```bibtex", citation, "```", ""]
+    """The card's Citation section, the text exactly as given: BibTeX (an ``@type{`` entry
+    anywhere, after ``%`` comments too) in a ``bibtex`` block (the Hub shows it with a copy
+    button), any other text of several lines in a plain block (a line starting ``#`` must not
+    become a heading), one line as a paragraph. The fence is longer than any run of backticks
+    in the text, so nothing in it can close the block early."""
+    runs = [len(m) for m in re.findall(r"`+", citation)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    if _BIBTEX_ENTRY.search(citation):
+        return ["## Citation", "", f"{fence}bibtex", citation, fence, ""]
+    if "\n" in citation or citation.startswith(("#", ">", "-", "*", "=")):
+        return ["## Citation", "", f"{fence}text", citation, fence, ""]
     return ["## Citation", "", citation, ""]
 
 

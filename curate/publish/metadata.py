@@ -125,11 +125,14 @@ def check_date_published(value: str | date) -> str:
     and a publication is dated by its day; mlcroissant parses both, the Hub shows the day."""
     if isinstance(value, date):
         return value.isoformat()
-    try:
-        return date.fromisoformat(value.strip()).isoformat()
+    text = value.strip()
+    try:  # YYYY-MM-DD exactly: fromisoformat alone also takes 20230524 and 2023-W21-3
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
+        return date.fromisoformat(text).isoformat()
     except ValueError:
         raise UsageError(
-            f"{arg('--date-published', value, quoted=True)} is not a date (YYYY-MM-DD)"
+            f"{arg('--date-published', value, quoted=True)} is not a day as YYYY-MM-DD (no time)"
         ) from None
 
 
