@@ -259,6 +259,7 @@ def fix(
     progress: Progress | None = None,
     command: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
+    license: str | None = None,
     language: Sequence[str] | None = None,
     source_datasets: Sequence[str] | None = None,
     citation: str | None = None,
@@ -274,6 +275,8 @@ def fix(
 
     ``select``/``ignore`` choose which rules' fixes run (codes, prefixes, names, categories);
     ``unsafe_fixes=True`` also applies fixes marked unsafe (see ``curate rules``).
+    ``license``, ``citation`` and ``date_published`` describe the remaster in its card, as
+    for :func:`export`.
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
     from curate.publish.folder import write_files_card, write_hf_folder
@@ -282,6 +285,7 @@ def fix(
         check_citation,
         check_date_published,
         check_language,
+        check_license,
         check_source_dataset,
         check_tag,
         named_from,
@@ -293,6 +297,7 @@ def fix(
     source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
     citation = check_citation(citation) if citation is not None else ""
     tags = [check_tag(t) for t in tags or ()]
+    license = check_license(license) if license is not None else None
     published = check_date_published(date_published) if date_published is not None else None
     files = _paths(paths, fam)
     opts.check_command("fix", files)
@@ -313,7 +318,7 @@ def fix(
     defaults = fam.card_for(data)
     card = CardInfo(
         pretty_name=f"{_stem(files[0])} (remastered by curate)",
-        license=defaults.license,
+        license=license or defaults.license,
         task_categories=defaults.task_categories,
         description=f"{defaults.title}: fixed with `curate fix`"
         + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")

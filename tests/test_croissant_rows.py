@@ -129,7 +129,7 @@ def test_citation_and_publication_date_reach_croissant_and_the_card(
     src = SAMPLES / "mquake_sample.json"
     plain, cited = tmp_path / "plain", tmp_path / "cited"
     assert main([verb, "mquake", str(src), "--out", str(plain)]) == 0
-    flags = ["--citation", BIBTEX, "--date-published", "2023-05-24"]
+    flags = ["--citation", BIBTEX, "--date-published", "2023-05-24", "--license", "cc-by-4.0"]
     assert main([verb, "mquake", str(src), "--out", str(cited), *flags]) == 0
 
     def missing(folder: Path) -> set[str]:
@@ -151,6 +151,7 @@ def test_citation_and_publication_date_reach_croissant_and_the_card(
     card = (cited / "README.md").read_text("utf-8")
     assert f"## Citation\n\n```bibtex\n{BIBTEX}\n```" in card
     assert "Published 2023-05-24." in card
+    assert "\nlicense: cc-by-4.0\n" in card  # fix takes --license as export does
     assert "## Citation" not in (plain / "README.md").read_text("utf-8")
 
 

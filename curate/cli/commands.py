@@ -146,6 +146,14 @@ SourceDatasetOpt = Annotated[
         metavar="SOURCE",
     ),
 ]
+LicenseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--license",
+        help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...); default: the family's.",
+        metavar="ID",
+    ),
+]
 CitationOpt = Annotated[
     str | None,
     typer.Option(
@@ -338,6 +346,7 @@ def fix(
     strict: StrictOpt = False,
     encoding: EncodingOpt = None,
     tag: TagOpt = None,
+    license: LicenseOpt = None,
     language: LanguageOpt = None,
     source_dataset: SourceDatasetOpt = None,
     citation: CitationOpt = None,
@@ -380,6 +389,7 @@ def fix(
         strict=strict,
         encoding=encoding,
         tags=tag,
+        license=license,
         language=language,
         source_datasets=source_dataset,
         citation=citation,
@@ -463,14 +473,7 @@ def export(
         str | None,
         typer.Option(help="The card's title (default: the input's name).", metavar="TEXT"),
     ] = None,
-    license: Annotated[
-        str | None,
-        typer.Option(
-            "--license",
-            help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...).",
-            metavar="ID",
-        ),
-    ] = None,
+    license: LicenseOpt = None,
     overwrite: OverwriteOpt = False,
     push_to_hub: Annotated[
         str | None,
