@@ -198,8 +198,8 @@ def test_another_family_s_file_suggests_the_call_in_python(
     assert f"(curate.audit('glycan', {str(GLYCANS)!r}))" in str(ei.value)
     assert "curate audit" not in str(ei.value)
     rc, _, err = run(capsys, "export", "glycan", MQUAKE, "--out", "never")
-    assert rc == 2 and f"(curate audit knowledge-editing {MQUAKE})" in error_line(err)
-    with pytest.raises(InputError, match=r"\(curate\.audit\('knowledge-editing', "):
+    assert rc == 2 and f"(curate export knowledge-editing {MQUAKE})" in error_line(err)
+    with pytest.raises(InputError, match=r"\(curate\.export\('knowledge-editing', "):
         curate.export("glycan", MQUAKE, "never")
 
 
