@@ -398,3 +398,21 @@ def test_usage_errors_are_one_line(capsys):
     assert main(["fix", "mquake", "x.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["curate: error: Missing option '--out'. (see `curate fix mquake --help`)"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["KE2"], "KE201  contaminated-edited-case"),  # a prefix lists its rules
+        (["glycan", "--code", "KE201"], "no rule KE201 in glycan: it is knowledge-editing's"),
+        (["NOPE"], "unknown family 'nope'; known: "),
+        (["XX999"], "no rule 'XX999' (a rule's code, such as KE201, or the start of codes"),
+    ],
+)
+def test_rules_say_what_a_code_or_name_matches(args, expected, capsys) -> None:
+    rc = main(["rules", *args])
+    out, err = capsys.readouterr()
+    if rc == 0:
+        assert expected in out and "KE301" not in out and "GL" not in out
+    else:
+        assert rc == 2 and expected in err and err.count("\n") == 1

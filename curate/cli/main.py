@@ -15,6 +15,7 @@ import re
 import signal
 import sys
 import warnings
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
@@ -38,7 +39,7 @@ from curate.core.outputs import (
     received_signal,
 )
 from curate.core.version import __version__
-from curate.families.catalogue import all_entries, entry_for
+from curate.families.catalogue import FamilyEntryInfo, all_entries, entry_for
 
 # No group prints its help when called without a command (``no_args_is_help``): typer's rich
 # help is printed while the error is made, so ``curate audit`` printed the whole help and then
@@ -80,16 +81,22 @@ def rules(
     if family and code is None and family.upper() not in _family_names() and _is_code(family):
         family, code = None, family  # `curate rules GL401`, as `ruff rule E501`
     # From the catalogue (curate.families.catalogue): listing rules imports no family.
+    found, broken = all_entries()
     if family:
-        fams = [entry_for(family)]
+        try:
+            fams = [entry_for(family)]
+        except UsageError as e:  # neither a family nor a code's shape: say both were possible
+            raise UsageError(f"{e}; or a rule's code, such as KE201") from None
     else:
-        found, broken = all_entries()
         fams = list(found.values())
         for why in broken.values():  # one broken plug-in is one line; the others are listed
             typer.echo(f"curate: warning: {why}", err=True)
     chosen = [r for f in fams for r in f.rules if code is None or r.code == code.upper()]
+    if code and not chosen:  # a prefix lists its rules (`curate rules KE2`), as --select takes
+        chosen = [r for f in fams for r in f.rules if r.code.startswith(code.upper())]
+        code = None if chosen else code
     if code and not chosen:
-        raise UsageError(f"no rule {code!r}")
+        raise UsageError(_no_rule(code, family, found.values()))
     if fmt is Format.json:
         sys.stdout.write(
             orjson.dumps([r.to_json() for r in chosen], option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -104,6 +111,17 @@ def rules(
             typer.echo("\n" + commands.help_text(r.doc) + "\n")
         else:
             typer.echo(f"    {commands.help_text(r.summary)}")
+
+
+def _no_rule(code: str, family: str | None, families: Iterable[FamilyEntryInfo]) -> str:
+    """Why ``code`` lists nothing, and where it is when another family has it."""
+    owner = next((f for f in families for r in f.rules if r.code == code.upper()), None)
+    if family and owner is not None:
+        return (
+            f"no rule {code.upper()} in {family}: it is {owner.name}'s "
+            f"(curate rules {code.upper()})"
+        )
+    return f"no rule {code!r} (a rule's code, such as KE201, or the start of codes, such as KE2)"
 
 
 def _family_names() -> set[str]:
