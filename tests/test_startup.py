@@ -85,6 +85,9 @@ def test_help_rules_and_version_import_no_heavy_library(args: list[str]) -> None
         ("curate ru", {"rules"}),
         ("curate audit mq", {"mquake"}),  # an alias, as the README spells the family
         ("curate audit deepfake --no-", {"--no-files"}),
+        ("curate rules gly", {"glycan", "glycans", "glycanml"}),  # families, aliases, codes
+        ("curate rules KE20", {"KE201", "KE202"}),
+        ("curate export mquake --license cc-by-4", {"cc-by-4.0"}),  # the Hub's licence ids
     ],
 )
 def test_shell_completion_answers_without_heavy_libraries(words: str, expected: set[str]) -> None:

@@ -152,8 +152,18 @@ LicenseOpt = Annotated[
         "--license",
         help="A Hub licence identifier (apache-2.0, cc-by-4.0, ...); default: the family's.",
         metavar="ID",
+        autocompletion=lambda incomplete: _licenses(incomplete),
     ),
 ]
+
+
+def _licenses(incomplete: str) -> list[str]:
+    """What ``--license <TAB>`` offers: the Hub's licence ids (the dated copy curate ships)."""
+    from curate.publish.metadata import hub_licenses
+
+    return [k for k in hub_licenses() if k.startswith(incomplete.lower())]
+
+
 CitationOpt = Annotated[
     str | None,
     typer.Option(

@@ -68,7 +68,11 @@ FormatOpt = Annotated[
 def rules(
     family: Annotated[
         str | None,
-        typer.Argument(help="Only this family's rules, or one rule's code (as --code)."),
+        typer.Argument(
+            help="Only this family's rules, or a rule's code (as --code), or the start of codes.",
+            metavar="FAMILY|CODE",
+            autocompletion=lambda incomplete: _rule_words(incomplete),
+        ),
     ] = None,
     code: Annotated[
         str | None, typer.Option("--code", help="Full documentation of one rule.")
@@ -111,6 +115,17 @@ def rules(
             typer.echo("\n" + commands.help_text(r.doc) + "\n")
         else:
             typer.echo(f"    {commands.help_text(r.summary)}")
+
+
+def _rule_words(incomplete: str) -> list[str]:
+    """What ``curate rules <TAB>`` offers: families, their aliases and rule codes (from the
+    catalogue: no family is imported)."""
+    words = [
+        w
+        for f in all_entries()[0].values()
+        for w in (f.name, *f.aliases, *(r.code for r in f.rules))
+    ]
+    return [w for w in words if w.lower().startswith(incomplete.lower())]
 
 
 def _no_rule(code: str, family: str | None, families: Iterable[FamilyEntryInfo]) -> str:
