@@ -280,25 +280,19 @@ def fix(
     ``strict=True`` raises :class:`StrictRefusal` (nothing written) if any record is invalid.
     """
     from curate.publish.folder import write_files_card, write_hf_folder
-    from curate.publish.metadata import (
-        CardInfo,
-        check_citation,
-        check_date_published,
-        check_language,
-        check_license,
-        check_source_dataset,
-        check_tag,
-        named_from,
-    )
+    from curate.publish.metadata import CardChoices, CardInfo, named_from
 
     fam = _family(family)
     opts = fam.options(**options)
-    languages = [check_language(c) for c in language or ()]  # before the long work
-    source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
-    citation = check_citation(citation) if citation is not None else ""
-    tags = [check_tag(t) for t in tags or ()]
-    license = check_license(license) if license is not None else None
-    published = check_date_published(date_published) if date_published is not None else None
+    # Card options are checked before the long work: a typo must not cost a whole load.
+    chosen = CardChoices.checked(
+        license=license,
+        language=language,
+        source_datasets=source_datasets,
+        tags=tags,
+        citation=citation,
+        date_published=date_published,
+    )
     files = _paths(paths, fam)
     opts.check_command("fix", files)
     protected = protected_inputs(files, opts)
@@ -318,7 +312,6 @@ def fix(
     defaults = fam.card_for(data)
     card = CardInfo(
         pretty_name=f"{_stem(files[0])} (remastered by curate)",
-        license=license or defaults.license,
         task_categories=defaults.task_categories,
         description=f"{defaults.title}: fixed with `curate fix`"
         + (" (" + ", ".join(f"{k} `{v}`" for k, v in shown.items()) + ")." if shown else ".")
@@ -326,11 +319,7 @@ def fix(
         source_files=[f"{named_from(i.path, out)} (sha256 {i.sha256})" for i in data.inputs],
         folder=str(out) if out is not None else None,
         extra_sections=invalid_section(invalid, report_name="audit.before.json"),
-        tags=tags or (),
-        language=languages or defaults.language,
-        source_datasets=source_datasets or (),
-        citation=citation,
-        date_published=published,
+        **chosen.card_fields(license=defaults.license, language=defaults.language),
         steps=("audited", "fixed"),
     )
     marker = manifest(command or ["curate.fix", fam.name], data.inputs)
@@ -467,26 +456,19 @@ def export(
     and the Croissant file (``citeAs``, ``datePublished``) when given: only the user knows them.
     """
     from curate.publish.folder import write_hf_dataset
-    from curate.publish.metadata import (
-        CardInfo,
-        check_citation,
-        check_date_published,
-        check_language,
-        check_license,
-        check_source_dataset,
-        check_tag,
-        named_from,
-    )
+    from curate.publish.metadata import CardChoices, CardInfo, named_from
 
     fam = _family(family)
     opts = fam.options(**options)
     # Card options are checked before the long work: a typo must not cost a whole load.
-    license = check_license(license) if license is not None else None
-    languages = [check_language(c) for c in language or ()]
-    source_datasets = [check_source_dataset(s) for s in source_datasets or ()]
-    citation = check_citation(citation) if citation is not None else ""
-    tags = [check_tag(t) for t in tags or ()]
-    published = check_date_published(date_published) if date_published is not None else None
+    chosen = CardChoices.checked(
+        license=license,
+        language=language,
+        source_datasets=source_datasets,
+        tags=tags,
+        citation=citation,
+        date_published=date_published,
+    )
     files = _paths(paths, fam)
     opts.check_command("export", files)
     protected = protected_inputs(files, opts)
@@ -501,18 +483,13 @@ def export(
     defaults = fam.card_for(data)
     card = CardInfo(
         pretty_name=pretty_name or _stem(files[0]),
-        license=license or defaults.license,
         task_categories=defaults.task_categories,
         description=f"{defaults.title}, exported by `curate export`."
         + (f" {note}" if note else ""),
         source_files=[f"{named_from(i.path, out)} (sha256 {i.sha256})" for i in data.inputs],
         folder=str(out),
         extra_sections=invalid_section(invalid),
-        tags=tags or (),
-        language=languages or defaults.language,
-        source_datasets=source_datasets or (),
-        citation=citation,
-        date_published=published,
+        **chosen.card_fields(license=defaults.license, language=defaults.language),
         steps=("audited", "exported"),
     )
     tables = fam.to_tables(data)

@@ -17,6 +17,7 @@ from datetime import date
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from curate.core.errors import UsageError, arg
 
@@ -99,6 +100,58 @@ def check_source_dataset(value: str) -> str:
             "NAME such as squad)"
         ) from None
     return text
+
+
+@dataclass(frozen=True)
+class CardChoices:
+    """What the user said of a card (``--license``, ``--language``, ``--source-dataset``,
+    ``--tag``, ``--citation``, ``--date-published``), each value checked.
+
+    Why one object: ``fix`` and ``export`` take the same card options and must refuse a typo in
+    any of them before the long work, with the same words; they differ only in what else the
+    card says."""
+
+    license: str | None = None
+    language: tuple[str, ...] = ()
+    source_datasets: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    citation: str = ""
+    date_published: str | None = None
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        license: str | None = None,
+        language: Sequence[str] | None = None,
+        source_datasets: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        citation: str | None = None,
+        date_published: str | date | None = None,
+    ) -> CardChoices:
+        """The choices checked (exit 2 naming the first bad one); None: not given."""
+        return cls(
+            license=check_license(license) if license is not None else None,
+            language=tuple(check_language(c) for c in language or ()),
+            source_datasets=tuple(check_source_dataset(s) for s in source_datasets or ()),
+            tags=tuple(check_tag(t) for t in tags or ()),
+            citation=check_citation(citation) if citation is not None else "",
+            date_published=(
+                check_date_published(date_published) if date_published is not None else None
+            ),
+        )
+
+    def card_fields(self, *, license: str, language: Sequence[str]) -> dict[str, Any]:
+        """The :class:`CardInfo` fields these choices fill, the family's ``license`` and
+        ``language`` where the user said none."""
+        return {
+            "license": self.license or license,
+            "language": self.language or tuple(language),
+            "source_datasets": self.source_datasets,
+            "tags": self.tags,
+            "citation": self.citation,
+            "date_published": self.date_published,
+        }
 
 
 def check_tag(value: str) -> str:
