@@ -36,8 +36,6 @@ share of the h5py floor's, on one core and on two processes (``icrl-audit`` for 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -138,21 +136,15 @@ def measure(
 ) -> tuple[float, float, float]:
     """(seconds, CPU seconds, peak RSS in MB over the child and its own children) of one
     measurement; seconds and CPU seconds cover the measured work only (not the child's start)."""
-    # the child's own peak (GNU time): wait4's would carry this process's high-water mark
-    child_cmd = [sys.executable, __file__, "--child", kind, str(path), str(workers)]
-    with record.child_peak(child_cmd) as (cmd, own_peak):
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        rss = own_peak(usage)
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{kind} failed: {out}")
-    wall, cpu = (float(x) for x in out.strip().splitlines()[-1].split())
-    return wall, cpu, rss
+    child = record.run_child(
+        [sys.executable, __file__, "--child", kind, str(path), str(workers)],
+        {"PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=True,
+    )
+    if child.code != 0:
+        raise SystemExit(f"{kind} failed: {child.stdout}")
+    wall, cpu = (float(x) for x in child.stdout.strip().splitlines()[-1].split())
+    return wall, cpu, child.peak_mib
 
 
 def main() -> None:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -242,30 +241,16 @@ LAST_CPU = [0.0]
 
 def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict[str, Any]]:
     """A child process: (wall seconds, peak RSS GiB, what it printed as JSON)."""
-    # the child's own peak (GNU time): wait4's would carry this process's high-water mark
-    with record.child_peak(args) as (cmd, own_peak):
-        t = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **env} if env else None,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t
-        rss = own_peak(usage)
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):  # 1: findings over the threshold, a normal audit outcome
-        raise SystemExit(f"child failed ({code}): {' '.join(args)}\n{err[-2000:]}")
-    last = out.strip().splitlines()[-1] if out.strip() else "{}"
+    child = record.run_child(args, env, stdout=True, stderr=True)
+    LAST_CPU[0] = child.cpu
+    if child.code not in (0, 1):  # 1: findings over the threshold, a normal audit outcome
+        raise SystemExit(f"child failed ({child.code}): {' '.join(args)}\n{child.stderr[-2000:]}")
+    last = child.stdout.strip().splitlines()[-1] if child.stdout.strip() else "{}"
     try:
         printed = json.loads(last)
     except json.JSONDecodeError:
         printed = {}
-    return wall, rss / 1024, printed
+    return child.wall, child.peak_mib / 1024, printed
 
 
 def me(what: str, path: Path, out: Path) -> list[str]:

@@ -17,7 +17,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,19 +43,10 @@ LIMIT_S, LIMIT_RATIO = 0.15, 6.0
 
 def run_once(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one run of ``cmd``, output discarded."""
-    with record.child_peak(cmd) as (wrapped, peak):
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            wrapped,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"bench_startup: {' '.join(cmd)} failed")
-        return wall, peak(usage)
+    run = record.run_child(cmd, env)
+    if run.code != 0:
+        raise SystemExit(f"bench_startup: {' '.join(cmd)} failed")
+    return run.wall, run.peak_mib
 
 
 def explain(cmd: list[str], env: dict[str, str] | None, top: int = 8) -> None:

@@ -26,6 +26,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -193,6 +194,50 @@ def child_peak(
     with tempfile.TemporaryDirectory(prefix="bench-peak-") as tmp:
         out = Path(tmp) / "peak"
         yield wrap_for_peak(cmd, out), lambda usage: read_peak(out, usage)
+
+
+@dataclass
+class ChildRun:
+    """One child process as the scripts measure it: its wall time, its own peak RSS, its CPU
+    seconds (user + system), its exit code and what it printed (when captured)."""
+
+    wall: float
+    peak_mib: float
+    cpu: float
+    code: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+def run_child(
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    *,
+    stdout: bool = False,
+    stderr: bool = False,
+) -> ChildRun:
+    """Run ``cmd`` as a child (``env`` added to this environment), timed from its start to its
+    exit, its own peak RSS read through :func:`child_peak`; ``stdout``/``stderr``: capture
+    them (else discarded, and stderr left to the terminal). The one way every script times a
+    whole process, so their figures are taken alike."""
+    out_to = subprocess.PIPE if stdout else subprocess.DEVNULL
+    err_to = subprocess.PIPE if stderr else None
+    with child_peak(cmd) as (wrapped, peak):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            wrapped, stdout=out_to, stderr=err_to, env={**os.environ, **(env or {})}
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        rss = peak(usage)
+    return ChildRun(
+        wall=wall,
+        peak_mib=rss,
+        cpu=usage.ru_utime + usage.ru_stime,
+        code=os.waitstatus_to_exitcode(status),
+        stdout=proc.stdout.read().decode() if proc.stdout else "",
+        stderr=proc.stderr.read().decode() if proc.stderr else "",
+    )
 
 
 def git_commit() -> str | None:
