@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import logging
 import os
 import signal
 import threading
@@ -430,7 +429,7 @@ class RayEngine(Engine):
                 # else start a local one (Ray's own resolution).
                 ray.init(
                     address=address,
-                    logging_level=logging.ERROR,
+                    logging_level=40,  # logging.ERROR: logging is not imported for it
                     log_to_driver=False,
                     include_dashboard=False,
                     configure_logging=True,

@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import re
 import shutil
 import signal
 import stat
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -824,6 +822,8 @@ def _stage_base(target: Path) -> str:
     name = target.name
     if len(name.encode()) <= 180:
         return name
+    import hashlib  # here, not at the top: a help or a completion never stages (issue 36)
+
     digest = hashlib.sha1(name.encode()).hexdigest()[:10]
     return name.encode()[:150].decode("utf-8", "ignore") + "~" + digest
 
@@ -866,6 +866,8 @@ def staged_folder(
     cannot be renamed); a curate folder is replaced in two renames. An OSError names ``target``
     (and the file inside it), not the staging folder the user never asked for.
     """
+    import tempfile  # not at the top: only a write needs it (issue 36: help in a blink)
+
     import orjson
 
     target = guard_folder(target, inputs, overwrite=overwrite)
@@ -971,6 +973,8 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     try:
         parent.mkdir(parents=True, exist_ok=True)
         sweep_stale(target)
+        import tempfile  # not at the top: only a write needs it (issue 36: help in a blink)
+
         fd, name = tempfile.mkstemp(prefix=_stage_name(target, "tmp"), suffix=".tmp", dir=parent)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until closed: "a live run's"
         tmp = Path(name)

@@ -127,10 +127,19 @@ class FamilyEntry:
         return _load(self, as_name or self.names[0])
 
 
-def _package_of(ep: metadata.EntryPoint) -> str:
+def _package_of(ep: metadata.EntryPoint, names: dict[int, str]) -> str:
+    """The distribution that registered ``ep``; ``names`` remembers each distribution's name.
+
+    Why remember: a distribution's name is parsed out of its METADATA file on every ask
+    (~2 ms), and one distribution registers several families (curate nine): asked once each,
+    shell completion would pay ~20 ms for it (issue 36)."""
     dist = getattr(ep, "dist", None)
-    name = getattr(dist, "name", None) if dist is not None else None
-    return str(name) if name else "?"
+    if dist is None:
+        return "?"
+    if id(dist) not in names:
+        name = getattr(dist, "name", None)
+        names[id(dist)] = str(name) if name else "?"
+    return names[id(dist)]
 
 
 @cache
@@ -143,8 +152,10 @@ def entries() -> tuple[FamilyEntry, ...]:
     from importlib import metadata
 
     found: list[tuple[str, str, str]] = []  # (name, value, package)
-    for ep in metadata.entry_points(group=GROUP):
-        found.append((ep.name.strip().lower(), ep.value.strip(), _package_of(ep)))
+    dist_names: dict[int, str] = {}
+    points = list(metadata.entry_points(group=GROUP))  # kept alive: their ids key `names`
+    for ep in points:
+        found.append((ep.name.strip().lower(), ep.value.strip(), _package_of(ep, dist_names)))
     own = [f for f in found if _normal(f[2]) == _OWN]
     if not own:  # a source checkout without (current) metadata: the built-ins as declared
         own = [(name, value, _OWN) for name, value in BUILTIN.items()]
