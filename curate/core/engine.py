@@ -29,10 +29,12 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.core.errors import UsageError, arg
+
+if TYPE_CHECKING:  # not at run time: a help or a completion never starts a pool (issue 36)
+    from concurrent.futures import Future
 
 ENGINES = ("local", "ray")
 #: The one line a user without Ray is told.

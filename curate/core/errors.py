@@ -8,7 +8,6 @@ names the file and where in it the problem is, never a traceback. Library code r
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +33,8 @@ def clip(text: str, limit: int = QUOTE_CHARS, *, digest: bool = False) -> str:
         return text
     tail = f"{len(text):,} characters"
     if digest:
+        import hashlib  # here: a help or a completion never cuts an id (issue 36)
+
         h = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         tail += f", sha256 {h}"
     return f"{text[:limit]}… ({tail})"
