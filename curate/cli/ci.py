@@ -250,7 +250,9 @@ def check(
 
 @card_app.command("check", cls=LightCommand)
 def card_check(
-    folder: Annotated[Path, typer.Argument(help="A dataset folder with a README.md card.")],
+    folder: Annotated[
+        Path, typer.Argument(help="A dataset folder with a README.md card.", metavar="FOLDER")
+    ],
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
     no_croissant: Annotated[
         bool,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from curate.cli import terminal
-from curate.cli.help import LightGroup, PanelCommand, help_text
+from curate.cli.help import LightCommand, LightGroup, help_text
 from curate.cli.terminal import Format
 from curate.core.engine import progress_to
 from curate.core.outputs import guard_file
@@ -805,7 +805,7 @@ def family_command(verb: str, entry: FamilyEntryInfo) -> Any:
         name=entry.name,
         help=f"{doc}\n\nFamily: {entry.title}{aliases}.",
         short_help=f"{entry.title}{aliases}",  # the line `curate VERB --help` lists
-        cls=PanelCommand,
+        cls=LightCommand,
     )(command)
     cmd = typer.main.get_command(sub)
     cmd.name = entry.name
@@ -865,5 +865,5 @@ def verb_group(verb: str) -> LightGroup:
         short_help=help_text(" ".join(doc.split())),  # whole in `curate --help`, not cut at 45
         no_args_is_help=False,  # `curate audit` alone: one line, not the help (cli.main)
         subcommand_metavar=f"FAMILY {args}",
-        rich_markup_mode=None,  # plain help (see PanelCommand)
+        rich_markup_mode=None,  # plain help (see LightCommand)
     )

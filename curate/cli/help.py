@@ -2,7 +2,7 @@
 
 Why a module of its own: every command class of the command line comes from here, so that
 ``curate --help``, ``curate audit mquake --help`` and shell completion import neither rich's
-renderer nor Pydantic (issue 36: a help answers in a blink). See :class:`PanelCommand` and
+renderer nor Pydantic (issue 36: a help answers in a blink). See :class:`LightCommand` and
 :class:`AbsentFlagsAreFalse`.
 """
 
@@ -115,12 +115,9 @@ class LightGroup(AbsentFlagsAreFalse, TyperGroup):
 
 
 class LightCommand(AbsentFlagsAreFalse, TyperCommand):
-    """A typer command whose absent flags are False (see :class:`AbsentFlagsAreFalse`)."""
-
-
-class PanelCommand(LightCommand):
-    """A command whose plain help lists its options under their panels ("Engine", "Family
-    options"), as typer's rich help does.
+    """A typer command parsed lightly (see :class:`AbsentFlagsAreFalse`) whose plain help lists
+    its options under their panels ("Engine", "Family options"), as typer's rich help does, and
+    its arguments as the usage line names them (``PATHS...``, not ``PATHS <list[str]>``).
 
     Why plain help: rich's renderer costs ~50 ms of imports on every ``--help`` (issue 36: a
     help answers in a blink); what the panels said, these sections still say.
@@ -134,7 +131,9 @@ class PanelCommand(LightCommand):
             if record is None:
                 continue
             if param.param_type_name == "argument":
-                arguments.append(record)
+                # PATHS..., as the usage line and click say it, not typer's `PATHS <list[str]>`
+                name = param.metavar or (param.name or "").upper()
+                arguments.append((name + ("..." if param.nargs != 1 else ""), record[1]))
             else:
                 panel = getattr(param, "rich_help_panel", None) or "Options"
                 panels.setdefault(panel, []).append(record)

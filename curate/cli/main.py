@@ -55,7 +55,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     # Plain help, as click prints it: rich's renderer costs ~50 ms of imports on every --help
-    # (issue 36); the family commands keep their option panels as sections (PanelCommand).
+    # (issue 36); the family commands keep their option panels as sections (LightCommand).
     rich_markup_mode=None,
 )
 
