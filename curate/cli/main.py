@@ -319,7 +319,9 @@ def _failed(e: BaseException) -> int:
         # One line like every other exit 2 (click's own block is four), pointing at the help.
         ctx = getattr(e, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        message = " ".join(e.format_message().split())
+        # typer phrases a bad value through Pydantic: "Value error, 'x' is not one of ...";
+        # the user typed no Python, so the error class's name is dropped
+        message = " ".join(e.format_message().split()).replace(": Value error, ", ": ")
         if not message or message == "Missing command.":  # a group called without one
             message = _missing(ctx)
         typer.echo(f"curate: error: {message}{where}", err=True)
