@@ -494,3 +494,45 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
                 assert_frame_equal(getattr(got, name), getattr(want, name))
                 assert getattr(got, name)["row"].flags["SORTED_ASC"], name
             assert_frame_equal(got.schema_findings, want.schema_findings)
+
+
+def _lists_of(lengths: list[int | None], tag: str) -> list[list[str] | None]:
+    return [
+        None if n is None else [f"{tag}{r}.{h}" for h in range(n)] for r, n in enumerate(lengths)
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(*[st.one_of(st.none(), st.integers(0, 4))] * 3), min_size=1, max_size=12
+    ),
+    aligned=st.booleans(),
+)
+def test_aligned_rows_are_the_per_record_loop(
+    rows: list[tuple[int | None, int | None, int | None]], aligned: bool
+) -> None:
+    """``_aligned`` (the hops' and edits' rows: item ``h`` of each list, null past its end) is
+    the per-record reader's loop, whether the batch takes its shortcut (every record's lists
+    there and as long as one another: exploded as they are) or the gathers."""
+    from curate.families.knowledge_editing_columns import _aligned
+
+    if aligned:  # the shortcut's batches: the first list's length everywhere, no null
+        rows = [(a or 0,) * 3 for a, _, _ in rows]
+    cols = list(zip(*rows, strict=True))
+    df = pl.DataFrame(
+        {
+            "row": list(range(len(rows))),
+            **{n: _lists_of(list(c), n) for n, c in zip("abc", cols, strict=True)},
+        },
+        schema_overrides={n: pl.List(pl.String) for n in "abc"},
+    )
+    got = _aligned(df, [pl.col(n) for n in "abc"], ["x", "y", "z"])
+    want: list[tuple[Any, ...]] = []
+    for r, lens in enumerate(rows):
+        if None in lens:
+            continue  # a null list (a record pydantic rejects): no rows
+        for h in range(max(lens)):
+            items = [f"{n}{r}.{h}" if h < k else None for n, k in zip("abc", lens, strict=True)]
+            want.append((r, h, *items))
+    assert got.rows() == want

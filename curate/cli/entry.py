@@ -37,6 +37,10 @@ def run() -> None:
         if not answers_from_the_catalogue(sys.argv[1:]):
             # A data command: the libraries every one of them uses (polars, pyarrow, pydantic,
             # orjson) are imported here, under the handler above, not later by the command.
+            # First, before any of them starts a thread: one glibc heap for all threads.
+            from curate.core.memory import one_heap
+
+            one_heap()
             import curate.api  # noqa: F401
     finally:
         for sig, old in previous.items():

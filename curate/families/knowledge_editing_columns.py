@@ -589,7 +589,10 @@ def tables(
     check = model_check(id_kind, codes is not None)
     if check is None:
         return None
-    df = pl.from_arrow(table)
+    # One chunk: Arrow's reader gives one per 4 MiB block (~17 a batch), and every select of a
+    # nested field below then walked them all (~17 ms a select, ~1 ms on one chunk); the copy
+    # costs ~25 ms a batch and saved ~25 % of the CPU laying out the tables (measured at 100k).
+    df = pl.from_arrow(table, rechunk=True)
     assert isinstance(df, pl.DataFrame)
     n = df.height
     df = df.with_columns(
@@ -709,6 +712,18 @@ def tables(
 def _aligned(df: pl.DataFrame, lists: list[pl.Expr], names: list[str]) -> pl.DataFrame:
     """One row per (record, index < the longest of ``lists``), each list's item at that index
     (null past its end): the per-record loops' ``x[h] if h < len(x) else None``."""
+    lengths = [x.list.len() for x in lists]
+    if df.select(
+        pl.all_horizontal([n == lengths[0] for n in lengths[1:]]).fill_null(False).all()
+    ).item():
+        # The usual batch: in every record the lists are there and as long as one another, so
+        # each list exploded is its items at 0..len-1, what the gather below makes of it, at
+        # ~1/4 of the CPU (1 M cases: the gathers were ~30 % of laying out the tables).
+        return df.select(
+            "row",
+            pl.int_ranges(0, lengths[0], dtype=pl.Int64).alias("hop"),
+            *[x.alias(n) for x, n in zip(lists, names, strict=True)],
+        ).explode(["hop", *names], keep_nulls=False)
     # A null list (only in a record pydantic then rejects) makes no rows for that record.
     longest = (
         pl.when(pl.any_horizontal([x.is_null() for x in lists]))
