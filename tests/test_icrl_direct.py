@@ -357,3 +357,77 @@ def test_random_shapes_read_the_same(
     assert fell_back == []
     assert out["histories"]["steps_read"] == [steps] * 2 * histories
     path.unlink()
+
+
+@pytest.fixture
+def preads(monkeypatch) -> list[int]:
+    """The sizes of the file reads the indexed direct path makes (``os.pread``)."""
+    calls: list[int] = []
+    real = scan.os.pread
+
+    def counting(fd, n, offset):
+        calls.append(n)
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(scan.os, "pread", counting)
+    return calls
+
+
+def test_chunks_are_read_by_file_offset(tmp_path: Path, inflated, by_hdf5, preads) -> None:
+    """Stored chunks are found through the dataset's chunk index and read from the file: one
+    read per block and dataset where the chunks lie together (the written layout), plus one per
+    dataset and task checking the index against ``read_direct_chunk``."""
+    path = write_file(tmp_path / "offsets.hdf5", tasks=2, histories=3, steps=10_000)
+    preads.clear()
+    fast = _scan(path, direct=True, block_steps=8192)
+    blocks = 2 * 3 * 2 * len(DATASETS)  # tasks × histories × blocks × datasets
+    assert len(preads) == blocks + 2 * len(DATASETS)
+    assert by_hdf5 == [] and len(inflated) == _chunks(path)
+    np.testing.assert_equal(fast, _scan(path, direct=False, block_steps=8192))
+
+
+def test_chunks_written_apart_are_read_one_by_one(
+    tmp_path: Path, monkeypatch, by_hdf5, preads
+) -> None:
+    """Histories written a chunk at a time across the task interleave their chunks in the file:
+    a block's chunks are then read each on its own rather than with the bytes between them."""
+    path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
+    with h5py.File(path, "r+") as f:
+        for name in DATASETS:
+            data, chunks = f["0"][name][()], f["0"][name].chunks
+            del f["0"][name]
+            ds = f["0"].create_dataset(
+                name, data.shape, data.dtype, chunks=chunks, compression="gzip"
+            )
+            for c in range(0, data.shape[1], chunks[1]):
+                for h in range(data.shape[0]):
+                    ds[h, c : c + chunks[1]] = data[h, c : c + chunks[1]]
+    monkeypatch.setattr(scan, "_GAP", 0)
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert len(preads) == 3 * 3 * len(DATASETS) + len(DATASETS)  # each chunk, and the checks
+
+
+def test_without_pread_chunks_are_read_one_call_each(
+    tmp_path: Path, monkeypatch, inflated, by_hdf5, preads
+) -> None:
+    """Where ``os.pread`` is missing, each chunk is read by ``read_direct_chunk``."""
+    monkeypatch.setattr(scan, "_PREAD", False)
+    path = write_file(tmp_path / "nopread.hdf5", tasks=2, histories=2, steps=10_000)
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    assert preads == [] and fell_back == [] and len(inflated) == _chunks(path)
+
+
+def test_user_block_reads_the_same(tmp_path: Path, by_hdf5) -> None:
+    """A file with a user block (HDF5's addresses then start after it): the chunk index is used
+    only if its offsets give ``read_direct_chunk``'s bytes; either way the outputs are HDF5's."""
+    src = write_file(tmp_path / "plain.hdf5", tasks=2, histories=2, steps=6000)
+    path = tmp_path / "userblock.hdf5"
+    with h5py.File(src, "r") as a, h5py.File(path, "w", userblock_size=4096) as b:
+        for g in a:
+            a.copy(a[g], b, name=g)
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert out["histories"]["digest"] == _scan(src, direct=True)["histories"]["digest"]
