@@ -30,7 +30,7 @@ import math
 import os
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import h5py
 import numpy as np
@@ -317,7 +317,10 @@ class HistoryScan:
 
     def finish(self) -> None:
         tail = self.read - self.ep_start
-        if tail > 0 and not self.error:
+        # the open episode can only be too long (what _flag checks of an episode without its
+        # done): tested here first, as most histories' is not, without _flag's array work
+        m = self.max_steps
+        if tail > 0 and not self.error and m is not None and tail > m:
             self._flag(
                 np.array([self.ep_start]),
                 np.array([tail]),
@@ -345,9 +348,11 @@ class HistoryScan:
             "successes": self.successes,
             "tail": self.read - self.ep_start,
             "return_sum": float(returns.sum()),
-            "first_tenth": float(returns[:k].mean()) if k else float("nan"),
-            "last_tenth": float(returns[-k:].mean()) if k else float("nan"),
-            "final_return": float(returns[-max(k, 1) :].mean()) if n else float("nan"),
+            # sum / count is what ndarray.mean computes (the same pairwise sum, one division),
+            # without its Python-level wrapper
+            "first_tenth": float(returns[:k].sum()) / k if k else float("nan"),
+            "last_tenth": float(returns[-k:].sum()) / k if k else float("nan"),
+            "final_return": float(returns[-max(k, 1) :].sum()) / max(k, 1) if n else float("nan"),
             "digest": self.hexdigest(),
             "error": self.error,
             "error_field": self.error_field,
@@ -415,7 +420,8 @@ class _Buffer:
             self.tail = (0,) * (ds.ndim - 2)
             self.zeros = bytes(self.rows * self.row_bytes)
         #: where each history's stored chunks are in the file (see :meth:`locate`), else None
-        self.spans: list[list[tuple[int, int] | None]] | None = None
+        self.starts: list[list[int]] | None = None
+        self.ends: list[list[int]] = []
         self.fd = -1
 
     def locate(self, ds: h5py.Dataset, fd: int) -> None:
@@ -434,7 +440,9 @@ class _Buffer:
             return
         n_hist, steps = int(ds.shape[0]), int(ds.shape[1])
         per = -(-steps // self.rows)
-        spans: list[list[tuple[int, int] | None]] = [[None] * per for _ in range(n_hist)]
+        # per history, each chunk's first and past-the-end byte in the file (-1: not indexed)
+        starts = [[-1] * per for _ in range(n_hist)]
+        ends = [[-1] * per for _ in range(n_hist)]
         size = os.fstat(fd).st_size
         first: list[Any] = []
         rows = self.rows
@@ -444,7 +452,7 @@ class _Buffer:
             start, end = info.byte_offset, info.byte_offset + info.size
             if info.filter_mask or h >= n_hist or c >= steps or c % rows or end > size:
                 return
-            spans[h][c // rows] = (start, end)
+            starts[h][c // rows], ends[h][c // rows] = start, end
             if not first:
                 first.append(info)
 
@@ -457,7 +465,7 @@ class _Buffer:
                     return
         except Exception:  # an HDF5 without chunk_iter, a layout it cannot walk: per chunk
             return
-        self.spans, self.fd = spans, fd
+        self.starts, self.ends, self.fd = starts, ends, fd
 
     def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
         if b - a <= 0:
@@ -504,7 +512,7 @@ class _Buffer:
         """The stored bytes of the block's chunks, in order (raises :class:`_NotDirect` for a
         chunk stored unfiltered, and for one not allocated on the indexed path)."""
         rows = self.rows
-        if self.spans is None:
+        if self.starts is None:
             dsid, tail = ds.id, self.tail
             stored = []
             for c in range(a, b, rows):
@@ -513,19 +521,19 @@ class _Buffer:
                     raise _NotDirect
                 stored.append(data)
             return stored
-        found = self.spans[h][a // rows : -(-b // rows)]
-        if None in found:
+        k0, k1 = a // rows, -(-b // rows)
+        starts, ends = self.starts[h][k0:k1], self.ends[h][k0:k1]
+        lo = min(starts)
+        if lo < 0:  # a chunk not indexed: not allocated, or stored unfiltered
             raise _NotDirect
-        spans = cast("list[tuple[int, int]]", found)
-        lo = min(s for s, _ in spans)
-        hi = max(e for _, e in spans)
-        if hi - lo <= 2 * sum(e - s for s, e in spans) + _GAP:  # together: one read
+        hi = max(ends)
+        if hi - lo <= 2 * (sum(ends) - sum(starts)) + _GAP:  # together: one read
             raw = os.pread(self.fd, hi - lo, lo)
             if len(raw) != hi - lo:
                 raise _NotDirect
             view = memoryview(raw)
-            return [view[s - lo : e - lo] for s, e in spans]
-        return [os.pread(self.fd, e - s, s) for s, e in spans]
+            return [view[s - lo : e - lo] for s, e in zip(starts, ends, strict=True)]
+        return [os.pread(self.fd, e - s, s) for s, e in zip(starts, ends, strict=True)]
 
     def _check_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
         """Raise :class:`ShortChunk` for a chunk of the block just read by HDF5 whose stream
