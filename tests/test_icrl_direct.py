@@ -7,6 +7,7 @@ their filter or inflate to the wrong size — where HDF5's error text must stay 
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from pathlib import Path
 
@@ -386,12 +387,10 @@ def test_chunks_are_read_by_file_offset(tmp_path: Path, inflated, by_hdf5, pread
     np.testing.assert_equal(fast, _scan(path, direct=False, block_steps=8192))
 
 
-def test_chunks_written_apart_are_read_one_by_one(
-    tmp_path: Path, monkeypatch, by_hdf5, preads
-) -> None:
-    """Histories written a chunk at a time across the task interleave their chunks in the file:
-    a block's chunks are then read each on its own rather than with the bytes between them."""
-    path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
+def _write_apart(path: Path, cuts: list[int]) -> None:
+    """Rewrite every dataset of task "0" a step range at a time across its histories (the
+    ranges ``cuts`` delimit): a history's chunks of different ranges then lie apart in the
+    file, those of one range together."""
     with h5py.File(path, "r+") as f:
         for name in DATASETS:
             data, chunks = f["0"][name][()], f["0"][name].chunks
@@ -399,14 +398,30 @@ def test_chunks_written_apart_are_read_one_by_one(
             ds = f["0"].create_dataset(
                 name, data.shape, data.dtype, chunks=chunks, compression="gzip"
             )
-            for c in range(0, data.shape[1], chunks[1]):
+            for a, b in itertools.pairwise(cuts):
                 for h in range(data.shape[0]):
-                    ds[h, c : c + chunks[1]] = data[h, c : c + chunks[1]]
+                    ds[h, a:b] = data[h, a:b]
+
+
+@pytest.mark.parametrize(
+    ("cuts", "reads"),
+    [
+        ([0, 4096, 8192, 10_000], 3),  # every chunk apart from the next: one read each
+        ([0, 8192, 10_000], 2),  # two runs: the first two chunks, the last
+    ],
+)
+def test_chunks_written_apart_are_read_run_by_run(
+    tmp_path: Path, monkeypatch, by_hdf5, preads, cuts, reads
+) -> None:
+    """A block's chunks are read in runs of chunks that lie together in the file, rather than
+    with the bytes between them (here: other histories' chunks)."""
+    path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
+    _write_apart(path, cuts)
     monkeypatch.setattr(scan, "_GAP", 0)
     preads.clear()
     _, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == []
-    assert len(preads) == 3 * 3 * len(DATASETS) + len(DATASETS)  # each chunk, and the checks
+    assert len(preads) == 3 * reads * len(DATASETS) + len(DATASETS)  # the runs, the checks
 
 
 def test_without_pread_chunks_are_read_one_call_each(

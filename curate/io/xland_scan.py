@@ -56,8 +56,8 @@ except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 rea
 
 #: Whether stored chunks can be read by file offset (``os.pread``: POSIX only).
 _PREAD = hasattr(os, "pread")
-#: Bytes between a block's stored chunks that one read may take with them: past that (chunks
-#: written far apart) each chunk is read on its own.
+#: Bytes between two of a block's stored chunks that one read may take with them: past that
+#: (chunks written apart) they are read separately.
 _GAP = 1 << 16
 
 #: Broken episodes kept per history and kind (their total count is always kept).
@@ -512,9 +512,9 @@ class _Buffer:
         """The stored bytes of the block's chunks, in order (raises :class:`_NotDirect` for a
         chunk stored unfiltered, and for one not allocated on the indexed path)."""
         rows = self.rows
+        stored: list[Any] = []
         if self.starts is None:
             dsid, tail = ds.id, self.tail
-            stored = []
             for c in range(a, b, rows):
                 mask, data = dsid.read_direct_chunk((h, c, *tail))
                 if mask:  # a filter was skipped for this chunk: not plain deflate
@@ -526,14 +526,21 @@ class _Buffer:
         lo = min(starts)
         if lo < 0:  # a chunk not indexed: not allocated, or stored unfiltered
             raise _NotDirect
-        hi = max(ends)
-        if hi - lo <= 2 * (sum(ends) - sum(starts)) + _GAP:  # together: one read
-            raw = os.pread(self.fd, hi - lo, lo)
+        # runs of chunks that lie together in the file (a history's, as written, but for an
+        # edge chunk HDF5 may place apart): one read each
+        i, n, fd = 0, len(starts), self.fd
+        while i < n:
+            lo, hi, j = starts[i], ends[i], i + 1
+            while j < n and 0 <= starts[j] - hi <= _GAP:
+                hi = max(hi, ends[j])
+                j += 1
+            raw = os.pread(fd, hi - lo, lo)
             if len(raw) != hi - lo:
                 raise _NotDirect
             view = memoryview(raw)
-            return [view[s - lo : e - lo] for s, e in zip(starts, ends, strict=True)]
-        return [os.pread(self.fd, e - s, s) for s, e in zip(starts, ends, strict=True)]
+            stored += [view[starts[k] - lo : ends[k] - lo] for k in range(i, j)]
+            i = j
+        return stored
 
     def _check_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
         """Raise :class:`ShortChunk` for a chunk of the block just read by HDF5 whose stream
