@@ -15,13 +15,17 @@ Why per-history aggregates and *examples* of broken episodes rather than a row p
 XLand-100B holds 2.5 billion episodes; a row each would be tens of GB, while a history's row is
 ~200 bytes (0.2 GB for its 924k histories) and broken episodes are bounded by
 :data:`EXAMPLES` per history and kind (the count is kept in full). Memory is therefore bounded
-by one block of one history (``block_steps`` × 29 bytes, 3.8 MB at the default) plus the
-compact tables, whatever the file size.
+by one block of one history (``block_steps`` × 26 bytes: observations and actions) and one
+block of a group of histories' rewards and dones (:data:`_GROUP_BYTES`, 4 MB), plus the compact
+tables, whatever the file size.
 
 Everything per step is numpy over a whole block (no Python loop over steps or episodes); the
 Python loop is over blocks and histories (and, on the direct path, chunks: a block's plain-deflate
 chunks are read as stored and inflated with zlib-ng, about twice as fast as HDF5's pipeline with
-the system zlib; see :class:`_Buffer`).
+the system zlib; see :class:`_Buffer`). A block's observations and actions are checked as soon
+as it is read (:meth:`HistoryScan.arrays`, while they are in the cache); its episodes are
+checked for a group of the task's histories at once (:func:`episodes_of`), so numpy's per-call
+overhead is paid per task block rather than per history.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ try:  # zlib-ng inflates HDF5's deflate chunks about twice as fast as the system
 except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 reads everything
     _inflater = None
     _adler32 = zlib.adler32
+
+#: Bytes of rewards and dones (per step: 3) read for a group of a task's histories before their
+#: episodes are checked together (:func:`episodes_of`): 4 MB, 45 histories of 30k steps.
+_GROUP_BYTES = 1 << 22
+#: The datasets read a row per history of a group (their positions in ``DATASETS``).
+_REWARDS, _DONES = DATASETS.index("rewards"), DATASETS.index("dones")
+_GROUPED = (_REWARDS, _DONES)
 
 #: Whether stored chunks can be read by file offset (``os.pread``: POSIX only).
 _PREAD = hasattr(os, "pread")
@@ -183,6 +194,22 @@ class HistoryScan:
         dones: np.ndarray,
         experts: np.ndarray,
     ) -> None:
+        """Scan steps ``[a, a + n)`` of the history (``n``: the arrays' length)."""
+        self.arrays(a, states, actions, rewards, dones, experts)
+        self.episodes(a, rewards, dones)
+
+    def arrays(
+        self,
+        a: int,
+        states: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        experts: np.ndarray,
+    ) -> None:
+        """The checks of a block that need the observations and actions: the digest, the
+        action histograms, the out-of-range counts (run while the block is in the cache: see
+        :func:`episodes_of` for the rest)."""
         n = actions.shape[0]
         # the content digest: XXH3-128 streams at several GB/s (SHA-1 managed ~0.6 GB/s, as
         # much time as decompressing the observations); one hasher per dataset, so the digest
@@ -210,6 +237,10 @@ class HistoryScan:
             if hits is not None and self.state_value < 0:
                 row = states.reshape(n, -1)[hits[0]]
                 self.state_value = int(row[row > MAX_STATE_VALUE][0])
+
+    def episodes(self, a: int, rewards: np.ndarray, dones: np.ndarray) -> None:
+        """The rewards' checks and the episodes of steps ``[a, a + n)``."""
+        n = dones.shape[0]
         # rewards: checked on float16's bits, widened only where paid. numpy emulates float16
         # arithmetic (widening a block cost as much as every other check together), while the
         # bit tests are integer ops: magnitude 0 is ±0, >= 0x7C00 is inf/NaN, > 0x3C00 is > 1.
@@ -292,28 +323,31 @@ class HistoryScan:
     ) -> None:
         if self.max_steps is None:
             return
-        m = self.max_steps
-        with np.errstate(invalid="ignore"):
-            implied = np.rint((1.0 - rewards) * m / REWARD_SLOPE)
-            implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
-            kinds = {"too-long": lengths > m}
-            if done:
-                # a non-finite reward is RL205's; it implies no length (NaN > 0 is already
-                # false, +inf is not)
-                kinds["reward-length"] = (rewards > 0) & np.isfinite(rewards) & (implied != lengths)
-                kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
+        implied, kinds = _broken(self.max_steps, lengths, rewards, done=done)
         for kind, mask in kinds.items():
-            if not mask.any():
-                continue
-            idx = np.flatnonzero(mask)
-            self.flagged[kind] += int(idx.size)
-            # episodes kept so far (each entry holds a block's worth of them)
-            have = sum(int(e[1].size) for e in self.examples if e[0] == kind)
-            take = idx[: max(0, EXAMPLES - have)]
-            if take.size:
-                self.examples.append(
-                    (kind, starts[take], lengths[take], rewards[take], implied[take], done)
-                )
+            if mask.any():
+                self._keep(kind, np.flatnonzero(mask), starts, lengths, rewards, implied, done)
+
+    def _keep(
+        self,
+        kind: str,
+        idx: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        rewards: np.ndarray,
+        implied: np.ndarray,
+        done: bool,
+    ) -> None:
+        """Count the episodes ``idx`` (of the arrays) under ``kind``; keep the first as
+        examples, up to :data:`EXAMPLES` per kind."""
+        self.flagged[kind] += int(idx.size)
+        # episodes kept so far (each entry holds a block's worth of them)
+        have = sum(int(e[1].size) for e in self.examples if e[0] == kind)
+        take = idx[: max(0, EXAMPLES - have)]
+        if take.size:
+            self.examples.append(
+                (kind, starts[take], lengths[take], rewards[take], implied[take], done)
+            )
 
     def finish(self) -> None:
         tail = self.read - self.ep_start
@@ -372,6 +406,111 @@ class HistoryScan:
         return row
 
 
+def _broken(
+    m: int, lengths: np.ndarray, rewards: np.ndarray, *, done: bool
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The length each episode's reward implies (-1: none), and per kind of broken episode the
+    mask of the episodes of that kind (in :data:`EPISODE_KINDS`' order)."""
+    with np.errstate(invalid="ignore"):
+        implied = np.rint((1.0 - rewards) * m / REWARD_SLOPE)
+        implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
+        kinds = {"too-long": lengths > m}
+        if done:
+            # a non-finite reward is RL205's; it implies no length (NaN > 0 is already false,
+            # +inf is not)
+            kinds["reward-length"] = (rewards > 0) & np.isfinite(rewards) & (implied != lengths)
+            kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
+    return implied, kinds
+
+
+def episodes_of(
+    scans: Sequence[HistoryScan], a: int, rewards: np.ndarray, dones: np.ndarray
+) -> None:
+    """:meth:`HistoryScan.episodes` for steps ``[a, a + n)`` of several histories of one task
+    at once: ``rewards`` and ``dones`` are ``(len(scans), n)``, a row per history.
+
+    Why: a history's episode checks are some 60 numpy calls on small arrays (the dones, the
+    paid steps, the episodes), ~0.15 ms per block in numpy's per-call overhead, paid per
+    history; here they are paid once per task block, and what is left per history is a few
+    Python assignments. Done for float16 rewards all paid at a done, finite, in [0, 1], no -0
+    (the published data; then each episode's return is its done step's reward, no sum needed);
+    any other block has each history scanned by :meth:`HistoryScan.episodes`, which counts
+    what is wrong where. The results are the same either way (``tests/test_icrl_scan.py``).
+    """
+    if not scans:
+        return
+    n = dones.shape[1]
+    if len(scans) == 1 or rewards.dtype != np.float16:
+        for i, scan in enumerate(scans):
+            scan.episodes(a, rewards[i], dones[i])
+        return
+    bits = np.ascontiguousarray(rewards).reshape(-1).view(np.uint16)
+    ends = np.flatnonzero(dones.reshape(-1))
+    at_ends = bits[ends]
+    # every reward that is not +0 is at a done (counting them is one pass over the rewards,
+    # without the temporaries of finding them), and none is above 1, inf, NaN or negative
+    # (the sign bit: -0 included, which the slow path tells from +0)
+    if np.count_nonzero(bits) != np.count_nonzero(at_ends) or (
+        at_ends.size and int(at_ends.max()) > 0x3C00
+    ):
+        for i, scan in enumerate(scans):
+            scan.episodes(a, rewards[i], dones[i])
+        return
+    row = ends // n
+    local = ends - row * n
+    first = np.ones(ends.size, dtype=bool)
+    first[1:] = row[1:] != row[:-1]
+    ep_start = np.array([s.ep_start for s in scans], dtype=np.int64)
+    carry = np.array([s.carry for s in scans], dtype=np.float64)
+    starts = np.empty_like(local)
+    starts[1:] = local[:-1] + 1
+    starts[first] = ep_start[row[first]] - a
+    lengths = local - starts + 1
+    end_raw = at_ends.view(np.float16).astype(np.float64)
+    # an episode's return: its done step's reward (+0 if not paid), plus the return carried
+    # into the block for a history's first episode in it
+    returns = end_raw.copy()
+    returns[first] += carry[row[first]]
+    wins = np.bincount(row[end_raw > 0], minlength=len(scans))
+    cuts = np.searchsorted(row, np.arange(len(scans) + 1)).tolist()
+    last = local[np.flatnonzero(np.append(first[1:], True))].tolist() if ends.size else []
+    k = 0
+    for i, scan in enumerate(scans):
+        c0, c1 = cuts[i], cuts[i + 1]
+        if c1 > c0:
+            scan.returns.append(returns[c0:c1])
+            scan.lengths = np.concatenate((scan.lengths, lengths[c0:c1]))
+            scan.successes += int(wins[i])
+            scan.ep_start = last[k] + 1 + a
+            scan.carry = 0.0  # nothing is paid after a history's last done in the block
+            k += 1
+        else:
+            scan.carry += 0.0
+        scan.read = a + n
+    m = scans[0].max_steps
+    if m is None or not ends.size:
+        return
+    hist_starts = starts + a
+    implied, kinds = _broken(m, lengths, end_raw, done=True)
+    for kind, mask in kinds.items():
+        if not mask.any():
+            continue
+        idx = np.flatnonzero(mask)
+        owner = row[idx]
+        for i in np.unique(owner).tolist():  # the histories with such episodes (rare)
+            c0, c1 = cuts[i], cuts[i + 1]
+            mine = idx[owner == i] - c0
+            scans[i]._keep(
+                kind,
+                mine,
+                hist_starts[c0:c1],
+                lengths[c0:c1],
+                end_raw[c0:c1],
+                implied[c0:c1],
+                True,
+            )
+
+
 class ShortChunk(RuntimeError):
     """A stored chunk whose deflate stream ends cleanly before the chunk's size: HDF5 reads it
     without an error and hands back whatever its buffer held for the rest, so the block's values
@@ -408,8 +547,17 @@ class _Buffer:
     inflating it) and the stored bytes re-read, no second inflate unless they differ.
     """
 
-    def __init__(self, ds: h5py.Dataset, steps: int, *, direct: bool = False) -> None:
-        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype)
+    def __init__(
+        self,
+        ds: h5py.Dataset,
+        steps: int,
+        *,
+        direct: bool = False,
+        array: np.ndarray | None = None,
+    ) -> None:
+        #: ``array``: a C-contiguous ``(steps, *shape[2:])`` array to read into (a row of a
+        #: task's buffer, see :func:`scan_tasks`), else a fresh one
+        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype) if array is None else array
         #: steps per chunk of a plain-deflate dataset chunked by history, else 0
         self.rows = direct_chunk_rows(ds, need_inflater=False)
         self.direct = bool(direct and _inflater is not None and self.rows)
@@ -466,6 +614,10 @@ class _Buffer:
         except Exception:  # an HDF5 without chunk_iter, a layout it cannot walk: per chunk
             return
         self.starts, self.ends, self.fd = starts, ends, fd
+
+    def share(self, other: _Buffer) -> None:
+        """Use ``other``'s chunk index (:meth:`locate`: a buffer of the same dataset)."""
+        self.starts, self.ends, self.fd = other.starts, other.ends, other.fd
 
     def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
         if b - a <= 0:
@@ -667,54 +819,88 @@ def scan_tasks(
             chunk = ds[1].chunks[1] if ds[1].chunks else 4096
             edges = block_edges(steps, chunk, block_steps)
             size = max((b - a for a, b in edges), default=0)
-            bufs = [_Buffer(d, size, direct=direct) for d in ds]
-            for d, buf in zip(ds, bufs, strict=True):
-                buf.locate(d, raw.fileno())
-            for h in range(n_hist):
-                state = HistoryScan(steps, max_steps)
+            # rewards and dones: a row per history of a group of them (their episodes are
+            # checked for the whole group at once, :func:`episodes_of`); the other datasets:
+            # one history's block, checked as soon as it is read, while it is in the cache
+            per_step = sum(ds[i].dtype.itemsize for i in _GROUPED)
+            width = max(1, min(n_hist, _GROUP_BYTES // max(1, size * per_step)))
+            shared = {
+                i: _Buffer(d, size, direct=direct) for i, d in enumerate(ds) if i not in _GROUPED
+            }
+            rows = {
+                i: np.empty((width, size, *ds[i].shape[2:]), dtype=ds[i].dtype) for i in _GROUPED
+            }
+            slots = [
+                [
+                    _Buffer(d, size, direct=direct, array=rows[i][j]) if i in rows else shared[i]
+                    for i, d in enumerate(ds)
+                ]
+                for j in range(width)
+            ]
+            for i, d in enumerate(ds):
+                slots[0][i].locate(d, raw.fileno())
+                for slot in slots[1:]:
+                    slot[i].share(slots[0][i])
+            for h0 in range(0, n_hist, width):
+                scans = [HistoryScan(steps, max_steps) for _ in range(min(width, n_hist - h0))]
+                live = list(range(len(scans)))
                 for a, b in edges:
-                    end, failed = b, None
-                    while True:
-                        arrays, failure = _read_block(ds, bufs, h, a, end)
-                        if failure is None:
-                            break
-                        # a short chunk: its own steps; HDF5's error: the block read
-                        failed = (*failure, getattr(failure[1], "span", (a, end)))
-                        arrays = None
-                        if not a < failed[2][0] < end:
-                            break
-                        end = failed[2][0]  # the steps before a short chunk are scanned
-                    if arrays is not None:
-                        state.block(a, *arrays)
-                    if failed is not None:
-                        dname, e, span = failed
-                        state.error = " ".join(str(e).split()) or type(e).__name__
-                        state.error_field = dname
-                        state.error_span = span
-                        break
-                state.finish()
-                row = state.summary()
-                row.update(group=name, group_index=gi, history=h)
-                for c in hist:
-                    hist[c].append(row[c])
-                if state.lengths.size:
-                    counts = np.bincount(state.lengths)
-                    if counts.size > lengths.size:
-                        counts[: lengths.size] += lengths
-                        lengths = counts
+                    whole = []  # the histories whose block was read whole: episodes together
+                    for j in live:
+                        h, state = h0 + j, scans[j]
+                        end, failed = b, None
+                        while True:
+                            arrays, failure = _read_block(ds, slots[j], h, a, end)
+                            if failure is None:
+                                break
+                            # a short chunk: its own steps; HDF5's error: the block read
+                            failed = (*failure, getattr(failure[1], "span", (a, end)))
+                            arrays = None
+                            if not a < failed[2][0] < end:
+                                break
+                            end = failed[2][0]  # the steps before a short chunk are scanned
+                        if arrays is not None and failed is None:
+                            state.arrays(a, *arrays)
+                            whole.append(j)
+                        elif arrays is not None:
+                            state.block(a, *arrays)
+                        if failed is not None:
+                            dname, e, span = failed
+                            state.error = " ".join(str(e).split()) or type(e).__name__
+                            state.error_field = dname
+                            state.error_span = span
+                    n = b - a
+                    if len(whole) == len(scans):  # all of them (as usual): the rows as they are
+                        r, d = rows[_REWARDS][: len(scans), :n], rows[_DONES][: len(scans), :n]
                     else:
-                        lengths[: counts.size] += counts
-                for kind, starts, lens, rews, implied, done in state.examples:
-                    k = len(starts)
-                    eps["group_index"] += [gi] * k
-                    eps["history"] += [h] * k
-                    eps["start"] += starts.tolist()
-                    eps["end"] += (starts + lens).tolist()
-                    eps["length"] += lens.tolist()
-                    eps["implied"] += implied.tolist()
-                    eps["done"] += [int(done)] * k
-                    eps["reward"] += rews.tolist()
-                    eps["kind"] += [kind] * k
+                        r, d = rows[_REWARDS][whole, :n], rows[_DONES][whole, :n]
+                    episodes_of([scans[j] for j in whole], a, r, d)
+                    live = [j for j in live if not scans[j].error]
+                for j, state in enumerate(scans):
+                    h = h0 + j
+                    state.finish()
+                    row = state.summary()
+                    row.update(group=name, group_index=gi, history=h)
+                    for c in hist:
+                        hist[c].append(row[c])
+                    if state.lengths.size:
+                        counts = np.bincount(state.lengths)
+                        if counts.size > lengths.size:
+                            counts[: lengths.size] += lengths
+                            lengths = counts
+                        else:
+                            lengths[: counts.size] += counts
+                    for kind, starts, lens, rews, implied, done in state.examples:
+                        k = len(starts)
+                        eps["group_index"] += [gi] * k
+                        eps["history"] += [h] * k
+                        eps["start"] += starts.tolist()
+                        eps["end"] += (starts + lens).tolist()
+                        eps["length"] += lens.tolist()
+                        eps["implied"] += implied.tolist()
+                        eps["done"] += [int(done)] * k
+                        eps["reward"] += rews.tolist()
+                        eps["kind"] += [kind] * k
     return {"histories": hist, "episodes": eps, "lengths": lengths}
 
 
