@@ -30,6 +30,7 @@ overhead is paid per task block rather than per history.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import zlib
@@ -547,17 +548,8 @@ class _Buffer:
     inflating it) and the stored bytes re-read, no second inflate unless they differ.
     """
 
-    def __init__(
-        self,
-        ds: h5py.Dataset,
-        steps: int,
-        *,
-        direct: bool = False,
-        array: np.ndarray | None = None,
-    ) -> None:
-        #: ``array``: a C-contiguous ``(steps, *shape[2:])`` array to read into (a row of a
-        #: task's buffer, see :func:`scan_tasks`), else a fresh one
-        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype) if array is None else array
+    def __init__(self, ds: h5py.Dataset, steps: int, *, direct: bool = False) -> None:
+        self.array = np.empty((steps, *ds.shape[2:]), dtype=ds.dtype)
         #: steps per chunk of a plain-deflate dataset chunked by history, else 0
         self.rows = direct_chunk_rows(ds, need_inflater=False)
         self.direct = bool(direct and _inflater is not None and self.rows)
@@ -615,9 +607,16 @@ class _Buffer:
             return
         self.starts, self.ends, self.fd = starts, ends, fd
 
-    def share(self, other: _Buffer) -> None:
-        """Use ``other``'s chunk index (:meth:`locate`: a buffer of the same dataset)."""
-        self.starts, self.ends, self.fd = other.starts, other.ends, other.fd
+    def into(self, array: np.ndarray) -> _Buffer:
+        """This buffer reading into ``array`` instead (C-contiguous, of its shape and dtype; a
+        row of a group's buffer): the dataset's layout and chunk index are not looked up again
+        (a few HDF5 calls per dataset, which per history added up to a tenth of the scan)."""
+        other = copy.copy(self)
+        other.array = array
+        if self.rows:
+            # numpy's stubs give ndarray ``__buffer__`` only for Python >= 3.12
+            other.bytes = memoryview(array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        return other
 
     def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
         if b - a <= 0:
@@ -824,23 +823,16 @@ def scan_tasks(
             # one history's block, checked as soon as it is read, while it is in the cache
             per_step = sum(ds[i].dtype.itemsize for i in _GROUPED)
             width = max(1, min(n_hist, _GROUP_BYTES // max(1, size * per_step)))
-            shared = {
-                i: _Buffer(d, size, direct=direct) for i, d in enumerate(ds) if i not in _GROUPED
-            }
+            bufs = [_Buffer(d, size, direct=direct) for d in ds]  # (grouped ones: unused)
+            for d, buf in zip(ds, bufs, strict=True):
+                buf.locate(d, raw.fileno())
             rows = {
                 i: np.empty((width, size, *ds[i].shape[2:]), dtype=ds[i].dtype) for i in _GROUPED
             }
             slots = [
-                [
-                    _Buffer(d, size, direct=direct, array=rows[i][j]) if i in rows else shared[i]
-                    for i, d in enumerate(ds)
-                ]
+                [buf.into(rows[i][j]) if i in rows else buf for i, buf in enumerate(bufs)]
                 for j in range(width)
             ]
-            for i, d in enumerate(ds):
-                slots[0][i].locate(d, raw.fileno())
-                for slot in slots[1:]:
-                    slot[i].share(slots[0][i])
             for h0 in range(0, n_hist, width):
                 scans = [HistoryScan(steps, max_steps) for _ in range(min(width, n_hist - h0))]
                 live = list(range(len(scans)))
