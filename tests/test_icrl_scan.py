@@ -200,3 +200,17 @@ def test_random_shapes_grouped_or_not(tmp_path: Path, monkeypatch, steps, histor
     write_file(path, tasks=2, histories=histories, steps=steps, chunk=1000, seed=seed)
     _same_grouped_or_not(path, monkeypatch, group_bytes=width * 4096 * 3, block_steps=4096)
     path.unlink()
+
+
+def test_pool_scan_shares_units_with_this_process() -> None:
+    """On N workers the calling process scans too: the pool gets units from the front (two
+    ahead per worker, before this process starts on its own), this process takes them from
+    the back; results come in unit order."""
+    import os
+
+    from curate.families import icrl_read
+
+    got = icrl_read._pool_scan(os.getpid, [()] * 12, 2)
+    assert got[2:] == [os.getpid()] * 10  # the units this process took, from the back
+    assert len(set(got[:2])) == 1 and got[0] != os.getpid()  # the pool's worker
+    assert icrl_read._pool_scan(pow, [(2, i) for i in range(40)], 2) == [2**i for i in range(40)]
