@@ -129,12 +129,16 @@ def _count_into(counts: np.ndarray, values: np.ndarray) -> None:
 
     Why not always ``np.bincount``: it widens the block to 64-bit integers first, per block and
     per dataset. Published actions are uint8 below :data:`NUM_ACTIONS`: then a count per value
-    (one comparison each, no widening) gives the same bins; any other block is counted by
-    ``bincount``.
+    (one comparison each, no widening; the last value's count is what the others leave) gives
+    the same bins; any other block is counted by ``bincount``.
     """
     if values.dtype == np.uint8 and values.size and int(values.max()) < NUM_ACTIONS:
-        for v in range(NUM_ACTIONS):
-            counts[v] += np.count_nonzero(values == v)
+        seen = 0
+        for v in range(NUM_ACTIONS - 1):
+            k = int(np.count_nonzero(values == v))
+            counts[v] += k
+            seen += k
+        counts[NUM_ACTIONS - 1] += values.size - seen  # the rest (all below NUM_ACTIONS)
     else:
         counts += np.bincount(values, minlength=counts.size)
 
