@@ -7,6 +7,7 @@ their filter or inflate to the wrong size — where HDF5's error text must stay 
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from pathlib import Path
 
@@ -357,3 +358,91 @@ def test_random_shapes_read_the_same(
     assert fell_back == []
     assert out["histories"]["steps_read"] == [steps] * 2 * histories
     path.unlink()
+
+
+@pytest.fixture
+def preads(monkeypatch) -> list[int]:
+    """The sizes of the file reads the indexed direct path makes (``os.pread``)."""
+    calls: list[int] = []
+    real = scan.os.pread
+
+    def counting(fd, n, offset):
+        calls.append(n)
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(scan.os, "pread", counting)
+    return calls
+
+
+def test_chunks_are_read_by_file_offset(tmp_path: Path, inflated, by_hdf5, preads) -> None:
+    """Stored chunks are found through the dataset's chunk index and read from the file: one
+    read per block and dataset where the chunks lie together (the written layout), plus one per
+    dataset and task checking the index against ``read_direct_chunk``."""
+    path = write_file(tmp_path / "offsets.hdf5", tasks=2, histories=3, steps=10_000)
+    preads.clear()
+    fast = _scan(path, direct=True, block_steps=8192)
+    blocks = 2 * 3 * 2 * len(DATASETS)  # tasks × histories × blocks × datasets
+    assert len(preads) == blocks + 2 * len(DATASETS)
+    assert by_hdf5 == [] and len(inflated) == _chunks(path)
+    np.testing.assert_equal(fast, _scan(path, direct=False, block_steps=8192))
+
+
+def _write_apart(path: Path, cuts: list[int]) -> None:
+    """Rewrite every dataset of task "0" a step range at a time across its histories (the
+    ranges ``cuts`` delimit): a history's chunks of different ranges then lie apart in the
+    file, those of one range together."""
+    with h5py.File(path, "r+") as f:
+        for name in DATASETS:
+            data, chunks = f["0"][name][()], f["0"][name].chunks
+            del f["0"][name]
+            ds = f["0"].create_dataset(
+                name, data.shape, data.dtype, chunks=chunks, compression="gzip"
+            )
+            for a, b in itertools.pairwise(cuts):
+                for h in range(data.shape[0]):
+                    ds[h, a:b] = data[h, a:b]
+
+
+@pytest.mark.parametrize(
+    ("cuts", "reads"),
+    [
+        ([0, 4096, 8192, 10_000], 3),  # every chunk apart from the next: one read each
+        ([0, 8192, 10_000], 2),  # two runs: the first two chunks, the last
+    ],
+)
+def test_chunks_written_apart_are_read_run_by_run(
+    tmp_path: Path, monkeypatch, by_hdf5, preads, cuts, reads
+) -> None:
+    """A block's chunks are read in runs of chunks that lie together in the file, rather than
+    with the bytes between them (here: other histories' chunks)."""
+    path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
+    _write_apart(path, cuts)
+    monkeypatch.setattr(scan, "_GAP", 0)
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert len(preads) == 3 * reads * len(DATASETS) + len(DATASETS)  # the runs, the checks
+
+
+def test_without_pread_chunks_are_read_one_call_each(
+    tmp_path: Path, monkeypatch, inflated, by_hdf5, preads
+) -> None:
+    """Where ``os.pread`` is missing, each chunk is read by ``read_direct_chunk``."""
+    monkeypatch.setattr(scan, "_PREAD", False)
+    path = write_file(tmp_path / "nopread.hdf5", tasks=2, histories=2, steps=10_000)
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    assert preads == [] and fell_back == [] and len(inflated) == _chunks(path)
+
+
+def test_user_block_reads_the_same(tmp_path: Path, by_hdf5) -> None:
+    """A file with a user block (HDF5's addresses then start after it): the chunk index is used
+    only if its offsets give ``read_direct_chunk``'s bytes; either way the outputs are HDF5's."""
+    src = write_file(tmp_path / "plain.hdf5", tasks=2, histories=2, steps=6000)
+    path = tmp_path / "userblock.hdf5"
+    with h5py.File(src, "r") as a, h5py.File(path, "w", userblock_size=4096) as b:
+        for g in a:
+            a.copy(a[g], b, name=g)
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    assert out["histories"]["digest"] == _scan(src, direct=True)["histories"]["digest"]

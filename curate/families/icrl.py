@@ -14,7 +14,8 @@ and ``--tasks N`` / ``--fraction F`` scan a seeded sample of the task groups.
 Why a process pool: h5py serialises every call on one lock, so threads cannot decompress two
 chunks at once; processes can. The scan is split into contiguous ranges of task groups, each
 scanned by :func:`curate.io.xland_scan.scan_tasks` in a worker started with ``spawn`` (no
-HDF5 or polars state is forked), and the results are concatenated in order. Small scans run in
+HDF5 or polars state is forked) or in the calling process, which scans too while the workers
+start, and the results are concatenated in order. Small scans run in
 the calling process: starting workers costs more than it saves below a few million steps.
 """
 

@@ -385,8 +385,11 @@ def choose_tasks(meta: pl.DataFrame, opts: IcrlOptions, path: Path) -> pl.DataFr
 # --------------------------------------------------------------------------- the scan
 
 
-def _jobs(data: IcrlData, workers: int) -> list[tuple[int, str, list[str], list[int]]]:
-    """Contiguous ranges of scanned groups per file, about four per worker (load balance)."""
+def _jobs(
+    data: IcrlData, workers: int, per_worker: int = 4
+) -> list[tuple[int, str, list[str], list[int]]]:
+    """Contiguous ranges of scanned groups per file, about ``per_worker`` per worker (load
+    balance)."""
     jobs = []
     chosen = data.tasks.filter(pl.col("scanned"))
     for f in data.files:
@@ -394,7 +397,7 @@ def _jobs(data: IcrlData, workers: int) -> list[tuple[int, str, list[str], list[
         if mine.height == 0:
             continue
         names, idx = mine["name"].to_list(), mine["position"].to_list()
-        parts = max(1, min(len(names), 4 * workers)) if workers > 1 else 1
+        parts = max(1, min(len(names), per_worker * workers)) if workers > 1 else 1
         size = math.ceil(len(names) / parts)
         for a in range(0, len(names), size):
             jobs.append((f.index, f.path, names[a : a + size], idx[a : a + size]))
@@ -408,10 +411,37 @@ def _workers(opts: IcrlOptions) -> int:
 
 
 def _pool_scan(fn: Any, units: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:
-    """The local engine's process pool for the scan (``spawn``: see the module docstring)."""
-    with process_pool(workers) as pool:
-        futures = [pool.submit(fn, *u) for u in units]
-        return [fut.result() for fut in futures]
+    """``fn`` over ``units`` on ``workers`` processes: this one and ``workers - 1`` of the local
+    engine's pool (``spawn``: see the module docstring), results in unit order.
+
+    Why this process scans too: a spawned worker takes ~0.2 s to start (it imports numpy, h5py,
+    zlib-ng) before its first unit, and this process would only wait meanwhile. The pool is
+    given units from the front, two per worker ahead of what it has finished (one running, one
+    waiting), topped up each time this process has scanned one from the back: both sides end
+    within about a unit of each other, whatever the start-up costs. (Not every unit submitted
+    at once with this process cancelling the ones it takes: a pool that breaks, a worker killed,
+    then fails on the cancelled futures it still holds, ``InvalidStateError`` in its manager
+    thread, instead of ending cleanly.)"""
+    results: list[Any] = [None] * len(units)
+    with process_pool(workers - 1) as pool:
+        futures: dict[int, Any] = {}
+        front, back = 0, len(units)
+        ahead = 2 * (workers - 1)
+
+        def top_up() -> None:
+            nonlocal front
+            while front < back and sum(not f.done() for f in futures.values()) < ahead:
+                futures[front] = pool.submit(fn, *units[front])
+                front += 1
+
+        top_up()
+        while front < back:
+            back -= 1
+            results[back] = fn(*units[back])
+            top_up()
+        for i, fut in futures.items():
+            results[i] = fut.result()
+    return results
 
 
 def run_scan(data: IcrlData) -> ScanTables:
@@ -427,7 +457,9 @@ def run_scan(data: IcrlData) -> ScanTables:
             workers = 1  # by default, small scans stay in-process; an explicit --workers is obeyed
     else:  # on a cluster: its CPUs (units of contiguous groups merge by concatenation)
         workers = engine.parallelism(_workers(opts))
-    jobs = _jobs(data, workers)
+    # locally, small units: this process and the pool share them (see _pool_scan), and the
+    # last of them is what one side may wait for; a unit costs only the file's opening
+    jobs = _jobs(data, workers, 16 if engine.is_local() else 4)
     workers = min(workers, len(jobs)) or 1
     units = [(str(Path(p).resolve()), g, i) for _, p, g, i in jobs]
     results = engine.map(

@@ -15,17 +15,22 @@ Why per-history aggregates and *examples* of broken episodes rather than a row p
 XLand-100B holds 2.5 billion episodes; a row each would be tens of GB, while a history's row is
 ~200 bytes (0.2 GB for its 924k histories) and broken episodes are bounded by
 :data:`EXAMPLES` per history and kind (the count is kept in full). Memory is therefore bounded
-by one block of one history (``block_steps`` × 29 bytes, 3.8 MB at the default) plus the
-compact tables, whatever the file size.
+by one block of one history (``block_steps`` × 26 bytes: observations and actions) and one
+block of a group of histories' rewards and dones (:data:`_GROUP_BYTES`, 4 MB), plus the compact
+tables, whatever the file size.
 
 Everything per step is numpy over a whole block (no Python loop over steps or episodes); the
 Python loop is over blocks and histories (and, on the direct path, chunks: a block's plain-deflate
 chunks are read as stored and inflated with zlib-ng, about twice as fast as HDF5's pipeline with
-the system zlib; see :class:`_Buffer`).
+the system zlib; see :class:`_Buffer`). A block's observations and actions are checked as soon
+as it is read (:meth:`HistoryScan.arrays`, while they are in the cache); its episodes are
+checked for a group of the task's histories at once (:func:`episodes_of`), so numpy's per-call
+overhead is paid per task block rather than per history.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import zlib
@@ -53,6 +58,19 @@ try:  # zlib-ng inflates HDF5's deflate chunks about twice as fast as the system
 except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 reads everything
     _inflater = None
     _adler32 = zlib.adler32
+
+#: Bytes of rewards and dones (per step: 3) read for a group of a task's histories before their
+#: episodes are checked together (:func:`episodes_of`): 4 MB, 45 histories of 30k steps.
+_GROUP_BYTES = 1 << 22
+#: The datasets read a row per history of a group (their positions in ``DATASETS``).
+_REWARDS, _DONES = DATASETS.index("rewards"), DATASETS.index("dones")
+_GROUPED = (_REWARDS, _DONES)
+
+#: Whether stored chunks can be read by file offset (``os.pread``: POSIX only).
+_PREAD = hasattr(os, "pread")
+#: Bytes between two of a block's stored chunks that one read may take with them: past that
+#: (chunks written apart) they are read separately.
+_GAP = 1 << 16
 
 #: Broken episodes kept per history and kind (their total count is always kept).
 EXAMPLES = 10
@@ -111,12 +129,16 @@ def _count_into(counts: np.ndarray, values: np.ndarray) -> None:
 
     Why not always ``np.bincount``: it widens the block to 64-bit integers first, per block and
     per dataset. Published actions are uint8 below :data:`NUM_ACTIONS`: then a count per value
-    (one comparison each, no widening) gives the same bins; any other block is counted by
-    ``bincount``.
+    (one comparison each, no widening; the last value's count is what the others leave) gives
+    the same bins; any other block is counted by ``bincount``.
     """
     if values.dtype == np.uint8 and values.size and int(values.max()) < NUM_ACTIONS:
-        for v in range(NUM_ACTIONS):
-            counts[v] += np.count_nonzero(values == v)
+        seen = 0
+        for v in range(NUM_ACTIONS - 1):
+            k = int(np.count_nonzero(values == v))
+            counts[v] += k
+            seen += k
+        counts[NUM_ACTIONS - 1] += values.size - seen  # the rest (all below NUM_ACTIONS)
     else:
         counts += np.bincount(values, minlength=counts.size)
 
@@ -177,6 +199,22 @@ class HistoryScan:
         dones: np.ndarray,
         experts: np.ndarray,
     ) -> None:
+        """Scan steps ``[a, a + n)`` of the history (``n``: the arrays' length)."""
+        self.arrays(a, states, actions, rewards, dones, experts)
+        self.episodes(a, rewards, dones)
+
+    def arrays(
+        self,
+        a: int,
+        states: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        experts: np.ndarray,
+    ) -> None:
+        """The checks of a block that need the observations and actions: the digest, the
+        action histograms, the out-of-range counts (run while the block is in the cache: see
+        :func:`episodes_of` for the rest)."""
         n = actions.shape[0]
         # the content digest: XXH3-128 streams at several GB/s (SHA-1 managed ~0.6 GB/s, as
         # much time as decompressing the observations); one hasher per dataset, so the digest
@@ -204,6 +242,10 @@ class HistoryScan:
             if hits is not None and self.state_value < 0:
                 row = states.reshape(n, -1)[hits[0]]
                 self.state_value = int(row[row > MAX_STATE_VALUE][0])
+
+    def episodes(self, a: int, rewards: np.ndarray, dones: np.ndarray) -> None:
+        """The rewards' checks and the episodes of steps ``[a, a + n)``."""
+        n = dones.shape[0]
         # rewards: checked on float16's bits, widened only where paid. numpy emulates float16
         # arithmetic (widening a block cost as much as every other check together), while the
         # bit tests are integer ops: magnitude 0 is ±0, >= 0x7C00 is inf/NaN, > 0x3C00 is > 1.
@@ -286,32 +328,38 @@ class HistoryScan:
     ) -> None:
         if self.max_steps is None:
             return
-        m = self.max_steps
-        with np.errstate(invalid="ignore"):
-            implied = np.rint((1.0 - rewards) * m / REWARD_SLOPE)
-            implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
-            kinds = {"too-long": lengths > m}
-            if done:
-                # a non-finite reward is RL205's; it implies no length (NaN > 0 is already
-                # false, +inf is not)
-                kinds["reward-length"] = (rewards > 0) & np.isfinite(rewards) & (implied != lengths)
-                kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
+        implied, kinds = _broken(self.max_steps, lengths, rewards, done=done)
         for kind, mask in kinds.items():
-            if not mask.any():
-                continue
-            idx = np.flatnonzero(mask)
-            self.flagged[kind] += int(idx.size)
-            # episodes kept so far (each entry holds a block's worth of them)
-            have = sum(int(e[1].size) for e in self.examples if e[0] == kind)
-            take = idx[: max(0, EXAMPLES - have)]
-            if take.size:
-                self.examples.append(
-                    (kind, starts[take], lengths[take], rewards[take], implied[take], done)
-                )
+            if mask.any():
+                self._keep(kind, np.flatnonzero(mask), starts, lengths, rewards, implied, done)
+
+    def _keep(
+        self,
+        kind: str,
+        idx: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        rewards: np.ndarray,
+        implied: np.ndarray,
+        done: bool,
+    ) -> None:
+        """Count the episodes ``idx`` (of the arrays) under ``kind``; keep the first as
+        examples, up to :data:`EXAMPLES` per kind."""
+        self.flagged[kind] += int(idx.size)
+        # episodes kept so far (each entry holds a block's worth of them)
+        have = sum(int(e[1].size) for e in self.examples if e[0] == kind)
+        take = idx[: max(0, EXAMPLES - have)]
+        if take.size:
+            self.examples.append(
+                (kind, starts[take], lengths[take], rewards[take], implied[take], done)
+            )
 
     def finish(self) -> None:
         tail = self.read - self.ep_start
-        if tail > 0 and not self.error:
+        # the open episode can only be too long (what _flag checks of an episode without its
+        # done): tested here first, as most histories' is not, without _flag's array work
+        m = self.max_steps
+        if tail > 0 and not self.error and m is not None and tail > m:
             self._flag(
                 np.array([self.ep_start]),
                 np.array([tail]),
@@ -339,9 +387,11 @@ class HistoryScan:
             "successes": self.successes,
             "tail": self.read - self.ep_start,
             "return_sum": float(returns.sum()),
-            "first_tenth": float(returns[:k].mean()) if k else float("nan"),
-            "last_tenth": float(returns[-k:].mean()) if k else float("nan"),
-            "final_return": float(returns[-max(k, 1) :].mean()) if n else float("nan"),
+            # sum / count is what ndarray.mean computes (the same pairwise sum, one division),
+            # without its Python-level wrapper
+            "first_tenth": float(returns[:k].sum()) / k if k else float("nan"),
+            "last_tenth": float(returns[-k:].sum()) / k if k else float("nan"),
+            "final_return": float(returns[-max(k, 1) :].sum()) / max(k, 1) if n else float("nan"),
             "digest": self.hexdigest(),
             "error": self.error,
             "error_field": self.error_field,
@@ -359,6 +409,111 @@ class HistoryScan:
             row[f"action_{a}"] = int(self.actions[a])
             row[f"expert_{a}"] = int(self.experts[a])
         return row
+
+
+def _broken(
+    m: int, lengths: np.ndarray, rewards: np.ndarray, *, done: bool
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The length each episode's reward implies (-1: none), and per kind of broken episode the
+    mask of the episodes of that kind (in :data:`EPISODE_KINDS`' order)."""
+    with np.errstate(invalid="ignore"):
+        implied = np.rint((1.0 - rewards) * m / REWARD_SLOPE)
+        implied = np.where(np.isfinite(implied), implied, -1).astype(np.int64)
+        kinds = {"too-long": lengths > m}
+        if done:
+            # a non-finite reward is RL205's; it implies no length (NaN > 0 is already false,
+            # +inf is not)
+            kinds["reward-length"] = (rewards > 0) & np.isfinite(rewards) & (implied != lengths)
+            kinds["zero-reward-early"] = (rewards == 0) & (lengths < m)
+    return implied, kinds
+
+
+def episodes_of(
+    scans: Sequence[HistoryScan], a: int, rewards: np.ndarray, dones: np.ndarray
+) -> None:
+    """:meth:`HistoryScan.episodes` for steps ``[a, a + n)`` of several histories of one task
+    at once: ``rewards`` and ``dones`` are ``(len(scans), n)``, a row per history.
+
+    Why: a history's episode checks are some 60 numpy calls on small arrays (the dones, the
+    paid steps, the episodes), ~0.15 ms per block in numpy's per-call overhead, paid per
+    history; here they are paid once per task block, and what is left per history is a few
+    Python assignments. Done for float16 rewards all paid at a done, finite, in [0, 1], no -0
+    (the published data; then each episode's return is its done step's reward, no sum needed);
+    any other block has each history scanned by :meth:`HistoryScan.episodes`, which counts
+    what is wrong where. The results are the same either way (``tests/test_icrl_scan.py``).
+    """
+    if not scans:
+        return
+    n = dones.shape[1]
+    if len(scans) == 1 or rewards.dtype != np.float16:
+        for i, scan in enumerate(scans):
+            scan.episodes(a, rewards[i], dones[i])
+        return
+    bits = np.ascontiguousarray(rewards).reshape(-1).view(np.uint16)
+    ends = np.flatnonzero(dones.reshape(-1))
+    at_ends = bits[ends]
+    # every reward that is not +0 is at a done (counting them is one pass over the rewards,
+    # without the temporaries of finding them), and none is above 1, inf, NaN or negative
+    # (the sign bit: -0 included, which the slow path tells from +0)
+    if np.count_nonzero(bits) != np.count_nonzero(at_ends) or (
+        at_ends.size and int(at_ends.max()) > 0x3C00
+    ):
+        for i, scan in enumerate(scans):
+            scan.episodes(a, rewards[i], dones[i])
+        return
+    row = ends // n
+    local = ends - row * n
+    first = np.ones(ends.size, dtype=bool)
+    first[1:] = row[1:] != row[:-1]
+    ep_start = np.array([s.ep_start for s in scans], dtype=np.int64)
+    carry = np.array([s.carry for s in scans], dtype=np.float64)
+    starts = np.empty_like(local)
+    starts[1:] = local[:-1] + 1
+    starts[first] = ep_start[row[first]] - a
+    lengths = local - starts + 1
+    end_raw = at_ends.view(np.float16).astype(np.float64)
+    # an episode's return: its done step's reward (+0 if not paid), plus the return carried
+    # into the block for a history's first episode in it
+    returns = end_raw.copy()
+    returns[first] += carry[row[first]]
+    wins = np.bincount(row[end_raw > 0], minlength=len(scans))
+    cuts = np.searchsorted(row, np.arange(len(scans) + 1)).tolist()
+    last = local[np.flatnonzero(np.append(first[1:], True))].tolist() if ends.size else []
+    k = 0
+    for i, scan in enumerate(scans):
+        c0, c1 = cuts[i], cuts[i + 1]
+        if c1 > c0:
+            scan.returns.append(returns[c0:c1])
+            scan.lengths = np.concatenate((scan.lengths, lengths[c0:c1]))
+            scan.successes += int(wins[i])
+            scan.ep_start = last[k] + 1 + a
+            scan.carry = 0.0  # nothing is paid after a history's last done in the block
+            k += 1
+        else:
+            scan.carry += 0.0
+        scan.read = a + n
+    m = scans[0].max_steps
+    if m is None or not ends.size:
+        return
+    hist_starts = starts + a
+    implied, kinds = _broken(m, lengths, end_raw, done=True)
+    for kind, mask in kinds.items():
+        if not mask.any():
+            continue
+        idx = np.flatnonzero(mask)
+        owner = row[idx]
+        for i in np.unique(owner).tolist():  # the histories with such episodes (rare)
+            c0, c1 = cuts[i], cuts[i + 1]
+            mine = idx[owner == i] - c0
+            scans[i]._keep(
+                kind,
+                mine,
+                hist_starts[c0:c1],
+                lengths[c0:c1],
+                end_raw[c0:c1],
+                implied[c0:c1],
+                True,
+            )
 
 
 class ShortChunk(RuntimeError):
@@ -382,8 +537,9 @@ class _Buffer:
     per read (a fresh multi-MB array costs a page fault per 4 KB on every block).
 
     With ``direct`` and a dataset :func:`direct_chunk_rows` accepts, a block is read chunk by
-    chunk as the stored bytes (``read_direct_chunk``) and inflated with zlib-ng instead of
-    HDF5's filter pipeline (the system zlib): the same bytes, about twice as fast. Any doubt
+    chunk as the stored bytes (found through the dataset's chunk index, :meth:`locate`, and read
+    from the file; else ``read_direct_chunk``) and inflated with zlib-ng instead of HDF5's
+    filter pipeline (the system zlib): the same bytes, about twice as fast. Any doubt
     about a chunk (a filter skipped, not allocated, a stream that does not end or inflates past
     the chunk, any exception) sends the whole block to ``read_direct``, so fill values, corrupt
     chunks and their error text are exactly HDF5's.
@@ -407,6 +563,64 @@ class _Buffer:
             self.bytes = memoryview(self.array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
             self.tail = (0,) * (ds.ndim - 2)
             self.zeros = bytes(self.rows * self.row_bytes)
+        #: where each history's stored chunks are in the file (see :meth:`locate`), else None
+        self.starts: list[list[int]] | None = None
+        self.ends: list[list[int]] = []
+        self.fd = -1
+
+    def locate(self, ds: h5py.Dataset, fd: int) -> None:
+        """Index where ``ds``'s stored chunks are in the file open as ``fd``, so a block's
+        chunks are read with one ``os.pread`` instead of a ``read_direct_chunk`` each.
+
+        Why: ``read_direct_chunk`` costs ~5 µs of HDF5 per call (a B-tree lookup, a fresh bytes
+        object), a fifth of all the inflating on the published chunks of 4096 steps; the index
+        (``chunk_iter``: one pass over the B-tree per dataset) and a read per block cost a tenth
+        of that. Only chunks stored filtered (mask 0) and inside the file are indexed; a missing
+        one sends its block to the per-chunk path's checks, i.e. to HDF5. The index is trusted
+        only if the first chunk's bytes read through it are ``read_direct_chunk``'s (a file
+        whose addresses are not file offsets, e.g. with a user block HDF5 does not add, keeps
+        the per-chunk path)."""
+        if not self.direct or not _PREAD:
+            return
+        n_hist, steps = int(ds.shape[0]), int(ds.shape[1])
+        per = -(-steps // self.rows)
+        # per history, each chunk's first and past-the-end byte in the file (-1: not indexed)
+        starts = [[-1] * per for _ in range(n_hist)]
+        ends = [[-1] * per for _ in range(n_hist)]
+        size = os.fstat(fd).st_size
+        first: list[Any] = []
+        rows = self.rows
+
+        def note(info: Any) -> None:
+            h, c = info.chunk_offset[0], info.chunk_offset[1]
+            start, end = info.byte_offset, info.byte_offset + info.size
+            if info.filter_mask or h >= n_hist or c >= steps or c % rows or end > size:
+                return
+            starts[h][c // rows], ends[h][c // rows] = start, end
+            if not first:
+                first.append(info)
+
+        try:
+            ds.id.chunk_iter(note)
+            if first:
+                info = first[0]
+                stored = ds.id.read_direct_chunk(info.chunk_offset)[1]
+                if os.pread(fd, info.size, info.byte_offset) != stored:
+                    return
+        except Exception:  # an HDF5 without chunk_iter, a layout it cannot walk: per chunk
+            return
+        self.starts, self.ends, self.fd = starts, ends, fd
+
+    def into(self, array: np.ndarray) -> _Buffer:
+        """This buffer reading into ``array`` instead (C-contiguous, of its shape and dtype; a
+        row of a group's buffer): the dataset's layout and chunk index are not looked up again
+        (a few HDF5 calls per dataset, which per history added up to a tenth of the scan)."""
+        other = copy.copy(self)
+        other.array = array
+        if self.rows:
+            # numpy's stubs give ndarray ``__buffer__`` only for Python >= 3.12
+            other.bytes = memoryview(array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        return other
 
     def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
         if b - a <= 0:
@@ -426,28 +640,62 @@ class _Buffer:
         return self.array[: b - a]
 
     def _inflate_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
-        rows, row_bytes, out, tail = self.rows, self.row_bytes, self.bytes, self.tail
+        rows, row_bytes, out = self.rows, self.row_bytes, self.bytes
         chunk_bytes = rows * row_bytes
-        dsid = ds.id
-        assert _inflater is not None  # a direct read is chosen only where zlib-ng imported
-        for c in range(a, b, rows):
-            mask, stored = dsid.read_direct_chunk((h, c, *tail))
-            if mask:  # a filter was skipped for this chunk: not plain deflate
-                raise _NotDirect
-            # at most one byte past a chunk (memory stays bounded whatever the stored bytes
-            # claim); the stream must end exactly at the chunk's size: a chunk is stored whole,
-            # edge chunks too
-            inflater = _inflater()
-            data = inflater.decompress(stored, chunk_bytes + 1)
-            if len(data) != chunk_bytes:
-                if inflater.eof and len(data) < chunk_bytes:
+        # at most one byte past a chunk (memory stays bounded whatever the stored bytes claim);
+        # the stream must end exactly at the chunk's size: a chunk is stored whole, edge chunks
+        # too
+        cap = chunk_bytes + 1
+        whole = b - rows  # chunks starting at or before it lie wholly in the block
+        inflater = _inflater
+        assert inflater is not None  # a direct read is chosen only where zlib-ng imported
+        for c, stored in zip(range(a, b, rows), self._stored(ds, h, a, b), strict=True):
+            z = inflater()
+            data = z.decompress(stored, cap)
+            if len(data) != chunk_bytes or not z.eof:
+                if z.eof and len(data) < chunk_bytes:
                     raise ShortChunk(ds, h, c, rows, len(data), chunk_bytes)
                 raise _NotDirect
-            if not inflater.eof:
-                raise _NotDirect
-            n = min(rows, b - c) * row_bytes
             o = (c - a) * row_bytes
-            out[o : o + n] = memoryview(data)[:n]
+            if c <= whole:
+                out[o : o + chunk_bytes] = data
+            else:
+                n = (b - c) * row_bytes
+                out[o : o + n] = memoryview(data)[:n]
+
+    def _stored(self, ds: h5py.Dataset, h: int, a: int, b: int) -> Sequence[Any]:
+        """The stored bytes of the block's chunks, in order (raises :class:`_NotDirect` for a
+        chunk stored unfiltered, and for one not allocated on the indexed path)."""
+        rows = self.rows
+        stored: list[Any] = []
+        if self.starts is None:
+            dsid, tail = ds.id, self.tail
+            for c in range(a, b, rows):
+                mask, data = dsid.read_direct_chunk((h, c, *tail))
+                if mask:  # a filter was skipped for this chunk: not plain deflate
+                    raise _NotDirect
+                stored.append(data)
+            return stored
+        k0, k1 = a // rows, -(-b // rows)
+        starts, ends = self.starts[h][k0:k1], self.ends[h][k0:k1]
+        lo = min(starts)
+        if lo < 0:  # a chunk not indexed: not allocated, or stored unfiltered
+            raise _NotDirect
+        # runs of chunks that lie together in the file (a history's, as written, but for an
+        # edge chunk HDF5 may place apart): one read each
+        i, n, fd = 0, len(starts), self.fd
+        while i < n:
+            lo, hi, j = starts[i], ends[i], i + 1
+            while j < n and 0 <= starts[j] - hi <= _GAP:
+                hi = max(hi, ends[j])
+                j += 1
+            raw = os.pread(fd, hi - lo, lo)
+            if len(raw) != hi - lo:
+                raise _NotDirect
+            view = memoryview(raw)
+            stored += [view[starts[k] - lo : ends[k] - lo] for k in range(i, j)]
+            i = j
+        return stored
 
     def _check_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
         """Raise :class:`ShortChunk` for a chunk of the block just read by HDF5 whose stream
@@ -565,7 +813,7 @@ def scan_tasks(
     hist = _empty_columns()
     eps: dict[str, list[Any]] = {c: [] for c in (*_EPISODE_INT, *_EPISODE_FLOAT, "kind")}
     lengths = np.zeros(1, dtype=np.int64)
-    with h5py.File(path, "r") as f:
+    with h5py.File(path, "r") as f, open(path, "rb") as raw:
         for name, gi in zip(groups, group_indices, strict=True):
             grp = f[name]
             max_steps = max_steps_of(_attr(grp, "env-id"))
@@ -574,52 +822,81 @@ def scan_tasks(
             chunk = ds[1].chunks[1] if ds[1].chunks else 4096
             edges = block_edges(steps, chunk, block_steps)
             size = max((b - a for a, b in edges), default=0)
-            bufs = [_Buffer(d, size, direct=direct) for d in ds]
-            for h in range(n_hist):
-                state = HistoryScan(steps, max_steps)
+            # rewards and dones: a row per history of a group of them (their episodes are
+            # checked for the whole group at once, :func:`episodes_of`); the other datasets:
+            # one history's block, checked as soon as it is read, while it is in the cache
+            per_step = sum(ds[i].dtype.itemsize for i in _GROUPED)
+            width = max(1, min(n_hist, _GROUP_BYTES // max(1, size * per_step)))
+            bufs = [_Buffer(d, size, direct=direct) for d in ds]  # (grouped ones: unused)
+            for d, buf in zip(ds, bufs, strict=True):
+                buf.locate(d, raw.fileno())
+            rows = {
+                i: np.empty((width, size, *ds[i].shape[2:]), dtype=ds[i].dtype) for i in _GROUPED
+            }
+            slots = [
+                [buf.into(rows[i][j]) if i in rows else buf for i, buf in enumerate(bufs)]
+                for j in range(width)
+            ]
+            for h0 in range(0, n_hist, width):
+                scans = [HistoryScan(steps, max_steps) for _ in range(min(width, n_hist - h0))]
+                live = list(range(len(scans)))
                 for a, b in edges:
-                    end, failed = b, None
-                    while True:
-                        arrays, failure = _read_block(ds, bufs, h, a, end)
-                        if failure is None:
-                            break
-                        # a short chunk: its own steps; HDF5's error: the block read
-                        failed = (*failure, getattr(failure[1], "span", (a, end)))
-                        arrays = None
-                        if not a < failed[2][0] < end:
-                            break
-                        end = failed[2][0]  # the steps before a short chunk are scanned
-                    if arrays is not None:
-                        state.block(a, *arrays)
-                    if failed is not None:
-                        dname, e, span = failed
-                        state.error = " ".join(str(e).split()) or type(e).__name__
-                        state.error_field = dname
-                        state.error_span = span
-                        break
-                state.finish()
-                row = state.summary()
-                row.update(group=name, group_index=gi, history=h)
-                for c in hist:
-                    hist[c].append(row[c])
-                if state.lengths.size:
-                    counts = np.bincount(state.lengths)
-                    if counts.size > lengths.size:
-                        counts[: lengths.size] += lengths
-                        lengths = counts
+                    whole = []  # the histories whose block was read whole: episodes together
+                    for j in live:
+                        h, state = h0 + j, scans[j]
+                        end, failed = b, None
+                        while True:
+                            arrays, failure = _read_block(ds, slots[j], h, a, end)
+                            if failure is None:
+                                break
+                            # a short chunk: its own steps; HDF5's error: the block read
+                            failed = (*failure, getattr(failure[1], "span", (a, end)))
+                            arrays = None
+                            if not a < failed[2][0] < end:
+                                break
+                            end = failed[2][0]  # the steps before a short chunk are scanned
+                        if arrays is not None and failed is None:
+                            state.arrays(a, *arrays)
+                            whole.append(j)
+                        elif arrays is not None:
+                            state.block(a, *arrays)
+                        if failed is not None:
+                            dname, e, span = failed
+                            state.error = " ".join(str(e).split()) or type(e).__name__
+                            state.error_field = dname
+                            state.error_span = span
+                    n = b - a
+                    if len(whole) == len(scans):  # all of them (as usual): the rows as they are
+                        r, d = rows[_REWARDS][: len(scans), :n], rows[_DONES][: len(scans), :n]
                     else:
-                        lengths[: counts.size] += counts
-                for kind, starts, lens, rews, implied, done in state.examples:
-                    k = len(starts)
-                    eps["group_index"] += [gi] * k
-                    eps["history"] += [h] * k
-                    eps["start"] += starts.tolist()
-                    eps["end"] += (starts + lens).tolist()
-                    eps["length"] += lens.tolist()
-                    eps["implied"] += implied.tolist()
-                    eps["done"] += [int(done)] * k
-                    eps["reward"] += rews.tolist()
-                    eps["kind"] += [kind] * k
+                        r, d = rows[_REWARDS][whole, :n], rows[_DONES][whole, :n]
+                    episodes_of([scans[j] for j in whole], a, r, d)
+                    live = [j for j in live if not scans[j].error]
+                for j, state in enumerate(scans):
+                    h = h0 + j
+                    state.finish()
+                    row = state.summary()
+                    row.update(group=name, group_index=gi, history=h)
+                    for c in hist:
+                        hist[c].append(row[c])
+                    if state.lengths.size:
+                        counts = np.bincount(state.lengths)
+                        if counts.size > lengths.size:
+                            counts[: lengths.size] += lengths
+                            lengths = counts
+                        else:
+                            lengths[: counts.size] += counts
+                    for kind, starts, lens, rews, implied, done in state.examples:
+                        k = len(starts)
+                        eps["group_index"] += [gi] * k
+                        eps["history"] += [h] * k
+                        eps["start"] += starts.tolist()
+                        eps["end"] += (starts + lens).tolist()
+                        eps["length"] += lens.tolist()
+                        eps["implied"] += implied.tolist()
+                        eps["done"] += [int(done)] * k
+                        eps["reward"] += rews.tolist()
+                        eps["kind"] += [kind] * k
     return {"histories": hist, "episodes": eps, "lengths": lengths}
 
 
