@@ -446,8 +446,7 @@ def episodes_of(
         return
     n = dones.shape[1]
     if len(scans) == 1 or rewards.dtype != np.float16:
-        for i, scan in enumerate(scans):
-            scan.episodes(a, rewards[i], dones[i])
+        _each_history(scans, a, rewards, dones)
         return
     bits = np.ascontiguousarray(rewards).reshape(-1).view(np.uint16)
     ends = np.flatnonzero(dones.reshape(-1))
@@ -458,8 +457,7 @@ def episodes_of(
     if np.count_nonzero(bits) != np.count_nonzero(at_ends) or (
         at_ends.size and int(at_ends.max()) > 0x3C00
     ):
-        for i, scan in enumerate(scans):
-            scan.episodes(a, rewards[i], dones[i])
+        _each_history(scans, a, rewards, dones)
         return
     row = ends // n
     local = ends - row * n
@@ -489,8 +487,7 @@ def episodes_of(
             scan.ep_start = last[k] + 1 + a
             scan.carry = 0.0  # nothing is paid after a history's last done in the block
             k += 1
-        else:
-            scan.carry += 0.0
+        # (a history with no done in the block keeps its carry: nothing was paid off a done)
         scan.read = a + n
     m = scans[0].max_steps
     if m is None or not ends.size:
@@ -514,6 +511,14 @@ def episodes_of(
                 implied[c0:c1],
                 True,
             )
+
+
+def _each_history(
+    scans: Sequence[HistoryScan], a: int, rewards: np.ndarray, dones: np.ndarray
+) -> None:
+    """:func:`episodes_of`'s general path: each history's episodes on its own."""
+    for i, scan in enumerate(scans):
+        scan.episodes(a, rewards[i], dones[i])
 
 
 class ShortChunk(RuntimeError):
