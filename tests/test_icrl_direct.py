@@ -28,13 +28,13 @@ SAMPLES = ("xland_format_sample_9x9_random.hdf5", "xland_format_sample_13x13_ran
 def inflated(monkeypatch) -> list[int]:
     """Counts the chunks the direct path inflates (one entry per chunk)."""
     calls: list[int] = []
-    real = scan._inflater
+    real = scan._inflate
 
-    def counting():
+    def counting(stored, size):
         calls.append(1)
-        return real()
+        return real(stored, size)
 
-    monkeypatch.setattr(scan, "_inflater", counting)
+    monkeypatch.setattr(scan, "_inflate", counting)
     return calls
 
 

@@ -415,7 +415,7 @@ def _pool_scan(fn: Any, units: Sequence[tuple[Any, ...]], workers: int) -> list[
     engine's pool (``spawn``: see the module docstring), results in unit order.
 
     Why this process scans too: a spawned worker takes ~0.2 s to start (it imports numpy, h5py,
-    zlib-ng) before its first unit, and this process would only wait meanwhile. The pool is
+    libdeflate) before its first unit, and this process would only wait meanwhile. The pool is
     given units from the front, two per worker ahead of what it has finished (one running, one
     waiting), topped up each time this process has scanned one from the back: both sides end
     within about a unit of each other, whatever the start-up costs. (Not every unit submitted
