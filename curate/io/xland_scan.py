@@ -52,6 +52,7 @@ from curate.io.xland_layout import (
 )
 
 _inflate: Callable[[Any, int], bytearray] | None
+_adler32: Callable[..., int]
 try:  # libdeflate inflates HDF5's deflate chunks ~2.5x as fast as the system zlib (GIL released)
     from deflate import adler32 as _adler32
     from deflate import zlib_decompress as _inflate
