@@ -65,6 +65,8 @@ except ImportError:  # pragma: no cover - a platform without its wheel: HDF5 rea
 _GROUP_BYTES = 1 << 22
 #: The datasets read a row per history of a group (their positions in ``DATASETS``).
 _REWARDS, _DONES = DATASETS.index("rewards"), DATASETS.index("dones")
+#: The dataset read as its chunks, not a block (:meth:`_Buffer.parts`): the observations.
+_STATES = DATASETS.index("states")
 _GROUPED = (_REWARDS, _DONES)
 
 #: Whether stored chunks can be read by file offset (``os.pread``: POSIX only).
@@ -194,7 +196,7 @@ class HistoryScan:
     def block(
         self,
         a: int,
-        states: np.ndarray,
+        states: np.ndarray | Sequence[np.ndarray],
         actions: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
@@ -207,7 +209,7 @@ class HistoryScan:
     def arrays(
         self,
         a: int,
-        states: np.ndarray,
+        states: np.ndarray | Sequence[np.ndarray],
         actions: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
@@ -215,15 +217,19 @@ class HistoryScan:
     ) -> None:
         """The checks of a block that need the observations and actions: the digest, the
         action histograms, the out-of-range counts (run while the block is in the cache: see
-        :func:`episodes_of` for the rest)."""
+        :func:`episodes_of` for the rest). ``states`` is the block's observations, whole or as
+        consecutive parts (the direct path's inflated chunks, checked where they were inflated
+        instead of copied into a block first: they are 6/7 of a step's bytes)."""
         n = actions.shape[0]
+        parts = [states] if isinstance(states, np.ndarray) else states
         # the content digest: XXH3-128 streams at several GB/s (SHA-1 managed ~0.6 GB/s, as
         # much time as decompressing the observations); one hasher per dataset, so the digest
         # depends on the bytes only, never on where blocks or chunks begin. It finds copies of
         # histories (RL40x), which needs no cryptographic strength.
-        for hasher, arr in zip(
-            self.hashers, (states, actions, rewards, dones, experts), strict=True
-        ):
+        hashers = self.hashers
+        for part in parts:
+            hashers[0].update(np.ascontiguousarray(part).data)
+        for hasher, arr in zip(hashers[1:], (actions, rewards, dones, experts), strict=True):
             hasher.update(np.ascontiguousarray(arr).data)
         # actions and expert actions: histograms (out-of-range values counted past 5)
         _count_into(self.actions, actions)
@@ -237,11 +243,12 @@ class HistoryScan:
             if hits is not None and self.expert_value < 0:
                 self.expert_value = int(experts[hits[0]])
         # observations: every cell must decode to a tile < 13 (colour is always < 12)
-        if n and int(states.max()) > MAX_STATE_VALUE:
-            bad = (states > MAX_STATE_VALUE).reshape(n, -1)
+        if n and max(int(p.max()) for p in parts if p.size) > MAX_STATE_VALUE:
+            whole = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            bad = (whole > MAX_STATE_VALUE).reshape(n, -1)
             hits = self.steps_where("state_range", bad.any(axis=1), a)
             if hits is not None and self.state_value < 0:
-                row = states.reshape(n, -1)[hits[0]]
+                row = whole.reshape(n, -1)[hits[0]]
                 self.state_value = int(row[row > MAX_STATE_VALUE][0])
 
     def episodes(self, a: int, rewards: np.ndarray, dones: np.ndarray) -> None:
@@ -655,8 +662,40 @@ class _Buffer:
             self._check_chunks(ds, h, a, b)
         return self.array[: b - a]
 
+    def parts(self, ds: h5py.Dataset, h: int, a: int, b: int) -> list[np.ndarray]:
+        """:meth:`read`'s block as consecutive parts: on the direct path, its inflated chunks
+        as they are (the steps past the dataset's end cut off), so the block is never copied
+        together (a tenth of the inflating, for the observations); else the block."""
+        if self.direct and b > a and a % self.rows == 0:
+            try:
+                chunks = self._inflated(ds, h, a, b)
+            except ShortChunk:
+                raise
+            except Exception:  # any doubt: HDF5 reads the block (and says what is wrong)
+                pass
+            else:
+                shape, rows = self.array.shape[1:], self.rows
+                parts = [np.frombuffer(c, self.array.dtype).reshape(rows, *shape) for c in chunks]
+                if parts and b - a < rows * len(parts):
+                    parts[-1] = parts[-1][: b - a - rows * (len(parts) - 1)]
+                return parts
+        return [self.read(ds, h, a, b)]
+
     def _inflate_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
-        rows, row_bytes, out = self.rows, self.row_bytes, self.bytes
+        out, chunk_bytes = self.bytes, self.rows * self.row_bytes
+        n = (b - a) * self.row_bytes
+        o = 0
+        for data in self._inflated(ds, h, a, b):
+            if o + chunk_bytes <= n:
+                out[o : o + chunk_bytes] = data
+            else:  # the dataset's last chunk: the steps past its end are not the block's
+                out[o:n] = memoryview(data)[: n - o]
+            o += chunk_bytes
+
+    def _inflated(self, ds: h5py.Dataset, h: int, a: int, b: int) -> list[bytearray]:
+        """The block's chunks, read as stored and inflated, each whole (raises
+        :class:`ShortChunk`, or :class:`_NotDirect` for a chunk HDF5 must read)."""
+        rows, row_bytes = self.rows, self.row_bytes
         chunk_bytes = rows * row_bytes
         inflate = _inflate
         assert inflate is not None  # a direct read is chosen only where libdeflate imported
@@ -678,14 +717,7 @@ class _Buffer:
                     raise _NotDirect from e
                 if got != chunk_bytes:
                     raise ShortChunk(ds, h, c, rows, got, chunk_bytes)
-        n = (b - a) * row_bytes
-        o = 0
-        for data in chunks:
-            if o + chunk_bytes <= n:
-                out[o : o + chunk_bytes] = data
-            else:  # the dataset's last chunk: the steps past its end are not the block's
-                out[o:n] = memoryview(data)[: n - o]
-            o += chunk_bytes
+        return chunks
 
     def _stored(self, ds: h5py.Dataset, h: int, a: int, b: int) -> Sequence[Any]:
         """The stored bytes of the block's chunks, in order (raises :class:`_NotDirect` for a
@@ -798,13 +830,13 @@ def block_edges(steps: int, chunk: int, block_steps: int) -> list[tuple[int, int
 
 def _read_block(
     ds: list[h5py.Dataset], bufs: list[_Buffer], h: int, a: int, b: int
-) -> tuple[list[np.ndarray] | None, tuple[str, Exception] | None]:
-    """Steps ``[a, b)`` of history ``h`` of every dataset, or the first that cannot be read
-    (its name and the exception)."""
-    arrays = []
-    for dname, d, buf in zip(DATASETS, ds, bufs, strict=True):
+) -> tuple[list[Any] | None, tuple[str, Exception] | None]:
+    """Steps ``[a, b)`` of history ``h`` of every dataset (the observations as parts, see
+    :meth:`_Buffer.parts`), or the first that cannot be read (its name and the exception)."""
+    arrays: list[Any] = []
+    for i, (dname, d, buf) in enumerate(zip(DATASETS, ds, bufs, strict=True)):
         try:
-            arrays.append(buf.read(d, h, a, b))
+            arrays.append(buf.parts(d, h, a, b) if i == _STATES else buf.read(d, h, a, b))
         except (OSError, ValueError, RuntimeError) as e:
             return None, (dname, e)
     return arrays, None
