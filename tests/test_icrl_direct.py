@@ -374,10 +374,14 @@ def preads(monkeypatch) -> list[int]:
     return calls
 
 
-def test_chunks_are_read_by_file_offset(tmp_path: Path, inflated, by_hdf5, preads) -> None:
+def test_chunks_are_read_by_file_offset(
+    tmp_path: Path, monkeypatch, inflated, by_hdf5, preads
+) -> None:
     """Stored chunks are found through the dataset's chunk index and read from the file: one
-    read per block and dataset where the chunks lie together (the written layout), plus one per
-    dataset and task checking the index against ``read_direct_chunk``."""
+    read per block and dataset where the chunks lie together (the written layout) and nothing
+    is read ahead, plus one per dataset and task checking the index against
+    ``read_direct_chunk``."""
+    monkeypatch.setattr(scan, "_READ_AHEAD", 0)
     path = write_file(tmp_path / "offsets.hdf5", tasks=2, histories=3, steps=10_000)
     preads.clear()
     fast = _scan(path, direct=True, block_steps=8192)
@@ -385,6 +389,62 @@ def test_chunks_are_read_by_file_offset(tmp_path: Path, inflated, by_hdf5, pread
     assert len(preads) == blocks + 2 * len(DATASETS)
     assert by_hdf5 == [] and len(inflated) == _chunks(path)
     np.testing.assert_equal(fast, _scan(path, direct=False, block_steps=8192))
+
+
+@pytest.mark.parametrize("ahead", [1 << 14, 1 << 23])
+def test_chunks_lying_together_are_read_ahead(
+    tmp_path: Path, monkeypatch, by_hdf5, preads, ahead
+) -> None:
+    """Where a dataset's chunks lie together, they are read a window of ``_READ_AHEAD`` bytes
+    at a time (several blocks, several histories); the outputs are HDF5's."""
+    monkeypatch.setattr(scan, "_READ_AHEAD", ahead)
+    path = write_file(tmp_path / "ahead.hdf5", tasks=2, histories=3, steps=10_000)
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    assert fell_back == []
+    checks = 2 * len(DATASETS)  # a read per dataset and task checks the index
+    stored = _stored_bytes(path)
+    blocks = 2 * 3 * 2 * len(DATASETS)
+    reads = len(preads) - checks
+    if ahead > max(stored):  # every dataset in one window
+        assert reads == 2 * len(DATASETS)
+    else:  # fewer reads than blocks, each within a window (or one block's chunks)
+        assert len(DATASETS) * 2 < reads < blocks
+    assert max(preads) <= max(ahead, max(stored))  # a window, or a dataset's chunks at most
+
+
+def _stored_bytes(path: Path) -> list[int]:
+    """Each dataset's stored (compressed) bytes."""
+    with h5py.File(path, "r") as f:
+        return [
+            sum(f[g][d].id.get_chunk_info(i).size for i in range(f[g][d].id.get_num_chunks()))
+            for g in f
+            for d in f[g]
+        ]
+
+
+def test_datasets_written_interleaved_are_read_block_by_block(
+    tmp_path: Path, by_hdf5, preads
+) -> None:
+    """Datasets whose chunks lie between each other's (written history by history, each
+    dataset's chunks well under 90% of the bytes they span): nothing is read ahead (a window
+    would read the other datasets' bytes too), a read per block."""
+    path = write_file(tmp_path / "mixed.hdf5", tasks=1, histories=3, steps=10_000)
+    with h5py.File(path, "r+", rdcc_nbytes=0) as f:  # no chunk cache: chunks stored as written
+        data = {n: (f["0"][n][()], f["0"][n].chunks) for n in DATASETS}
+        for n in DATASETS:
+            del f["0"][n]
+        made = {
+            n: f["0"].create_dataset(n, d.shape, d.dtype, chunks=c, compression="gzip")
+            for n, (d, c) in data.items()
+        }
+        for h in range(3):
+            for n in DATASETS:
+                made[n][h] = data[n][0][h]
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    assert fell_back == []
+    assert len(preads) == 3 * 2 * len(DATASETS) + len(DATASETS)  # the blocks, the checks
 
 
 def _write_apart(path: Path, cuts: list[int]) -> None:
@@ -418,6 +478,7 @@ def test_chunks_written_apart_are_read_run_by_run(
     path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
     _write_apart(path, cuts)
     monkeypatch.setattr(scan, "_GAP", 0)
+    monkeypatch.setattr(scan, "_READ_AHEAD", 0)
     preads.clear()
     _, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == []
