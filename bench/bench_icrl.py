@@ -9,9 +9,10 @@ a fresh child process (time; its own peak RSS through GNU time, ``record.child_p
 * ``floor, 2 procs``   the floor split over two processes
 * ``floor, raw+zlib-ng`` a stronger floor: every chunk's stored bytes (``read_direct_chunk``)
   inflated with zlib-ng, as the scan's direct path does, and nothing else — what the scan's
-  own work is measured against (the ``x raw`` column). (The scan itself reads the stored bytes
-  through the chunk index with ``os.pread``, a read per run of chunks, which costs less than
-  a ``read_direct_chunk`` per chunk; the floor keeps the issue's definition.)
+  own work is measured against (the ``x raw`` column). (The scan itself finds the stored
+  bytes through the chunk index and reads them with ``os.pread``, several MB at a time, which
+  costs less than a ``read_direct_chunk`` per chunk; the floor keeps the issue's definition,
+  issue 36.)
 * ``floor, raw+libdeflate`` the same stored bytes inflated with libdeflate, the inflater the
   scan itself uses (~20% faster than zlib-ng on whole chunks): the strongest floor, printed
   beside so that the ratio against the issue's zlib-ng floor is not mistaken for work saved
