@@ -15,8 +15,9 @@ Why per-history aggregates and *examples* of broken episodes rather than a row p
 XLand-100B holds 2.5 billion episodes; a row each would be tens of GB, while a history's row is
 ~200 bytes (0.2 GB for its 924k histories) and broken episodes are bounded by
 :data:`EXAMPLES` per history and kind (the count is kept in full). Memory is therefore bounded
-by one block of one history (``block_steps`` × 26 bytes: observations and actions) and one
-block of a group of histories' rewards and dones (:data:`_GROUP_BYTES`, 4 MB), plus the compact
+by one block of one history (``block_steps`` × 26 bytes: observations and actions), one
+block of a group of histories' rewards and dones (:data:`_GROUP_BYTES`, 4 MB) and, on the
+direct path, a window of stored bytes per dataset (:data:`_READ_AHEAD`, 8 MB), plus the compact
 tables, whatever the file size.
 
 Everything per step is numpy over a whole block (no Python loop over steps or episodes); the
