@@ -536,3 +536,22 @@ def test_aligned_rows_are_the_per_record_loop(
             items = [f"{n}{r}.{h}" if h < k else None for n, k in zip("abc", lens, strict=True)]
             want.append((r, h, *items))
     assert got.rows() == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"\xef", b"\xbb", b"\xbf", b"a", b"\n", "，".encode(), "\ufeff".encode()]),
+        max_size=400,
+    )
+)
+def test_bom_search_is_the_whole_scan(data: list[bytes]) -> None:
+    """``_has_bom`` (hops from one ``0xEF`` byte to the next, then the whole scan past
+    ``_BOM_HOPS`` of them) says what ``BOM in data`` says, a mark at the end of a long run of
+    lead bytes included."""
+    from curate.families.knowledge_editing_columns import _BOM, _BOM_HOPS, _has_bom
+
+    blob = b"".join(data)
+    assert _has_bom(blob) == (_BOM in blob)
+    late = b"\xef" * (_BOM_HOPS + 1) + blob
+    assert _has_bom(late) == (_BOM in late)
