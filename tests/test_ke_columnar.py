@@ -443,10 +443,11 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
     Arrow drops (the rules' group-bys on ``row`` ran 2x slower without it).
 
     The ways a batch reaches a shard's string pool: parquet row groups whose coded fields come
-    as dictionaries (kept as codes); JSON Lines in several blocks (categories, mapped to indexes
-    once per shard), one of them holding a string case id among integers (that batch goes
-    through pydantic); and ``mixed``, a parquet shard where one row group's dictionary holds an
-    empty subject (that batch is read decoded, as categories, between coded ones)."""
+    as dictionaries (kept as codes); JSON Lines in several blocks (coded after the parse, kept as
+    codes too), one of them holding a string case id among integers (that batch goes through
+    pydantic: categories, mapped to indexes once per shard); and ``mixed``, a parquet shard
+    where one row group's dictionary holds an empty subject (that batch is read decoded, as
+    categories, between coded ones)."""
     import pickle
 
     from curate.families import knowledge_editing_read as ke_read
@@ -481,8 +482,8 @@ def test_shard_round_trip_keeps_tables_and_row_order_note(
             mock.patch.object(ke_read.StringPool, "own", lambda p, c: owned.append(1) or own(p, c)),
         ):
             shards = [load_span(span, span.first_index, None) for span in spans]
-        # each way was taken: codes kept for parquet, categories mapped for the rest
-        assert (len(kept) > 0) == (kind != "jsonl"), kept
+        # each way was taken: codes kept (parquet's and parsed JSON's), categories mapped
+        assert kept, kind
         assert len(owned) == len(spans)
         for span, made in zip(spans, shards, strict=True):
             # each string once: the driver makes each a category once
@@ -536,3 +537,22 @@ def test_aligned_rows_are_the_per_record_loop(
             items = [f"{n}{r}.{h}" if h < k else None for n, k in zip("abc", lens, strict=True)]
             want.append((r, h, *items))
     assert got.rows() == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"\xef", b"\xbb", b"\xbf", b"a", b"\n", "，".encode(), "\ufeff".encode()]),
+        max_size=400,
+    )
+)
+def test_bom_search_is_the_whole_scan(data: list[bytes]) -> None:
+    """``_has_bom`` (hops from one ``0xEF`` byte to the next, then the whole scan past
+    ``_BOM_HOPS`` of them) says what ``BOM in data`` says, a mark at the end of a long run of
+    lead bytes included."""
+    from curate.families.knowledge_editing_columns import _BOM, _BOM_HOPS, _has_bom
+
+    blob = b"".join(data)
+    assert _has_bom(blob) == (_BOM in blob)
+    late = b"\xef" * (_BOM_HOPS + 1) + blob
+    assert _has_bom(late) == (_BOM in late)

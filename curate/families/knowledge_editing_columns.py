@@ -266,7 +266,12 @@ def _str_ok(meta: list[Any], e: pl.Expr) -> pl.Expr:
             for k in ("strip_whitespace", "to_upper", "to_lower", "strict", "pattern")
         ):
             raise Undeclared(repr(m))
-        if m.min_length is not None:
+        if m.min_length == 1:
+            # NonEmpty: one character at least is one byte at least, and a string's byte
+            # length is in its view, while counting characters reads every byte (1 M MQuAKE
+            # cases: ~100 M strings checked)
+            ok = ok & (e.str.len_bytes() >= 1)
+        elif m.min_length is not None:
             ok = ok & (e.str.len_chars() >= m.min_length)
         if m.max_length is not None:
             ok = ok & (e.str.len_chars() <= m.max_length)
@@ -287,7 +292,7 @@ def parse_json(data: bytes, n: int, schema: pa.Schema) -> pa.Table | None:
     here: text that is not UTF-8 (Arrow does not look; a full validation does) and a byte order
     mark starting a later line.
     """
-    if _BOM in data:
+    if _has_bom(data):
         return None
     try:
         table = _read_json(data, schema, _BLOCK)
@@ -306,7 +311,10 @@ def parse_json(data: bytes, n: int, schema: pa.Schema) -> pa.Table | None:
         table.validate(full=True)  # UTF-8
     except (pa.ArrowException, ValueError):
         return None
-    return table
+    # One chunk (Arrow's reader gives one per 4 MiB block): the tables are laid out from one
+    # (see :func:`tables`), and copied here the blocks are freed before the batch is coded
+    # (:func:`~curate.families.knowledge_editing_read.json_coded`), not held beside the copy.
+    return table.combine_chunks(memory_pool=POOL)
 
 
 def _read_json(data: bytes, schema: pa.Schema, block: int) -> pa.Table:
@@ -316,14 +324,42 @@ def _read_json(data: bytes, schema: pa.Schema, block: int) -> pa.Table:
         # Arrow's threads cost ~25 % more CPU for the same batch (measured at 100k).
         read_options=pj.ReadOptions(use_threads=False, block_size=block),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
-        # glibc's allocator: what the batch frees is reused by the next batch and goes back to
-        # the system after the load (curate.core.memory.release_freed); Arrow's
-        # own pool would keep it
-        memory_pool=pa.system_memory_pool(),
+        memory_pool=POOL,
     )
 
 
 _BOM = "\ufeff".encode()
+#: The pool of every Arrow buffer a batch's layout allocates (the parse, its one chunk, the
+#: codes): glibc's, whose freed memory the next batch reuses and goes back to the system after
+#: the load (:func:`curate.core.memory.release_freed`). Why not Arrow's default pool
+#: (mimalloc): it keeps what each thread freed; measured at 100k MQuAKE cases, the one chunk
+#: and the codes made there raised the load's peak RSS from ~500 to ~565 MiB.
+POOL = pa.system_memory_pool()
+#: How many ``0xEF`` bytes :func:`_has_bom` looks at one by one before it scans the rest whole.
+_BOM_HOPS = 256
+
+
+def _has_bom(data: bytes) -> bool:
+    """Does ``data`` hold a byte order mark (``EF BB BF``) anywhere?
+
+    Why not ``_BOM in data``: CPython searches a three-byte needle byte by byte (~1.1 GB/s
+    here; 1 M MQuAKE cases: ~4 CPU-s, holding the GIL the parsing threads wait on), while
+    ``find`` of its one lead byte is ``memchr``. ``0xEF`` only leads the characters U+F000 to
+    U+FFFF (~30 in a 16 MiB MQuAKE batch), so the search hops from one to the next and looks
+    at the two bytes after it; text full of them (fullwidth punctuation) goes back to the
+    whole scan after :data:`_BOM_HOPS` of them, for the rest of the batch.
+    """
+    find = data.find
+    i = find(b"\xef")
+    for _ in range(_BOM_HOPS):
+        if i < 0:
+            return False
+        if data.startswith(_BOM, i):
+            return True
+        i = find(b"\xef", i + 1)
+    return i >= 0 and data.find(_BOM, i) >= 0
+
+
 #: Bytes Arrow's JSON reader parses at a time (4 MiB measured fastest of 1-64 MiB; a block
 #: must hold whole lines, so a batch with a longer line is read again as one block).
 _BLOCK = 4 << 20
@@ -346,9 +382,9 @@ class DictionaryRun:
     def add(self, arr: pa.DictionaryArray) -> pa.Array:
         """``arr``'s values as ``uint32`` indexes into the run."""
         start = self._size
-        self._dicts.append(arr.dictionary.cast(pa.large_string()))
+        self._dicts.append(arr.dictionary.cast(pa.large_string(), memory_pool=POOL))
         self._size += len(arr.dictionary)
-        codes = arr.indices.cast(pa.uint32())
+        codes = arr.indices.cast(pa.uint32(), memory_pool=POOL)
         if not start:
             return codes
         # in polars: pyarrow's scalar from a Python int imports pandas (~0.35 s, once)
@@ -356,7 +392,9 @@ class DictionaryRun:
 
     def strings(self) -> pa.Array:
         """The run's strings (``large_string``): index → its string."""
-        return pa.concat_arrays(self._dicts) if self._dicts else pa.array([], pa.large_string())
+        if not self._dicts:
+            return pa.array([], pa.large_string())
+        return pa.concat_arrays(self._dicts, memory_pool=POOL)
 
     def categories(self, dtype: pl.DataType | DataTypeClass) -> pl.Series:
         """The run's strings as ``dtype`` (categorical or enum): index → its category."""
@@ -392,7 +430,7 @@ class Codes:
         if not pa.types.is_dictionary(t):
             if not _is_text(t):
                 return None
-            arr = pc.dictionary_encode(arr)
+            arr = pc.dictionary_encode(arr, memory_pool=POOL)
         d = arr.dictionary
         if not _is_text(d.type):
             return None
@@ -401,7 +439,7 @@ class Codes:
             raise _Uncoded(path)
         low, high = self._checks.get(path, (0, None))
         if len(d) and (low or high is not None):
-            chars = pc.min_max(pc.utf8_length(d))
+            chars = pc.min_max(pc.utf8_length(d, memory_pool=POOL))
             if chars["min"].as_py() < low or (high is not None and chars["max"].as_py() > high):
                 raise _Uncoded(path)
         return self._run.add(arr)
@@ -513,6 +551,7 @@ def _conform_array(
             arr.offsets,
             values,
             type=pa.list_(values.type) if codes else want,
+            pool=POOL,
             mask=arr.is_null() if arr.null_count else None,
         )
     if pa.types.is_struct(want):
@@ -694,7 +733,11 @@ def tables(
             pl.col("t").list.get(j, null_on_oob=True).alias(c)
             for j, c in enumerate(("t_s", "t_r", "t_o"))
         ],
-        pl.col("idx").alias("idx"),
+        # A copy: exploded, the column is the parsed batch's own buffer, and one such buffer
+        # kept per batch pins the heap the batches are parsed in (glibc's: the freed batches
+        # around it can then be neither trimmed nor wholly reused). Measured at 100k cases with
+        # one-chunk batches: ~90 MiB more resident after the load without it.
+        pl.col("idx").gather(pl.int_range(pl.len())).alias("idx"),
     )
     kept = codes is not None and keep_codes
     cats = codes.categories() if codes is not None and not kept else None
