@@ -8,7 +8,7 @@ a fresh child process (time; its own peak RSS through GNU time, ``record.child_p
 * ``floor, 2 threads`` the floor split over two threads (does h5py decompress in parallel?)
 * ``floor, 2 procs``   the floor split over two processes
 * ``floor, raw+zlib-ng`` a stronger floor: every chunk's stored bytes (``read_direct_chunk``)
-  inflated with zlib-ng, as the scan's direct path does, and nothing else — what the scan's
+  inflated with zlib-ng, nothing else (issue 36's definition) — what the scan's
   own work is measured against (the ``x raw`` column). (The scan itself finds the stored
   bytes through the chunk index and reads them with ``os.pread``, several MB at a time, which
   costs less than a ``read_direct_chunk`` per chunk; the floor keeps the issue's definition,

@@ -1,4 +1,4 @@
-"""The icrl scan's direct path (stored chunks inflated with zlib-ng instead of HDF5's filter
+"""The icrl scan's direct path (stored chunks inflated with libdeflate instead of HDF5's filter
 pipeline) gives exactly the outputs of h5py's ``read_direct``: on the shared samples made with
 the real environment, on generated files with edge chunks, on unallocated chunks (fill values),
 on filters it must leave to HDF5 (shuffle, fletcher32), and on chunks that are corrupt, skip
@@ -374,14 +374,12 @@ def preads(monkeypatch) -> list[int]:
     return calls
 
 
-def test_chunks_are_read_by_file_offset(
-    tmp_path: Path, monkeypatch, inflated, by_hdf5, preads
-) -> None:
+def test_chunks_are_read_by_file_offset(tmp_path: Path, inflated, by_hdf5, preads) -> None:
     """Stored chunks are found through the dataset's chunk index and read from the file: one
-    read per block and dataset where the chunks lie together (the written layout) and nothing
-    is read ahead, plus one per dataset and task checking the index against
+    read per block and dataset where the chunks lie together (the written layout) and the
+    histories are read in several blocks each, across a group (not the file's order: nothing
+    is read ahead), plus one per dataset and task checking the index against
     ``read_direct_chunk``."""
-    monkeypatch.setattr(scan, "_READ_AHEAD", 0)
     path = write_file(tmp_path / "offsets.hdf5", tasks=2, histories=3, steps=10_000)
     preads.clear()
     fast = _scan(path, direct=True, block_steps=8192)
@@ -395,22 +393,33 @@ def test_chunks_are_read_by_file_offset(
 def test_chunks_lying_together_are_read_ahead(
     tmp_path: Path, monkeypatch, by_hdf5, preads, ahead
 ) -> None:
-    """Where a dataset's chunks lie together, they are read a window of ``_READ_AHEAD`` bytes
-    at a time (several blocks, several histories); the outputs are HDF5's."""
+    """Where a dataset's chunks lie together and in the scan's order (a block per history),
+    they are read a window of ``_READ_AHEAD`` bytes at a time, several histories per read; a
+    block larger than a window is read on its own. No read is larger than a window or a
+    block's own chunks; the outputs are HDF5's."""
     monkeypatch.setattr(scan, "_READ_AHEAD", ahead)
     path = write_file(tmp_path / "ahead.hdf5", tasks=2, histories=3, steps=10_000)
     preads.clear()
-    _, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
+    _, fell_back = _same_both_ways(path, by_hdf5, block_steps=16_384)
     assert fell_back == []
     checks = 2 * len(DATASETS)  # a read per dataset and task checks the index
-    stored = _stored_bytes(path)
-    blocks = 2 * 3 * 2 * len(DATASETS)
     reads = len(preads) - checks
-    if ahead > max(stored):  # every dataset in one window
+    blocks = 2 * 3 * len(DATASETS)  # one per history
+    if ahead > max(_stored_bytes(path)):  # every dataset of a task in one window
         assert reads == 2 * len(DATASETS)
-    else:  # fewer reads than blocks, each within a window (or one block's chunks)
-        assert len(DATASETS) * 2 < reads < blocks
-    assert max(preads) <= max(ahead, max(stored))  # a window, or a dataset's chunks at most
+    else:
+        assert 2 * len(DATASETS) < reads < blocks
+    with h5py.File(path, "r") as f:
+        block = max(  # the stored bytes of the largest history's block
+            sum(
+                f[g][d].id.get_chunk_info_by_coord((h, c, *(0,) * (f[g][d].ndim - 2))).size
+                for c in range(0, 10_000, 4096)
+            )
+            for g in f
+            for d in f[g]
+            for h in range(3)
+        )
+    assert max(preads) <= max(ahead, block)
 
 
 def _stored_bytes(path: Path) -> list[int]:
@@ -473,8 +482,8 @@ def _write_apart(path: Path, cuts: list[int]) -> None:
 def test_chunks_written_apart_are_read_run_by_run(
     tmp_path: Path, monkeypatch, by_hdf5, preads, cuts, reads
 ) -> None:
-    """A block's chunks are read in runs of chunks that lie together in the file, rather than
-    with the bytes between them (here: other histories' chunks)."""
+    """Without reading ahead, a block's chunks are read in runs of chunks that lie together in
+    the file, rather than with the bytes between them (here: other histories' chunks)."""
     path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
     _write_apart(path, cuts)
     monkeypatch.setattr(scan, "_GAP", 0)
@@ -483,6 +492,34 @@ def test_chunks_written_apart_are_read_run_by_run(
     _, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == []
     assert len(preads) == 3 * reads * len(DATASETS) + len(DATASETS)  # the runs, the checks
+
+
+@pytest.mark.parametrize(
+    ("cuts", "ahead"),
+    [
+        # a history's chunks apart from each other: out of the scan's order, a window would be
+        # read again for every block, so nothing is read ahead (a read per chunk, as above)
+        ([0, 4096, 8192, 10_000], False),
+        # only the histories' last (edge) chunks apart, as HDF5 may place them: read ahead
+        ([0, 8192, 10_000], True),
+    ],
+)
+def test_read_ahead_only_in_the_scan_s_order(
+    tmp_path: Path, monkeypatch, by_hdf5, preads, cuts, ahead
+) -> None:
+    """With the default window: chunks out of the scan's order are read run by run; chunks in
+    order but for each history's last are read ahead (here every dataset fits one window)."""
+    path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
+    _write_apart(path, cuts)
+    monkeypatch.setattr(scan, "_GAP", 0)
+    preads.clear()
+    _, fell_back = _same_both_ways(path, by_hdf5)
+    assert fell_back == []
+    checks = len(DATASETS)
+    if ahead:
+        assert len(preads) == len(DATASETS) + checks
+    else:
+        assert len(preads) == 3 * 3 * len(DATASETS) + checks
 
 
 def test_without_pread_chunks_are_read_one_call_each(

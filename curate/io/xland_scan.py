@@ -614,7 +614,11 @@ class _Buffer:
         one sends its block to the per-chunk path's checks, i.e. to HDF5. The index is trusted
         only if the first chunk's bytes read through it are ``read_direct_chunk``'s (a file
         whose addresses are not file offsets, e.g. with a user block HDF5 does not add, keeps
-        the per-chunk path)."""
+        the per-chunk path).
+
+        Where a dataset's chunks lie together in the file and in the order the scan reads them
+        (history by history), they are read ahead, a window of :data:`_READ_AHEAD` bytes at a
+        time (see :meth:`_stored`)."""
         if not self.direct or not _PREAD:
             return
         n_hist, steps = int(ds.shape[0]), int(ds.shape[1])
@@ -632,15 +636,16 @@ class _Buffer:
             stored = ds.id.read_direct_chunk(first.chunk_offset)[1]
             if os.pread(fd, first.size, first.byte_offset) != stored:
                 return
+            at = np.array(offsets, dtype=np.int64).reshape(len(infos), -1)
+            start = np.array(where, dtype=np.int64)
+            end = start + np.array(sizes, dtype=np.int64)
+            mask = np.array(masks, dtype=np.int64)
         except Exception:  # an HDF5 without chunk_iter, a layout it cannot walk: per chunk
             return
-        at = np.array(offsets, dtype=np.int64).reshape(len(infos), -1)
         h, c = at[:, 0], at[:, 1]
-        start = np.array(where, dtype=np.int64)
-        end = start + np.array(sizes, dtype=np.int64)
         # only chunks stored filtered, inside the dataset's extent and the file
         ok = (
-            (np.array(masks) == 0)
+            (mask == 0)
             & (h >= 0)
             & (h < n_hist)
             & (c >= 0)
@@ -654,13 +659,20 @@ class _Buffer:
         starts[h[ok], c[ok] // rows] = start[ok]
         ends[h[ok], c[ok] // rows] = end[ok]
         self.starts, self.ends, self.fd = starts.tolist(), ends.tolist(), fd
-        # read ahead (several blocks per read) where the dataset's chunks lie together in the
-        # file, as HDF5 writes a dataset's chunks: a read per block was a tenth of the scan's
-        # time besides inflating. Not where they are interleaved with other datasets' (a
-        # window would then read those too, once per dataset)
-        if ok.any():
-            lo, hi = int(start[ok].min()), int(end[ok].max())
-            if int((end - start)[ok].sum()) >= 0.9 * (hi - lo):
+        # read ahead (several blocks per read) where the chunks lie together in the file (as
+        # HDF5 writes a dataset's chunks) and in the scan's order, each history after the one
+        # before it: a read per block was a tenth of the scan's time besides inflating. Not
+        # where they lie between other datasets' (a window would read those too, once per
+        # dataset), nor out of order (a window would be read again for every block)
+        indexed = starts.reshape(-1) >= 0
+        if indexed.all():
+            lo, hi = int(starts.min()), int(ends.max())
+            dense = int((ends - starts).sum()) >= 0.9 * (hi - lo)
+            # each chunk after the one before it, history by history, but for each history's
+            # last chunk (HDF5 may place an edge chunk apart: it is read on its own, _stored)
+            body = (starts[:, :-1] if per > 1 else starts).reshape(-1)
+            ordered = bool((np.diff(body) > 0).all())
+            if dense and ordered:
                 self.read_ahead, self.last_end = _READ_AHEAD, hi
 
     def into(self, array: np.ndarray) -> _Buffer:
@@ -686,8 +698,12 @@ class _Buffer:
                 raise
             except Exception:  # any doubt: HDF5 reads the block (and says what is wrong)
                 pass
+        return self._by_hdf5(ds, h, a, b)
+
+    def _by_hdf5(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
+        """The block as HDF5 reads it (then checked for a chunk that ends short)."""
         ds.read_direct(self.array, np.s_[h, a:b], np.s_[0 : b - a])
-        if aligned:
+        if self.rows and a % self.rows == 0:
             self._check_chunks(ds, h, a, b)
         return self.array[: b - a]
 
@@ -701,7 +717,7 @@ class _Buffer:
             except ShortChunk:
                 raise
             except Exception:  # any doubt: HDF5 reads the block (and says what is wrong)
-                pass
+                return [self._by_hdf5(ds, h, a, b)]
             else:
                 shape, rows = self.array.shape[1:], self.rows
                 parts = [np.frombuffer(c, self.array.dtype).reshape(rows, *shape) for c in chunks]
@@ -766,33 +782,29 @@ class _Buffer:
         lo = min(starts)
         if lo < 0:  # a chunk not indexed: not allocated, or stored unfiltered
             raise _NotDirect
-        hi = max(ends)
-        if self.read_ahead:
-            window = self.window
-            w, at = window.view, window.at
-            if lo < at or hi > at + len(w):
-                # the window from the block's first chunk on (a block larger than it: the
-                # block's run, as below)
-                size = max(hi, min(lo + self.read_ahead, self.last_end)) - lo
-                raw = os.pread(self.fd, size, lo)
-                if len(raw) != size:
-                    raise _NotDirect
-                window.view = w = memoryview(raw)
-                window.at = at = lo
-            return [w[s - at : e - at] for s, e in zip(starts, ends, strict=True)]
         # runs of chunks that lie together in the file (a history's, as written, but for an
-        # edge chunk HDF5 may place apart): one read each
-        i, n, fd = 0, len(starts), self.fd
+        # edge chunk HDF5 may place apart): one read each, or, reading ahead, the block's
+        # first run from the window (refilled from that run on when it is not in it: the
+        # histories' chunks, one after another) and any later run not in the window (an edge
+        # chunk placed apart) read on its own, so the window follows the scan, not stragglers
+        i, n, fd, ahead, window = 0, len(starts), self.fd, self.read_ahead, self.window
         while i < n:
             lo, hi, j = starts[i], ends[i], i + 1
             while j < n and 0 <= starts[j] - hi <= _GAP:
                 hi = max(hi, ends[j])
                 j += 1
-            raw = os.pread(fd, hi - lo, lo)
-            if len(raw) != hi - lo:
-                raise _NotDirect
-            view = memoryview(raw)
-            stored += [view[starts[k] - lo : ends[k] - lo] for k in range(i, j)]
+            view, at = window.view, window.at
+            if not (ahead and at <= lo and hi <= at + len(view)):
+                # bounded either way: a window, or the run's own chunks
+                size = min(lo + ahead, self.last_end) - lo if ahead and i == 0 else 0
+                size = max(size, hi - lo)
+                raw = os.pread(fd, size, lo)
+                if len(raw) != size:
+                    raise _NotDirect
+                view, at = memoryview(raw), lo
+                if size > hi - lo:
+                    window.view, window.at = view, at
+            stored += [view[starts[k] - at : ends[k] - at] for k in range(i, j)]
             i = j
         return stored
 
@@ -929,6 +941,10 @@ def scan_tasks(
             bufs = [_Buffer(d, size, direct=direct) for d in ds]  # (grouped ones: unused)
             for d, buf in zip(ds, bufs, strict=True):
                 buf.locate(d, raw.fileno())
+                if len(edges) > 1 and width > 1:
+                    # blocks are read across a group's histories before the next block: not
+                    # in the file's order, so a window would be read again for most blocks
+                    buf.read_ahead = 0
             rows = {
                 i: np.empty((width, size, *ds[i].shape[2:]), dtype=ds[i].dtype) for i in _GROUPED
             }
