@@ -472,6 +472,30 @@ def _write_apart(path: Path, cuts: list[int]) -> None:
                     ds[h, a:b] = data[h, a:b]
 
 
+@pytest.mark.parametrize("short_first", [True, False])
+def test_short_and_corrupt_chunks_in_one_block(tmp_path: Path, by_hdf5, short_first) -> None:
+    """A block with a short chunk and a corrupt one: the first of them in the block decides.
+    A short one first is the unreadable block at its own steps (nothing before it to scan); a
+    corrupt one first leaves the block to HDF5, whose filter error is reported for the block."""
+    path = write_file(tmp_path / "both.hdf5", tasks=1, histories=3, steps=10_000)
+    short, corrupt = ((1, 0), (1, 4096)) if short_first else ((1, 4096), (1, 0))
+    _shorten(path, "0", "actions", short, 1000)
+    _corrupt(path, "0", "actions", corrupt)
+    by_hdf5.clear()
+    out = _scan(path, direct=True)["histories"]
+    assert [bool(e) for e in out["error"]] == [False, True, False]
+    span = (out["error_field"][1], out["error_start"][1], out["error_end"][1])
+    if short_first:
+        assert by_hdf5 == []
+        assert span == ("actions", 0, 4096)
+        assert "deflate stream ends after 1,000 of the chunk's 4,096 bytes" in out["error"][1]
+        assert out["steps_read"][1] == 0
+    else:
+        assert by_hdf5 == [("/0/actions", np.s_[1, 0:10_000])]
+        assert span == ("actions", 0, 10_000)
+        assert "filter" in out["error"][1].lower()
+
+
 @pytest.mark.parametrize(
     ("cuts", "reads"),
     [
