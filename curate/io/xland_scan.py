@@ -603,7 +603,7 @@ class _Buffer:
         #: past-the-end byte of the dataset's last indexed chunk
         self.last_end = 0
 
-    def locate(self, ds: h5py.Dataset, fd: int) -> None:
+    def locate(self, ds: h5py.Dataset, fd: int, *, history_by_history: bool = True) -> None:
         """Index where ``ds``'s stored chunks are in the file open as ``fd``, so a block's
         chunks are read with one ``os.pread`` instead of a ``read_direct_chunk`` each.
 
@@ -617,8 +617,9 @@ class _Buffer:
         the per-chunk path).
 
         Where a dataset's chunks lie together in the file and in the order the scan reads them
-        (history by history), they are read ahead, a window of :data:`_READ_AHEAD` bytes at a
-        time (see :meth:`_stored`)."""
+        (``history_by_history``: each history whole before the next, not a block of every
+        history of a group before the next block), they are read ahead, a window of
+        :data:`_READ_AHEAD` bytes at a time (see :meth:`_stored`)."""
         if not self.direct or not _PREAD:
             return
         n_hist, steps = int(ds.shape[0]), int(ds.shape[1])
@@ -672,7 +673,7 @@ class _Buffer:
             # last chunk (HDF5 may place an edge chunk apart: it is read on its own, _stored)
             body = (starts[:, :-1] if per > 1 else starts).reshape(-1)
             ordered = bool((np.diff(body) > 0).all())
-            if dense and ordered:
+            if dense and ordered and history_by_history:
                 self.read_ahead, self.last_end = _READ_AHEAD, hi
 
     def into(self, array: np.ndarray) -> _Buffer:
@@ -940,11 +941,9 @@ def scan_tasks(
             width = max(1, min(n_hist, _GROUP_BYTES // max(1, size * per_step)))
             bufs = [_Buffer(d, size, direct=direct) for d in ds]  # (grouped ones: unused)
             for d, buf in zip(ds, bufs, strict=True):
-                buf.locate(d, raw.fileno())
-                if len(edges) > 1 and width > 1:
-                    # blocks are read across a group's histories before the next block: not
-                    # in the file's order, so a window would be read again for most blocks
-                    buf.read_ahead = 0
+                # several blocks per history read across a group's histories before the next
+                # block: not the file's order, so a window would be read again for most blocks
+                buf.locate(d, raw.fileno(), history_by_history=len(edges) == 1 or width == 1)
             rows = {
                 i: np.empty((width, size, *ds[i].shape[2:]), dtype=ds[i].dtype) for i in _GROUPED
             }
