@@ -690,16 +690,47 @@ class _Buffer:
     def read(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
         if b - a <= 0:
             return self.array[:0]
-        aligned = bool(self.rows) and a % self.rows == 0
-        if self.direct and aligned:
-            try:
-                self._inflate_chunks(ds, h, a, b)
-                return self.array[: b - a]
-            except ShortChunk:
-                raise
-            except Exception:  # any doubt: HDF5 reads the block (and says what is wrong)
-                pass
-        return self._by_hdf5(ds, h, a, b)
+        chunks = self._direct(ds, h, a, b)
+        if chunks is None:
+            return self._by_hdf5(ds, h, a, b)
+        out, chunk_bytes = self.bytes, self.rows * self.row_bytes
+        n = (b - a) * self.row_bytes
+        o = 0
+        for data in chunks:
+            if o + chunk_bytes <= n:
+                out[o : o + chunk_bytes] = data
+            else:  # the dataset's last chunk: the steps past its end are not the block's
+                out[o:n] = memoryview(data)[: n - o]
+            o += chunk_bytes
+        return self.array[: b - a]
+
+    def parts(self, ds: h5py.Dataset, h: int, a: int, b: int) -> list[np.ndarray]:
+        """:meth:`read`'s block as consecutive parts: on the direct path, its inflated chunks
+        as they are (the steps past the dataset's end cut off), so the block is never copied
+        together (a tenth of the inflating, for the observations); else the block."""
+        if b - a <= 0:
+            return [self.array[:0]]
+        chunks = self._direct(ds, h, a, b)
+        if chunks is None:
+            return [self._by_hdf5(ds, h, a, b)]
+        shape, rows = self.array.shape[1:], self.rows
+        parts = [np.frombuffer(c, self.array.dtype).reshape(rows, *shape) for c in chunks]
+        if parts and b - a < rows * len(parts):
+            parts[-1] = parts[-1][: b - a - rows * (len(parts) - 1)]
+        return parts
+
+    def _direct(self, ds: h5py.Dataset, h: int, a: int, b: int) -> list[bytearray] | None:
+        """The block's chunks inflated on the direct path, or None where HDF5 must read the
+        block (not a direct dataset, a block not starting at a chunk, any doubt about a chunk:
+        HDF5 then says what is wrong); a chunk that ends short raises :class:`ShortChunk`."""
+        if not (self.direct and a % self.rows == 0):
+            return None
+        try:
+            return self._inflated(ds, h, a, b)
+        except ShortChunk:
+            raise
+        except Exception:
+            return None
 
     def _by_hdf5(self, ds: h5py.Dataset, h: int, a: int, b: int) -> np.ndarray:
         """The block as HDF5 reads it (then checked for a chunk that ends short)."""
@@ -707,36 +738,6 @@ class _Buffer:
         if self.rows and a % self.rows == 0:
             self._check_chunks(ds, h, a, b)
         return self.array[: b - a]
-
-    def parts(self, ds: h5py.Dataset, h: int, a: int, b: int) -> list[np.ndarray]:
-        """:meth:`read`'s block as consecutive parts: on the direct path, its inflated chunks
-        as they are (the steps past the dataset's end cut off), so the block is never copied
-        together (a tenth of the inflating, for the observations); else the block."""
-        if self.direct and b > a and a % self.rows == 0:
-            try:
-                chunks = self._inflated(ds, h, a, b)
-            except ShortChunk:
-                raise
-            except Exception:  # any doubt: HDF5 reads the block (and says what is wrong)
-                return [self._by_hdf5(ds, h, a, b)]
-            else:
-                shape, rows = self.array.shape[1:], self.rows
-                parts = [np.frombuffer(c, self.array.dtype).reshape(rows, *shape) for c in chunks]
-                if parts and b - a < rows * len(parts):
-                    parts[-1] = parts[-1][: b - a - rows * (len(parts) - 1)]
-                return parts
-        return [self.read(ds, h, a, b)]
-
-    def _inflate_chunks(self, ds: h5py.Dataset, h: int, a: int, b: int) -> None:
-        out, chunk_bytes = self.bytes, self.rows * self.row_bytes
-        n = (b - a) * self.row_bytes
-        o = 0
-        for data in self._inflated(ds, h, a, b):
-            if o + chunk_bytes <= n:
-                out[o : o + chunk_bytes] = data
-            else:  # the dataset's last chunk: the steps past its end are not the block's
-                out[o:n] = memoryview(data)[: n - o]
-            o += chunk_bytes
 
     def _inflated(self, ds: h5py.Dataset, h: int, a: int, b: int) -> list[bytearray]:
         """The block's chunks, read as stored and inflated, each whole (raises
