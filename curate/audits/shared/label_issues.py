@@ -64,16 +64,17 @@ MAX_ITER = 300
 
 
 def _model(kind: Any, c: float, *, binary: bool = False) -> Any:
-    """The built-in model: a logistic regression fitted by SAG (stochastic average gradient)
-    to a tolerance of 1e-3. On glycowork's 9 k single-kingdom glycans (tf-idf of word 1-2-grams,
-    C=10, 5 folds) SAG fits in 1.0 s where lbfgs takes 101 s (47 s at the same tolerance),
+    """The built-in model: a logistic regression fitted to a tolerance of 1e-3, by SAG
+    (stochastic average gradient) unless ``binary``. On glycowork's 9 k single-kingdom
+    glycans (tf-idf of word 1-2-grams, C=10, 5 folds) SAG fits in 1.0 s where lbfgs takes
+    101 s (47 s at the same tolerance),
     flagging the same flips (precision 0.47, recall 0.95 both): the out-of-sample
     probabilities need not be more exact than confident learning's thresholds read them.
 
     ``binary`` (one class against the rest, a multi-label set's fit per class): liblinear's
     dual coordinate descent instead. Why: one-vs-rest fits a model per class and fold (the
     glycan sample's Kingdom and Domain: 106 fits), and SAG took ~110 epochs for each; on the
-    glycan sample the whole audit went from 7.2 s to 1.9 s. liblinear also penalises the
+    glycan sample the whole audit went from 5.4 s to 1.9 s (warm). liblinear also penalises the
     intercept, which moves a few borderline scores: bench/bench_label_issues_glycan.py
     measures the flagged sets against injected flips either way."""
     if binary:
