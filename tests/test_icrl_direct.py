@@ -1,5 +1,5 @@
-"""The icrl scan's direct path (stored chunks inflated with libdeflate instead of HDF5's filter
-pipeline) gives exactly the outputs of h5py's ``read_direct``: on the shared samples made with
+"""The icrl scan's direct path (stored chunks inflated with libdeflate, or zlib-ng for chunks of
+long runs, instead of HDF5's filter pipeline: :mod:`curate.io.xland_chunks`) gives exactly the outputs of h5py's ``read_direct``: on the shared samples made with
 the real environment, on generated files with edge chunks, on unallocated chunks (fill values),
 on filters it must leave to HDF5 (shuffle, fletcher32), and on chunks that are corrupt, skip
 their filter or inflate to the wrong size — where HDF5's error text must stay HDF5's.
@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from icrl_data import write_file
 
+from curate.io import xland_chunks as xc
 from curate.io import xland_scan as scan
 from curate.io.xland_layout import DATASETS
 
@@ -25,16 +26,20 @@ SAMPLES = ("xland_format_sample_9x9_random.hdf5", "xland_format_sample_13x13_ran
 
 
 @pytest.fixture
-def inflated(monkeypatch) -> list[int]:
-    """Counts the chunks the direct path inflates (one entry per chunk)."""
-    calls: list[int] = []
-    real = scan._inflate
+def inflated(monkeypatch) -> list[str]:
+    """The chunks the direct path inflates, one entry per chunk: by which inflater
+    (``libdeflate``, or ``zlib-ng`` for a chunk of long runs)."""
+    calls: list[str] = []
 
-    def counting(stored, size):
-        calls.append(1)
-        return real(stored, size)
+    def counting(name, real):
+        def inflate(stored, size):
+            calls.append(name)
+            return real(stored, size)
 
-    monkeypatch.setattr(scan, "_inflate", counting)
+        return inflate
+
+    monkeypatch.setattr(xc, "_inflate", counting("libdeflate", xc._inflate))
+    monkeypatch.setattr(xc, "_inflate_runs", counting("zlib-ng", xc._inflate_runs))
     return calls
 
 
@@ -78,6 +83,19 @@ def _chunks(path: Path) -> int:
         return sum(f[g][d].id.get_num_chunks() for g in f for d in f[g])
 
 
+def _runs_chunks(path: Path) -> int:
+    """Allocated chunks stored in at most 1/:data:`~curate.io.xland_xc.RUNS_RATIO` of their
+    size (what the direct path inflates with zlib-ng)."""
+    n = 0
+    with h5py.File(path, "r") as f:
+        for g in f:
+            for d in f[g].values():
+                size = int(np.prod(d.chunks)) * d.dtype.itemsize
+                for i in range(d.id.get_num_chunks()):
+                    n += d.id.get_chunk_info(i).size <= size // xc.RUNS_RATIO
+    return n
+
+
 def _rewrite(path: Path, group: str, name: str, keep=None, **create) -> None:
     """Recreate one dataset with other creation options (``keep(h)``: histories written)."""
     with h5py.File(path, "r+") as f:
@@ -106,6 +124,12 @@ def test_edge_chunks_and_several_blocks(tmp_path: Path, inflated, by_hdf5) -> No
     assert fell_back == []
     assert len(inflated) == _chunks(path) == 2 * 3 * 3 * len(DATASETS)
     assert out["histories"]["steps_read"] == [10_000] * 6
+    # the chunks of long runs (rewards not paid, dones not done, the observations' edge
+    # chunks: stored in at most 1/25 of their size) by zlib-ng, the rest by libdeflate; both
+    # read the same bytes as HDF5 (above)
+    runs = _runs_chunks(path)
+    assert inflated.count("zlib-ng") == runs >= 2 * 3 * 3 * 2
+    assert inflated.count("libdeflate") == len(inflated) - runs >= 2 * 3 * 2 * 3
 
 
 def test_out_of_range_observations_on_the_direct_path(tmp_path: Path, inflated, by_hdf5) -> None:
@@ -178,8 +202,8 @@ def test_other_filters_are_left_to_hdf5(tmp_path: Path, inflated, by_hdf5, creat
     path = write_file(tmp_path / "shuffle.hdf5", tasks=2, histories=2, steps=5000)
     _rewrite(path, "1", "states", **create)
     with h5py.File(path, "r") as f:
-        assert scan.direct_chunk_rows(f["1"]["states"]) == 0
-        assert scan.direct_chunk_rows(f["1"]["actions"]) == 4096
+        assert xc.direct_chunk_rows(f["1"]["states"]) == 0
+        assert xc.direct_chunk_rows(f["1"]["actions"]) == 4096
         skipped = f["1"]["states"].id.get_num_chunks()
     _, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == [("/1/states", np.s_[h, 0:5000]) for h in range(2)]
@@ -192,8 +216,8 @@ def test_uncompressed_and_contiguous_are_left_to_hdf5(tmp_path: Path, inflated) 
         data = f["0"]["rewards"][()]
         del f["0"]["rewards"]
         f["0"].create_dataset("rewards", data=data)  # contiguous
-        assert scan.direct_chunk_rows(f["0"]["rewards"]) == 0
-        assert scan.direct_chunk_rows(f["0"]["actions"]) == 0  # chunked, no filter
+        assert xc.direct_chunk_rows(f["0"]["rewards"]) == 0
+        assert xc.direct_chunk_rows(f["0"]["actions"]) == 0  # chunked, no filter
     _same_both_ways(path)
     assert not inflated
 
@@ -205,7 +229,7 @@ def test_big_endian_rewards(tmp_path: Path, inflated, by_hdf5) -> None:
         data = f["0"]["rewards"][()].astype(">f2")
         del f["0"]["rewards"]
         f["0"].create_dataset("rewards", data=data, chunks=(1, 4096), compression="gzip")
-        assert scan.direct_chunk_rows(f["0"]["rewards"]) == 4096
+        assert xc.direct_chunk_rows(f["0"]["rewards"]) == 4096
     out, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == [] and len(inflated) == _chunks(path)
     assert out["histories"]["episodes"][0] > 0
@@ -318,7 +342,7 @@ def test_checking_chunks_after_hdf5_costs_no_inflate_on_valid_files(
         calls.append(1)
         return real(*a)
 
-    monkeypatch.setattr(scan.zlib, "decompressobj", counting)
+    monkeypatch.setattr(xc.zlib, "decompressobj", counting)
     path = write_file(tmp_path / "ok.hdf5", tasks=2, histories=2, steps=6000)
     for p in (path, *(shared(f"data/xland/{n}") for n in SAMPLES)):
         out = _scan(p, direct=False)
@@ -329,11 +353,11 @@ def test_checking_chunks_after_hdf5_costs_no_inflate_on_valid_files(
 def test_switch_off_by_environment(tmp_path: Path, monkeypatch, inflated) -> None:
     path = write_file(tmp_path / "env.hdf5", tasks=1, histories=1, steps=5000)
     monkeypatch.setenv("CURATE_ICRL_DIRECT", "0")
-    assert not scan.direct_default()
+    assert not xc.direct_default()
     scan.scan_tasks(str(path), ["0"], [0])
     assert not inflated
     monkeypatch.delenv("CURATE_ICRL_DIRECT")
-    assert scan.direct_default()
+    assert xc.direct_default()
     scan.scan_tasks(str(path), ["0"], [0])
     assert len(inflated) == 2 * len(DATASETS)
 
@@ -364,13 +388,13 @@ def test_random_shapes_read_the_same(
 def preads(monkeypatch) -> list[int]:
     """The sizes of the file reads the indexed direct path makes (``os.pread``)."""
     calls: list[int] = []
-    real = scan.os.pread
+    real = xc.os.pread
 
     def counting(fd, n, offset):
         calls.append(n)
         return real(fd, n, offset)
 
-    monkeypatch.setattr(scan.os, "pread", counting)
+    monkeypatch.setattr(xc.os, "pread", counting)
     return calls
 
 
@@ -397,7 +421,7 @@ def test_chunks_lying_together_are_read_ahead(
     they are read a window of ``_READ_AHEAD`` bytes at a time, several histories per read; a
     block larger than a window is read on its own. No read is larger than a window or a
     block's own chunks; the outputs are HDF5's."""
-    monkeypatch.setattr(scan, "_READ_AHEAD", ahead)
+    monkeypatch.setattr(xc, "_READ_AHEAD", ahead)
     path = write_file(tmp_path / "ahead.hdf5", tasks=2, histories=3, steps=10_000)
     preads.clear()
     _, fell_back = _same_both_ways(path, by_hdf5, block_steps=16_384)
@@ -510,8 +534,8 @@ def test_chunks_written_apart_are_read_run_by_run(
     the file, rather than with the bytes between them (here: other histories' chunks)."""
     path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
     _write_apart(path, cuts)
-    monkeypatch.setattr(scan, "_GAP", 0)
-    monkeypatch.setattr(scan, "_READ_AHEAD", 0)
+    monkeypatch.setattr(xc, "_GAP", 0)
+    monkeypatch.setattr(xc, "_READ_AHEAD", 0)
     preads.clear()
     _, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == []
@@ -535,7 +559,7 @@ def test_read_ahead_only_in_the_scan_s_order(
     order but for each history's last are read ahead (here every dataset fits one window)."""
     path = write_file(tmp_path / "apart.hdf5", tasks=1, histories=3, steps=10_000)
     _write_apart(path, cuts)
-    monkeypatch.setattr(scan, "_GAP", 0)
+    monkeypatch.setattr(xc, "_GAP", 0)
     preads.clear()
     _, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == []
@@ -550,7 +574,7 @@ def test_without_pread_chunks_are_read_one_call_each(
     tmp_path: Path, monkeypatch, inflated, by_hdf5, preads
 ) -> None:
     """Where ``os.pread`` is missing, each chunk is read by ``read_direct_chunk``."""
-    monkeypatch.setattr(scan, "_PREAD", False)
+    monkeypatch.setattr(xc, "_PREAD", False)
     path = write_file(tmp_path / "nopread.hdf5", tasks=2, histories=2, steps=10_000)
     preads.clear()
     _, fell_back = _same_both_ways(path, by_hdf5, block_steps=8192)
@@ -568,3 +592,71 @@ def test_user_block_reads_the_same(tmp_path: Path, by_hdf5) -> None:
     out, fell_back = _same_both_ways(path, by_hdf5)
     assert fell_back == []
     assert out["histories"]["digest"] == _scan(src, direct=True)["histories"]["digest"]
+
+
+def _outcome(inflate, stored: bytes, size: int) -> bytes | None:
+    """What an inflater gives: the bytes, or None where it raises."""
+    try:
+        return bytes(inflate(stored, size))
+    except Exception:
+        return None
+
+
+runs_data = st.lists(
+    st.tuples(st.integers(0, 255), st.integers(1, 3000)), min_size=1, max_size=12
+).map(lambda runs: b"".join(bytes([v]) * k for v, k in runs))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.one_of(runs_data, st.binary(max_size=3000)),
+    level=st.sampled_from([1, 6, 9]),
+    slack=st.integers(-40, 40),
+    cut=st.integers(0, 12),
+    tail=st.binary(max_size=8),
+)
+def test_zlib_ng_keeps_libdeflate_s_contract(data, level, slack, cut, tail) -> None:
+    """The inflater of long runs (zlib-ng) answers as libdeflate does for any stream and chunk
+    size: the bytes when the stream ends within the size (fewer when it ends short), an error
+    when it would inflate past the size, is cut short, or its checksum fails; bytes after the
+    stream's end ignored, as by HDF5's filter. So which of the two inflates a chunk never
+    changes what the scan reads, and a chunk either refuses goes to HDF5 the same way."""
+    size = max(1, len(data) + slack)  # a chunk holds a byte at least
+    stored = zlib.compress(data, level)
+    for variant in (stored, stored[: len(stored) - cut] if cut else stored + tail):
+        got = _outcome(xc._inflate_runs, variant, size)
+        assert got == _outcome(xc._inflate, variant, size)
+        if variant is stored:  # the stream whole: its bytes exactly when they fit
+            assert got == (data if len(data) <= size else None)
+    flipped = bytearray(stored)
+    flipped[-1] ^= 0x01  # the Adler-32's last byte
+    assert _outcome(xc._inflate_runs, bytes(flipped), size) is None
+    assert _outcome(xc._inflate, bytes(flipped), size) is None
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_short_or_long_chunk_of_runs(tmp_path: Path, inflated, by_hdf5, direct) -> None:
+    """A chunk of long runs (zlib-ng's) that ends short is the history's unreadable block with
+    the same words as a chunk libdeflate inflates; one inflating past the chunk's size goes to
+    HDF5, which keeps the chunk's worth."""
+    path = write_file(tmp_path / "runs.hdf5", tasks=1, histories=3, steps=6000)
+    _shorten(path, "0", "dones", (1, 0), 1000)
+    with h5py.File(path, "r+") as f:
+        f["0"]["rewards"].id.write_direct_chunk((2, 0), zlib.compress(bytes(3 * 8192)))
+    by_hdf5.clear()
+    out = _scan(path, direct=direct)["histories"]
+    if direct:
+        assert "zlib-ng" in inflated
+        assert by_hdf5 == [("/0/rewards", np.s_[2, 0:6000])]  # the long one only
+    assert out["error"][1] == (
+        "chunk of /0/dones at history 1, steps [0, 4096): its deflate stream ends after 1,000 "
+        "of the chunk's 4,096 bytes (HDF5 reads it without an error and returns unset memory "
+        "for the rest)"
+    )
+    assert (out["error_field"][1], out["error_start"][1], out["error_end"][1]) == (
+        "dones",
+        0,
+        4096,
+    )
+    assert out["error"][0] == out["error"][2] == ""
+    assert out["steps_read"][2] == 6000
