@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from curate.cli.main import main
+from curate.publish.card import citation_section
+from curate.publish.cardcheck import _citation_of
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataset-repo"
 
@@ -285,3 +289,62 @@ def test_an_absolute_data_files_path_is_a_defect_and_warnings_are_not(folder, ca
         "1 warning in " + str(folder) + " (nothing the Hub rejects)"
     )
     assert pattern in out
+
+
+def test_croissant_must_carry_the_card_s_licence(folder, capsys):
+    """Two licences for one dataset leave its terms open: a defect. The same licence as a URL
+    or in another case is the same licence."""
+    edit_croissant(folder, lambda doc: doc.update(license="https://spdx.org/licenses/MIT.html"))
+    rc, out, err = run(capsys, "card", "check", folder, "--no-croissant")
+    assert rc == 0, out + err
+    edit_croissant(folder, lambda doc: doc.update(license="apache-2.0"))
+    rc, out, _ = run(capsys, "card", "check", folder, "--no-croissant")
+    assert rc == 1
+    line = next(x for x in out.splitlines() if "license" in x)
+    assert line.startswith(f"{folder}/croissant.json: license: error: ")
+    assert "'apache-2.0' is not the card's 'mit'" in line
+
+
+BIBTEX = "@article{x2024,\n  title = {A {Title}},\n  year = {2024}\n}"
+
+
+@pytest.fixture(scope="module")
+def cited(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cited") / "hf"
+    src = EXAMPLE / "data" / "glycan" / "plant_taxonomy.csv"
+    assert main(["export", "glycan", str(src), "--out", str(out), "--citation", BIBTEX]) == 0
+    return out
+
+
+def test_croissant_cites_what_the_card_cites(cited, tmp_path, capsys):
+    """An export cites the same way in both files (clean); a Citation section edited by hand
+    afterwards, or removed, and a citeAs dropped are warnings (the Hub rejects none of it)."""
+    rc, out, err = run(capsys, "card", "check", cited, "--no-croissant")
+    assert rc == 0 and "nothing the Hub would reject" in out, out + err
+    for name, damage, words in [
+        ("edited", lambda f: edit_card(f, "year = {2024}", "year = {2025}"), "differs from"),
+        ("removed", lambda f: edit_card(f, "## Citation", "## Cite"), "no Citation section"),
+        ("dropped", lambda f: edit_croissant(f, lambda d: d.pop("citeAs")), "is missing"),
+    ]:
+        folder = tmp_path / name
+        shutil.copytree(cited, folder)
+        damage(folder)
+        rc, out, _ = run(capsys, "card", "check", folder, "--no-croissant")
+        assert rc == 0, (name, out)
+        line = next(x for x in out.splitlines() if "citeAs" in x)
+        assert line.startswith(f"{folder}/croissant.json: citeAs: warning: citeAs "), line
+        assert words in line, (name, line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("ab #@{}=`%\n\t>-*\u2028"), min_size=1, max_size=80)
+    .map(str.strip)
+    .filter(bool)
+)
+def test_the_citation_read_back_is_the_one_written(citation):
+    """What the check reads as the card's citation is what the export wrote, whatever the text
+    (BibTeX, lines starting ``#`` or ``## ``, runs of backticks, a single line)."""
+    card = "\n".join(["# Title", "", *citation_section(citation), "## Source", "", "x"])
+    got = _citation_of(card)
+    assert got is not None and " ".join(got.split()) == " ".join(citation.split())

@@ -261,7 +261,8 @@ def card_check(
 ) -> None:
     """Verify a dataset folder offline as the Hub does on upload: the card's YAML, configs and
     data_files, features against the parquet schemas, license, size_categories, num_examples,
-    croissant.json and its checksums (exit 1 on a defect)."""
+    croissant.json, its checksums and whether it carries the card's licence and citation (exit
+    1 on a defect; a warning alone exits 0)."""
     from curate.publish.cardcheck import check_card, render_json, render_text
 
     fmt = fmt.lower()

@@ -20,7 +20,10 @@ What is checked (each defect is one :class:`Problem` naming the card key or file
 * an absolute local path in the card is a warning (inputs are named relative to the card);
 * ``croissant.json``, when present, validates with ``mlcroissant`` and every ``cr:FileObject``
   with a ``sha256`` names a file whose bytes have that hash and whose size is its
-  ``contentSize``.
+  ``contentSize``; and it says what the card says: its ``license`` is one of the card's
+  (an error: two licences leave the terms of use open), its ``citeAs`` is the card's
+  ``## Citation`` section (a warning: the Hub shows one, dataset search indexes the other).
+  A card edited by hand after the export is where they part.
 
 ``mlcroissant`` is not a dependency of curate (it is large); a folder with ``croissant.json`` and
 no ``mlcroissant`` installed is a usage error (exit 2) saying so, unless ``--no-croissant``
@@ -135,7 +138,90 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
     if (root / "croissant.json").is_file():
         # the files it lists are checked always; --no-croissant skips mlcroissant's validation
         problems += _check_croissant(root, validate=croissant)
+        problems += _check_agreement(root, meta, text)
     return problems
+
+
+def _citation_of(text: str) -> str | None:
+    """The card's ``## Citation`` section as written (inside its code fence, if fenced: a fence
+    holds any line, a ``## `` one too), or None without one."""
+    lines = text.splitlines()
+    try:
+        i = next(i for i, line in enumerate(lines) if line.strip() == "## Citation") + 1
+    except StopIteration:
+        return None
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    fence = re.match(r"(`{3,})[^`]*$", lines[i]) if i < len(lines) else None
+    if fence:
+        close = next(
+            (k for k in range(i + 1, len(lines)) if lines[k].strip() == fence.group(1)), None
+        )
+        if close is not None:
+            return "\n".join(lines[i + 1 : close])
+    body: list[str] = []
+    for line in lines[i:]:
+        if line.startswith("## "):
+            break
+        body.append(line)
+    return "\n".join(body).strip()
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+def _license_ids(value: Any) -> set[str]:
+    """Licence identifiers, compared without case; a licence URL by its last path segment
+    (``https://spdx.org/licenses/MIT.html`` is ``mit``)."""
+    out = set()
+    for v in _as_list(value):
+        if isinstance(v, str) and v.strip():
+            v = v.strip().rstrip("/")
+            if "://" in v:
+                v = v.rsplit("/", 1)[-1].removesuffix(".html").removesuffix(".json")
+            out.add(v.lower())
+    return out
+
+
+def _check_agreement(root: Path, meta: dict[str, Any], text: str) -> list[Problem]:
+    """croissant.json against the card: the same licence and the same citation."""
+    try:
+        doc = json.loads((root / "croissant.json").read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return []  # said by _check_croissant
+    if not isinstance(doc, dict):
+        return []
+    out: list[Problem] = []
+    theirs, ours = _license_ids(doc.get("license")), _license_ids(meta.get("license"))
+    if theirs and ours and not theirs <= ours:
+        out.append(
+            Problem(
+                "license",
+                f"croissant.json's license {doc.get('license')!r} is not the card's "
+                f"{meta.get('license')!r}: two licences leave the terms of use open",
+                file="croissant.json",
+            )
+        )
+    cite, cited = doc.get("citeAs"), _citation_of(text)
+    cite = cite if isinstance(cite, str) and cite.strip() else None
+    if cite is not None and cited is not None and not _same_text(cite, cited):
+        said = "differs from the card's Citation section"
+    elif cite is not None and cited is None:
+        said = "is set, but the card has no Citation section"
+    elif cite is None and cited:
+        said = "is missing, but the card has a Citation section"
+    else:
+        return out
+    out.append(
+        Problem(
+            "citeAs",
+            f"citeAs {said}: the Hub shows the card's, dataset search indexes croissant.json's",
+            severity="warning",
+            file="croissant.json",
+        )
+    )
+    return out
 
 
 def _check_size_category(meta: dict[str, Any], rows: dict[str, int]) -> list[Problem]:
