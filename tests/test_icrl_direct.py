@@ -1,8 +1,9 @@
 """The icrl scan's direct path (stored chunks inflated with libdeflate, or zlib-ng for chunks of
-long runs, instead of HDF5's filter pipeline: :mod:`curate.io.xland_chunks`) gives exactly the outputs of h5py's ``read_direct``: on the shared samples made with
-the real environment, on generated files with edge chunks, on unallocated chunks (fill values),
-on filters it must leave to HDF5 (shuffle, fletcher32), and on chunks that are corrupt, skip
-their filter or inflate to the wrong size — where HDF5's error text must stay HDF5's.
+long runs, instead of HDF5's filter pipeline: :mod:`curate.io.xland_chunks`) gives exactly the
+outputs of h5py's ``read_direct``: on the shared samples made with the real environment, on
+generated files with edge chunks, on unallocated chunks (fill values), on filters it must leave
+to HDF5 (shuffle, fletcher32), and on chunks that are corrupt, skip their filter or inflate to
+the wrong size — where HDF5's error text must stay HDF5's.
 """
 
 from __future__ import annotations
