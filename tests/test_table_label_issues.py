@@ -274,3 +274,37 @@ def test_the_html_matrix_counts_the_flagged_rows_from_the_report(built_in: curat
     assert f"The {len(flagged(built_in)):,} labels" in plots[0].caption
     narrowed = dataclasses.replace(built_in, findings=built_in.findings.head(0))
     assert label_issue_plots(narrowed, get_family("table").rules) == []
+
+
+def test_a_few_rows_and_a_label_alone_are_scored(noisy, shared) -> None:
+    """Five rows (no class has a row for each of five folds) and a table declaring only its
+    label (no --text, no --key: the feature columns are the model's inputs, every row its own
+    fold group) are scored like any table: both once ended in an
+    internal error, in scikit-learn's stratified splitter and in the fold groups' key hashes.
+    The second is glycowork's species table, a glycan's kingdom flipped against its phylum:
+    the flips are what the model flags most."""
+    df, _ = noisy
+    big = df["Kingdom"].value_counts().index[:2]
+    few = pd.concat([df[df["Kingdom"] == big[0]].head(3), df[df["Kingdom"] == big[1]].head(2)])
+    report = curate.audit("table", pl.from_pandas(few), id="id", label="Kingdom", text="target")
+    assert "TB302" in report.rules_run
+    assert report.stats["label_issues"]["Kingdom"]["records"] == 5
+    species = pd.read_csv(
+        shared("data/glycan/glycowork_upstream/glyco_targets_species_seq_all_V3.csv"),
+        dtype=str,
+        keep_default_na=False,
+        na_values=[""],
+    )
+    taxa = species[["Phylum", "Kingdom"]].dropna().sample(n=2000, random_state=5)
+    taxa = taxa.reset_index(drop=True)
+    rng = np.random.default_rng(5)
+    flip = rng.choice(len(taxa), size=20, replace=False)
+    kingdoms = sorted(taxa["Kingdom"].unique())
+    taxa.loc[flip, "Kingdom"] = [
+        rng.choice([k for k in kingdoms if k != v]) for v in taxa.loc[flip, "Kingdom"]
+    ]
+    alone = curate.audit("table", pl.from_pandas(taxa), label="Kingdom")
+    assert "TB302" in alone.rules_run
+    assert alone.stats["label_issues"]["Kingdom"]["records"] == 2000
+    rows = set(flagged(alone)["row"])
+    assert len(rows & set(flip.tolist())) >= 17 and len(rows) <= 25, sorted(rows)

@@ -356,7 +356,9 @@ def cross_val_pred_probs(
         g = pl.Series("g", list(groups)).cast(pl.String).fill_null("").to_numpy()
         ngroups = len(set(g))
         folds = min(folds, ngroups)
-        if strat is not None:
+        # stratified only where some class has a row for every fold (what scikit-learn's
+        # splitter requires; a table of a few rows has none), as without groups below
+        if strat is not None and np.bincount(strat).max() >= folds:
             splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
             splits = splitter.split(np.zeros(n), strat, g)
         else:

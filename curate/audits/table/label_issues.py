@@ -112,11 +112,16 @@ def _tfidf(vectorizer: Any, text: list[str]) -> Any:
 
 def _groups(ctx: AuditContext, rows: pl.Series) -> list[Any]:
     """Each scored row's fold group: the ``--group`` value, else its normalised input's hash
-    (a row without a key is its own group)."""
+    (a row without a key is its own group). Without ``--text`` or ``--key`` every row is its
+    own group: nothing says two rows are one example, and equal feature values are not (two
+    glycans of one phylum; grouped, a fold would hold out a whole phylum and the model never
+    see it)."""
     opts = ctx.options
     if opts.group:
         g = as_text(ctx.data.values[opts.group]).gather(rows).cast(pl.String)
         return g.fill_null(pl.format("\x00{}", rows.cast(pl.String))).to_list()
+    if not opts.key_columns():
+        return [f"\x00{r}" for r in rows.to_list()]
     keyed = ctx.table("key_hashes").select("row", pl.col("h").cast(pl.String))
     frame = rows.to_frame("row").join(keyed, on="row", how="left", maintain_order="left")
     return frame.select(pl.col("h").fill_null(pl.format("\x00{}", "row"))).to_series().to_list()
