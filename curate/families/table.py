@@ -50,7 +50,14 @@ from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, wit
 from curate.io.folders import card_features
 from curate.io.read import SPLIT_FROM_LAYOUT
 from curate.io.records import brief, split_of
-from curate.io.typed import BOOLEAN_WORDS, infer_types, read_table
+from curate.io.typed import (
+    BOOLEAN_WORDS,
+    CLASS_LABELS,
+    class_label_names,
+    infer_types,
+    named_classes,
+    read_table,
+)
 from curate.schemas.records import invalid_schema, plan_fields, validate_frame
 from curate.schemas.table import TableOptions, model_source
 
@@ -66,8 +73,8 @@ def card_types(
     """A text frame cast to the types a dataset card's ``features`` declare, as ``datasets``
     casts a CSV or JSON folder on load: ``(typed, problems)``, one problem per cell its type
     cannot hold (TB001: "not an int64 (the card's features)"). A ``ClassLabel`` column takes
-    its names or their indexes and is read as the names (published as text: the exported card
-    carries no ``ClassLabel``, so an index would lose its meaning); a column the card does not
+    its names or their indexes and is read as the names (one spelling per class; published as
+    ``ClassLabel`` again, :func:`_as_class_labels`); a column the card does not
     type (or types as nested) is typed by its spelling (:func:`infer_types`)."""
     from datasets import ClassLabel, Features, Value
 
@@ -201,6 +208,9 @@ class TableData(RecordsData):
     inferred: frozenset[str] = frozenset()
     #: Value columns as published: value name → column name, in order.
     published: dict[str, str] = field(default_factory=dict)
+    #: ``ClassLabel`` columns (the input's Hugging Face features or card): column → class
+    #: names, index order. Read as the names; published as ``ClassLabel`` again.
+    class_labels: dict[str, list[str]] = field(default_factory=dict)
 
 
 class TableFamily(RecordsFamily):
@@ -237,9 +247,12 @@ class TableFamily(RecordsFamily):
         parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
         inputs: list[InputInfo] = []
         inferred: set[str] = set()
+        class_labels: dict[str, list[str]] = {}
         offset = 0
         for i, path in enumerate(paths):
             frame, info, text = self._read_one(path, encoding)
+            for name, names in info[6].items():  # the first input's names, if two disagree
+                class_labels.setdefault(name, names)
             self._check_declared(frame, path, options, model)
             split = self._split(frame, path, options.split)
             if split is not None and options.split_map:
@@ -301,6 +314,7 @@ class TableFamily(RecordsFamily):
             model=model,
             inferred=frozenset(inferred),
             published=published,
+            class_labels={c: n for c, n in class_labels.items() if c in values.columns},
         )
         data.stats = self._stats(data)
         return data
@@ -308,13 +322,14 @@ class TableFamily(RecordsFamily):
     def _read_one(
         self, path: str | Path, encoding: str | None
     ) -> tuple[pl.DataFrame, tuple[Any, ...], bool]:
-        """``(frame, (name, text columns, nested cells, sha256, format, card features), text)``;
-        the card's features only for a dataset folder of text files (parquet carries its own
-        types)."""
+        """``(frame, (name, text columns, nested cells, sha256, format, card features, class
+        labels), text)``; the card's features only for a dataset folder of text files (parquet
+        carries its own types); a typed input's ``ClassLabel`` columns read as their names."""
         from curate.io.frames import in_memory
 
         if (given := in_memory(path)) is not None:
-            return given.frame, (given.name, frozenset(), {}, given.sha256, given.kind, None), False
+            empty: tuple[Any, ...] = (given.name, frozenset(), {}, given.sha256, given.kind)
+            return given.frame, (*empty, None, {}), False
         check_not_blank(path)
         try:
             frame, src, typed = read_table(path, encoding=encoding)
@@ -330,7 +345,10 @@ class TableFamily(RecordsFamily):
         features = None
         if not typed and src.format == "hf-files" and isinstance(src.path, Path):
             features = card_features(src.path, src.config)
-        info = (str(path), keep, src.nested_cells, src.sha256, src.format, features)
+        labels = class_label_names(path, src) if typed or features else {}
+        if typed:  # (text read with a card: card_types names the classes)
+            frame = named_classes(frame, labels)
+        info = (str(path), keep, src.nested_cells, src.sha256, src.format, features, labels)
         return frame, info, not typed
 
     def _check_declared(
@@ -392,6 +410,14 @@ class TableFamily(RecordsFamily):
             content_key=tuple(opts.key),
         )
 
+    def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
+        assert isinstance(data, TableData)
+        return _as_class_labels(super().to_tables(data), data.class_labels)
+
+    def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
+        assert isinstance(data, TableData)
+        return _as_class_labels(super().fix_tables(frame, data), data.class_labels)
+
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
         """The value columns under their published names (the user's types) and the other
         columns as read, in the file's column order (a model's field the file lacks, filled by
@@ -419,6 +445,45 @@ class TableFamily(RecordsFamily):
         )
         first = [c for c in data.raw.columns if c in frame.columns and c not in BOOKKEEPING]
         return frame.select([*first, pl.exclude(first)])
+
+
+def _as_class_labels(
+    tables: dict[str, pa.Table], labels: dict[str, list[str]]
+) -> dict[str, pa.Table]:
+    """Each ``ClassLabel`` column the input had, back as its class indexes, the names in the
+    schema's metadata (:data:`~curate.io.typed.CLASS_LABELS`, which the export declares
+    as ``ClassLabel`` features): the remaster types its labels as the original did. A column
+    holding a value that is no class name in some split (an index past the names, read as its
+    digits) stays text in every split: nothing is lost."""
+    import json
+
+    import pyarrow.compute as pc
+
+    def named(col: pa.ChunkedArray, known: pa.Array) -> bool:
+        hits = pc.sum(pc.is_in(col.cast(pa.string()), value_set=known)).as_py() or 0
+        return hits == len(col) - col.null_count
+
+    keep = {
+        col: names
+        for col, names in labels.items()
+        if tables
+        and all(
+            col in t.column_names and named(t[col], pa.array(names, pa.string()))
+            for t in tables.values()
+        )
+    }
+    if not keep:
+        return tables
+    out = {}
+    for split, t in tables.items():
+        for col, names in keep.items():
+            at = t.column_names.index(col)
+            known = pa.array(names, pa.string())
+            index = pc.index_in(t[col].cast(pa.string()), value_set=known).cast(pa.int64())
+            t = t.set_column(at, col, index)
+        meta = {**(t.schema.metadata or {}), CLASS_LABELS: json.dumps(keep).encode()}
+        out[split] = t.replace_schema_metadata(meta)
+    return out
 
 
 FAMILY = TableFamily()

@@ -32,10 +32,15 @@ from curate.io.read import (
 )
 from curate.io.records import Source, brief, split_of
 
-__all__ = ["ARROW_FORMATS", "read_table"]
+__all__ = ["ARROW_FORMATS", "CLASS_LABELS", "class_label_names", "named_classes", "read_table"]
 
 #: Formats whose columns carry their own types.
 ARROW_FORMATS = frozenset({"parquet", "hf-parquet", "hf-disk"})
+
+#: Schema metadata of a table handed to the export: ``{column: [class names]}`` (JSON), the
+#: integer columns to declare as ``ClassLabel`` (the ``table`` family's, as its input had them:
+#: :func:`class_label_names`).
+CLASS_LABELS = b"curate:class_labels"
 
 
 def read_table(
@@ -174,3 +179,73 @@ def infer_types(
             continue
         out.append(s)
     return pl.DataFrame(out)
+
+
+def class_label_names(path: str | Path, src: Source) -> dict[str, list[str]]:
+    """The ``ClassLabel`` columns of a typed input and their class names, index order: from
+    the Hugging Face features parquet files carry in their metadata (what ``datasets`` writes),
+    else from a dataset folder's card (``dataset_info.features``). Top-level columns only.
+
+    Why: a ``ClassLabel`` column is stored as integers; its names are in the metadata alone,
+    and a table read without them would report ``label 0`` and publish bare indexes whose
+    meaning the remaster had lost."""
+    import json
+
+    parts = local_parquet(path)
+    if parts is not None:
+        import pyarrow.parquet as pq
+
+        for _, files in parts:
+            for f in files:
+                try:
+                    meta = pq.read_schema(f).metadata or {}
+                    features = json.loads(meta[b"huggingface"])["info"]["features"]
+                except (OSError, KeyError, TypeError, ValueError):
+                    continue
+                if isinstance(features, dict):
+                    return {
+                        str(k): [str(n) for n in v["names"]]
+                        for k, v in features.items()
+                        if isinstance(v, dict)
+                        and v.get("_type") == "ClassLabel"
+                        and isinstance(v.get("names"), list)
+                    }
+    if src.format.startswith("hf") and isinstance(src.path, Path) and src.path.is_dir():
+        from curate.io.folders import card_features
+
+        out: dict[str, list[str]] = {}
+        for item in card_features(src.path, src.config) or []:
+            dtype = item.get("dtype") if isinstance(item, dict) else None
+            names = dtype.get("class_label", {}).get("names") if isinstance(dtype, dict) else None
+            if isinstance(names, dict):
+                try:
+                    order = sorted(names, key=int)
+                except (TypeError, ValueError):
+                    continue
+                if [int(k) for k in order] == list(range(len(order))):
+                    out[str(item.get("name"))] = [str(names[k]) for k in order]
+            elif isinstance(names, list):
+                out[str(item.get("name"))] = [str(n) for n in names]
+        return out
+    return {}
+
+
+def named_classes(frame: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
+    """Each integer ``ClassLabel`` column of ``frame`` as its class names (-1, ``datasets``'
+    "no label", as null); an index past the names kept as its digits, so that it is seen,
+    not lost."""
+    exprs = []
+    for name, names in labels.items():
+        if name not in frame.columns or not frame.schema[name].is_integer():
+            continue
+        col = pl.col(name)
+        digits = col.cast(pl.String)
+        exprs.append(
+            pl.when(col == -1)
+            .then(None)
+            .otherwise(
+                digits.replace_strict([str(i) for i in range(len(names))], names, default=digits)
+            )
+            .alias(name)
+        )
+    return frame.with_columns(exprs) if exprs else frame

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from curate.core.errors import InputError, UsageError
 from curate.core.streams import SplitStream
+from curate.io.typed import CLASS_LABELS
 
 if TYPE_CHECKING:  # datasets is imported when features are written
     import datasets
@@ -40,7 +41,9 @@ class _SplitResult:
 
 
 def declared_features(features: Any, schemas: list[pa.Schema]) -> datasets.Features:
-    """``datasets.Features`` to write: the given ones, or the splits' schemas unified."""
+    """``datasets.Features`` to write: the given ones, or the splits' schemas unified (any
+    other metadata dropped: a table read from the Hub carries the features it had there, which
+    a fix may have made untrue), the columns :data:`CLASS_LABELS` names as ``ClassLabel``."""
     import datasets
 
     if features is not None:
@@ -49,7 +52,14 @@ def declared_features(features: Any, schemas: list[pa.Schema]) -> datasets.Featu
         return datasets.Features(features)
     plain = list(dict.fromkeys(s.remove_metadata() for s in schemas))
     unified = plain[0] if len(plain) == 1 else pa.unify_schemas(plain, promote_options="permissive")
-    return datasets.Features.from_arrow_schema(unified)
+    out = datasets.Features.from_arrow_schema(unified)
+    labels = [
+        json.loads(s.metadata[CLASS_LABELS]) for s in schemas if CLASS_LABELS in (s.metadata or {})
+    ]
+    for name, names in (labels[0] if labels else {}).items():
+        if name in out and pa.types.is_integer(unified.field(name).type):
+            out[name] = datasets.ClassLabel(names=names)
+    return out
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,143 @@
+"""``ClassLabel`` columns in the ``table`` family: read as their class names, published as
+``ClassLabel`` again.
+
+The table: glycowork's species table (real glycans, their phylum and kingdom), written the way a
+Hub dataset is (``datasets`` with the kingdom a ``ClassLabel``: integers in the parquet file,
+the names in its metadata), a few kingdoms flipped against their phylum and one row without a
+label (``-1``, ``datasets``' "no label").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+import curate
+from curate.cli.main import main
+
+ROWS = 1500
+
+
+@pytest.fixture(scope="module")
+def hub_parquet(shared: Callable[[str], Path], tmp_path_factory) -> tuple[Path, list[str], list]:
+    """``(file, class names, the label column as written)``."""
+    species = pd.read_csv(
+        shared("data/glycan/glycowork_upstream/glyco_targets_species_seq_all_V3.csv"),
+        dtype=str,
+        keep_default_na=False,
+        na_values=[""],
+    )
+    taxa = species[["target", "Phylum", "Kingdom"]].dropna().drop_duplicates("target")
+    taxa = taxa.sample(n=ROWS, random_state=2).reset_index(drop=True)
+    names = sorted(taxa["Kingdom"].unique())
+    labels = [names.index(k) for k in taxa["Kingdom"]]
+    rng = np.random.default_rng(2)
+    for i in rng.choice(ROWS, size=12, replace=False):
+        labels[i] = (labels[i] + 1) % len(names)
+    labels[7] = -1
+    features = datasets.Features(
+        {
+            "target": datasets.Value("string"),
+            "Phylum": datasets.Value("string"),
+            "Kingdom": datasets.ClassLabel(names=names),
+        }
+    )
+    ds = datasets.Dataset.from_dict(
+        {"target": list(taxa["target"]), "Phylum": list(taxa["Phylum"]), "Kingdom": labels},
+        features=features,
+    )
+    path = tmp_path_factory.mktemp("hub") / "train.parquet"
+    ds.to_parquet(path)
+    return path, names, labels
+
+
+def test_read_as_names_and_published_as_class_labels(hub_parquet, tmp_path, capsys) -> None:
+    path, names, labels = hub_parquet
+    report = curate.audit("table", path, label="Kingdom")
+    issues = report.findings.filter(pl.col("rule") == "TB302")
+    assert issues.height > 0
+    # the findings speak in class names, never in the file's indexes
+    for message in issues["message"]:
+        said = message.split("label ", 1)[1].split(" is unlikely")[0]
+        assert said in names, message
+    assert report.stats["label_issues"]["Kingdom"]["records"] == ROWS - 1  # -1: no label
+
+    out = tmp_path / "hf"
+    assert main(["export", "table", str(path), "--label", "Kingdom", "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["Kingdom"] == datasets.ClassLabel(names=names)
+    # the same indexes; the row without a label is invalid (a declared label is missing) and
+    # left out, as from any table
+    assert list(back["Kingdom"]) == [v for v in labels if v != -1]
+    assert back["target"][:5] == pq.read_table(path)["target"].to_pylist()[:5]
+    card = (out / "README.md").read_text("utf-8")
+    assert "class_label:" in card and f"'0': {names[0]}" in card
+    capsys.readouterr()
+    assert main(["card", "check", str(out), "--no-croissant"]) == 0, capsys.readouterr().out
+
+    # the export read back is the same table: names again, the same findings
+    again = curate.audit("table", out, label="Kingdom")
+    assert again.stats["label_issues"]["Kingdom"] == report.stats["label_issues"]["Kingdom"]
+
+
+def test_an_index_past_the_names_is_kept_as_text(hub_parquet, tmp_path) -> None:
+    """An integer no class name covers is read as its digits (seen, not lost), and the column is
+    then published as text in every split: a ``ClassLabel`` could not hold it."""
+    path, names, _ = hub_parquet
+    table = pq.read_table(path)
+    bad = table.column("Kingdom").to_pylist()
+    bad[3] = len(names) + 5
+    odd = tmp_path / "odd.parquet"
+    pq.write_table(table.set_column(2, "Kingdom", [bad]), odd)  # the metadata kept
+    report = curate.audit("table", odd, label="Kingdom")
+    values = set(pl.read_parquet(odd)["Kingdom"].to_list())
+    assert len(names) + 5 in values
+    out = tmp_path / "hf"
+    assert main(["export", "table", str(odd), "--label", "Kingdom", "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["Kingdom"] == datasets.Value("large_string")
+    kept = [v for v in bad if v != -1]
+    assert list(back["Kingdom"]) == [str(v) if v >= len(names) else names[v] for v in kept]
+    assert report.stats["label_issues"]["Kingdom"]["records"] == ROWS - 1
+
+
+def test_features_of_a_plain_table_carry_no_class_label(tmp_path) -> None:
+    """Without the metadata, integers stay integers: nothing is guessed."""
+    path = tmp_path / "plain.parquet"
+    pl.DataFrame({"text": ["a b", "c d", "e f", "g h"] * 5, "y": [0, 1, 0, 1] * 5}).write_parquet(
+        path
+    )
+    out = tmp_path / "hf"
+    assert main(["export", "table", str(path), "--label", "y", "--out", str(out)]) in (0, 1)
+    info = json.loads(json.dumps(datasets.load_dataset(str(out))["train"].features.to_dict()))
+    assert info["y"] == {"dtype": "int64", "_type": "Value"}
+
+
+def test_a_card_s_class_label_over_csv_is_published_as_one(tmp_path) -> None:
+    """A dataset folder of CSV whose card declares a ``ClassLabel``: each cell a name or an
+    index, read as the names, published as the card's ``ClassLabel``."""
+    folder = tmp_path / "in"
+    (folder / "data").mkdir(parents=True)
+    (folder / "README.md").write_text(
+        "---\ndataset_info:\n  features:\n  - name: text\n    dtype: string\n  - name: label\n"
+        "    dtype:\n      class_label:\n        names:\n          '0': neg\n          '1': pos\n"
+        "configs:\n- config_name: default\n  data_files:\n  - split: train\n"
+        "    path: data/train.csv\n---\n# films\n",
+        "utf-8",
+    )
+    (folder / "data" / "train.csv").write_text(
+        "text,label\ngood film,1\nbad film,neg\ngreat,pos\nawful,0\n", "utf-8"
+    )
+    out = tmp_path / "hf"
+    assert main(["export", "table", str(folder), "--label", "label", "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["label"] == datasets.ClassLabel(names=["neg", "pos"])
+    assert list(back["label"]) == [1, 0, 1, 0]
