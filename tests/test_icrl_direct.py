@@ -661,3 +661,24 @@ def test_short_or_long_chunk_of_runs(tmp_path: Path, inflated, by_hdf5, direct) 
     )
     assert out["error"][0] == out["error"][2] == ""
     assert out["steps_read"][2] == 6000
+
+
+def test_a_chunk_only_zlib_ng_refuses_goes_to_hdf5(tmp_path: Path, by_hdf5, monkeypatch) -> None:
+    """The two inflaters do not refuse the same streams (libdeflate takes a distance code 30
+    that zlib, zlib-ng and HDF5 refuse). A chunk of long runs zlib-ng refuses is judged by
+    zlib-ng again, not by libdeflate: its block goes to HDF5, never left as the buffer held
+    it (the block before, another history's row)."""
+    path = write_file(tmp_path / "refused.hdf5", tasks=1, histories=3, steps=6000)
+    with h5py.File(path, "r") as f:
+        refused = f["0"]["dones"].id.read_direct_chunk((1, 0))[1]
+    real = xc._inflate_runs
+
+    def refusing(stored, size):
+        if bytes(stored) == refused:
+            raise zlib.error("invalid distance code")
+        return real(stored, size)
+
+    monkeypatch.setattr(xc, "_inflate_runs", refusing)
+    out, fell_back = _same_both_ways(path, by_hdf5)
+    assert ("/0/dones", np.s_[1, 0:6000]) in fell_back
+    assert out["histories"]["error"] == [""] * 3  # HDF5 reads it (a valid stream, here)

@@ -88,6 +88,7 @@ def test_help_rules_and_version_import_no_heavy_library(args: list[str]) -> None
         ("curate rules gly", {"glycan", "glycans", "glycanml"}),  # families, aliases, codes
         ("curate rules KE20", {"KE201", "KE202"}),
         ("curate export mquake --license cc-by-4", {"cc-by-4.0"}),  # the Hub's licence ids
+        ("curate export table --language fr", {"fr", "frr"}),  # and its language codes
     ],
 )
 def test_shell_completion_answers_without_heavy_libraries(words: str, expected: set[str]) -> None:

@@ -135,8 +135,27 @@ LanguageOpt = Annotated[
         "--language",
         help="Language of the data, an ISO 639 code such as en (repeatable).",
         metavar="CODE",
+        autocompletion=lambda incomplete: _languages(incomplete),
     ),
 ]
+
+
+def _languages(incomplete: str) -> list[str]:
+    """What ``--language <TAB>`` offers: the codes the Hub knows (``datasets``' own
+    ``languages.json``, what the export checks against). The file is found beside the installed
+    package, which is not imported: importing ``datasets`` takes longer than a shell waits."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.find_spec("datasets")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder) / "utils" / "resources" / "languages.json"
+        try:
+            codes = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        return sorted(c for c in codes if c.startswith(incomplete.lower()))
+    return []
 SourceDatasetOpt = Annotated[
     list[str] | None,
     typer.Option(
