@@ -141,3 +141,66 @@ def test_a_card_s_class_label_over_csv_is_published_as_one(tmp_path) -> None:
     back = datasets.load_dataset(str(out))["train"]
     assert back.features["label"] == datasets.ClassLabel(names=["neg", "pos"])
     assert list(back["label"]) == [1, 0, 1, 0]
+
+
+def _films(path: Path, names: list[str], labels: list[int]) -> None:
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=names)}
+    )
+    texts = [f"film {i} was {'good' if i % 2 else 'bad'}" for i in range(len(labels))]
+    datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features).to_parquet(path)
+
+
+def test_splits_numbering_their_classes_apart_stay_integers(tmp_path) -> None:
+    """Splits encoded apart (``class_encode_column`` per split) number their classes apart: an
+    index then means no one class, and the column is read as the integers stored (not named by
+    the first file's list); splits that agree are named."""
+    folder = tmp_path / "apart" / "data"
+    folder.mkdir(parents=True)
+    _films(folder / "train-00000-of-00001.parquet", ["neg", "pos"], [0, 0, 1, 1])
+    _films(folder / "test-00000-of-00001.parquet", ["pos", "neg"], [0, 0, 1, 1])
+    data = curate.load("table", folder.parent, label="label")
+    assert set(data.values["label"].to_list()) == {0, 1}
+    same = tmp_path / "same" / "data"
+    same.mkdir(parents=True)
+    _films(same / "train-00000-of-00001.parquet", ["neg", "pos"], [0, 0, 1, 1])
+    _films(same / "test-00000-of-00001.parquet", ["neg", "pos"], [1, 0, 1, 1])
+    data = curate.load("table", same.parent, label="label")
+    by_split: dict[str, list[str]] = {}
+    for split, label in zip(data.rows["split"], data.values["label"], strict=True):
+        by_split.setdefault(split, []).append(label)
+    assert by_split == {"train": ["neg", "neg", "pos", "pos"], "test": ["pos", "neg", "pos", "pos"]}
+
+
+def test_a_schema_typing_the_label_as_int_keeps_the_indexes(tmp_path) -> None:
+    """A ``--schema`` model types the column itself: an ``int`` label validates as the file
+    stores it (no row invalid) and is published as the same ``ClassLabel``."""
+    path = tmp_path / "films.parquet"
+    _films(path, ["neg", "pos"], [0, 1, 0, 1, 1, 0])
+    (tmp_path / "films_model.py").write_text(
+        "from pydantic import BaseModel\n\nclass Row(BaseModel):\n    text: str\n    label: int\n",
+        "utf-8",
+    )
+    schema = f"{tmp_path / 'films_model.py'}:Row"
+    report = curate.audit("table", path, label="label", schema=schema, label_model="none")
+    assert report.findings.filter(pl.col("severity") == "error").height == 0
+    out = tmp_path / "hf"
+    argv = ["export", "table", str(path), "--label", "label", "--schema", schema]
+    assert main([*argv, "--label-model", "none", "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["label"] == datasets.ClassLabel(names=["neg", "pos"])
+    assert list(back["label"]) == [0, 1, 0, 1, 1, 0]
+
+
+def test_a_fix_publishes_the_class_labels_too(hub_parquet, tmp_path) -> None:
+    """``curate fix`` re-reads its own passes' files: the class names travel with them, so
+    the fixed dataset keeps its ``ClassLabel`` and both reports speak in names."""
+    path, names, _ = hub_parquet
+    out = tmp_path / "fixed"
+    assert main(["fix", "table", str(path), "--label", "Kingdom", "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["Kingdom"] == datasets.ClassLabel(names=names)
+    for report in ("audit.before.json", "audit.after.json"):
+        doc = json.loads((out / report).read_text("utf-8"))
+        stats = doc["summary"]["stats"]["label_issues"]["Kingdom"]
+        assert {c["class"] for c in stats["classes"]} <= set(names), report

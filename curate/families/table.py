@@ -253,6 +253,10 @@ class TableFamily(RecordsFamily):
             frame, info, text = self._read_one(path, encoding)
             for name, names in info[6].items():  # the first input's names, if two disagree
                 class_labels.setdefault(name, names)
+            if not text and model is None:
+                # a typed input's classes by name (text read with a card: card_types names
+                # them); a --schema model types the column itself, as the file stores it
+                frame = named_classes(frame, info[6])
             self._check_declared(frame, path, options, model)
             split = self._split(frame, path, options.split)
             if split is not None and options.split_map:
@@ -324,7 +328,7 @@ class TableFamily(RecordsFamily):
     ) -> tuple[pl.DataFrame, tuple[Any, ...], bool]:
         """``(frame, (name, text columns, nested cells, sha256, format, card features, class
         labels), text)``; the card's features only for a dataset folder of text files (parquet
-        carries its own types); a typed input's ``ClassLabel`` columns read as their names."""
+        carries its own types); the class names of its ``ClassLabel`` columns."""
         from curate.io.frames import in_memory
 
         if (given := in_memory(path)) is not None:
@@ -346,8 +350,6 @@ class TableFamily(RecordsFamily):
         if not typed and src.format == "hf-files" and isinstance(src.path, Path):
             features = card_features(src.path, src.config)
         labels = class_label_names(path, src) if typed or features else {}
-        if typed:  # (text read with a card: card_types names the classes)
-            frame = named_classes(frame, labels)
         info = (str(path), keep, src.nested_cells, src.sha256, src.format, features, labels)
         return frame, info, not typed
 
@@ -451,36 +453,39 @@ def _as_class_labels(
     tables: dict[str, pa.Table], labels: dict[str, list[str]]
 ) -> dict[str, pa.Table]:
     """Each ``ClassLabel`` column the input had, back as its class indexes, the names in the
-    schema's metadata (:data:`~curate.io.typed.CLASS_LABELS`, which the export declares
-    as ``ClassLabel`` features): the remaster types its labels as the original did. A column
-    holding a value that is no class name in some split (an index past the names, read as its
-    digits) stays text in every split: nothing is lost."""
+    schema's metadata (:data:`~curate.io.typed.CLASS_LABELS`, which the export declares as
+    ``ClassLabel`` features): the remaster types its labels as the original did. A column of
+    names is turned into indexes; one a ``--schema`` model kept as integers stays as it is.
+    A column holding a value that is no class (a name not among them, an index past them) in
+    some split is published as it is in every split: nothing is lost."""
     import json
 
     import pyarrow.compute as pc
 
-    def named(col: pa.ChunkedArray, known: pa.Array) -> bool:
+    def kind(col: pa.ChunkedArray, names: list[str]) -> str | None:
+        if pa.types.is_integer(col.type):
+            ok = pc.sum(pc.and_(pc.greater_equal(col, -1), pc.less(col, len(names)))).as_py()
+            return "indexes" if (ok or 0) == len(col) - col.null_count else None
+        known = pa.array(names, pa.string())
         hits = pc.sum(pc.is_in(col.cast(pa.string()), value_set=known)).as_py() or 0
-        return hits == len(col) - col.null_count
+        return "names" if hits == len(col) - col.null_count else None
 
-    keep = {
-        col: names
-        for col, names in labels.items()
-        if tables
-        and all(
-            col in t.column_names and named(t[col], pa.array(names, pa.string()))
-            for t in tables.values()
-        )
-    }
+    keep: dict[str, list[str]] = {}
+    convert: set[str] = set()
+    for col, names in labels.items():
+        kinds = {kind(t[col], names) if col in t.column_names else None for t in tables.values()}
+        if tables and len(kinds) == 1 and None not in kinds:
+            keep[col] = names
+            if kinds == {"names"}:
+                convert.add(col)
     if not keep:
         return tables
     out = {}
     for split, t in tables.items():
-        for col, names in keep.items():
-            at = t.column_names.index(col)
-            known = pa.array(names, pa.string())
+        for col in convert:
+            known = pa.array(keep[col], pa.string())
             index = pc.index_in(t[col].cast(pa.string()), value_set=known).cast(pa.int64())
-            t = t.set_column(at, col, index)
+            t = t.set_column(t.column_names.index(col), col, index)
         meta = {**(t.schema.metadata or {}), CLASS_LABELS: json.dumps(keep).encode()}
         out[split] = t.replace_schema_metadata(meta)
     return out

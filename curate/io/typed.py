@@ -181,35 +181,57 @@ def infer_types(
     return pl.DataFrame(out)
 
 
+def _file_class_labels(path: Path) -> dict[str, list[str]] | None:
+    """One parquet file's ``ClassLabel`` columns: curate's own metadata (a fix pass's file,
+    :data:`CLASS_LABELS`), else the Hugging Face features ``datasets`` writes; None when the
+    file carries neither."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except OSError:
+        return None
+    try:
+        if CLASS_LABELS in meta:
+            ours = json.loads(meta[CLASS_LABELS])
+            return {str(k): [str(n) for n in v] for k, v in ours.items() if isinstance(v, list)}
+        features = json.loads(meta[b"huggingface"])["info"]["features"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(features, dict):
+        return None
+    return {
+        str(k): [str(n) for n in v["names"]]
+        for k, v in features.items()
+        if isinstance(v, dict)
+        and v.get("_type") == "ClassLabel"
+        and isinstance(v.get("names"), list)
+    }
+
+
 def class_label_names(path: str | Path, src: Source) -> dict[str, list[str]]:
     """The ``ClassLabel`` columns of a typed input and their class names, index order: from
-    the Hugging Face features parquet files carry in their metadata (what ``datasets`` writes),
-    else from a dataset folder's card (``dataset_info.features``). Top-level columns only.
+    the metadata its parquet files carry (the Hugging Face features ``datasets`` writes, or a
+    curate fix pass's), else from a dataset folder's card (``dataset_info.features``).
+    Top-level columns only, and of parquet files only a column every file declares with the
+    same names: an index means one class everywhere or is left an integer (splits encoded
+    apart, ``class_encode_column`` per split, number their classes apart).
 
     Why: a ``ClassLabel`` column is stored as integers; its names are in the metadata alone,
     and a table read without them would report ``label 0`` and publish bare indexes whose
     meaning the remaster had lost."""
-    import json
-
     parts = local_parquet(path)
     if parts is not None:
-        import pyarrow.parquet as pq
-
-        for _, files in parts:
-            for f in files:
-                try:
-                    meta = pq.read_schema(f).metadata or {}
-                    features = json.loads(meta[b"huggingface"])["info"]["features"]
-                except (OSError, KeyError, TypeError, ValueError):
-                    continue
-                if isinstance(features, dict):
-                    return {
-                        str(k): [str(n) for n in v["names"]]
-                        for k, v in features.items()
-                        if isinstance(v, dict)
-                        and v.get("_type") == "ClassLabel"
-                        and isinstance(v.get("names"), list)
-                    }
+        found = [_file_class_labels(f) for _, files in parts for f in files]
+        if any(x is not None for x in found):
+            first = found[0] or {}
+            return {
+                k: names
+                for k, names in first.items()
+                if all(x is not None and x.get(k) == names for x in found)
+            }
     if src.format.startswith("hf") and isinstance(src.path, Path) and src.path.is_dir():
         from curate.io.folders import card_features
 
