@@ -21,9 +21,10 @@ What is checked (each defect is one :class:`Problem` naming the card key or file
 * ``croissant.json``, when present, validates with ``mlcroissant`` and every ``cr:FileObject``
   with a ``sha256`` names a file whose bytes have that hash and whose size is its
   ``contentSize``; and it says what the card says: its ``license`` is one of the card's
-  (an error: two licences leave the terms of use open), its ``citeAs`` is the card's
-  ``## Citation`` section (a warning: the Hub shows one, dataset search indexes the other).
-  A card edited by hand after the export is where they part.
+  (an error: two licences leave the terms of use open; a licence URL and the Hub's ``other``
+  are not compared), its ``citeAs`` is in the card's Citation section (a warning: the Hub
+  shows one, dataset search indexes the other). A card edited by hand after the export is
+  where they part.
 
 ``mlcroissant`` is not a dependency of curate (it is large); a folder with ``croissant.json`` and
 no ``mlcroissant`` installed is a usage error (exit 2) saying so, unless ``--no-croissant``
@@ -142,46 +143,62 @@ def check_card(folder: str | Path, *, croissant: bool = True) -> list[Problem]:
     return problems
 
 
+_HEADING = re.compile(r"^#{1,6}\s")
+_CITATION = re.compile(r"^#{1,6}\s*Citation\b", re.IGNORECASE)
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
 def _citation_of(text: str) -> str | None:
-    """The card's ``## Citation`` section as written (inside its code fence, if fenced: a fence
-    holds any line, a ``## `` one too), or None without one."""
+    """The card's Citation section (``## Citation``, ``## Citation [optional]`` as the Hub's
+    template has it), its text up to the next heading with the code fences' own lines left
+    out (a fence holds any line, a ``## `` one too; an unclosed one is text), or None
+    without such a section."""
     lines = text.splitlines()
     try:
-        i = next(i for i, line in enumerate(lines) if line.strip() == "## Citation") + 1
+        i = next(k for k, line in enumerate(lines) if _CITATION.match(line)) + 1
     except StopIteration:
         return None
-    while i < len(lines) and not lines[i].strip():
-        i += 1
-    fence = re.match(r"(`{3,})[^`]*$", lines[i]) if i < len(lines) else None
-    if fence:
-        close = next(
-            (k for k in range(i + 1, len(lines)) if lines[k].strip() == fence.group(1)), None
-        )
-        if close is not None:
-            return "\n".join(lines[i + 1 : close])
     body: list[str] = []
-    for line in lines[i:]:
-        if line.startswith("## "):
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE.match(line)
+        if fence:
+            mark = fence.group(1)
+            close = next(
+                (
+                    k
+                    for k in range(i + 1, len(lines))
+                    if lines[k].strip().startswith(mark[0] * len(mark))
+                    and not lines[k].strip().strip(mark[0])
+                ),
+                None,
+            )
+            if close is not None:
+                body += lines[i + 1 : close]
+                i = close + 1
+                continue
+        elif _HEADING.match(line):
             break
         body.append(line)
+        i += 1
     return "\n".join(body).strip()
 
 
-def _same_text(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
+def _cites(section: str, citation: str) -> bool:
+    """Does the card's Citation section hold ``citation`` (white space aside)? Held, not
+    equal: a card says "please cite" before the entry, or more after it."""
+    return " ".join(citation.split()) in " ".join(section.split())
 
 
 def _license_ids(value: Any) -> set[str]:
-    """Licence identifiers, compared without case; a licence URL by its last path segment
-    (``https://spdx.org/licenses/MIT.html`` is ``mit``)."""
+    """Licence identifiers, compared without case. A URL is not compared (a licence has as
+    many URLs as publishers: ``https://creativecommons.org/licenses/by/4.0/`` is cc-by-4.0),
+    nor is the Hub's ``other`` (its ``license_link`` says which)."""
     out = set()
     for v in _as_list(value):
-        if isinstance(v, str) and v.strip():
-            v = v.strip().rstrip("/")
-            if "://" in v:
-                v = v.rsplit("/", 1)[-1].removesuffix(".html").removesuffix(".json")
-            out.add(v.lower())
-    return out
+        if isinstance(v, str) and v.strip() and "://" not in v:
+            out.add(v.strip().lower())
+    return out - {"other"}
 
 
 def _check_agreement(root: Path, meta: dict[str, Any], text: str) -> list[Problem]:
@@ -194,7 +211,8 @@ def _check_agreement(root: Path, meta: dict[str, Any], text: str) -> list[Proble
         return []
     out: list[Problem] = []
     theirs, ours = _license_ids(doc.get("license")), _license_ids(meta.get("license"))
-    if theirs and ours and not theirs <= ours:
+    other = "other" in {str(v).strip().lower() for v in _as_list(meta.get("license"))}
+    if theirs and ours and not other and not theirs <= ours:
         out.append(
             Problem(
                 "license",
@@ -205,7 +223,7 @@ def _check_agreement(root: Path, meta: dict[str, Any], text: str) -> list[Proble
         )
     cite, cited = doc.get("citeAs"), _citation_of(text)
     cite = cite if isinstance(cite, str) and cite.strip() else None
-    if cite is not None and cited is not None and not _same_text(cite, cited):
+    if cite is not None and cited is not None and not _cites(cited, cite):
         said = "differs from the card's Citation section"
     elif cite is not None and cited is None:
         said = "is set, but the card has no Citation section"
