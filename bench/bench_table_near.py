@@ -24,14 +24,19 @@ of the captions (so bases are distinct, alike only as captions are alike); 2 % m
 near copies of a base (a word replaced, dropped or two swapped). Splits are seeded 80/10/10.
 
 Run: ``python bench/bench_table_near.py`` (100k and 1M rows; peak RSS 4.8 GB at 1M);
-``--n 20000`` for a quick look. Prints rows/s for each line and the pairs found; records
-nothing (see ``bench/RESULTS.md`` for the recorded benches).
+``--n 20000`` for a quick look. Prints rows/s for each line and the pairs found.
+
+``--record [DIR]`` (see ``bench/record.py``) also writes a row per size for the page: the rules
+and the manager with the rules' banding each timed again in a fresh child process (the texts
+generated there before the clock starts), so that each has its own peak RSS; the ratio is the
+rules' time over the manager's (what the normalisation, the joins and the findings add).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import re
 import sys
@@ -39,6 +44,9 @@ import time
 from pathlib import Path
 
 import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # bench/record.py: what every script's --record shares
 
 import curate
 from curate.audits.shared import minhash as mh
@@ -134,17 +142,75 @@ def overlap_rate(n: int) -> None:
         line(name, n, sec, f"{found.height:,} pairs")
 
 
+def child(kind: str, n: int, args: argparse.Namespace) -> None:
+    """One measurement in this (fresh) process; prints its seconds and what it found (JSON)."""
+    df = generate(n, args.planted, args.seed)
+    if kind == "rules":
+        report, sec = timed(
+            curate.audit,
+            "table",
+            df,
+            id="id",
+            split="split",
+            text="text",
+            select=["TB404", "TB406"],
+        )
+        found = report.findings.height
+    else:
+        normal = df.select(normaliser(list(NORMALISE_PARTS))(pl.col("text")))["text"].unique()
+        pairs, sec = timed(mh.near_duplicates, normal, threshold=0.8, num_perm=128, recall=RECALL)
+        found = pairs.height
+    print(json.dumps({"seconds": sec, "found": found}))
+
+
+def recorded_row(n: int, args: argparse.Namespace) -> record.Row:
+    """The page's row for ``n`` rows: each side in a child of its own."""
+    got = {}
+    for kind in ("rules", "manager"):
+        argv = [sys.executable, __file__, "--child", kind, "--n", str(n)]
+        argv += ["--planted", str(args.planted), "--seed", str(args.seed)]
+        run = record.run_child(argv, stdout=True)
+        if run.code:
+            sys.exit(f"{kind} at {n:,} rows failed with exit code {run.code}")
+        got[kind] = (json.loads(run.stdout.strip().splitlines()[-1]), run.peak_mib)
+    (rules, rules_rss), (manager, manager_rss) = got["rules"], got["manager"]
+    b, r = mh.recall_params(0.8, 128, RECALL)
+    rs, ms = rules["seconds"], manager["seconds"]
+    return record.Row(
+        id=f"table-near-{n}",
+        section="peer",
+        benchmark="table: near-duplicate rows (TB404 + TB406)",
+        workload=f"{record.size(n)} generated caption texts ({args.planted:.0%} planted near "
+        f"copies), splits 80/10/10; char 5-grams, 128 permutations, {b} x {r} bands, 0.8",
+        curate_figure=f"{rs:.2f} s ({n / rs:,.0f} rows/s), {rules['found']:,} findings",
+        peer="the shared MinHash manager alone on the distinct normalised texts, same banding",
+        peer_figure=f"{ms:.2f} s, {manager['found']:,} pairs",
+        ratio=f"**{rs / ms:.2f}×** the manager's time",
+        rss_curate=f"{rules_rss:,.0f} MiB",
+        rss_peer=f"{manager_rss:,.0f} MiB",
+        values={"rules": rules, "manager": manager},
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
     p.add_argument("--planted", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overlap-n", type=int, default=100_000, help="0: skip")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    record.add_arguments(p)
     args = p.parse_args()
+    if args.child:
+        child(args.child, args.n[0], args)
+        return
+    recorder = record.start(args)
     if args.overlap_n:
         overlap_rate(args.overlap_n)
     for n in args.n:
         run(n, args)
+    if recorder:
+        recorder.write(*(recorded_row(n, args) for n in args.n))
 
 
 if __name__ == "__main__":
