@@ -46,6 +46,7 @@ ORDER = (
     "startup",
     "media-hashing",
     "overlap-near-duplicates",
+    "table-near",
     "overlap-jaccard-matrix",
     "ray-xland-512",
     "ray-xland-256",

@@ -156,6 +156,8 @@ def _languages(incomplete: str) -> list[str]:
             continue
         return sorted(c for c in codes if c.startswith(incomplete.lower()))
     return []
+
+
 SourceDatasetOpt = Annotated[
     list[str] | None,
     typer.Option(
