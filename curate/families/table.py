@@ -349,7 +349,7 @@ class TableFamily(RecordsFamily):
         features = None
         if not typed and src.format == "hf-files" and isinstance(src.path, Path):
             features = card_features(src.path, src.config)
-        labels = class_label_names(path, src) if typed or features else {}
+        labels = class_label_names(path, src, features) if typed or features else {}
         info = (str(path), keep, src.nested_cells, src.sha256, src.format, features, labels)
         return frame, info, not typed
 

@@ -211,13 +211,16 @@ def _file_class_labels(path: Path) -> dict[str, list[str]] | None:
     }
 
 
-def class_label_names(path: str | Path, src: Source) -> dict[str, list[str]]:
-    """The ``ClassLabel`` columns of a typed input and their class names, index order: from
-    the metadata its parquet files carry (the Hugging Face features ``datasets`` writes, or a
-    curate fix pass's), else from a dataset folder's card (``dataset_info.features``).
-    Top-level columns only, and of parquet files only a column every file declares with the
-    same names: an index means one class everywhere or is left an integer (splits encoded
-    apart, ``class_encode_column`` per split, number their classes apart).
+def class_label_names(
+    path: str | Path, src: Source, features: list[Any] | None = None
+) -> dict[str, list[str]]:
+    """The ``ClassLabel`` columns of an input and their class names, index order: from the
+    metadata its parquet files carry (the Hugging Face features ``datasets`` writes, or a
+    curate fix pass's), else from a dataset folder's card (``features``, its
+    ``dataset_info.features`` when the caller has read them, else read here). Top-level columns
+    only, and of parquet files only a column every file declares with the same names: an
+    index means one class everywhere or is left an integer (splits encoded apart,
+    ``class_encode_column`` per split, number their classes apart).
 
     Why: a ``ClassLabel`` column is stored as integers; its names are in the metadata alone,
     and a table read without them would report ``label 0`` and publish bare indexes whose
@@ -232,24 +235,21 @@ def class_label_names(path: str | Path, src: Source) -> dict[str, list[str]]:
                 for k, names in first.items()
                 if all(x is not None and x.get(k) == names for x in found)
             }
-    if src.format.startswith("hf") and isinstance(src.path, Path) and src.path.is_dir():
+    hf_folder = src.format.startswith("hf") and isinstance(src.path, Path) and src.path.is_dir()
+    if features is None and hf_folder:
         from curate.io.folders import card_features
 
-        out: dict[str, list[str]] = {}
-        for item in card_features(src.path, src.config) or []:
-            dtype = item.get("dtype") if isinstance(item, dict) else None
-            names = dtype.get("class_label", {}).get("names") if isinstance(dtype, dict) else None
-            if isinstance(names, dict):
-                try:
-                    order = sorted(names, key=int)
-                except (TypeError, ValueError):
-                    continue
-                if [int(k) for k in order] == list(range(len(order))):
-                    out[str(item.get("name"))] = [str(names[k]) for k in order]
-            elif isinstance(names, list):
-                out[str(item.get("name"))] = [str(n) for n in names]
-        return out
-    return {}
+        assert isinstance(src.path, Path)  # hf_folder says so
+        features = card_features(src.path, src.config)
+    if not features:
+        return {}
+    from datasets import ClassLabel, Features
+
+    try:  # datasets' own reading of a card's features (a broken list: card_types says why)
+        declared = Features._from_yaml_list(features)
+    except Exception:
+        return {}
+    return {k: list(v.names) for k, v in declared.items() if isinstance(v, ClassLabel)}
 
 
 def named_classes(frame: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:

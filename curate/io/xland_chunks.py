@@ -297,14 +297,16 @@ class ChunkBuffer:
         # the per-chunk Python work was a fifth of the inflating itself.
         # a chunk of long runs by zlib-ng, any other by libdeflate (see RUNS_RATIO)
         runs = chunk_bytes // RUNS_RATIO if _runs_decompressobj is not None else -1
-        by = [_inflate_runs if len(s) <= runs else inflate for s in stored]
         try:
-            chunks = [f(s, chunk_bytes) for f, s in zip(by, stored, strict=True)]
+            chunks = [
+                (_inflate_runs if len(s) <= runs else inflate)(s, chunk_bytes) for s in stored
+            ]
         except Exception:  # deflate.DeflateError, zlib's error: which chunk decides (below)
             chunks = []
         if len(chunks) != len(stored) or min(map(len, chunks), default=chunk_bytes) < chunk_bytes:
             # the first that fails, each by the inflater that failed it above: the two do not
             # refuse the same streams (libdeflate takes a distance code 30 that zlib refuses)
+            by = [_inflate_runs if len(s) <= runs else inflate for s in stored]
             for c, s, f in zip(range(a, b, rows), stored, by, strict=True):
                 try:
                     got = len(f(s, chunk_bytes))
