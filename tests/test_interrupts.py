@@ -292,6 +292,31 @@ def test_an_error_after_a_signal_is_the_signals(monkeypatch: pytest.MonkeyPatch,
     assert capsys.readouterr().err == "curate: interrupted\n"
 
 
+def test_a_run_interrupted_in_process_does_not_stop_the_next_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
+) -> None:
+    """A program that calls ``main`` and goes on (a notebook, a test session) must not carry
+    the ended run's signal into its next call: it was kept, and ``curate.api.export`` after an
+    interrupted ``main`` raised ``Interrupted`` at its rename (seen in CI: three tests of one
+    worker failed after a test that ended a run with a recorded Ctrl-C)."""
+    from curate import api
+    from curate.cli import commands
+    from curate.cli.main import main
+    from curate.core import outputs
+
+    def load_and_audit(*_args, **_kwargs):
+        outputs._received.append(signal.SIGINT)
+        raise outputs.Interrupted(signal.SIGINT)
+
+    with monkeypatch.context() as m:
+        m.setattr(commands, "load_and_audit", load_and_audit)
+        assert main(["audit", "mquake", str(SAMPLE)]) == 130
+    capsys.readouterr()
+    assert outputs.received_signal() is None and outputs.committed_outputs() == []
+    api.export("mquake", [SAMPLE], tmp_path / "hf")
+    assert (tmp_path / "hf" / "README.md").is_file()
+
+
 def test_sigint_during_check_of_every_family(inputs: Path, tmp_path: Path) -> None:
     """``curate check`` audits each configured dataset in turn and writes its reports: a Ctrl-C
     at any point of it ends as every other command does (the report written only if whole)."""

@@ -34,6 +34,7 @@ from curate.core.errors import (
 from curate.core.outputs import (
     Interrupted,
     committed_outputs,
+    forget_run,
     install_signal_handlers,
     raise_if_interrupted,
     received_signal,
@@ -217,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
+        forget_run()  # this run's signals are not the next call's (curate.api after main())
         if isinstance(sys.stdout, _GuardedStdout):
             sys.stdout = stdout
 

@@ -226,6 +226,21 @@ def install_signal_handlers() -> None:
             signal.signal(sig, _raise_interrupted)
 
 
+def forget_run() -> None:
+    """Forget the signals and outputs recorded for the run that has just ended.
+
+    They belong to one run: a program that calls the CLI's ``main`` and then goes on (a
+    notebook, a test session, a script calling ``curate.api`` next) must not find the last
+    run's Ctrl-C waiting at its next rename, where :func:`raise_if_interrupted` would end a
+    run that was never interrupted. The handlers stay installed, as :func:`install_signal_handlers`
+    left them.
+    """
+    global _held_since
+    _received.clear()
+    _committed.clear()
+    _held_since = None
+
+
 def received_signal() -> int | None:
     """The first stop signal this run received (handled or swallowed), else ``None``."""
     return _received[0] if _received else None
