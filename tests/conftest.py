@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,6 +44,20 @@ def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """Caches curate keeps in the user's cache folder (the media scan's) go to a folder of the
     test session, never to the real ``~/.cache``."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _no_signal_left_behind() -> Iterator[None]:
+    """A test that leaves a recorded stop signal (or a committed output) in this process fails
+    itself, here, instead of the next test of its worker failing at a rename with
+    ``Interrupted`` (which test that is depends on how xdist shares the tests out: CI saw three
+    plugin-family tests fail that way, and a local run did not)."""
+    yield
+    outputs = sys.modules.get("curate.core.outputs")
+    if outputs is not None and (outputs.received_signal() or outputs.committed_outputs()):
+        left = (outputs.received_signal(), outputs.committed_outputs())
+        outputs.forget_run()
+        pytest.fail(f"the test left a recorded signal or committed outputs behind: {left}")
 
 
 @pytest.fixture(scope="session")

@@ -76,6 +76,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []
 #: Outputs moved into place since then (what a signal that came late leaves complete).
 _committed: list[Path] = []
+#: Whether a run is on (between :func:`install_signal_handlers` and :func:`forget_run`): outside
+#: one, as a library, nothing is recorded (a long session's exports would pile up here).
+_recording = False
 
 
 #: multiprocessing's own source folder (the standard library's): see :func:`_raise_interrupted`.
@@ -217,8 +220,9 @@ def install_signal_handlers() -> None:
     """
     _received.clear()
     _committed.clear()
-    global _previous_unraisable, _held_since
+    global _previous_unraisable, _held_since, _recording
     _held_since = None
+    _recording = True
     if sys.unraisablehook is not _unraisable:
         _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     for sig in STOP_SIGNALS:
@@ -235,10 +239,11 @@ def forget_run() -> None:
     run that was never interrupted. The handlers stay installed, as :func:`install_signal_handlers`
     left them.
     """
-    global _held_since
+    global _held_since, _recording
     _received.clear()
     _committed.clear()
     _held_since = None
+    _recording = False
 
 
 def received_signal() -> int | None:
@@ -265,7 +270,8 @@ def _publish(tmp: Path, target: Path) -> None:
     """``os.replace`` that first honours a swallowed signal and afterwards records the output."""
     raise_if_interrupted()
     os.replace(tmp, target)
-    _committed.append(target)
+    if _recording:
+        _committed.append(target)
 
 
 @contextmanager
@@ -923,7 +929,8 @@ def staged_folder(
                 remove_staging(old)
             else:
                 os.replace(tmp, target)
-            _committed.append(target)
+            if _recording:
+                _committed.append(target)
             tmp = None  # nothing of ours to remove any more
             (target / MARKER_DIR / LOCK).unlink(missing_ok=True)
     except OSError as e:
