@@ -17,7 +17,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from curate.audits.glycan.features import N_FEATURES, glycan_features, glycan_tokens
+from curate.audits.glycan.features import (
+    FALLBACK_CHARS,
+    N_FEATURES,
+    glycan_features,
+    glycan_tokens,
+)
 from curate.schemas.iupac import Glycan, canonical_key, try_parse
 
 SPECIES = "data/glycan/glycowork_upstream/glyco_targets_species_seq_all_V3.csv"
@@ -109,6 +114,17 @@ def test_unparseable_strings_fall_back_to_character_ngrams(glycans: list[str]) -
     assert x[-1].nnz == 0  # a null: an empty row
     compact = glycan_features([*good, *bad, None])
     assert compact.shape[1] == np.count_nonzero(x.getnnz(axis=0))
+
+
+def test_a_megabyte_cell_is_read_from_its_head(glycans: list[str]) -> None:
+    """An unparseable cell of a megabyte (a concatenation) is featurised from its first
+    characters: its row is the head's row, and the features of a real table do not change
+    (no real glycan is that long)."""
+    huge = "Gal(b1-4)" * 120_000 + "Glc"
+    assert max(map(len, glycans)) < FALLBACK_CHARS
+    x = glycan_features([huge, *glycans[:50]], compact=False)
+    head = glycan_features([huge[:FALLBACK_CHARS], *glycans[:50]], compact=False)
+    assert (x != head).nnz == 0 and x[0].nnz > 0
 
 
 def test_features_find_injected_kingdom_flips(shared: Callable[[str], Path]) -> None:

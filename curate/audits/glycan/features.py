@@ -46,6 +46,12 @@ __all__ = ["N_FEATURES", "glycan_features", "glycan_tokens"]
 #: Hashed columns of the structural block (and of the character fallback block).
 N_FEATURES = 1 << 18
 
+#: Characters of an unparseable sequence its character n-grams are read from. The longest real
+#: glycan (glycowork, GlycanML) is under 700 characters; a megabyte cell (a concatenation, a
+#: corrupt export) gave three million n-grams per scored level, once per taxonomy level: 16 s of
+#: a 61-row export spent on a record that is left out as invalid anyway.
+FALLBACK_CHARS = 4096
+
 #: ``log1p`` of the small counts almost every token has, numpy's own values: numpy's ufunc on
 #: one Python number per token cost a third of building the features.
 _LOG1P = [float(x) for x in np.log1p(np.arange(256, dtype=np.float64))]
@@ -113,10 +119,11 @@ def glycan_features(
     sequences: Sequence[str | None] | Iterable[str | None], *, compact: bool = True
 ) -> Any:
     """A scipy CSR matrix, one row per sequence: hashed, ``log1p``-dampened structural tokens
-    for the sequences that parse, hashed character 2-4-grams for those that do not (and for a
-    null, an empty row). Width ``2 * N_FEATURES``: the structural block, then the fallback's;
-    with ``compact`` (the default) only the columns these rows use, in that order (the model
-    is fitted on these rows only, so a column no row uses is a coefficient for nothing)."""
+    for the sequences that parse, hashed character 2-4-grams of the first
+    :data:`FALLBACK_CHARS` for those that do not (and for a null, an empty row). Width
+    ``2 * N_FEATURES``: the structural block, then the fallback's; with ``compact`` (the
+    default) only the columns these rows use, in that order (the model is fitted on these rows
+    only, so a column no row uses is a coefficient for nothing)."""
     import scipy.sparse as sp
     from sklearn.feature_extraction import FeatureHasher
     from sklearn.feature_extraction.text import HashingVectorizer
@@ -138,7 +145,7 @@ def glycan_features(
             )
         counted = seen[s]
         tokens.append({} if counted is None else counted)
-        fallback.append(s if counted is None else "")
+        fallback.append(s[:FALLBACK_CHARS] if counted is None else "")
     structural = FeatureHasher(
         n_features=N_FEATURES, input_type="dict", alternate_sign=False
     ).transform(tokens)
