@@ -17,6 +17,7 @@ import datasets
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -86,6 +87,26 @@ def test_read_as_names_and_published_as_class_labels(hub_parquet, tmp_path, caps
     # the export read back is the same table: names again, the same findings
     again = curate.audit("table", out, label="Kingdom")
     assert again.stats["label_issues"]["Kingdom"] == report.stats["label_issues"]["Kingdom"]
+
+
+def test_no_label_is_published_as_the_input_wrote_it(hub_parquet, tmp_path) -> None:
+    """A column not declared the label (a test split's, say) keeps its rows without a label:
+    ``-1`` in the input (``datasets``' spelling) is ``-1`` in the remaster, not null; a column
+    whose input wrote null keeps null."""
+    path, names, labels = hub_parquet
+    out = tmp_path / "hf"
+    assert main(["export", "table", str(path), "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["Kingdom"] == datasets.ClassLabel(names=names)
+    assert list(back["Kingdom"]) == labels and labels.count(-1) == 1
+
+    table = pq.read_table(path)
+    nulls = [None if v == -1 else v for v in labels]
+    with_null = tmp_path / "null.parquet"
+    pq.write_table(table.set_column(2, "Kingdom", [pa.array(nulls, pa.int64())]), with_null)
+    out = tmp_path / "hf-null"
+    assert main(["export", "table", str(with_null), "--out", str(out)]) in (0, 1)
+    assert list(datasets.load_dataset(str(out))["train"]["Kingdom"]) == nulls
 
 
 def test_an_index_past_the_names_is_kept_as_text(hub_parquet, tmp_path) -> None:

@@ -211,6 +211,10 @@ class TableData(RecordsData):
     #: ``ClassLabel`` columns (the input's Hugging Face features or card): column → class
     #: names, index order. Read as the names; published as ``ClassLabel`` again.
     class_labels: dict[str, list[str]] = field(default_factory=dict)
+    #: ``ClassLabel`` columns whose input wrote "no label" as ``-1`` (``datasets``' own
+    #: spelling: every GLUE test split) and never as null: read as null like any missing label,
+    #: published as ``-1`` again, so that code testing ``label == -1`` on the remaster still works.
+    no_label: frozenset[str] = frozenset()
 
 
 class TableFamily(RecordsFamily):
@@ -248,6 +252,8 @@ class TableFamily(RecordsFamily):
         inputs: list[InputInfo] = []
         inferred: set[str] = set()
         class_labels: dict[str, list[str]] = {}
+        minus_one: set[str] = set()
+        with_nulls: set[str] = set()
         offset = 0
         for i, path in enumerate(paths):
             frame, info, text = self._read_one(path, encoding)
@@ -256,6 +262,13 @@ class TableFamily(RecordsFamily):
             if not text and model is None:
                 # a typed input's classes by name (text read with a card: card_types names
                 # them); a --schema model types the column itself, as the file stores it
+                for name in info[6]:
+                    if name in frame.columns and frame.schema[name].is_integer():
+                        column = frame[name]
+                        if column.null_count():
+                            with_nulls.add(name)
+                        elif (column == -1).any():
+                            minus_one.add(name)
                 frame = named_classes(frame, info[6])
             self._check_declared(frame, path, options, model)
             split = self._split(frame, path, options.split)
@@ -319,6 +332,7 @@ class TableFamily(RecordsFamily):
             inferred=frozenset(inferred),
             published=published,
             class_labels={c: n for c, n in class_labels.items() if c in values.columns},
+            no_label=frozenset(minus_one - with_nulls),
         )
         data.stats = self._stats(data)
         return data
@@ -414,11 +428,11 @@ class TableFamily(RecordsFamily):
 
     def to_tables(self, data: LoadedDataset) -> dict[str, pa.Table]:
         assert isinstance(data, TableData)
-        return _as_class_labels(super().to_tables(data), data.class_labels)
+        return _as_class_labels(super().to_tables(data), data.class_labels, data.no_label)
 
     def fix_tables(self, frame: pl.DataFrame, data: LoadedDataset) -> dict[str, pa.Table]:
         assert isinstance(data, TableData)
-        return _as_class_labels(super().fix_tables(frame, data), data.class_labels)
+        return _as_class_labels(super().fix_tables(frame, data), data.class_labels, data.no_label)
 
     def _publish_frame(self, data: RecordsData) -> pl.DataFrame:
         """The value columns under their published names (the user's types) and the other
@@ -450,14 +464,15 @@ class TableFamily(RecordsFamily):
 
 
 def _as_class_labels(
-    tables: dict[str, pa.Table], labels: dict[str, list[str]]
+    tables: dict[str, pa.Table], labels: dict[str, list[str]], no_label: frozenset[str]
 ) -> dict[str, pa.Table]:
     """Each ``ClassLabel`` column the input had, back as its class indexes, the names in the
     schema's metadata (:data:`~curate.io.typed.CLASS_LABELS`, which the export declares as
     ``ClassLabel`` features): the remaster types its labels as the original did. A column of
     names is turned into indexes; one a ``--schema`` model kept as integers stays as it is.
     A column holding a value that is no class (a name not among them, an index past them) in
-    some split is published as it is in every split: nothing is lost."""
+    some split is published as it is in every split: nothing is lost. A missing label is
+    ``-1`` in the columns of ``no_label`` (as the input wrote it), else null."""
     import json
 
     import pyarrow.compute as pc
@@ -485,6 +500,8 @@ def _as_class_labels(
         for col in convert:
             known = pa.array(keep[col], pa.string())
             index = pc.index_in(t[col].cast(pa.string()), value_set=known).cast(pa.int64())
+            if col in no_label:
+                index = pc.fill_null(index, -1)
             t = t.set_column(t.column_names.index(col), col, index)
         meta = {**(t.schema.metadata or {}), CLASS_LABELS: json.dumps(keep).encode()}
         out[split] = t.replace_schema_metadata(meta)
