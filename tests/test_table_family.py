@@ -841,3 +841,59 @@ def test_a_model_field_of_a_type_columns_lack_is_published_as_its_json(tmp_path:
     train = datasets.load_dataset(str(out.path))["train"]
     assert train["url"][:] == ["https://example.org/x"]
     assert train["key"][:] == ["12345678-1234-5678-1234-567812345678"]
+
+
+def test_an_exception_in_the_users_model_is_a_finding_on_its_record(tmp_path: Path) -> None:
+    """A validator of the user's ``--schema`` model that raises something pydantic does not turn
+    into an error (``1/0``, a ``KeyError``) fails that record, named with its field and the
+    exception: before, the whole run ended "internal error: ZeroDivisionError" (exit 3)."""
+    (tmp_path / "usermodel.py").write_text(
+        textwrap.dedent(
+            """
+            from pydantic import BaseModel, field_validator, model_validator
+
+            class Row(BaseModel):
+                id: int
+                text: str
+                label: str
+
+                @field_validator("text")
+                @classmethod
+                def no_world(cls, v):
+                    return 1 / 0 if v == "world" else v
+
+                @model_validator(mode="after")
+                def lookup(self):
+                    if self.label == "z":
+                        {}["missing"]
+                    return self
+            """
+        ),
+        encoding="utf-8",
+    )
+    data = tmp_path / "rows.csv"
+    data.write_text("id,text,label\n1,hello,a\n2,world,b\n3,fine,z\n4,ok,c\n", encoding="utf-8")
+    report = curate.audit(
+        "table",
+        data,
+        id="id",
+        text="text",
+        label_model="none",
+        schema=f"{tmp_path}/usermodel.py:Row",
+    )
+    bad = report.findings.filter(pl.col("rule") == "TB001").sort("row")
+    assert bad["record"].to_list() == ["2", "3"]
+    assert bad["field"].to_list() == ["text", ""]
+    assert "raised ZeroDivisionError: division by zero" in bad["message"][0]
+    assert "raised KeyError: 'missing'" in bad["message"][1]
+    out = tmp_path / "hf"
+    curate.export(
+        "table",
+        data,
+        out,
+        id="id",
+        text="text",
+        label_model="none",
+        schema=f"{tmp_path}/usermodel.py:Row",
+    )
+    assert sorted(datasets.load_dataset(str(out))["train"]["id"]) == [1, 4]

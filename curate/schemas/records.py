@@ -313,9 +313,10 @@ def _lost(
 
 
 def _batch(
-    adapter: TypeAdapter[list[Any]], items: list[Any]
+    adapter: TypeAdapter[list[Any]], items: list[Any], model: type[BaseModel] | None = None
 ) -> tuple[dict[int, Any], dict[int, list[ErrorDetails]]]:
-    """Validate ``items`` in one call: ``(index → value dumped to Python, index → errors)``."""
+    """Validate ``items`` in one call: ``(index → value dumped to Python, index → errors)``.
+    ``model``: the model ``adapter`` validates lists of, if it does (see :func:`_one_by_one`)."""
     errors: dict[int, list[ErrorDetails]] = {}
     try:
         good = adapter.validate_python(items)
@@ -327,8 +328,63 @@ def _batch(
             errors.setdefault(at, []).append(err)
         keep = [i for i in range(len(items)) if i not in errors]
         good = adapter.validate_python([items[i] for i in keep]) if keep else []
+    except Exception:
+        # A validator of the user's model raised something other than the ValueError or
+        # AssertionError pydantic turns into an error (``1/0``, a KeyError): the items are
+        # validated one by one, and each that raises is invalid with the exception as its
+        # reason, a finding on its record rather than "internal error" for the whole run.
+        return _one_by_one(adapter, items, model)
     dumped = adapter.dump_python(good, mode="python") if keep else []
     return dict(zip(keep, dumped, strict=True)), errors
+
+
+def _one_by_one(
+    adapter: TypeAdapter[list[Any]], items: list[Any], model: type[BaseModel] | None
+) -> tuple[dict[int, Any], dict[int, list[ErrorDetails]]]:
+    """:func:`_batch` an item at a time, an exception of the model's own code an error (located
+    at the field whose validator raised it, when a field validator did: :func:`_raised_in`)."""
+    good: dict[int, Any] = {}
+    errors: dict[int, list[ErrorDetails]] = {}
+    for i, item in enumerate(items):
+        try:
+            value = adapter.validate_python([item])
+        except ValidationError as e:
+            for err in e.errors(include_url=False):
+                errors.setdefault(i, []).append({**err, "loc": (i, *err["loc"][1:])})
+            continue
+        except Exception as e:
+            said = " ".join(str(e).split())
+            errors[i] = [
+                {
+                    "type": "model_raised",
+                    "loc": (i, *_raised_in(model, e)),
+                    "msg": f"the model's validation raised {type(e).__name__}"
+                    + (f": {said}" if said else ""),
+                    "input": item,
+                }
+            ]
+            continue
+        good[i] = adapter.dump_python(value, mode="python")[0]
+    return good, errors
+
+
+def _raised_in(model: type[BaseModel] | None, error: BaseException) -> tuple[str, ...]:
+    """``(field,)`` when a field validator of ``model`` raised ``error`` (its code is in the
+    traceback), else ``()``: the record as a whole."""
+    decorators = getattr(model, "__pydantic_decorators__", None)
+    if decorators is None:
+        return ()
+    codes = {
+        getattr(getattr(d.func, "__func__", d.func), "__code__", None): d.info.fields
+        for d in decorators.field_validators.values()
+    }
+    tb = error.__traceback__
+    while tb is not None:
+        fields = codes.get(tb.tb_frame.f_code)
+        if fields and len(fields) == 1 and fields[0] != "*":
+            return (fields[0],)
+        tb = tb.tb_next
+    return ()
 
 
 @dataclass
@@ -534,7 +590,7 @@ def _rows_part_now(
     # list[model], of a model known only at run time: no static type names it
     items_type: Any = GenericAlias(list, (model,))
     adapter: TypeAdapter[list[Any]] = TypeAdapter(items_type)
-    good, errors = _batch(adapter, items)
+    good, errors = _batch(adapter, items, model)
     problems = []
     for i, errs in sorted(errors.items()):
         for err in errs:
