@@ -225,3 +225,27 @@ def test_a_fix_publishes_the_class_labels_too(hub_parquet, tmp_path) -> None:
         doc = json.loads((out / report).read_text("utf-8"))
         stats = doc["summary"]["stats"]["label_issues"]["Kingdom"]
         assert {c["class"] for c in stats["classes"]} <= set(names), report
+
+
+def test_an_unsigned_class_label_column_is_published(tmp_path) -> None:
+    """A ``ClassLabel`` stored as unsigned integers (a writer of its own, ``uint8``) holds no
+    ``-1``: it is read as names and published as the same ``ClassLabel``, not a crash."""
+    names = ["neg", "pos"]
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=names)}
+    )
+    hf = tmp_path / "hf-written.parquet"
+    datasets.Dataset.from_dict(
+        {"text": ["a b", "c d", "e f", "g h"], "label": [0, 1, 1, 0]}, features=features
+    ).to_parquet(hf)
+    meta = pq.read_schema(hf).metadata
+    table = pa.table(
+        {"text": ["a b", "c d", "e f", "g h"], "label": pa.array([0, 1, 1, 0], pa.uint8())}
+    )
+    path = tmp_path / "train.parquet"
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    out = tmp_path / "hf"
+    assert main(["export", "table", str(path), "--out", str(out)]) in (0, 1)
+    back = datasets.load_dataset(str(out))["train"]
+    assert back.features["label"] == datasets.ClassLabel(names=names)
+    assert list(back["label"]) == [0, 1, 1, 0]

@@ -263,7 +263,8 @@ class TableFamily(RecordsFamily):
                 # a typed input's classes by name (text read with a card: card_types names
                 # them); a --schema model types the column itself, as the file stores it
                 for name in info[6]:
-                    if name in frame.columns and frame.schema[name].is_integer():
+                    # signed only: -1 cannot be in an unsigned column (nor compared with one)
+                    if name in frame.columns and frame.schema[name].is_signed_integer():
                         column = frame[name]
                         if column.null_count():
                             with_nulls.add(name)
