@@ -320,6 +320,13 @@ def test_a_run_interrupted_in_process_does_not_stop_the_next_call(
         assert main(["audit", "mquake", str(SAMPLE)]) == 130
     capsys.readouterr()
     assert outputs.received_signal() is None and outputs.committed_outputs() == []
+    # the caller's handler is back: a Ctrl-C now is the program's own, not the ended run's
+    before = signal.getsignal(signal.SIGINT)
+    assert main(["audit", "mquake", str(SAMPLE), "-o", str(tmp_path / "r.json")]) == 0
+    assert signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
+    assert outputs.received_signal() is None
     api.export("mquake", [SAMPLE], tmp_path / "hf")
     assert (tmp_path / "hf" / "README.md").is_file()
 

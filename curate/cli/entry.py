@@ -45,7 +45,7 @@ def run() -> None:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-    code = main()
+    code = main(restore_signals=False)  # kept until the stop signals are ignored below
     # The run is decided and reported; what is left is the interpreter's teardown (freeing
     # tables, joining threads), which can take a while after a big run. A signal then found
     # the default action (Python restores it for handlers of its own during finalisation, and

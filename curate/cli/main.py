@@ -200,11 +200,14 @@ def cli() -> Any:  # a command of typer's own copy of click, which typer does no
     return root
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, restore_signals: bool = True) -> int:
     """Entry point: map every failure to one line and an exit code (never a traceback).
 
     2 for anything the user can fix (usage, unusable input, a refused or unwritable output, a
     failed upload), 130/143 for SIGINT/SIGTERM after cleanup, 3 only for a bug in curate.
+
+    The stop signals are curate's while it runs; with ``restore_signals`` (the default, for a
+    program calling ``main``) the caller's handlers are back when it returns.
     """
     install_signal_handlers()
     # `curate ... | head`: end quietly when the reader leaves, as cat does (exit 141 in the
@@ -218,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
-        forget_run()  # this run's signals are not the next call's (curate.api after main())
+        # this run's signals are not the next call's (curate.api after main()), and its
+        # handlers are the caller's again; the console script keeps them (see entry.run)
+        forget_run(restore=restore_signals)
         if isinstance(sys.stdout, _GuardedStdout):
             sys.stdout = stdout
 

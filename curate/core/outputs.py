@@ -79,6 +79,8 @@ _committed: list[Path] = []
 #: Whether a run is on (between :func:`install_signal_handlers` and :func:`forget_run`): outside
 #: one, as a library, nothing is recorded (a long session's exports would pile up here).
 _recording = False
+#: The handlers :func:`install_signal_handlers` replaced, put back by :func:`forget_run`.
+_previous_handlers: dict[int, Any] = {}
 
 
 #: multiprocessing's own source folder (the standard library's): see :func:`_raise_interrupted`.
@@ -227,23 +229,35 @@ def install_signal_handlers() -> None:
         _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     for sig in STOP_SIGNALS:
         with suppress(ValueError, OSError):  # not the main thread, or no such signal
-            signal.signal(sig, _raise_interrupted)
+            before = signal.signal(sig, _raise_interrupted)
+            if before is not _raise_interrupted:
+                _previous_handlers[sig] = before
 
 
-def forget_run() -> None:
+def forget_run(*, restore: bool = True) -> None:
     """Forget the signals and outputs recorded for the run that has just ended.
 
     They belong to one run: a program that calls the CLI's ``main`` and then goes on (a
     notebook, a test session, a script calling ``curate.api`` next) must not find the last
     run's Ctrl-C waiting at its next rename, where :func:`raise_if_interrupted` would end a
-    run that was never interrupted. The handlers stay installed, as :func:`install_signal_handlers`
-    left them.
+    run that was never interrupted. With ``restore``, the handlers (and the unraisable hook)
+    the run replaced are put back: a Ctrl-C after it is the program's again (a notebook's
+    KeyboardInterrupt), not recorded for the next call. The console script does not restore:
+    it ignores the stop signals for the interpreter's teardown instead (:mod:`curate.cli.entry`).
     """
-    global _held_since, _recording
+    global _held_since, _recording, _previous_unraisable
+    _recording = False
+    if restore:
+        for sig, before in list(_previous_handlers.items()):
+            with suppress(ValueError, OSError, TypeError):  # not the main thread
+                if signal.getsignal(sig) is _raise_interrupted:
+                    signal.signal(sig, before)
+        _previous_handlers.clear()
+        if sys.unraisablehook is _unraisable:
+            sys.unraisablehook = _previous_unraisable
     _received.clear()
     _committed.clear()
     _held_since = None
-    _recording = False
 
 
 def received_signal() -> int | None:
