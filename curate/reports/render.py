@@ -7,6 +7,7 @@ format CI consumes; Markdown is for pull-request comments and dataset cards.
 from __future__ import annotations
 
 import io
+import re
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -152,8 +153,8 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
             + (f", {r['field']}" if r["field"] else "")
         )
         con.print(
-            f"  {r['rule']} [{style[r['severity']]}]{r['severity']}[/] {escape(where)}: "
-            f"{escape(r['message'])}"
+            f"  {r['rule']} [{style[r['severity']]}]{r['severity']}[/] {escape(visible(where))}: "
+            f"{escape(visible(r['message']))}"
         )
     s = report.summary()
     sev = s["by_severity"]
@@ -174,8 +175,34 @@ def _in_records(s: dict[str, Any]) -> str:
     return f" in {have} of {of} records"
 
 
+#: C0 and C1 control characters, newline and tab among them.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``, ``\\n``).
+
+    Why: a report prints values from the data. An id holding ``ESC[2J`` cleared the reader's
+    terminal, and one holding a newline split a finding over two lines (one line per finding
+    is what a ``grep`` of the report relies on)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Markdown text from data: one line, no table cell split (``|``), and no HTML (a cell
+    holding ``<img src=x onerror=...>`` was passed into PR comments as markup)."""
+    text = text.replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return visible(text).replace("|", "\\|")
+
+
+def _md_code(text: str) -> str:
+    """``text`` as one Markdown code span: fenced by more backticks than it holds in a row
+    (CommonMark's rule), so a backtick in a value cannot end the span early."""
+    text = visible(text).replace("|", "\\|")
+    run = max((len(m) for m in re.findall("`+", text)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _md_headline(h: Headline) -> str:
@@ -218,10 +245,10 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
         )
     out += ["", f"{h}# Examples", ""]
     for r in _examples(report).iter_rows(named=True):
-        field = f" `{r['field']}`" if r["field"] else ""
+        field = f" {_md_code(r['field'])}" if r["field"] else ""
         out.append(
-            f"- **{r['rule']}** {_in_file(report, r)}record `{r['record']}`{field}: "
-            f"{_md_escape(r['message'])}"
+            f"- **{r['rule']}** {_md_escape(_in_file(report, r))}record {_md_code(r['record'])}"
+            f"{field}: {_md_escape(r['message'])}"
         )
     return "\n".join(out) + "\n"
 
