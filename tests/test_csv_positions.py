@@ -113,9 +113,9 @@ def test_row_lines_respect_encodings_boms_and_crlf(slice_rows, tmp_path, encodin
 def test_a_file_without_multi_line_values_keeps_the_fast_count(slice_rows, tmp_path):
     text, starts = build(slice_rows)
     src = tmp_path / "plain.csv"
-    src.write_text(text + "\n\n", encoding="utf-8")  # blank lines are rows for polars too
+    src.write_text(text + "\n\n", encoding="utf-8")  # blank lines: rows for polars, not here
     df, source = read_frame(src)
-    assert source.row_lines == list(range(2, df.height + 2)) and df.height == len(starts) + 2
+    assert source.row_lines == list(range(2, df.height + 2)) and df.height == len(starts)
 
 
 @settings(
@@ -140,6 +140,38 @@ def test_row_lines_property(slice_rows, tmp_path, breaks, eol):
     df, source = read_frame(src)
     assert source.row_lines == starts
     assert df["glycan"].to_list() == [r[0] or None for r in rows[1:]]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(1, 3)), max_size=5),
+    st.sampled_from(["\n", "\r\n"]),
+    st.booleans(),
+)
+def test_blank_lines_are_no_records(slice_rows, tmp_path, blanks, eol, separators_row):
+    """Blank lines anywhere (between rows, at the end, inside a quoted value) are skipped as
+    pandas, pyarrow and ``datasets`` skip them: the same rows, each named by its own line. A
+    line of separators only is a row of empty values and stays."""
+    rows = [list(r) for r in slice_rows[:12]]
+    rows[3][0] = rows[3][0][:4] + eol + eol + rows[3][0][4:]  # a blank line inside a value
+    if separators_row:
+        rows.insert(5, [""] * len(rows[0]))
+    text, starts = build(rows, eol)
+    lines = text.split("\n")
+    kept = list(starts)
+    for after, count in sorted(blanks, reverse=True):
+        at = min(after, len(rows) - 1)
+        # blank lines after data row ``at`` (0: after the header): rows below move down
+        where = 1 if at == 0 else starts[at - 1] + "".join(rows[at]).count("\n")
+        lines[where:where] = [eol.rstrip("\n")] * count
+        kept = [n + count if n > where else n for n in kept]
+    src = tmp_path / "b.csv"
+    src.write_bytes("\n".join(lines).encode("utf-8"))
+    df, source = read_frame(src)
+    assert df["glycan"].to_list() == [r[0] or None for r in rows[1:]]
+    assert source.row_lines == kept
 
 
 # --------------------------------------------------------------------------- unterminated quotes

@@ -85,11 +85,40 @@ def read_csv(
         if isinstance(source, bytes):
             rows = source[skip:] if codec in UTF8 else source
         _refuse_short_last_row(path, rows, skip, sep, df.width)
+    body = (source[skip:] if codec in UTF8 else source) if isinstance(source, bytes) else None
+    if df.width and df.select(pl.all_horizontal(pl.all().is_null()).any()).item():
+        # rows of nothing but nulls: blank lines among them are no records (below)
+        if body is None:
+            body = read_bytes(path)[skip:]
+        df, lines = _without_blank_lines(df, body, sep)
+        return df, lines if with_lines else None
     if not with_lines:
         return df, None
-    if isinstance(source, bytes):
-        return df, _csv_row_lines(source[skip:] if codec in UTF8 else source, sep, df.height)
+    if body is not None:
+        return df, _csv_row_lines(body, sep, df.height)
     return df, _csv_row_lines(path, sep, df.height, skip)
+
+
+def _without_blank_lines(df: Any, body: bytes, sep: str) -> tuple[Any, list[int] | None]:
+    """``df`` without the rows polars made of blank lines, and the line each remaining row
+    starts on.
+
+    Why: polars reads an empty line as a row of nulls, so a blank line in the middle of a file
+    became a record failing the schema (``missing glycan``, TB002), while pandas, pyarrow and
+    ``datasets`` skip it and ``curate diff`` called the file identical to one without it. A line
+    of separators (``,,``) is a row of empty values, as everywhere, and stays. When the lines
+    cannot be told (:func:`_csv_row_lines` says None), nothing is dropped."""
+    import polars as pl
+
+    lines = _csv_row_lines(body, sep, df.height)
+    if lines is None:
+        return df, None
+    physical = body.split(b"\n")
+    blank = [not physical[n - 1].strip(b"\r") for n in lines]
+    if not any(blank):
+        return df, lines
+    keep = pl.Series([not b for b in blank])
+    return df.filter(keep), [n for n, b in zip(lines, blank, strict=True) if not b]
 
 
 #: How much of a CSV file's end is read to find its last row (more only when that row holds a
