@@ -83,3 +83,23 @@ def test_a_shared_table_is_charged_to_itself(monkeypatch) -> None:
     assert d["table:case_keys"] >= 0.3
     assert d["KE401"] < 0.3 and d["KE402"] < 0.3
     assert next(iter(d)) == "load"
+
+
+def test_a_table_built_by_another_tables_builder_is_charged_once() -> None:
+    """A shared table whose builder asks for another: each is charged its own time, so a rule's
+    time (the wall time less the tables') cannot come out negative (TB301 showed -0.005 s)."""
+    from curate.core.rules import AuditContext
+
+    def inner(ctx: AuditContext) -> int:
+        time.sleep(0.2)
+        return 1
+
+    def outer(ctx: AuditContext) -> int:
+        return ctx.table("inner") + 1
+
+    ctx = AuditContext(None, None, {"inner": inner, "outer": outer})
+    t0 = time.perf_counter()
+    assert ctx.table("outer") == 2
+    wall = time.perf_counter() - t0
+    assert ctx.seconds["inner"] >= 0.2 and ctx.seconds["outer"] < 0.1
+    assert ctx.table_seconds() <= wall
