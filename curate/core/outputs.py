@@ -76,8 +76,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []
 #: Outputs moved into place since then (what a signal that came late leaves complete).
 _committed: list[Path] = []
-#: Whether a run is on (between :func:`install_signal_handlers` and :func:`forget_run`): outside
-#: one, as a library, nothing is recorded (a long session's exports would pile up here).
+#: A run is on (:func:`install_signal_handlers` to :func:`forget_run`); else nothing is recorded.
 _recording = False
 #: The handlers :func:`install_signal_handlers` replaced, put back by :func:`forget_run`.
 _previous_handlers: dict[int, Any] = {}
@@ -235,29 +234,20 @@ def install_signal_handlers() -> None:
 
 
 def forget_run(*, restore: bool = True) -> None:
-    """Forget the signals and outputs recorded for the run that has just ended.
-
-    They belong to one run: a program that calls the CLI's ``main`` and then goes on (a
-    notebook, a test session, a script calling ``curate.api`` next) must not find the last
-    run's Ctrl-C waiting at its next rename, where :func:`raise_if_interrupted` would end a
-    run that was never interrupted. With ``restore``, the handlers (and the unraisable hook)
-    the run replaced are put back: a Ctrl-C after it is the program's again (a notebook's
-    KeyboardInterrupt), not recorded for the next call. The console script does not restore:
-    it ignores the stop signals for the interpreter's teardown instead (:mod:`curate.cli.entry`).
-    """
-    global _held_since, _recording, _previous_unraisable
-    _recording = False
-    if restore:
-        for sig, before in list(_previous_handlers.items()):
-            with suppress(ValueError, OSError, TypeError):  # not the main thread
-                if signal.getsignal(sig) is _raise_interrupted:
-                    signal.signal(sig, before)
-        _previous_handlers.clear()
-        if sys.unraisablehook is _unraisable:
-            sys.unraisablehook = _previous_unraisable
+    """Forget the ended run's signals and outputs; ``restore`` its handlers' predecessors. Why:
+    a program going on after ``main`` (a notebook, ``curate.api`` next) found the run's Ctrl-C
+    waiting at its next rename, and its own Ctrl-C recorded by curate's handler."""
+    global _held_since, _recording
+    _recording, _held_since = False, None
+    for sig, before in list(_previous_handlers.items()) if restore else []:
+        with suppress(ValueError, OSError, TypeError):  # not the main thread
+            if signal.getsignal(sig) is _raise_interrupted:
+                signal.signal(sig, before)
+        del _previous_handlers[sig]
+    if restore and sys.unraisablehook is _unraisable:
+        sys.unraisablehook = _previous_unraisable
     _received.clear()
     _committed.clear()
-    _held_since = None
 
 
 def received_signal() -> int | None:
