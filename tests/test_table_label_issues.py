@@ -308,3 +308,39 @@ def test_a_few_rows_and_a_label_alone_are_scored(noisy, shared) -> None:
     assert alone.stats["label_issues"]["Kingdom"]["records"] == 2000
     rows = set(flagged(alone)["row"])
     assert len(rows & set(flip.tolist())) >= 17 and len(rows) <= 25, sorted(rows)
+
+
+def test_a_fix_fits_the_model_for_its_input_and_its_result_only(
+    shared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TB302 proposes edits from the input's audit alone (``fix_once``): the passes' re-audits
+    leave it out, and the result is audited whole once, so the model is fitted twice however
+    many passes the other fixes take (each pass refitted it: 20 of a 24 s fix)."""
+    from curate.audits.table.registry import RULES
+
+    build, calls = RULES.tables["label_scores"], []
+
+    def counted(ctx):
+        calls.append(1)
+        return build(ctx)
+
+    monkeypatch.setitem(RULES.tables, "label_scores", counted)
+    data = tmp_path / "g.parquet"
+    pl.read_csv(shared("data/glycan/glycowork_sample.csv"), infer_schema=False).head(
+        2000
+    ).write_parquet(data)
+    out = curate.fix(
+        "table",
+        data,
+        tmp_path / "o",
+        id="glycowork_row",
+        label="Kingdom",
+        split="split",
+        text="glycan",
+        unsafe_fixes=True,
+    )
+    run = out.fix
+    assert run.summary["passes"] >= 2 and any(c.rule == "TB302" for c in run.changelog)
+    assert len(calls) == 2
+    assert run.after is not None and "TB302" in run.after.rules_run
+    assert run.after.findings.filter(pl.col("rule") == "TB302").height > 0
