@@ -248,6 +248,14 @@ def _cut_mid_row(d: Path) -> Path:
 HUGE_ID = 20_000_000
 
 
+def _mixed_ids(d: Path) -> Path:
+    """Real MQuAKE cases, one with a string id among integers (KE003: a published column holds
+    one type; validate called it clean and export refused it)."""
+    recs = _mquake()[:6]
+    recs[2]["case_id"] = f"q{recs[2]['case_id']}"
+    return _json("mixed-ids.json", recs)(d)
+
+
 def _huge_id(d: Path) -> Path:
     """Real MQuAKE cases, one with a 20 MB case id and a malformed ``orig`` (a KE001 finding
     that quotes the id)."""
@@ -607,6 +615,7 @@ CORPUS: list[Case] = [
     ),
     # A 20 MB record id: read and reported (or refused), never printed whole.
     Case("20 MB record id", _huge_id, BAD),
+    Case("case ids of two types", _mixed_ids, BAD, ("mquake",)),
     # Well-formed input with a text-format quirk: must be read, not rejected.
     Case("UTF-8 BOM in JSON", _bom_json, expect_for={"mquake": READABLE}, families=("mquake",)),
     Case("UTF-8 BOM in CSV", _bom_csv, expect_for={"glycan": READABLE}, families=("glycan",)),

@@ -19,7 +19,7 @@ SAMPLE = ROOT / "curate" / "data" / "samples" / "mquake_sample.json"
 
 #: Every knowledge-editing rule code (written out, so a rule that disappears is noticed).
 KE_CODES = [
-    "KE001", "KE002",
+    "KE001", "KE002", "KE003",
     "KE101", "KE102", "KE103", "KE104", "KE105", "KE106", "KE107", "KE108", "KE109", "KE110",
     "KE111", "KE112", "KE113",
     "KE201", "KE202", "KE203",
@@ -216,7 +216,7 @@ def test_validate_good_data(capsys):
     assert "No findings" in out
     rc, rep = run_json(capsys, "validate", "mquake", SAMPLE)
     assert rc == 0 and rep["findings"] == []
-    assert set(rep["summary"]["rules_run"]) == {"KE001", "KE002", "KE203"}
+    assert set(rep["summary"]["rules_run"]) == {"KE001", "KE002", "KE003", "KE203"}
 
 
 def test_validate_corrupted_records(tmp_path, capsys):

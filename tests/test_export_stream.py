@@ -382,16 +382,19 @@ def test_ke_input_given_new_fields_after_load_is_an_error(tmp_path, hard_records
         list(KE.to_tables(data)["train"])
 
 
-def test_ke_mixed_case_id_types_are_one_exit_2_line(tmp_path, hard_records, capsys):
+def test_ke_mixed_case_id_types_leave_the_strings_out(tmp_path, hard_records, capsys):
+    """One id an integer, one a string: KE003 names the string (on a tie) and the export
+    leaves it out like any invalid record (it was refused whole, exit 2, after validate had
+    called the file clean)."""
     recs = [dict(hard_records[0], case_id=1), dict(hard_records[1], case_id="two")]
     src = tmp_path / "mixed.json"
     src.write_text(json.dumps(recs), encoding="utf-8")
     capsys.readouterr()
-    assert cli("export", "mquake", src, "--out", tmp_path / "o") == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "record two, field case_id" in err
-    assert "'case_id' holds int values and, here, str" in err
-    assert not (tmp_path / "o").exists()
+    assert cli("validate", "mquake", src) == 1
+    assert "KE003 error record two, case_id" in capsys.readouterr().out
+    assert cli("export", "mquake", src, "--out", tmp_path / "o") == 0
+    assert "(1 invalid records left out)" in capsys.readouterr().out
+    assert pq.read_table(next((tmp_path / "o").rglob("*.parquet")))["case_id"].to_pylist() == [1]
 
 
 def test_ke_input_changed_between_load_and_export(tmp_path, hard_records):

@@ -13,6 +13,7 @@ from conftest import REL, clone, make_case, simple_case, to_flat, write_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import curate
 from curate.audits.knowledge_editing.registry import RULES
 from curate.families import get_family
 
@@ -222,6 +223,31 @@ def test_duplicate_case_id_and_duplicate_case(tmp_path: Path) -> None:
     dup_row = report.findings.filter(report.findings["rule"] == "KE401")["row"].to_list()
     assert dup_row == [len(CLEAN)]  # the later occurrence is flagged, not the first
     assert hits(report, "KE002") == {(str(CLEAN[1]["case_id"]), "case_id")}
+
+
+def test_ids_of_two_types_leave_the_less_common_kind_out(tmp_path: Path) -> None:
+    """The schema takes an integer or a string ``case_id``, but a published column holds one
+    type: validate said a mixed file was clean and export then refused it (exit 2). KE003 names
+    the cases of the less common kind, and export leaves them out like any invalid record."""
+    text = simple_case(901)
+    text["case_id"] = "q-901"
+    _, report = audit_records(tmp_path, [*CLEAN, text])
+    assert hits(report, "KE003") == {("q-901", "case_id")}
+    (message,) = report.findings.filter(pl.col("rule") == "KE003")["message"].to_list()
+    assert f"is a string where {len(CLEAN)} other cases' ids are integers" in message
+    numbers = [dict(c, case_id=f"c{c['case_id']}") for c in CLEAN]
+    _, report = audit_records(tmp_path, [*numbers, simple_case(902)])
+    assert hits(report, "KE003") == {("902", "case_id")}  # the integer, now the odd one out
+    _, report = audit_records(tmp_path, [*numbers])
+    assert "KE003" not in rules_hit(report)
+
+    src = write_json(tmp_path / "mixed.json", [*CLEAN, text])
+    out = tmp_path / "hf"
+    curate.export("mquake", src, out)
+    import datasets
+
+    ids = datasets.load_dataset(str(out))["train"]["case_id"]
+    assert sorted(ids) == sorted(c["case_id"] for c in CLEAN)
 
 
 def test_near_duplicate_question(tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ class KnowledgeEditingFamily(Family):
         language=("en",),  # MQuAKE's questions, cloze prompts and answers are English
     )
     Options: type[FamilyOptions] = KEOptions
-    #: Only KE001 (the schema) is an invalid rule: see its declaration.
+    #: The invalid rules: KE001 (the schema) and KE003 (ids of two types): see their declarations.
     rules: RuleSet = RULES
     #: ``curate overlap`` keys: ``fact`` (the edit triples: an edit in two datasets is the
     #: same counterfactual) and ``question`` (the multi-hop questions, normalised as KE402
@@ -484,10 +484,12 @@ class KnowledgeEditingFamily(Family):
         """
         assert isinstance(data, KEData)
         layout = output_layout(data)
-        counts: dict[str, int] = {}
-        for split in data.cases["split"].fill_null("train").to_list():
-            counts[split] = counts.get(split, 0) + 1
         skip = set(self.invalid_records(data)["row"].drop_nulls().to_list())
+        counts: dict[str, int] = {}
+        splits = data.cases["split"].fill_null("train").to_list()
+        for row, split in zip(data.cases["row"].to_list(), splits, strict=True):
+            if row not in skip:  # a case an invalid rule names (KE003) is not published
+                counts[split] = counts.get(split, 0) + 1
         paths = [i.path for i in data.inputs]
         encoding = data.encoding
         declared = data.shape

@@ -41,6 +41,37 @@ def schema_invalid(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     return data.schema_findings
 
 
+@RULES.rule("KE003", "mixed-id-types", category="schema", severity="error", invalid=True)
+def mixed_id_types(data: KEData, ctx: AuditContext) -> pl.DataFrame:
+    """Some cases' ``case_id`` is an integer and others' a string.
+
+    The schema takes either, but a published dataset holds one type per column (parquet,
+    ``datasets``), so such a file cannot be exported whole: the cases of the less common kind
+    (strings, on a tie) are reported and left out of an export. Write every id one way.
+    """
+    rows = data.cases["row"].to_list()
+    ids = data.all_ids
+    text = [r for r in rows if isinstance(ids[r], str)]
+    if not text or len(text) == len(rows):
+        return empty_rule_output()
+    odd, kind, other = (
+        (text, "a string", "integers")
+        if len(text) * 2 <= len(rows)
+        else (sorted(set(rows) - set(text)), "an integer", "strings")
+    )
+    hits = data.cases.filter(pl.col("row").is_in(odd)).select("row", "record")
+    return finding_frame(
+        hits,
+        field=pl.lit("case_id"),
+        message=pl.format(
+            f"case_id {{}} is {kind} where {len(rows) - len(odd):,} other cases' ids are {other} "
+            "(a published column holds one type: write them all one way)",
+            clip_expr("record", digest=True),
+        ),
+        details=json_struct(pl.lit(len(rows) - len(odd)).alias("other_kind")),
+    )
+
+
 @RULES.rule("KE002", "duplicate-case-id", category="integrity", severity="error")
 def duplicate_case_id(data: KEData, ctx: AuditContext) -> pl.DataFrame:
     """Two cases share a ``case_id``.
