@@ -522,11 +522,11 @@ def test_a_field_one_version_adds_changes_no_record(tmp_path: Path) -> None:
     assert d.counts()["unchanged"] == len(cases) - 1
 
 
-def test_another_familys_file_is_named_without_a_one_file_diff(capsys) -> None:
+def test_another_familys_file_is_named_with_a_two_file_diff(capsys) -> None:
     """A diff given another family's file says what it looks like, and not a command that could
     not run (``curate diff knowledge-editing FILE``: a diff takes two files)."""
     old, new = SAMPLES / "glycan_taxonomy_sample.csv", SAMPLES / "mquake_sample.json"
     assert main(["diff", "glycan", str(old), str(new)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "it looks like a MQuAKE" in err, err
-    assert "curate diff knowledge-editing" not in err, err
+    assert "(curate diff knowledge-editing OLD NEW, both of that family)" in err, err

@@ -123,7 +123,8 @@ def test_the_hint_repeats_the_command_that_was_run(
     args = {"fix": ["--out", str(tmp_path / "o")], "export": ["--out", str(tmp_path / "o")]}
     files = [str(path), str(path)] if verb == "diff" else [str(path)]
     rc, _, err = _run(capsys, verb, "mquake", *files, *args.get(verb, []))
-    assert rc == 2 and f"(curate {verb} glycan {path})" in err, err
+    said = "OLD NEW, both of that family" if verb == "diff" else path  # a diff takes two
+    assert rc == 2 and f"(curate {verb} glycan {said})" in err, err
     if verb in ("fix", "export"):
         with pytest.raises(InputError, match=rf"curate\.{verb}\('glycan'"):
             getattr(curate, verb)("mquake", path, tmp_path / "api")
@@ -359,3 +360,36 @@ def test_a_report_is_the_same_bytes_on_every_run(tmp_path, capsys, family: str) 
     assert "seconds" not in json.dumps(stats)
     rc, out, _ = _run(capsys, "audit", family, str(path), "--durations")
     assert "durations (wall seconds" in out
+
+
+def test_a_dataset_folder_whose_data_cannot_be_listed_says_so(tmp_path) -> None:
+    """``Path.glob`` passes over a folder it may not read: the error said "no file matches
+    'data/train-*'" of a folder full of them. Run without the capabilities that let root read
+    anything (``setpriv``), as any other user would be."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    caps = "-dac_override,-dac_read_search"
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0:
+        drop: list[str] = []  # any other user is refused by the permissions alone
+    elif setpriv is None:
+        pytest.skip("root reads any folder, and setpriv (util-linux) is not installed")
+    else:
+        drop = [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
+    data = tmp_path / "folder" / "data"
+    data.mkdir(parents=True)
+    shutil.copy(SAMPLES / "glycan_taxonomy_sample.csv", data / "train-00000.csv")
+    os.chmod(data, 0)
+    try:
+        r = subprocess.run(
+            [*drop, sys.executable, "-m", "curate", "audit", "glycan", str(data.parent),
+             "--label-model", "none"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        os.chmod(data, 0o755)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"curate: error: {data.parent}: permission denied reading the folder data/\n"

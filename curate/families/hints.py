@@ -45,9 +45,13 @@ def other_family_hint(family: Family, path: str | Path, keys: Iterable[str] | No
         if what:
             # the caller's words: the command on the command line, the call in Python
             verb = current_verb()  # the operation asked for: diff, fix, export, ...
-            if verb == "diff":
-                # two inputs: "curate diff OTHER FILE" (one of them) could not run
-                return f"; it looks like {what} (a diff compares two files of one family)"
+            if verb == "diff":  # two inputs: "curate diff OTHER FILE" could not run
+                run = (
+                    f"curate diff {other.name} OLD NEW"
+                    if cli_spelling()
+                    else f"curate.diff({other.name!r}, old, new)"
+                )
+                return f"; it looks like {what} ({run}, both of that family)"
             if cli_spelling():
                 run = f"curate {verb} {other.name} {shlex.quote(str(path))}"
             else:

@@ -85,17 +85,18 @@ def read_csv(
         if isinstance(source, bytes):
             rows = source[skip:] if codec in UTF8 else source
         _refuse_short_last_row(path, rows, skip, sep, df.width)
-    body = (source[skip:] if codec in UTF8 else source) if isinstance(source, bytes) else None
+    rows_utf8: bytes | None = None  # the rows' UTF-8 bytes, when in memory
+    if isinstance(source, bytes):
+        rows_utf8 = source[skip:] if codec in UTF8 else source
     if df.width and df.select(pl.all_horizontal(pl.all().is_null()).any()).item():
         # rows of nothing but nulls: blank lines among them are no records (below)
-        if body is None:
-            body = read_bytes(path)[skip:]
-        df, lines = _without_blank_lines(df, body, sep)
+        whole = read_bytes(path)[skip:] if rows_utf8 is None else rows_utf8
+        df, lines = _without_blank_lines(df, whole, sep)
         return df, lines if with_lines else None
     if not with_lines:
         return df, None
-    if body is not None:
-        return df, _csv_row_lines(body, sep, df.height)
+    if rows_utf8 is not None:
+        return df, _csv_row_lines(rows_utf8, sep, df.height)
     return df, _csv_row_lines(path, sep, df.height, skip)
 
 

@@ -8,6 +8,7 @@ declares, so curate audits exactly what a user of the dataset would load.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -38,7 +39,24 @@ class LocalTree:
             raise InputError(
                 f"cannot list {pattern!r} ({brief(e, True)})", path=self.root
             ) from None
+        if not found:
+            self._refuse_unreadable(pattern)
         return sorted(p.relative_to(self.root).as_posix() for p in found)
+
+    def _refuse_unreadable(self, pattern: str) -> None:
+        """A pattern that matched nothing because a folder on its way cannot be listed: say so.
+        Why: ``Path.glob`` passes over a folder it may not read, and the error then said "no
+        file matches 'data/train-*'" of a folder full of them."""
+        folder = self.root
+        for part in pattern.split("/")[:-1]:
+            if any(c in part for c in "*?["):
+                break
+            folder = folder / part
+            if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
+                raise InputError(
+                    f"permission denied reading the folder {folder.relative_to(self.root)}/",
+                    path=self.root,
+                )
 
     def read_bytes(self, rel: str) -> bytes | None:
         p = self.root / rel
