@@ -897,28 +897,3 @@ def test_an_exception_in_the_users_model_is_a_finding_on_its_record(tmp_path: Pa
         schema=f"{tmp_path}/usermodel.py:Row",
     )
     assert sorted(datasets.load_dataset(str(out))["train"]["id"]) == [1, 4]
-
-
-def test_json_objects_are_published_as_structs(tmp_path: Path) -> None:
-    """A JSON Lines column of objects is a struct in the remaster, as the same data read from
-    parquet is and as ``datasets.load_dataset("json")`` makes it; a column mixing objects with
-    text stays text, as read."""
-    rows = [
-        {"id": 1, "text": "a b", "meta": {"k": 1}, "odd": {"k": 1}},
-        {"id": 2, "text": "c d", "meta": {"k": 2, "j": "s"}, "odd": "plain"},
-        {"id": 3, "text": "e f", "meta": None, "odd": None},
-    ]
-    data = tmp_path / "t.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    out = tmp_path / "hf"
-    curate.export("table", data, out, id="id", text="text", label_model="none")
-    back = datasets.load_dataset(str(out))["train"]
-    assert back.features["meta"] == {
-        "k": datasets.Value("int64"),
-        "j": datasets.Value("large_string"),
-    }
-    assert back["meta"] == [{"k": 1, "j": None}, {"k": 2, "j": "s"}, None]
-    assert back.features["odd"] == datasets.Value("large_string")
-    assert back["odd"] == ['{"k":1}', "plain", None]
-    # and the remaster read back is the same table
-    assert curate.diff("table", data, out, id="id").identical

@@ -156,35 +156,6 @@ def _missing(values: pl.DataFrame, options: TableOptions) -> pl.Series:
     return values.select(pl.any_horizontal(gone)).to_series()
 
 
-def _objects(frame: pl.DataFrame, nested: dict[str, dict[int, str]]) -> dict[str, pl.Series]:
-    """The columns of a JSON input each of whose values was an object, as structs (by
-    ``pyarrow``'s inference over every value: the union of their keys).
-
-    Why: read as text, ``{"k": 1}`` was published as the string ``'{"k":1}'``, while the same
-    data from parquet stays a struct and ``datasets.load_dataset("json")`` makes one too. A
-    column mixing objects with other values, or whose objects' values disagree in type, stays
-    text, as read."""
-    import orjson
-
-    out: dict[str, pl.Series] = {}
-    for name, cells in nested.items():
-        if name not in frame.columns or frame.schema[name] != pl.String:
-            continue
-        col = frame[name]
-        present = len(col) - col.null_count()
-        if not present or len(cells) != present or set(cells.values()) != {"object"}:
-            continue
-        try:
-            arrow = pa.array([None if v is None else orjson.loads(v) for v in col.to_list()])
-        except (pa.ArrowException, orjson.JSONDecodeError, OverflowError):
-            continue
-        if pa.types.is_struct(arrow.type) and arrow.type.num_fields:
-            series = pl.from_arrow(arrow)
-            assert isinstance(series, pl.Series)
-            out[name] = series.alias(name)
-    return out
-
-
 def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
     """``--split-map`` applied to the split column's values as written (``True``, ``1``,
     ``eval``; any case), before the canonical spellings; a value it does not name keeps its
@@ -314,12 +285,7 @@ class TableFamily(RecordsFamily):
                 inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}
             elif text:
                 typed = infer_types(frame, info[1])
-                structs = _objects(typed, info[2]) if model is None else {}
-                typed = typed.with_columns(structs.values())
-                inferred |= {c for c in frame.columns if c not in info[1]} - {
-                    SPLIT_FROM_LAYOUT,
-                    *structs,
-                }
+                inferred |= {c for c in frame.columns if c not in info[1]} - {SPLIT_FROM_LAYOUT}
             else:
                 typed = frame
             typed = typed.drop([SPLIT_FROM_LAYOUT], strict=False)
