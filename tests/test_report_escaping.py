@@ -35,3 +35,18 @@ def test_markdown_report_holds_no_html_and_whole_code_spans(tmp_path: Path) -> N
     assert "``a`b``" in md
     examples = [line for line in md.splitlines() if line.startswith("- **TB401**")]
     assert len(examples) == len(IDS), examples  # one line each, the newline id too
+
+
+def test_paths_and_headlines_are_shown_as_text(tmp_path: Path) -> None:
+    """An input's path (and a headline's values) come from the user's data too."""
+    odd = tmp_path / "p\x1b[2J`<img src=x onerror=alert(1)>`|q.csv"
+    odd.write_text('id,text,label\n"a",x,l\n"a",y,m\n', encoding="utf-8")
+    report = curate.audit("table", odd, id="id", text="text", label_model="none")
+    text = render_text(report)
+    assert "\x1b" not in text and "p\\x1b[2J`<img" in text.splitlines()[0]
+    md = render_markdown(report)
+    outside = re.sub(r"(`+)(?:(?!\1).)+?\1", "", md)
+    assert "<img" not in outside and "\x1b" not in md
+    shown = str(odd).replace("\x1b", "\\x1b")
+    assert f"``{shown}``" in md  # one span, fenced past its backtick
+    assert "\\|" not in md.split("### Examples")[-1]  # a list item's span shows `|` as written

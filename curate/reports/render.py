@@ -111,11 +111,12 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     )
     names = _rule_titles(report)
     for i in report.inputs:
-        con.print(f"[bold]{escape(i.path)}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
+        path = escape(visible(i.path))
+        con.print(f"[bold]{path}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
     if report.options:
-        con.print(f"options: {escape(options_line(report))}")
+        con.print(f"options: {escape(visible(options_line(report)))}")
     for h in headlines(report):
-        con.print(escape(h.render()))
+        con.print(escape(visible(h.render())))
     counts = report.counts_by_rule()
     if counts.is_empty():
         con.print(
@@ -198,7 +199,7 @@ def _md_escape(text: str) -> str:
 def _md_code(text: str) -> str:
     """``text`` as one Markdown code span: fenced by more backticks than it holds in a row
     (CommonMark's rule), so a backtick in a value cannot end the span early."""
-    text = visible(text).replace("|", "\\|")
+    text = visible(text)  # no `|` escape: a list item's span shows a backslash as written
     run = max((len(m) for m in re.findall("`+", text)), default=0)
     fence = "`" * (run + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -209,7 +210,7 @@ def _md_headline(h: Headline) -> str:
     """A headline as Markdown: the sentence escaped, its values as code spans."""
     if not h.values:
         return _md_escape(h.text)
-    return Headline(_md_escape(h.text), h.values).render("`{}`")
+    return _md_escape(h.text).format(*(_md_code(str(v)) for v in h.values))
 
 
 def render_markdown(report: Report, *, heading_level: int = 2) -> str:
@@ -220,7 +221,7 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     out = [f"{h} Audit: {report.family}", ""]
     for i in report.inputs:
         digest = f", sha256 `{i.sha256[:16]}`" if i.sha256 else ""
-        out.append(f"- `{i.path}`: {i.records} records{digest}")
+        out.append(f"- {_md_code(i.path)}: {i.records} records{digest}")
     if report.options:
         out.append(f"- options: {_md_escape(options_line(report))}")
     out += [f"- {_md_headline(h)}" for h in headlines(report)]
