@@ -886,6 +886,9 @@ def test_an_exception_in_the_users_model_is_a_finding_on_its_record(tmp_path: Pa
     assert bad["field"].to_list() == ["text", ""]
     assert "raised ZeroDivisionError: division by zero" in bad["message"][0]
     assert "raised KeyError: 'missing'" in bad["message"][1]
+    # their cells are filled: refused by the model (TB001), not empty (TB002, which said
+    # "no value in --id column id" of a row the model refused whole)
+    assert "TB002" not in report.findings["rule"].to_list()
     out = tmp_path / "hf"
     curate.export(
         "table",

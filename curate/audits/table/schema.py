@@ -47,6 +47,14 @@ def missing_value(data: TableView, ctx: AuditContext) -> pl.DataFrame:
         empty = v.is_null()
         if frame.schema[value(c)] == pl.String:
             empty = empty | (v.str.strip_chars() == "")
+        if c in data.raw.columns and data.raw.height == frame.height:
+            # empty as written, not only as validated: a cell the --schema model refused (or a
+            # row it refused whole) is null among the values, and is TB001's, not "no value"
+            written = data.raw[c]
+            blank = written.is_null()
+            if written.dtype == pl.String:
+                blank = blank | (written.str.strip_chars() == "")
+            empty = empty & blank.gather(frame["row"])
         hits = frame.filter(empty)
         parts.append(
             finding_frame(
