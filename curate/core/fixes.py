@@ -533,7 +533,6 @@ def run_fixes(
     # findings could propose nothing; the last pass's data is audited whole once, for the
     # report. (Each pass refitted the model: 20 of the 24 s of a 4,900-row `fix table`.)
     once = [r.code for r in family.rules if r.fix_once]
-    whole = True  # whether `after` ran every rule
     with tempfile.TemporaryDirectory(prefix="curate-fix-") as tmp:
         base = Path(tmp) if workdir is None else Path(workdir)
         folders: list[Path] = []
@@ -577,7 +576,6 @@ def run_fixes(
                 folder,
                 files=bool(written.files),
             )
-            whole = not once
             frame = _same_records(
                 family.fix_frame(current, family.invalid_records(current))[0], frame
             )
@@ -591,7 +589,7 @@ def run_fixes(
         else:
             again = [r for r in rules if not r.fix_once]
             converged = not edits_of(audit_report.findings, again, unsafe=choice.unsafe)
-        if not whole and written is not None:
+        if once and written is not None:  # `after` left the fix_once rules out
             after = published(
                 family.audit(current, reaudit), folders[-1], files=bool(written.files)
             )

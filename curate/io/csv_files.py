@@ -88,12 +88,16 @@ def read_csv(
     rows_utf8: bytes | None = None  # the rows' UTF-8 bytes, when in memory
     if isinstance(source, bytes):
         rows_utf8 = source[skip:] if codec in UTF8 else source
-    if df.width and df.select(pl.all_horizontal(pl.all().is_null()).any()).item():
-        # rows of nothing but nulls: blank lines among them are no records (below)
+    nulls = (
+        df.select(pl.all_horizontal(pl.all().is_null())).to_series().arg_true().to_list()
+        if df.width
+        else []
+    )
+    if nulls:  # rows of nothing but nulls: blank lines among them are no records (below)
         if rows_utf8 is None:
-            df, lines = _without_blank_lines(df, path, sep, skip)
+            df, lines = _without_blank_lines(df, nulls, path, sep, skip)
         else:
-            df, lines = _without_blank_lines(df, rows_utf8, sep)
+            df, lines = _without_blank_lines(df, nulls, rows_utf8, sep)
         return df, lines if with_lines else None
     if not with_lines:
         return df, None
@@ -103,11 +107,11 @@ def read_csv(
 
 
 def _without_blank_lines(
-    df: Any, rows: bytes | Path | Blob, sep: str, skip: int = 0
+    df: Any, nulls: list[int], rows: bytes | Path | Blob, sep: str, skip: int = 0
 ) -> tuple[Any, list[int] | None]:
     """``df`` without the rows polars made of blank lines, and the line each remaining row
-    starts on (``rows``: the UTF-8 rows without a BOM, or a UTF-8 file whose first ``skip``
-    bytes are one).
+    starts on (``nulls``: the rows of nothing but nulls; ``rows``: the UTF-8 rows without a
+    BOM, or a UTF-8 file whose first ``skip`` bytes are one).
 
     Why: polars reads an empty line as a row of nulls, so a blank line in the middle of a file
     became a record failing the schema (``missing glycan``, TB002), while pandas, pyarrow and
@@ -120,8 +124,7 @@ def _without_blank_lines(
     lines = _csv_row_lines(rows, sep, df.height, skip)
     if lines is None:
         return df, None
-    empty = df.select(pl.all_horizontal(pl.all().is_null())).to_series().arg_true().to_list()
-    wanted = {lines[i] for i in empty}
+    wanted = {lines[i] for i in nulls}
     last = max(wanted, default=0)
     blank: set[int] = set()
     with io.BytesIO(rows) if isinstance(rows, bytes) else open_bytes(rows) as fh:

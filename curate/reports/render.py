@@ -6,6 +6,7 @@ format CI consumes; Markdown is for pull-request comments and dataset cards.
 
 from __future__ import annotations
 
+import html
 import io
 import re
 from typing import TYPE_CHECKING, Any
@@ -111,12 +112,12 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     )
     names = _rule_titles(report)
     for i in report.inputs:
-        path = escape(visible(i.path))
+        path = _shown(i.path)
         con.print(f"[bold]{path}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
     if report.options:
-        con.print(f"options: {escape(visible(options_line(report)))}")
+        con.print(f"options: {_shown(options_line(report))}")
     for h in headlines(report):
-        con.print(escape(visible(h.render())))
+        con.print(_shown(h.render()))
     counts = report.counts_by_rule()
     if counts.is_empty():
         con.print(
@@ -154,8 +155,8 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
             + (f", {r['field']}" if r["field"] else "")
         )
         con.print(
-            f"  {r['rule']} [{style[r['severity']]}]{r['severity']}[/] {escape(visible(where))}: "
-            f"{escape(visible(r['message']))}"
+            f"  {r['rule']} [{style[r['severity']]}]{r['severity']}[/] {_shown(where)}: "
+            f"{_shown(r['message'])}"
         )
     s = report.summary()
     sev = s["by_severity"]
@@ -189,11 +190,15 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+def _shown(text: str) -> str:
+    """Data in a rich console line: its control characters visible, its brackets not markup."""
+    return escape(visible(text))
+
+
 def _md_escape(text: str) -> str:
     """Markdown text from data: one line, no table cell split (``|``), and no HTML (a cell
     holding ``<img src=x onerror=...>`` was passed into PR comments as markup)."""
-    text = text.replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return visible(text).replace("|", "\\|")
+    return visible(html.escape(text.replace("\n", " "), quote=False)).replace("|", "\\|")
 
 
 def _md_code(text: str) -> str:
