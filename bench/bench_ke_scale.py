@@ -221,6 +221,8 @@ def child(what: str, path: str, out: str) -> None:
             gc.collect()
             trim(0)
             res[f"{name}_resident"] = (before - rss()) / n
+    elif what == "load-stages":
+        res.update(load_stages(path))
     elif what == "floor":
         # The end-to-end peer: JSON Lines parsed by orjson, one line at a time on one core,
         # nothing kept (the object of a line is dropped when the next is parsed)
@@ -249,6 +251,58 @@ def child(what: str, path: str, out: str) -> None:
         res["load"] = time.perf_counter() - t
         res["cases"] = n
     print(json.dumps(res), flush=True)
+
+
+def load_stages(path: str) -> dict[str, float]:
+    """Where one core's CPU goes in the load's columnar path (run with ``POLARS_MAX_THREADS=1``,
+    so that the process's CPU time is one core's): each stage's CPU seconds over the file's
+    batches, as the reader runs them, then the whole load on one worker thread beside them
+    (what the stages leave out: the main thread's ids and frames, records read one by one).
+
+    Stages: ``read`` (the file into 16 MiB batches of lines), ``parse`` (Arrow's JSON reader
+    into the declared type), ``parse checks`` (UTF-8, byte order marks, one chunk), ``codes``
+    (the coded fields' dictionaries), ``tables`` (the cases, hops and edits frames).
+    """
+    import curate.families.knowledge_editing_columns as columns
+    import curate.families.knowledge_editing_read as reader
+    from curate.families import get_family
+    from curate.io.read import open_source
+
+    spent: dict[str, float] = dict.fromkeys(("read", "parse", "parse checks", "codes", "tables"), 0)
+
+    def timed(module: Any, name: str, stage: str) -> None:
+        inner = getattr(module, name)
+
+        def run(*args: Any, **kw: Any) -> Any:
+            t = time.process_time()
+            try:
+                return inner(*args, **kw)
+            finally:
+                spent[stage] += time.process_time() - t
+
+        setattr(module, name, run)
+
+    timed(columns, "_read_json", "parse")
+    timed(reader, "parse_json", "parse checks")  # less the parse, below
+    timed(reader, "json_coded", "codes")
+    timed(reader, "tables", "tables")
+    src = open_source(path, encoding=None, hash_input=False, dictionary=columns.CODED_FIELDS)
+    batches, row, t0 = iter(src.batches), 0, time.process_time()
+    while True:
+        t = time.process_time()
+        batch = next(batches, None)
+        spent["read"] += time.process_time() - t
+        if batch is None:
+            break
+        reader.batch_columns(reader._portable(batch), row)
+        row += len(batch)
+    spent["parse checks"] -= spent["parse"]
+    res = {f"stage {k}": v for k, v in spent.items()}
+    res["stages"] = time.process_time() - t0
+    t = time.process_time()
+    get_family("knowledge-editing").load([path], workers=1)
+    res["load, one worker"] = time.process_time() - t
+    return res
 
 
 #: CPU seconds (user + system) of the last child :func:`run` waited for: on a shared machine
@@ -293,6 +347,12 @@ def main() -> None:
         action="store_true",
         help="only the end-to-end CLI run and its floor per size (~2.5x the floor's time)",
     )
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="with the end-to-end run: its --durations (load, rules, render), and where one "
+        "core's CPU goes in the load (one more child, about a single-threaded load's time)",
+    )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     record.add_arguments(ap)
     args = ap.parse_args()
@@ -322,12 +382,17 @@ def main() -> None:
         )
         mib = jsonl.stat().st_size / 2**20
         cli = [sys.executable, "-m", "curate", "audit", "mquake", str(jsonl), "-f", "json"]
-        wall, rss, _ = run([*cli, "-o", str(report)])
+        wall, rss, _ = run([*cli, "-o", str(report), *(["--durations"] if args.stages else [])])
         cpu = LAST_CPU[0]
+        durations = json.loads(report.read_text()).get("durations", {})
         fwall, frss, fl = run(me("floor", jsonl, report))
         assert fl["cases"] == n, fl
         fcpu = LAST_CPU[0]
-        end = EndToEnd(wall, rss, cpu, fwall, frss, fcpu)
+        stages = ""
+        if args.stages:
+            _, _, st = run(me("load-stages", jsonl, report), env={"POLARS_MAX_THREADS": "1"})
+            stages = stages_note(durations, st, fl["load"])
+        end = EndToEnd(wall, rss, cpu, fwall, frss, fcpu, stages)
         row(
             "`curate audit mquake` end to end (CLI)",
             f"{n:,}",
@@ -343,6 +408,8 @@ def main() -> None:
             f"{frss:.2f} GiB",
             f"process CPU {fcpu:.1f} s ({fl['load']:.1f} s parsing)",
         )
+        if stages:
+            print(f"  where the time goes: {stages}", flush=True)
         recorded.append(end_to_end_row(n, mib, end))
         if big or args.end_to_end:
             continue
@@ -460,6 +527,8 @@ class EndToEnd:
     floor_wall: float
     floor_rss_gib: float
     floor_cpu: float
+    #: ``--stages``: where the time went (:func:`stages_note`), else empty
+    stages: str = ""
 
     @property
     def ratio(self) -> float:
@@ -472,6 +541,27 @@ class EndToEnd:
         fast = "met" if self.ratio <= TARGET_FLOOR_X else "not met"
         lean = "met" if self.rss_gib * 2**30 <= TARGET_GB * 1e9 else "not met"
         return f"; ≤ {TARGET_FLOOR_X:g}x the floor: {fast}; ≤ {TARGET_GB:g} GB RSS: {lean}"
+
+
+def stages_note(durations: dict[str, float], stages: dict[str, float], floor: float) -> str:
+    """The CLI run's own stages (``--durations``: load, the rules with their shared tables,
+    render) and one core's CPU per stage of the load (:func:`load_stages`), each stage's also
+    as a multiple of the floor's parsing time."""
+    load = durations.get("load", 0.0)
+    render = durations.get("render", 0.0)
+    rules = sum(durations.values()) - load - render
+    parts = [f"CLI run: load {load:.1f} s, rules {rules:.1f} s, render {render:.1f} s"]
+    cpu = ", ".join(
+        f"{k.removeprefix('stage ')} {v:.1f} s ({v / floor:.2f}x)"
+        for k, v in stages.items()
+        if k.startswith("stage ")
+    )
+    parts.append(
+        f"one core's CPU in the load, as multiples of the floor's {floor:.1f} s: {cpu}; "
+        f"the whole load on one worker {stages['load, one worker']:.1f} s "
+        f"({stages['load, one worker'] / floor:.2f}x)"
+    )
+    return "; ".join(parts)
 
 
 def end_to_end_row(n: int, mib: float, e: EndToEnd) -> record.Row:
@@ -491,6 +581,7 @@ def end_to_end_row(n: int, mib: float, e: EndToEnd) -> record.Row:
         target=e.verdict(n).removeprefix("; ") or "—",
         rss_curate=f"{e.rss_gib:.2f} GiB",
         rss_peer=f"{e.floor_rss_gib:.2f} GiB",
+        note=f"where the time goes: {e.stages}" if e.stages else None,
         values={
             "wall_s": e.wall,
             "peak_gib": e.rss_gib,
