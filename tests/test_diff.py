@@ -354,11 +354,44 @@ def test_an_export_differs_from_its_source_only_by_invalid_records(
     extra = [x for x in extra if x not in ("--label-model", "none")]
     out = tmp_path / "exported"
     assert main(["export", family, str(src), "--out", str(out), *extra]) == 0
-    d = curate.diff(family, src, out, **{k: v for k, v in options.items() if k != "label_model"})
+    opts = {k: v for k, v in options.items() if k != "label_model"}
+    d = curate.diff(family, src, out, **opts)
     assert all(c.kind == "removed" and c.note for c in d.changes), [
         c.to_json() for c in d.changes if c.kind != "removed" or not c.note
     ]
     assert "## Changes from the source" in (out / "README.md").read_text()
+    # the source, invalid records and all, is the same as itself (a CI gate on a dataset with
+    # an invalid record must not see it removed in every run)
+    same = curate.diff(family, src, src, **opts)
+    assert same.identical and same.records_old == same.records_new, [
+        c.to_json() for c in same.changes
+    ]
+
+
+def test_an_invalid_record_in_the_new_version_is_compared_not_dropped(tmp_path: Path) -> None:
+    """Invalid in both versions: the same is unchanged, edited is changed (whole); invalid only
+    in the new one is an addition noted as invalid; the counts hold every record of each."""
+    row = "{},{:064d},{},audio,{}\n"
+    head = "sample_id,sha256,split,modality,label\n"
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    old.write_text(
+        head
+        + row.format("a", 1, "train", "maybe")
+        + row.format("b", 2, "train", "real")
+        + row.format("c", 3, "test", "neither")
+    )
+    new.write_text(
+        head
+        + row.format("a", 1, "train", "maybe")
+        + row.format("b", 2, "train", "real")
+        + row.format("c", 3, "test", "nope")
+        + row.format("d", 4, "test", "unsure")
+    )
+    d = curate.diff("deepfake", old, new)
+    assert (d.records_old, d.records_new) == (3, 4)
+    kinds = {c.record: (c.kind, c.note.split(": ")[0]) for c in d.changes}
+    assert kinds == {"c": ("changed", "invalid in both"), "d": ("added", f"invalid in {new}")}
+    assert d.counts()["unchanged"] == 2
 
 
 # --------------------------------------------------------------------------- curate check pins

@@ -624,10 +624,29 @@ def diff_sides(
     invalid_ids = {}
     for rec, split, value, why in old.invalid:
         invalid_ids[rec] = (split, value, why)
+    # the new version's invalid records: one invalid in both versions is compared as it was
+    # read (the same: unchanged; else changed, whole), one only there is an addition noted as
+    # invalid (a published version never carries it, yet it is in the file)
+    invalid_new = {rec: (split, value, why) for rec, split, value, why in new.invalid}
     added_ids = set(left_n[RECORD].to_list()) if spec.stable_ids else set()
     out: list[RecordChange] = []
     for rec, (split, value, why) in invalid_ids.items():
         if rec in added_ids:  # the new version has it (valid now): repaired, whole
+            continue
+        if rec in invalid_new:
+            split_new, value_new, why_new = invalid_new[rec]
+            if value_new != value or split_new != split:
+                out.append(
+                    RecordChange(
+                        "changed",
+                        rec,
+                        rec,
+                        split,
+                        split_new,
+                        (FieldChange("", value, value_new),),
+                        note=f"invalid in both: {why_new}",
+                    )
+                )
             continue
         out.append(RecordChange("removed", rec, None, split, None, value=value, note=why))
     for i, rec, split in (
@@ -661,12 +680,26 @@ def diff_sides(
             )
             continue
         out.append(RecordChange("added", rec, rec, None, split, value=value))
+    valid_old = set(old.keys[RECORD].to_list())
+    for rec, (split, value, why) in invalid_new.items():
+        if rec not in invalid_ids and rec not in valid_old:
+            out.append(
+                RecordChange(
+                    "added",
+                    rec,
+                    rec,
+                    None,
+                    split,
+                    value=value,
+                    note=f"invalid in {names[1]}: {why}",
+                )
+            )
     return Diff(
         family,
         names[0],
         names[1],
         old.height + len(invalid_ids),
-        new.height,
+        new.height + len(invalid_new),
         out,
         columns_added=[c for c in new_cols if c not in old_cols],
         columns_removed=[c for c in old_cols if c not in new_cols],
