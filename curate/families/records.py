@@ -226,13 +226,15 @@ class RecordsFamily(Family):
 
     def _split(self, frame: pl.DataFrame, path: str | Path, column: str | None) -> pl.Series | None:
         """Each row's split: a configuration's split for this file, else the split ``column``,
-        else the folder layout; canonical spellings (:data:`SPLIT_NAMES`)."""
+        else the folder layout; canonical spellings (:data:`SPLIT_NAMES`). A row with none
+        where the others have one is in ``train``: ``export`` and ``fix`` publish it there, so
+        it is audited there too (a copy of it in test is a leak before it is published)."""
         if (given := split_of(path)) is not None:
             raw = pl.Series("split", [given] * frame.height, dtype=pl.String)
         elif column and column in frame.columns:
-            raw = frame[column].cast(pl.String)
+            raw = frame[column].cast(pl.String).fill_null("train")
         elif SPLIT_FROM_LAYOUT in frame.columns:
-            raw = frame[SPLIT_FROM_LAYOUT]
+            raw = frame[SPLIT_FROM_LAYOUT].fill_null("train")
         else:
             return None
         # the spellings are few: each distinct one is canonicalised once, then mapped (10 M
