@@ -200,3 +200,23 @@ def test_bad_specs() -> None:
     with pytest.raises(UsageError):
         lsh_params(0.0, 128)
     assert parse_shingles("word:3") == ("word", 3)
+
+
+def test_an_oversized_bucket_is_paired_by_a_window_not_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Templated texts share a band by the thousand: a bucket of B documents makes B²/2 pairs
+    (200k rows: killed for memory). Past the bound the biggest buckets pair each document with
+    the WINDOW after it; the other buckets are still paired whole."""
+    import curate.audits.shared.minhash as mh
+
+    n, rows = 3_000, 2
+    sig = np.arange(n * 4 * rows, dtype=np.uint32).reshape(n, 4 * rows)  # no band shared ...
+    sig[:, :rows] = 7  # ... but band 0: one bucket of every document
+    sig[10, rows : 2 * rows] = sig[2_000, rows : 2 * rows]  # and two far apart share band 1
+    whole = n * (n - 1) // 2
+    assert len(candidate_pairs(sig, 4, rows)) == whole  # under the bound: every pair
+    monkeypatch.setattr(mh, "MAX_BUCKET_PAIRS", 1_000)
+    pairs = {tuple(p) for p in candidate_pairs(sig, 4, rows).tolist()}
+    window = {(i, j) for i in range(n) for j in range(i + 1, min(n, i + mh.WINDOW + 1))}
+    assert pairs == window | {(10, 2_000)}

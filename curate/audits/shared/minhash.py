@@ -359,15 +359,60 @@ def candidate_pairs(
         return np.zeros((0, 2), dtype=np.int64)
     buckets = pl.concat(frames)
     # only buckets with two or more documents can give a pair
-    buckets = buckets.filter(pl.len().over("band", "key") > 1)
-    pairs = (
-        buckets.join(buckets, on=["band", "key"], suffix="_r")
+    buckets = buckets.with_columns(pl.len().over("band", "key").alias("size")).filter(
+        pl.col("size") > 1
+    )
+    big = _oversized(buckets)
+    whole = (buckets if big is None else buckets.filter(pl.col("size") <= big)).drop("size")
+    parts = [
+        whole.join(whole, on=["band", "key"], suffix="_r")
         .filter(pl.col("doc") < pl.col("doc_r"))
         .select("doc", "doc_r")
-        .unique()
-        .sort("doc", "doc_r")
-    )
+    ]
+    if big is not None:
+        # each document of an oversized bucket with the WINDOW after it, in document order
+        over = buckets.filter(pl.col("size") > big).sort("band", "key", "doc")
+        parts += [
+            over.select(
+                "doc", pl.col("doc").shift(-s).over("band", "key").alias("doc_r")
+            ).drop_nulls()
+            for s in range(1, WINDOW + 1)
+        ]
+    pairs = pl.concat(parts).unique().sort("doc", "doc_r")
     return pairs.to_numpy().astype(np.int64).reshape(-1, 2)
+
+
+#: At most about this many candidate pairs come from pairing whole buckets (the rows of the
+#: self-join, before duplicates across bands are dropped): a few hundred MB.
+MAX_BUCKET_PAIRS = 10_000_000
+#: How many documents after it each document of an oversized bucket is paired with.
+WINDOW = 16
+
+
+def _oversized(buckets: pl.DataFrame) -> int | None:
+    """The largest bucket size still paired whole, when pairing every bucket whole would make
+    more than :data:`MAX_BUCKET_PAIRS` pairs; ``None`` when it would not.
+
+    Why a bound: a bucket of ``B`` documents makes ``B²/2`` pairs. Templated texts (``text
+    number 123 foo``) put most documents of a band in one bucket: 200k rows asked for
+    billions of pairs and were killed for memory (24 GB) where a bound keeps it linear. The
+    biggest buckets are paired by a window instead (each document with the
+    :data:`WINDOW` after it), so a near copy in such a bucket is found when it lies within
+    the window in the file (a template's rows, written together, usually do), or through
+    another band; beyond, recall is lower there, never the memory unbounded.
+    """
+    sizes = buckets.group_by("band", "key").agg(pl.first("size")).get_column("size")
+    pairs = sizes * (sizes - 1) // 2
+    if int(pairs.sum() or 0) <= MAX_BUCKET_PAIRS:
+        return None
+    by_size = (
+        pl.DataFrame({"size": sizes, "pairs": pairs})
+        .group_by("size")
+        .agg(pl.sum("pairs"))
+        .sort("size")
+    )
+    fits = by_size.filter(pl.col("pairs").cum_sum() <= MAX_BUCKET_PAIRS)
+    return int(fits["size"].to_numpy().max()) if fits.height else 1
 
 
 def exact_jaccard(
