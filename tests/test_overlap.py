@@ -456,3 +456,20 @@ def test_by_members_keep_str_methods():
 
     assert By("split").split("l") == ["sp", "it"]
     assert By.dataset.upper() == "DATASET"
+
+
+def test_records_a_family_leaves_out_as_invalid_are_said_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A family's keys are of its valid records: a test split of invalid rows is in no
+    collection, so the run says how many were left out rather than pass a leak gate quietly."""
+    manifest = tmp_path / "o.csv"
+    manifest.write_text(
+        "sample_id,sha256,split,modality,label,subject_id\n"
+        f"a,{1:064d},train,audio,real,s1\nc,{1:064d},test,audio,maybe,s1\n"
+    )
+    code = main(["overlap", str(manifest), "--family", "deepfake", "--key", "content",
+                 "--by", "split", "--fail-above", "0"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0  # one collection: nothing to overlap, and the line says why
+    assert f"curate: {manifest}: 1 invalid record left out of the overlap" in err

@@ -137,7 +137,23 @@ def _key_frame(path: str, key: str, family: str | None) -> tuple[pl.DataFrame, b
     check_inputs([path])
     data = fam.load([path])
     assert spec.table is not None  # overlap_keys offers only keys with a table
+    _say_left_out(path, fam, data)
     return spec.table(data), spec.text
+
+
+def _say_left_out(path: str, fam: Any, data: Any) -> None:
+    """One line on stderr when records of ``path`` fail the schema: a family's keys are of
+    its valid records, so those are in no collection (a test split of invalid rows would be
+    missing from the matrix without a word, and a ``--fail-above`` gate pass on it)."""
+    from curate.families.base import count_invalid
+
+    invalid = fam.invalid_records(data)
+    if n := (count_invalid(invalid) if invalid.height else 0):
+        typer.echo(
+            f"curate: {path}: {n} invalid record{'s' if n != 1 else ''} left out of the "
+            f"overlap (curate validate {fam.name} {path} lists them)",
+            err=True,
+        )
 
 
 def _explode(df: pl.DataFrame) -> pl.DataFrame:
