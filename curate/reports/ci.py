@@ -392,11 +392,18 @@ def _timestamp() -> str:
     return (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def _seconds(seconds: float | None) -> float:
+    """A rule's time as JUnit's ``time`` gives it: none (0) under ``SOURCE_DATE_EPOCH``, whose
+    build is to be the same byte for byte (as the timestamp is then fixed)."""
+    return 0.0 if os.environ.get("SOURCE_DATE_EPOCH") else (seconds or 0.0)
+
+
 def render_junit(result: CheckResult) -> str:
     """JUnit XML (the Ant schema CI servers read): a ``testsuite`` per dataset, a ``testcase``
     per rule run; a failing rule has a ``failure`` listing its failing findings, one per line.
     Findings that do not fail (baselined, ignored, below ``fail-on``) are counted in the
-    suite's ``system-out``."""
+    suite's ``system-out``. The one format with times (its readers show them): when and how
+    long, unless ``SOURCE_DATE_EPOCH`` is set (:func:`_timestamp`, :func:`_seconds`)."""
     stamp = _timestamp()
     host = socket.gethostname() or "localhost"
     # the comment is curate's generator mark (curate.core.outputs): a later run replaces its own
@@ -411,7 +418,7 @@ def render_junit(result: CheckResult) -> str:
             out += _junit_unusable(k, d, stamp, host)
             continue
         failures = sum(r.failed for r in d.rules)
-        total = sum(r.seconds or 0.0 for r in d.rules)
+        total = sum(_seconds(r.seconds) for r in d.rules)
         out.append(
             f"  <testsuite name={quoteattr(_token(d.name))} package={quoteattr('curate')} "
             f'id="{k}" timestamp="{stamp}" hostname={quoteattr(_token(host))} '
@@ -429,7 +436,7 @@ def render_junit(result: CheckResult) -> str:
             head = (
                 f"    <testcase name={quoteattr(_token(f'{r.rule} {r.name}'))} "
                 f"classname={quoteattr(_token(f'curate.{d.name}'))} time="
-                f'"{(r.seconds or 0.0):.3f}"'
+                f'"{_seconds(r.seconds):.3f}"'
             )
             if not r.failed:
                 out.append(head + "/>")

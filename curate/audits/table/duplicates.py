@@ -22,7 +22,7 @@ from curate.audits.table.registry import (
     repeats,
     value,
 )
-from curate.core.findings import empty_rule_output, finding_frame, json_struct
+from curate.core.findings import clip_expr, empty_rule_output, finding_frame, json_struct
 from curate.core.rules import AuditContext
 
 
@@ -54,7 +54,7 @@ def duplicate_id(data: TableView, ctx: AuditContext) -> pl.DataFrame:
         field=pl.lit(idc),
         message=pl.format(
             "id {} is also row {}'s{}",
-            "record",
+            clip_expr("record", digest=True),
             "first_row",
             pl.when(pl.col("first_split").is_null())
             .then(pl.lit(""))
