@@ -4,6 +4,7 @@ and every registered format renders an audit report and a check result (issue 31
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pydantic
@@ -92,3 +93,19 @@ def test_durations_follow_the_registry(tmp_path: Path) -> None:
             assert timed.endswith(plain[-40:]) and "wall seconds" not in timed, name
         else:
             assert "render" in timed[len(plain) - 2 :], name
+
+
+def test_junit_of_two_runs_is_the_same_byte_for_byte_under_source_date_epoch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """JUnit XML is the one format with times (its readers show them); a reproducible build
+    (``SOURCE_DATE_EPOCH``) fixes its timestamp and zeroes its seconds, as the README says."""
+    spec = formats.get("junit")
+    runs = [api.audit("glycan", SAMPLES / "glycan_taxonomy_sample.csv") for _ in range(2)]
+    assert any(s for s in runs[0].durations.values())  # the rules were timed
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    first, second = (spec.render_audit(r) for r in runs)
+    assert first == second
+    assert 'time="0.000"' in first and "2023-11-14T22:13:20" in first
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    assert re.search(r'time="(?!0\.000)\d+\.\d{3}"', spec.render_audit(runs[0]))

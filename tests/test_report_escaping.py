@@ -50,3 +50,10 @@ def test_paths_and_headlines_are_shown_as_text(tmp_path: Path) -> None:
     shown = str(odd).replace("\x1b", "\\x1b")
     assert f"``{shown}``" in md  # one span, fenced past its backtick
     assert "\\|" not in md.split("### Examples")[-1]  # a list item's span shows `|` as written
+
+
+def test_a_long_id_is_quoted_cut_in_a_duplicate_id_message(tmp_path: Path) -> None:
+    long_id = "x" * 5_000
+    report = _report(tmp_path, [long_id])
+    (message,) = report.findings.filter(report.findings["rule"] == "TB401")["message"].to_list()
+    assert len(message) < 400 and "…" in message, message
