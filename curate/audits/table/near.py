@@ -169,7 +169,11 @@ def near_duplicate_input(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     its nearest earlier row (highest Jaccard; the count of its near earlier rows beside it)
     and the exact Jaccard. Several ``--text`` columns are compared as one input (their normal
     forms joined); a row whose input also equals an earlier row's of its split is TB403's,
-    not reported here. ``--near-threshold 0`` turns this rule off (it is not run).
+    not reported here. ``--near-threshold 0`` turns this rule off (it is not run). Memory
+    stays bounded on templated inputs: when most rows share a MinHash band, the biggest
+    buckets pair each row with the 16 rows after it instead of with every row (see
+    ``curate.audits.shared.minhash``), so a near copy far from its original in the file may
+    be missed there.
 
     No fix: "near" is a judgment at a threshold. Two different examples can share most of
     their wording (templated captions, glycans differing in one linkage) and both belong in
