@@ -556,9 +556,12 @@ def compare(
     encoding: str | None = None,
     progress: Progress | None = None,
     audits: bool = False,
+    loaded: Callable[[LoadedDataset], None] | None = None,
 ) -> Diff:
     """:func:`diff` with the family and its options already resolved (the CLI's entry);
-    ``audits``: also audit each side and say which findings appeared and which are gone."""
+    ``audits``: also audit each side and say which findings appeared and which are gone;
+    ``loaded``: called with each side's data once it is read (the CLI refuses a report
+    destination that the data names as an input there, as ``audit`` does)."""
     names = (_name(old), _name(new))
 
     def side(
@@ -572,6 +575,8 @@ def compare(
         other, ignore = (against[0], against[1].ignore) if against is not None else (None, ())
         with hashing_columns(other, ignore, lean=not audits):
             data = fam.load(_paths(paths, fam), opts, encoding=encoding, progress=progress)
+            if loaded is not None:
+                loaded(data)
             read = fam.diff_reader(data)
         if audits:
             found.append(fam.audit(data, opts, progress=progress).findings)

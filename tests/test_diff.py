@@ -563,3 +563,23 @@ def test_another_familys_file_is_named_with_a_two_file_diff(capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "it looks like a MQuAKE" in err, err
     assert "(curate diff knowledge-editing OLD NEW, both of that family)" in err, err
+
+
+@pytest.mark.parametrize("family", ["deepfake", "mquake"])
+def test_a_diff_report_never_replaces_a_file_curate_did_not_write(
+    family: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deepfake manifest names its media, so the early check leaves "not curate's" to the
+    data's: the diff, which never made that check, wrote its report over a hand-made file."""
+    src = tmp_path / "manifest.csv"
+    src.write_text(f"sample_id,sha256,split,modality,label\na,{1:064d},train,audio,real\n")
+    if family == "mquake":
+        src = SAMPLES / "mquake_sample.json"
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my own notes\n")
+    args = ["diff", family, str(src), str(src), "-o", str(mine)]
+    assert main(args) == 2
+    assert "not written by curate" in capsys.readouterr().err
+    assert mine.read_text() == "my own notes\n"
+    assert main([*args, "--overwrite"]) == 0
+    assert "curate diff" in mine.read_text()

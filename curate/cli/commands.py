@@ -622,13 +622,23 @@ def diff(
 
     kinds = _fail_kinds(fail_on)
     # one version compared with itself is one input to protect, not a file given twice
-    _guard_output(output, list(dict.fromkeys([old, new])), options, overwrite, fam=fam)
+    paths = list(dict.fromkeys([old, new]))
+    _guard_output(output, paths, options, overwrite, fam=fam)
+    named: list[str] = []  # the files either side's data names (a manifest's media)
+
+    def loaded(data: Any) -> None:
+        named.extend(data.named_files())
+        _guard_output(output, paths, options, overwrite, named)
+
     cb = terminal.progress()
     try:
         with progress_to(cb):
-            result = compare(fam, old, new, options, encoding=encoding, progress=cb, audits=audits)
+            result = compare(
+                fam, old, new, options, encoding=encoding, progress=cb, audits=audits, loaded=loaded
+            )
     finally:
         terminal.clear_progress(cb)
+    _guard_output(output, paths, options, overwrite, named)  # as it is just before the write
     if fmt.value in ("junit", "github", "sarif"):
         text = formats.get(fmt.value).check(render.as_check(result, kinds, fam.name))
     else:
