@@ -44,6 +44,7 @@ from curate.families.base import (
     count_invalid,
     describe_invalid,
     invalid_section,
+    left_out,
 )
 from curate.io.frames import TableLike
 from curate.io.read import input_scope
@@ -494,7 +495,9 @@ def export(
     )
     tables = fam.to_tables(data)
     card.extra_sections = fam.card_sections(data, opts) + card.extra_sections
-    card.extra_sections += export_changes_section(fam.name, count_invalid(invalid))
+    card.extra_sections += export_changes_section(
+        fam.name, count_invalid(invalid), left_out(invalid)
+    )
     _require_rows(tables, invalid)
     written = write_hf_dataset(
         out,
@@ -664,12 +667,14 @@ def _name(paths: Paths) -> str:
     return first if len(items) == 1 else f"{first} (+{len(items) - 1} more)"
 
 
-def export_changes_section(family: str, invalid: int) -> list[str]:
+def export_changes_section(family: str, invalid: int, said: str = "") -> list[str]:
     """The card's "Changes from the source" of an export: none but the invalid records left
     out (an export publishes what it read; ``curate diff`` of the source and the folder says
-    so record by record, which a test checks for every family's sample)."""
+    so record by record, which a test checks for every family's sample). ``said``: how many,
+    as :func:`~curate.families.base.left_out` words it."""
     what = (
-        f"{invalid:,} records that fail the schema are left out (see above); every other"
+        f"{said or f'{invalid:,} records'} that fail the schema are left out (see above); "
+        "every other"
         if invalid
         else "None: every"
     )

@@ -393,7 +393,7 @@ def test_ke_mixed_case_id_types_leave_the_strings_out(tmp_path, hard_records, ca
     assert cli("validate", "mquake", src) == 1
     assert "KE003 error record two, case_id" in capsys.readouterr().out
     assert cli("export", "mquake", src, "--out", tmp_path / "o") == 0
-    assert "(1 invalid records left out)" in capsys.readouterr().out
+    assert "(1 invalid record left out)" in capsys.readouterr().out
     assert pq.read_table(next((tmp_path / "o").rglob("*.parquet")))["case_id"].to_pylist() == [1]
 
 

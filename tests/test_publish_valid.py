@@ -117,7 +117,7 @@ def test_export_leaves_out_exactly_the_invalid_rows(injected, tmp_path, capsys):
     assert sorted(got.select(valid.columns).rows(), key=repr) == sorted(valid.rows(), key=repr)
     card = (out / "README.md").read_text()
     assert "## Invalid records left out" in card
-    assert f"{injected['invalid']} input records failed" in card
+    assert f"{injected['invalid']} invalid records of the input failed" in card
     assert "| GL001 | 5 |" in card and "| GL102 | 1 |" in card
 
 
@@ -315,7 +315,7 @@ def test_a_megabyte_glycan_is_a_finding_not_a_hang(sample_head, tmp_path, capsys
     assert "too long for a glycan: 1,080,003 characters" in finding["message"]
     assert len(finding["message"]) < 400  # the report quotes it shortened
     rc, stdout, _ = run(capsys, "export", "glycan", src, "--out", tmp_path / "hf")
-    assert rc == 0 and "(1 invalid records left out)" in stdout
+    assert rc == 0 and "(1 invalid record left out)" in stdout
     assert exported(tmp_path / "hf").height == 60
 
 
@@ -587,3 +587,21 @@ def test_export_count_is_rows_minus_invalid(sample_head, tmp_path, broken, damag
     tables = GLYCAN.to_tables(data)
     assert sum(t.num_rows for t in tables.values()) == table.height - n_bad
     assert GLYCAN.invalid_records(data)["row"].n_unique() == n_bad
+
+
+def test_an_export_counts_an_invalid_glycan_column_as_a_column(tmp_path, capsys):
+    """An interaction matrix with one bad value (a record) and one header that does not parse
+    (a column): the count adds up to what was read (it said "2 invalid records" of 2 rows, one
+    of them published)."""
+    src = tmp_path / "matrix.csv"
+    src.write_text(
+        "target,protein,Gal(b1-4)Glc,Gal(b1-4Glc,Man(a1-3)Man\n"
+        "MKVLAAGIC,lectin A,0.5,1.2,abc\nMQRWSEDLK,lectin C,0.1,0.9,0.2\n"
+    )
+    out = tmp_path / "hf"
+    rc, stdout, err = run(capsys, "export", "glycan", src, "--out", out)
+    assert rc == 0, err
+    assert "train=1 (1 invalid record and 1 invalid column left out)" in stdout
+    card = (out / "README.md").read_text()
+    assert "1 invalid record and 1 invalid column of the input failed" in card
+    assert "1 invalid record and 1 invalid column that fail the schema are left out" in card

@@ -549,10 +549,12 @@ def export(
         date_published=date_published,
         **options.model_dump(exclude_unset=True),
     )
+    from curate.families.base import left_out
+
     typer.echo(
         f"wrote {out}: "
         + ", ".join(f"{s}={t.num_rows}" for s, t in done.tables.items())
-        + f" ({done.invalid_records} invalid records left out)"
+        + f" ({left_out(done.invalid)} left out)"
     )
     if push_to_hub:
         push(out, push_to_hub)

@@ -151,9 +151,28 @@ def no_records(path: str | Path, why: str | None = None) -> InputError:
 def count_invalid(invalid: pl.DataFrame) -> int:
     """How many records :meth:`Family.invalid_records` names (one record may have several
     findings; a finding without a row, such as a malformed column header, counts once)."""
+    return sum(invalid_counts(invalid))
+
+
+def invalid_counts(invalid: pl.DataFrame) -> tuple[int, int]:
+    """``(records, columns)`` that :meth:`Family.invalid_records` names: the records (one may
+    have several findings; a finding with neither row nor field counts once) and the columns
+    (a finding with a field but no row: a glycan column whose header does not parse), so that
+    what a card and ``export`` say adds up to what was read."""
     rows = invalid.filter(pl.col("row").is_not_null())["row"].n_unique()
-    whole = invalid.filter(pl.col("row").is_null()).select("record", "field").unique().height
-    return rows + whole
+    whole = invalid.filter(pl.col("row").is_null()).select("record", "field").unique()
+    columns = whole.filter(pl.col("field").is_not_null() & (pl.col("field") != "")).height
+    return rows + whole.height - columns, columns
+
+
+def left_out(invalid: pl.DataFrame) -> str:
+    """What an export left out, as a count a person reads: ``2 invalid records``, ``1 invalid
+    record and 1 invalid column``."""
+    records, columns = invalid_counts(invalid) if invalid.height else (0, 0)
+    said = f"{records:,} invalid record{'s' if records != 1 else ''}"
+    if columns:
+        said += f" and {columns:,} invalid column{'s' if columns != 1 else ''}"
+    return said
 
 
 def describe_invalid(invalid: pl.DataFrame, total: int) -> str:
@@ -195,14 +214,18 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     lines = [
         "## Invalid records left out",
         "",
-        f"{n} input records failed the schema or could not be parsed and are not in this "
-        f"dataset ({where}).",
+        f"{_upper_first(left_out(invalid))} of the input failed the schema or could not be "
+        f"parsed and are not in this dataset ({where}).",
         "",
         "| rule | records |",
         "|---|---:|",
     ]
     lines += [f"| {rule} | {count} |" for rule, count in per_rule]
     return [*lines, ""]
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 @dataclass(frozen=True)
