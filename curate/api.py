@@ -496,7 +496,7 @@ def export(
     tables = fam.to_tables(data)
     card.extra_sections = fam.card_sections(data, opts) + card.extra_sections
     card.extra_sections += export_changes_section(
-        fam.name, count_invalid(invalid), left_out(invalid)
+        fam.name, left_out(invalid) if invalid.height else ""
     )
     _require_rows(tables, invalid)
     written = write_hf_dataset(
@@ -667,15 +667,14 @@ def _name(paths: Paths) -> str:
     return first if len(items) == 1 else f"{first} (+{len(items) - 1} more)"
 
 
-def export_changes_section(family: str, invalid: int, said: str = "") -> list[str]:
+def export_changes_section(family: str, said: str) -> list[str]:
     """The card's "Changes from the source" of an export: none but the invalid records left
     out (an export publishes what it read; ``curate diff`` of the source and the folder says
-    so record by record, which a test checks for every family's sample). ``said``: how many,
-    as :func:`~curate.families.base.left_out` words it."""
+    so record by record, which a test checks for every family's sample). ``said``: what was
+    left out, as :func:`~curate.families.base.left_out` words it ("" for nothing)."""
     what = (
-        f"{said or f'{invalid:,} records'} that fail the schema are left out (see above); "
-        "every other"
-        if invalid
+        f"{said} that fail the schema are left out (see above); every other"
+        if said
         else "None: every"
     )
     return [

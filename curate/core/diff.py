@@ -680,7 +680,7 @@ def diff_sides(
             )
             continue
         out.append(RecordChange("added", rec, rec, None, split, value=value))
-    valid_old = set(old.keys[RECORD].to_list())
+    valid_old = set(old.keys[RECORD].to_list()) if invalid_new else set()
     for rec, (split, value, why) in invalid_new.items():
         if rec not in invalid_ids and rec not in valid_old:
             out.append(

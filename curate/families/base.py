@@ -214,7 +214,7 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     lines = [
         "## Invalid records left out",
         "",
-        f"{_upper_first(left_out(invalid))} of the input failed the schema or could not be "
+        f"{left_out(invalid)} of the input failed the schema or could not be "
         f"parsed and are not in this dataset ({where}).",
         "",
         "| rule | records |",
@@ -222,10 +222,6 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     ]
     lines += [f"| {rule} | {count} |" for rule, count in per_rule]
     return [*lines, ""]
-
-
-def _upper_first(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 @dataclass(frozen=True)

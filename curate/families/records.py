@@ -226,9 +226,9 @@ class RecordsFamily(Family):
 
     def _split(self, frame: pl.DataFrame, path: str | Path, column: str | None) -> pl.Series | None:
         """Each row's split: a configuration's split for this file, else the split ``column``,
-        else the folder layout; canonical spellings (:data:`SPLIT_NAMES`). A row with none
-        where the others have one is in ``train``: ``export`` and ``fix`` publish it there, so
-        it is audited there too (a copy of it in test is a leak before it is published)."""
+        else the folder layout; canonical spellings (:data:`SPLIT_NAMES`). A row with no split
+        in its column or folder is in ``train``: ``export`` and ``fix`` publish it there, so it
+        is audited there too (a copy of it in test is a leak before it is published)."""
         if (given := split_of(path)) is not None:
             raw = pl.Series("split", [given] * frame.height, dtype=pl.String)
         elif column and column in frame.columns:
