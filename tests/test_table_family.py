@@ -133,6 +133,47 @@ def test_split_leakage_matches_pandas(species: pd.DataFrame, species_report) -> 
     assert rows_of(species_report, "TB405") == expected
 
 
+def test_a_split_outside_the_order_is_named_not_passed_over(
+    species: pd.DataFrame, species_report, tmp_path: Path
+) -> None:
+    """The test split renamed ``eval`` and a tenth of validation ``heldout``: TB405 cannot
+    place them, so their leaks go unreported; TB004 says so, once per split, on its first row,
+    with its count. ``--split-map`` puts them back in the order and the leaks are found as
+    with the original names."""
+    df = species.copy()
+    held = df.index[(df["split"] == "validation")][::10]
+    df.loc[df["split"] == "test", "split"] = "eval"
+    df.loc[held, "split"] = "Heldout"
+    path = tmp_path / "renamed.csv"
+    df.to_csv(path, index=False)
+    decl = {"id": "id", "label": "Kingdom", "split": "split", "text": "target"}
+    report = curate.audit("table", path, select=["TB004", "TB405"], **decl)
+    tb004 = found(report, "TB004")
+    got = {
+        d["split"]: (int(row), d["rows"])
+        for row, d in zip(tb004["row"], map(json.loads, tb004["details"]), strict=True)
+    }
+    assert got == {
+        name: (int(np.flatnonzero(df["split"] == name)[0]), int((df["split"] == name).sum()))
+        for name in ("eval", "Heldout")
+    }
+    assert list(tb004["row"]) == sorted(r for r, _ in got.values())  # in row order
+    assert any("--split-map heldout=validation" in m for m in tb004["message"])
+    outside = set(np.flatnonzero(df["split"].isin(["eval", "Heldout"])))
+    leaks = rows_of(species_report, "TB405")
+    assert leaks & outside, "the real table leaks into the renamed rows"
+    assert rows_of(report, "TB405") == leaks - outside
+    mapped = curate.audit(
+        "table",
+        path,
+        select=["TB004", "TB405"],
+        split_map={"eval": "test", "heldout": "validation"},
+        **decl,
+    )
+    assert rows_of(mapped, "TB405") == leaks
+    assert found(mapped, "TB004").empty
+
+
 def _exact_rules_by_pandas(df: pd.DataFrame, key: list[str], label: str | None) -> dict:
     """TB301, TB403 and TB405 of a key of several columns, by pandas on ``normal``: a row
     whose key has an empty column takes no part."""

@@ -161,8 +161,9 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     s = report.summary()
     sev = s["by_severity"]
     con.print(
-        f"{s['findings']} findings{_in_records(s)}: "
-        f"{sev['error']} errors, {sev['warning']} warnings, {sev['info']} info."
+        f"{counted(s['findings'], 'finding')}{_in_records(s)}: "
+        f"{counted(sev['error'], 'error')}, {counted(sev['warning'], 'warning')}, "
+        f"{sev['info']} info."
     )
     return buf.getvalue()
 
@@ -174,7 +175,12 @@ def _in_records(s: dict[str, Any]) -> str:
     have, of = s["records_with_findings"], s["records"]
     if have > of:
         return ""
-    return f" in {have} of {of} records"
+    return f" in {have} of {counted(of, 'record')}"
+
+
+def counted(n: int, word: str) -> str:
+    """``1 error``, ``2 errors``: a summary line read "1 errors, 1 warnings" before."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 #: C0 and C1 control characters, newline and tab among them.
@@ -232,8 +238,9 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     out += [f"- {_md_headline(h)}" for h in headlines(report)]
     sev = s["by_severity"]
     out += [
-        f"- {s['findings']} findings{_in_records(s)} "
-        f"({sev['error']} errors, {sev['warning']} warnings, {sev['info']} info)",
+        f"- {counted(s['findings'], 'finding')}{_in_records(s)} "
+        f"({counted(sev['error'], 'error')}, {counted(sev['warning'], 'warning')}, "
+        f"{sev['info']} info)",
         "",
     ]
     counts = report.counts_by_rule()

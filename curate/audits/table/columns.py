@@ -1,10 +1,11 @@
-"""TB003 and TB1xx: what a column as a whole says — cells of mixed kinds, a single value, an
-id that predicts the label.
+"""TB003, TB004 and TB1xx: what a column as a whole says — cells of mixed kinds, splits outside
+train/validation/test, a single value, an id that predicts the label.
 
 These rules judge a column, not a cell: each reports at most one finding per column (TB003,
-TB101) or per label column (TB102). TB101 and TB102 name no row (``row`` null; ``record``
-names the column, as glycan's column findings do): the column is the defect. TB003 points at
-the first cell of the rarer kind, where a person would look first.
+TB101), per split (TB004) or per label column (TB102). TB101 and TB102 name no row (``row``
+null; ``record`` names the column, as glycan's column findings do): the column is the defect.
+TB003 points at the first cell of the rarer kind, TB004 at the split's first row, where a
+person would look first.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import polars as pl
 from curate.audits.table.registry import RULES, TableView, value
 from curate.core.errors import quoted
 from curate.core.findings import dumps, empty_rule_output, rule_output
+from curate.core.keys import SPLIT_ORDER
 from curate.core.rules import AuditContext
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "label_text",
     "mixed_types",
     "single_value_column",
+    "unknown_split",
 ]
 
 #: The kinds TB003 tells apart, in the order a tie for the commonest kind is broken in, and
@@ -148,6 +151,60 @@ def mixed_types(data: TableView, ctx: AuditContext) -> pl.DataFrame:
                     "value": first["cell"],
                     "kind": first["kind"],
                     "file": data.inputs[first["input"]].path,
+                },
+            }
+        )
+    return rule_output(out)
+
+
+# ----------------------------------------------------------------- TB004
+
+
+@RULES.rule("TB004", "unknown-split", category="schema", severity="warning")
+def unknown_split(data: TableView, ctx: AuditContext) -> pl.DataFrame:
+    """Rows are in a split that is none of train, validation and test, once ``--split-map``
+    and the usual spellings (``dev``, ``val``, ``testing``...) have been applied: ``eval``,
+    ``heldout``, ``extra``.
+
+    Split leakage is judged in the splits' order, train < validation < test, and a split
+    outside it has no place in that order: its rows take no part in TB405 and TB406, so a copy
+    of a training row in ``eval`` went unreported without a word. Whether ``eval`` is a
+    validation or a test split only the dataset's authors know; say it with ``--split-map
+    eval=test`` (or name the file or folder after its split). The rows are otherwise audited
+    as any (TB202 counts them as evaluation rows) and published in their own split. One finding
+    per such split, on its first row, with its number of rows. No fix."""
+    rows = data.rows.filter(pl.col("split").is_not_null() & ~pl.col("split").is_in(SPLIT_ORDER))
+    if rows.is_empty():
+        return empty_rule_output()
+    column = ctx.options.split
+    firsts = (
+        rows.group_by("split")
+        .agg(pl.col("row").min().alias("first"), pl.len().alias("rows"))
+        .sort("first")
+    )
+    out = []
+    for split, first, n in firsts.iter_rows():
+        row = rows.filter(pl.col("row") == first).row(0, named=True)
+        how = (
+            f"say which with --split-map {split.strip().lower()}=validation (or =test)"
+            if column
+            else "name its file or folder after the split it is"
+        )
+        out.append(
+            {
+                "row": first,
+                "record": row["record"],
+                "field": column or "split",
+                "message": (
+                    f"split {quoted(split)} ({n:,} {'row' if n == 1 else 'rows'}) is not train, "
+                    f"validation or test: split leakage checks (TB405, TB406) leave its rows "
+                    f"out; {how}"
+                ),
+                "details": {
+                    "split": split,
+                    "rows": n,
+                    "known": list(SPLIT_ORDER),
+                    "file": data.inputs[row["input"]].path,
                 },
             }
         )
