@@ -589,7 +589,7 @@ def compare(
         del data
         release_freed()  # the load's freed memory, before the other side's load
         records, invalid = read()
-        bad = [(c.record, None, c.old, c.reason) for c in invalid]
+        bad = [(c.record, c.split, c.old, c.reason) for c in invalid]
         side = prepare(
             records,
             invalid=bad,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import curate
 from curate.cli.main import main
-from curate.core.diff import DiffSpec, diff_frames, nested_changes
+from curate.core.diff import KINDS, DiffSpec, diff_frames, nested_changes
 from curate.reports.diff import summary_line
 
 SAMPLES = Path(curate.__file__).parent / "data" / "samples"
@@ -370,7 +370,8 @@ def test_an_export_differs_from_its_source_only_by_invalid_records(
 
 def test_an_invalid_record_in_the_new_version_is_compared_not_dropped(tmp_path: Path) -> None:
     """Invalid in both versions: the same is unchanged, edited is changed (whole); invalid only
-    in the new one is an addition noted as invalid; the counts hold every record of each."""
+    in the new one is an addition noted as invalid; the counts hold every record of each. An
+    invalid record is counted in its own split, not under "(none)"."""
     row = "{},{:064d},{},audio,{}\n"
     head = "sample_id,sha256,split,modality,label\n"
     old, new = tmp_path / "old.csv", tmp_path / "new.csv"
@@ -379,6 +380,7 @@ def test_an_invalid_record_in_the_new_version_is_compared_not_dropped(tmp_path: 
         + row.format("a", 1, "train", "maybe")
         + row.format("b", 2, "train", "real")
         + row.format("c", 3, "test", "neither")
+        + row.format("e", 5, "validation", "unknown")
     )
     new.write_text(
         head
@@ -388,10 +390,18 @@ def test_an_invalid_record_in_the_new_version_is_compared_not_dropped(tmp_path: 
         + row.format("d", 4, "test", "unsure")
     )
     d = curate.diff("deepfake", old, new)
-    assert (d.records_old, d.records_new) == (3, 4)
+    assert (d.records_old, d.records_new) == (4, 4)
     kinds = {c.record: (c.kind, c.note.split(": ")[0]) for c in d.changes}
-    assert kinds == {"c": ("changed", "invalid in both"), "d": ("added", f"invalid in {new}")}
+    assert kinds == {
+        "c": ("changed", "invalid in both"),
+        "d": ("added", f"invalid in {new}"),
+        "e": ("removed", "dropped"),
+    }
     assert d.counts()["unchanged"] == 2
+    assert d.by_split() == {
+        "test": {**dict.fromkeys(KINDS, 0), "changed": 1, "added": 1},
+        "validation": {**dict.fromkeys(KINDS, 0), "removed": 1},
+    }
 
 
 # --------------------------------------------------------------------------- curate check pins

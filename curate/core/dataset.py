@@ -73,6 +73,9 @@ class ChangeEntry:
     finding: dict[str, Any] | None = None
     #: Which pass of ``curate fix`` made the change (2+: found by re-auditing pass 1's output).
     pass_no: int = 1
+    #: The split of a record left out as invalid, for a diff's counts per split (set by
+    #: ``Family.diff_frame``; not written to the changelog, whose lines name records).
+    split: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {

@@ -912,5 +912,5 @@ def source_diff(family: Any, data: Any, fixed: pl.DataFrame) -> Diff:
         spec,
         family=family.name,
         names=("source", "remastered"),
-        removed_invalid=[(c.record, None, c.old, c.reason) for c in invalid],
+        removed_invalid=[(c.record, c.split, c.old, c.reason) for c in invalid],
     )

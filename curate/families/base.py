@@ -81,6 +81,7 @@ them.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -222,6 +223,32 @@ def invalid_section(invalid: pl.DataFrame, *, report_name: str = "audit.json") -
     ]
     lines += [f"| {rule} | {count} |" for rule, count in per_rule]
     return [*lines, ""]
+
+
+def with_splits(
+    changes: list[ChangeEntry], invalid: pl.DataFrame, data: LoadedDataset
+) -> list[ChangeEntry]:
+    """``changes`` with each record left out as invalid given its split (``train`` where it has
+    none, as export publishes such a record), found by its row in ``data.record_splits()``.
+
+    Why: a diff counts changes per split, and a record left out carried no split, so a
+    validation row dropped as invalid was counted under "(none)"."""
+    splits = data.record_splits()
+    if splits is None or invalid.is_empty() or not changes:
+        return changes
+    rows = invalid.select("row", "record").drop_nulls("row").unique("row", keep="first")
+    where = rows.join(
+        splits.select("row", pl.col("split").cast(pl.String).fill_null("train")),
+        on="row",
+        how="left",
+    )
+    of = dict(zip(where["record"].to_list(), where["split"].to_list(), strict=True))
+    return [
+        dataclasses.replace(c, split=of[c.record])
+        if c.new is None and c.record in of and of[c.record] is not None
+        else c
+        for c in changes
+    ]
 
 
 @dataclass(frozen=True)
@@ -485,7 +512,9 @@ class Family(ABC):
         """The records ``curate diff`` compares: by default the fix engine's frame
         (:meth:`fix_frame`), so that a diff names the records and fields the changelog names,
         and the records that fail the schema (left out of the frame, logged whole)."""
-        return self.fix_frame(data, self.invalid_records(data))
+        invalid = self.invalid_records(data)
+        frame, changes = self.fix_frame(data, invalid)
+        return frame, with_splits(changes, invalid, data)
 
     def diff_reader(
         self, data: LoadedDataset

@@ -40,7 +40,14 @@ from curate.core.memory import release_freed
 from curate.core.options import FamilyOptions
 from curate.core.rules import AuditContext, RuleSet
 from curate.core.streams import SplitStream, small_types
-from curate.families.base import CardDefaults, Family, Progress, check_not_blank, no_records
+from curate.families.base import (
+    CardDefaults,
+    Family,
+    Progress,
+    check_not_blank,
+    no_records,
+    with_splits,
+)
 from curate.families.hints import hinted, not_this_family
 from curate.families.knowledge_editing_columns import (
     CODED_FIELDS,
@@ -598,7 +605,9 @@ class KnowledgeEditingFamily(Family):
         own diff of its input reads the input this way too.
         """
         assert isinstance(data, KEData)
-        changes, skip = _left_out(data, self.invalid_records(data))
+        invalid = self.invalid_records(data)
+        changes, skip = _left_out(data, invalid)
+        changes = with_splits(changes, invalid, data)
         cases = data.cases.select(
             pl.col("row").alias(ROW),
             pl.col("record").alias(RECORD),
