@@ -133,6 +133,37 @@ def test_split_leakage_matches_pandas(species: pd.DataFrame, species_report) -> 
     assert rows_of(species_report, "TB405") == expected
 
 
+def test_several_files_named_after_splits_are_those_splits(
+    species: pd.DataFrame, species_report, tmp_path: Path
+) -> None:
+    """The species table cut into one file per split, named as ``datasets`` names a folder's
+    data files (``eval`` is its test split): without ``--split`` each file is its name's
+    split, so TB405 finds the same leaking records as the one file with its split column, and
+    the export publishes the three splits. Files whose names do not all say a split are one
+    table in train, as before."""
+    names = {"train": "glyco_train.csv", "validation": "glyco-dev.csv", "test": "eval.csv"}
+    paths = []
+    for split, name in names.items():
+        paths.append(tmp_path / name)
+        species[species["split"] == split].drop(columns="split").to_csv(paths[-1], index=False)
+    decl = {"id": "id", "label": "Kingdom", "text": "target"}
+    report = curate.audit("table", paths, select=["TB405"], **decl)
+    assert set(found(report, "TB405")["record"]) == set(found(species_report, "TB405")["record"])
+    assert [i.splits for i in report.inputs] == [
+        {split: int((species["split"] == split).sum())} for split in names
+    ]
+    out = curate.export("table", paths, tmp_path / "out", label_model="none", **decl)
+    loaded = datasets.load_dataset(str(out.path))
+    assert {k: v.num_rows for k, v in loaded.items()} == {
+        split: int((species["split"] == split).sum()) for split in names
+    }
+    unnamed = [tmp_path / "glyco_train.csv", tmp_path / "more.csv"]
+    (tmp_path / "more.csv").write_text((tmp_path / "eval.csv").read_text())
+    merged = curate.audit("table", unnamed, select=["TB405"], **decl)
+    assert found(merged, "TB405").empty
+    assert all(set(i.splits) <= {"train"} for i in merged.inputs)  # no split, or train
+
+
 def test_a_split_outside_the_order_is_named_not_passed_over(
     species: pd.DataFrame, species_report, tmp_path: Path
 ) -> None:
@@ -172,6 +203,10 @@ def test_a_split_outside_the_order_is_named_not_passed_over(
     )
     assert rows_of(mapped, "TB405") == leaks
     assert found(mapped, "TB004").empty
+    # a value mapped to another unknown split: the hint names the value as the file spells it
+    renamed = curate.audit("table", path, select=["TB004"], split_map={"eval": "holdout"}, **decl)
+    hints = " ".join(found(renamed, "TB004")["message"])
+    assert "split 'holdout'" in hints and "--split-map eval=validation" in hints
 
 
 def _exact_rules_by_pandas(df: pd.DataFrame, key: list[str], label: str | None) -> dict:

@@ -25,6 +25,7 @@ row by row); a 10 M-row parquet table must reach the rules as Arrow, untouched
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -49,7 +50,7 @@ from curate.families.hints import hinted
 from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, with_problems
 from curate.io.folders import card_features
 from curate.io.read import SPLIT_FROM_LAYOUT
-from curate.io.records import brief, split_of
+from curate.io.records import SplitInput, brief, split_of
 from curate.io.typed import (
     BOOLEAN_WORDS,
     CLASS_LABELS,
@@ -156,6 +157,48 @@ def _missing(values: pl.DataFrame, options: TableOptions) -> pl.Series:
     return values.select(pl.any_horizontal(gone)).to_series()
 
 
+#: The words a data file's name gives its split by: those ``datasets.load_dataset`` reads a
+#: folder of data files with (``eval`` and ``evaluation`` are its test split).
+FILE_SPLIT_WORDS = {
+    **{w: "train" for w in ("train", "training")},
+    **{w: "validation" for w in ("validation", "valid", "val", "dev")},
+    **{w: "test" for w in ("test", "testing", "eval", "evaluation")},
+}
+
+
+def splits_from_names(paths: list[Any], options: TableOptions) -> list[Any]:
+    """Several files and no ``--split`` column: each file's rows in the split its name says
+    (``train.csv``, ``test.csv``, ``my-eval-2.jsonl``: one of :data:`FILE_SPLIT_WORDS` among
+    the words of its name), when every file's name says exactly one and they do not all say
+    the same; otherwise the paths as given (every row then in train).
+
+    Why: ``curate fix table train.csv test.csv`` read both files as one table in train: a
+    test row that copied a training row was a duplicate, dropped by a "safe" fix, and the
+    test set was published as training data. ``datasets.load_dataset`` names a folder's data
+    files' splits by the same words; given a ``--split`` column, or a split already known (a
+    project's ``splits`` mapping), names are not read."""
+    if options.split is not None or len(paths) < 2:
+        return paths
+    named: list[Any] = []
+    for p in paths:
+        if not isinstance(p, str | Path) or split_of(p) is not None:
+            return paths
+        text = str(p)
+        if text == "-" or text.startswith("hf://") or Path(text).is_dir():
+            return paths
+        words = {
+            FILE_SPLIT_WORDS[w]
+            for w in re.split(r"[^a-z]+", Path(text).name.lower())
+            if w in FILE_SPLIT_WORDS
+        }
+        if len(words) != 1:
+            return paths
+        named.append(SplitInput(text, words.pop()))
+    if len({n.split_name for n in named}) < 2:
+        return paths
+    return named
+
+
 def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
     """``--split-map`` applied to the split column's values as written (``True``, ``1``,
     ``eval``; any case), before the canonical spellings; a value it does not name keeps its
@@ -244,8 +287,10 @@ class TableFamily(RecordsFamily):
     ) -> TableData:
         """Each input read with its own types (:func:`~curate.io.typed.read_table`, or a frame
         given in memory), the declared columns checked to exist (exit 2, one line), the split
-        resolved, the rows checked against ``--schema`` when given."""
+        resolved (:func:`splits_from_names` for several files and no ``--split``), the rows
+        checked against ``--schema`` when given."""
         assert isinstance(options, TableOptions)
+        paths = splits_from_names(paths, options)
         source = model_source(options.schema) if options.schema else None
         model = source.load() if source is not None else None
         parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []

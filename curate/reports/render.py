@@ -19,7 +19,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
-from curate.core.findings import Headline, Report, gc_paused, json_bytes
+from curate.core.findings import Headline, InputInfo, Report, gc_paused, json_bytes
 from curate.core.version import __version__
 
 #: How many example findings per rule the text and Markdown reports show.
@@ -113,7 +113,10 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     names = _rule_titles(report)
     for i in report.inputs:
         path = _shown(i.path)
-        con.print(f"[bold]{path}[/bold]  {i.records} records  sha256 {i.sha256[:12]}")
+        con.print(
+            f"[bold]{path}[/bold]  {counted(i.records, 'record')}{_one_split(report, i)}  "
+            f"sha256 {i.sha256[:12]}"
+        )
     if report.options:
         con.print(f"options: {_shown(options_line(report))}")
     for h in headlines(report):
@@ -178,6 +181,15 @@ def _in_records(s: dict[str, Any]) -> str:
     return f" in {have} of {counted(of, 'record')}"
 
 
+def _one_split(report: Report, i: InputInfo) -> str:
+    """`` in test`` for an input wholly in one split when several inputs were read: where a
+    file's split came from its name (the table family's train.csv and test.csv) or a
+    project's mapping, the reader sees which split each file was read as."""
+    if len(report.inputs) < 2 or len(i.splits) != 1:
+        return ""
+    return f" in {_shown(next(iter(i.splits)))}"
+
+
 def counted(n: int, word: str) -> str:
     """``1 error``, ``2 errors``: a summary line read "1 errors, 1 warnings" before."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
@@ -232,7 +244,9 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     out = [f"{h} Audit: {report.family}", ""]
     for i in report.inputs:
         digest = f", sha256 `{i.sha256[:16]}`" if i.sha256 else ""
-        out.append(f"- {_md_code(i.path)}: {i.records} records{digest}")
+        out.append(
+            f"- {_md_code(i.path)}: {counted(i.records, 'record')}{_one_split(report, i)}{digest}"
+        )
     if report.options:
         out.append(f"- options: {_md_escape(options_line(report))}")
     out += [f"- {_md_headline(h)}" for h in headlines(report)]

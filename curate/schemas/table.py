@@ -104,7 +104,8 @@ class TableOptions(LabelIssueOptions):
     split: str | None = option(
         None,
         help="Column holding each row's split (train/validation/test and their spellings); "
-        "default: a dataset folder's configs or split files, else no splits.",
+        "default: a dataset folder's configs or split files, or several files each named "
+        "after its split (train.csv, dev.csv, test.csv), else no splits.",
     )
     split_map: SplitMap = option(
         {},

@@ -183,10 +183,14 @@ def unknown_split(data: TableView, ctx: AuditContext) -> pl.DataFrame:
         .sort("first")
     )
     out = []
+    written = column is not None and column in data.raw.columns
     for split, first, n in firsts.iter_rows():
         row = rows.filter(pl.col("row") == first).row(0, named=True)
+        # the value as the file spells it (what --split-map matches), not as mapped: a
+        # --split-map eval=holdout made "holdout", and holdout=test would match nothing
+        value = str(data.raw[column][first]).strip().lower() if written else split.lower()
         how = (
-            f"say which with --split-map {split.strip().lower()}=validation (or =test)"
+            f"say which with --split-map {value}=validation (or =test)"
             if column
             else "name its file or folder after the split it is"
         )

@@ -273,7 +273,9 @@ def split_leakage(data: TableView, ctx: AuditContext) -> pl.DataFrame:
 
     The score then counts memorisation as generalisation (Deepchecks' TrainTestSamplesMix; a
     patient or a source document in both splits). Each row of a later split is reported with
-    the first row of its group in the earliest split; rows without a split take no part.
+    the first row of its group in the earliest split. A row whose split cell is empty is in
+    train (where ``fix`` and ``export`` publish it); a table without splits, or a split outside
+    the order (TB004), takes no part.
 
     Fix (unsafe: it changes what is evaluated, so only with ``--unsafe-fixes``): regroup the
     splits by group, seeded (``--seed``): every row of a leaking group moves into one split,
