@@ -56,6 +56,11 @@ def test_fixed_folder_reaudits_clean_for_the_fixed_rules(fixed_hard, hard_path):
     card = (out / "README.md").read_text()
     assert "audit.after.json" in card and "audit.before.json" in card
     assert not (out / "audit.json").exists()
+    # the re-audit names what it read as audit.after.json does, from the folder (it read the
+    # folder itself: "."), not from where the command ran ("..")
+    (where,) = {i["path"] for i in after["inputs"]}
+    section = card[card.index("This is the re-audit") :]
+    assert f"- `{where}`: {after['inputs'][0]['records']} records" in section
 
 
 def test_every_change_names_a_finding_of_the_report(fixed_hard):

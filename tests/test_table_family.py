@@ -976,3 +976,16 @@ def test_an_exception_in_the_users_model_is_a_finding_on_its_record(tmp_path: Pa
         schema=f"{tmp_path}/usermodel.py:Row",
     )
     assert sorted(datasets.load_dataset(str(out))["train"]["id"]) == [1, 4]
+
+
+def test_an_empty_choice_is_shown_in_the_options(species_csv: Path) -> None:
+    """``--normalise none`` is a choice that changes what TB403/TB405 find: every report says
+    it (it used to vanish, as an unset option does), and an option left unset stays out."""
+    from curate.reports.render import options_line, render_markdown
+
+    decl = {"id": "id", "label": "Kingdom", "split": "split", "text": "target"}
+    report = curate.audit("table", species_csv, select=["TB101"], normalise=[], **decl)
+    assert report.options["normalise"] == []
+    assert "normalise=none" in options_line(report)
+    assert "normalise=none" in render_markdown(report)
+    assert "group" not in report.options and "key" not in report.options  # unset, empty

@@ -24,6 +24,7 @@ from curate.cli import terminal
 from curate.cli.help import LightCommand, LightGroup, help_text
 from curate.cli.terminal import Format
 from curate.core.engine import progress_to
+from curate.core.errors import counted
 from curate.core.outputs import guard_file
 from curate.families import get_family
 from curate.families.catalogue import (
@@ -459,7 +460,8 @@ def fix_summary_line(out: Path, done: Any) -> str:
     layout = s.pop("layout", None)
     parts = [f"{k}={v}" for k, v in s.items() if not isinstance(v, list | dict)]
     line = (
-        f"wrote {out}: {done.rows} records, {len(done.fix.changelog)} changes"
+        f"wrote {out}: {counted(done.rows, 'record')}, "
+        f"{counted(len(done.fix.changelog), 'change')}"
         + (" (fixed " + ", ".join(f"{k}: {v}" for k, v in fixed.items()) + ")" if fixed else "")
         + ("; " + ", ".join(parts) if parts else "")
     )
@@ -480,7 +482,9 @@ def fix_summary_line(out: Path, done: Any) -> str:
         )
     if done.fix.after is not None:
         a = done.fix.after.summary()
-        line += f"\nre-audit of the fixed data: {a['findings']} findings (audit.after.json)"
+        line += (
+            f"\nre-audit of the fixed data: {counted(a['findings'], 'finding')} (audit.after.json)"
+        )
     return line
 
 

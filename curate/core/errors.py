@@ -40,6 +40,12 @@ def clip(text: str, limit: int = QUOTE_CHARS, *, digest: bool = False) -> str:
     return f"{text[:limit]}… ({tail})"
 
 
+def counted(n: int, word: str) -> str:
+    """``1 error``, ``2 errors`` (a word whose plural takes an ``s``): summaries read
+    "1 errors, 1 records" before."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def quoted(value: object, limit: int = QUOTE_CHARS) -> str:
     """``repr`` of a value for a message, a long string cut (:func:`clip`) inside the quotes'
     reach: ``'abc'… (20,000,000 characters)``."""

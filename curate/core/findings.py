@@ -546,9 +546,11 @@ class Report:
             "records": self.records,
             "findings": self.findings.height,
             "by_severity": by_sev,
-            "records_with_findings": self.findings.select(
-                pl.struct("input", "record").n_unique()
-            ).item()
+            # records, not subjects: a finding on a whole column, class or task group (no
+            # ``row``) names no record ("7 of 2 records" for five constant columns before)
+            "records_with_findings": self.findings.filter(pl.col("row").is_not_null())
+            .select(pl.struct("input", "record").n_unique())
+            .item()
             if self.findings.height
             else 0,
             "rules_run": list(self.rules_run),

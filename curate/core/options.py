@@ -100,10 +100,19 @@ class FamilyOptions(BaseModel):
         ``seed=0, resplit=True`` (options of ``fix`` alone) would claim they shaped the audit.
         """
         fields = type(self).model_fields
+
+        def chosen(k: str, v: Any) -> bool:
+            # empty is unset, unless the default is not (``--normalise none``: a choice)
+            if v is None:
+                return False
+            if v == {} or v == []:
+                return k in fields and fields[k].default not in (None, {}, [])
+            return True
+
         return {
             k: (str(v) if not isinstance(v, str | int | float | bool | list | dict) else v)
             for k, v in self.model_dump().items()
-            if v is not None and v != {} and v != []
+            if chosen(k, v)
             if command is None or k not in fields or command in field_commands(type(self), k)
         }
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from curate.core.dataset import ChangeEntry
+from curate.core.errors import counted
 from curate.core.findings import Report
 from curate.core.version import __version__
 from curate.publish.metadata import PROJECT_README, CardInfo, named_from
@@ -36,7 +37,8 @@ def card_body(
 ) -> str:
     if card.folder is not None:  # inputs named relative to the card, not as typed
         report = _inputs_from(report, card.folder)
-        after = _inputs_from(after, card.folder)
+        # (``after``, the re-audit of the folder itself, already names its inputs from the
+        # folder, ``.`` or its files: named again, ``.`` became ``..``)
     lines = [f"# {card.pretty_name}", ""]
     if card.description:
         lines += [card.description, ""]
@@ -55,9 +57,9 @@ def card_body(
             "",
             "This is the re-audit of the fixed data in this folder (`audit.after.json`). The "
             "audit of the input before fixing is `audit.before.json`: "
-            f"{b['findings']} findings in {b['records_with_findings']} of {b['records']} "
-            f"records then, {a['findings']} in {a['records_with_findings']} of {a['records']} "
-            "now.",
+            f"{counted(b['findings'], 'finding')} in {b['records_with_findings']} of "
+            f"{counted(b['records'], 'record')} then, {a['findings']} in "
+            f"{a['records_with_findings']} of {counted(a['records'], 'record')} now.",
             "",
             render_markdown(after, heading_level=2),
         ]

@@ -34,10 +34,14 @@ def render_json(d: Diff) -> str:
     return json_bytes(obj, indent=True).decode() + "\n"  # exact beyond 64-bit integers
 
 
+def _records(n: int) -> str:
+    return f"{n:,} record" if n == 1 else f"{n:,} records"
+
+
 def summary_line(d: Diff) -> str:
     """``52 records → 49: 3 removed, 5 changed; 44 unchanged`` (kinds with none left out)."""
     if d.identical:
-        return f"identical: {d.records_old:,} records"
+        return f"identical: {_records(d.records_old)}"
     c = d.counts()
     parts = [f"{c[k]:,} {_KIND_WORDS[k]}" for k in KINDS if c[k]]
     cols = []
@@ -47,9 +51,9 @@ def summary_line(d: Diff) -> str:
         cols.append(f"columns removed: {', '.join(d.columns_removed)}")
     tail = f"; {'; '.join(cols)}" if cols else ""
     if not parts:
-        return f"{d.records_old:,} records, none changed{tail}"
+        return f"{_records(d.records_old)}, none changed{tail}"
     return (
-        f"{d.records_old:,} records → {d.records_new:,}: {', '.join(parts)}"
+        f"{_records(d.records_old)} → {d.records_new:,}: {', '.join(parts)}"
         f"; {c['unchanged']:,} unchanged{tail}"
     )
 

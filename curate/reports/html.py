@@ -178,6 +178,11 @@ _JS = """
 """
 
 
+def _n(n: int, word: str) -> str:
+    """``1 record``, ``1,204 records``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
@@ -285,7 +290,7 @@ def _summary(d: DatasetOutcome) -> list[str]:
     for i in report.inputs:
         digest = f" <small>sha256 <code>{_e(i.sha256)}</code></small>" if i.sha256 else ""
         parts.append(
-            f"<dt>input</dt><dd><code>{_e(i.path)}</code> {i.records:,} records{digest}</dd>"
+            f"<dt>input</dt><dd><code>{_e(i.path)}</code> {_n(i.records, 'record')}{digest}</dd>"
         )
     if report.options:
         parts.append(f"<dt>options</dt><dd>{_e(options_line(report))}</dd>")
@@ -294,9 +299,9 @@ def _summary(d: DatasetOutcome) -> list[str]:
     parts.append(f"<dt>fail on</dt><dd>{_e(d.fail_on)}</dd>")
     parts.append(
         '<dt>findings</dt><dd class="badges">'
-        f"<span>{s['findings']:,} in {s['records_with_findings']:,} records</span>"
-        f'<span class="sev-error">{sev["error"]:,} errors</span>'
-        f'<span class="sev-warning">{sev["warning"]:,} warnings</span>'
+        f"<span>{s['findings']:,} in {_n(s['records_with_findings'], 'record')}</span>"
+        f'<span class="sev-error">{_n(sev["error"], "error")}</span>'
+        f'<span class="sev-warning">{_n(sev["warning"], "warning")}</span>'
         f'<span class="sev-info">{sev["info"]:,} info</span></dd>'
     )
     parts.append("</dl>")

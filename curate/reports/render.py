@@ -19,6 +19,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
+from curate.core.errors import counted
 from curate.core.findings import Headline, InputInfo, Report, gc_paused, json_bytes
 from curate.core.version import __version__
 
@@ -77,7 +78,8 @@ def _in_file(report: Report, row: dict[str, Any]) -> str:
 
 def options_line(report: Report) -> str:
     opts = report.options
-    bits = [f"{k}={v}" for k, v in opts.items() if v not in (None, "", [], ())]
+    # an empty list in the options is a choice (``public`` leaves out unset ones): "none"
+    bits = [f"{k}={v if v != [] else 'none'}" for k, v in opts.items() if v not in (None, "", ())]
     return ", ".join(bits)
 
 
@@ -188,11 +190,6 @@ def _one_split(report: Report, i: InputInfo) -> str:
     if len(report.inputs) < 2 or len(i.splits) != 1:
         return ""
     return f" in {_shown(next(iter(i.splits)))}"
-
-
-def counted(n: int, word: str) -> str:
-    """``1 error``, ``2 errors``: a summary line read "1 errors, 1 warnings" before."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 #: C0 and C1 control characters, newline and tab among them.
