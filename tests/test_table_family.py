@@ -989,3 +989,16 @@ def test_an_empty_choice_is_shown_in_the_options(species_csv: Path) -> None:
     assert "normalise=none" in options_line(report)
     assert "normalise=none" in render_markdown(report)
     assert "group" not in report.options and "key" not in report.options  # unset, empty
+
+
+def test_a_finding_on_a_column_counts_no_record(tmp_path: Path) -> None:
+    """Two rows and three constant columns: three TB101 findings name columns, no row, so
+    "in N of 2 records" counts only the rows findings name (it said 4 of 2 before)."""
+    path = tmp_path / "t.csv"
+    path.write_text("id,text,y,a,b,c\n1,aa bb,pos,x,y,z\n2,cc dd,neg,x,y,z\n")
+    report = curate.audit("table", path, id="id", label="y", text="text", label_model="none")
+    f = report.findings
+    assert f.filter(pl.col("rule") == "TB101").height == 3
+    assert f.filter(pl.col("rule") == "TB101")["row"].null_count() == 3
+    rows = f.filter(pl.col("row").is_not_null())["record"].n_unique()
+    assert report.summary()["records_with_findings"] == rows <= report.records == 2
