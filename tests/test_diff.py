@@ -593,3 +593,22 @@ def test_a_diff_report_never_replaces_a_file_curate_did_not_write(
     assert mine.read_text() == "my own notes\n"
     assert main([*args, "--overwrite"]) == 0
     assert "curate diff" in mine.read_text()
+
+
+def test_markdown_shows_markup_in_values_as_written(tmp_path: Path) -> None:
+    """A value gaining an HTML comment or Markdown emphasis: the PR comment (CommonMark with
+    tables, as GitHub renders it) shows the characters, not their effect, so the change is
+    visible; the per-field table still names the field."""
+    from markdown_it import MarkdownIt
+
+    from curate.reports.diff import render_markdown
+
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    old.write_text("id,text,split\n1,hello,train\n2,<i>two</i>,test\n3,a_b,test\n")
+    new.write_text("id,text,split\n1,hello<!-- -->,train\n2,<i>two</i> **x**,test\n3,a_b|c,test\n")
+    d = curate.diff("table", old, new, id="id", split="split")
+    shown = MarkdownIt("commonmark").enable("table").render(render_markdown(d))
+    assert "hello&lt;!-- --&gt;" in shown
+    assert "&lt;i&gt;two&lt;/i&gt; **x**" in shown
+    assert "<strong>" not in shown and "<em>" not in shown and "<i>" not in shown
+    assert "a_b|c" in shown  # one cell, the pipe as written

@@ -8,6 +8,7 @@ moves thousands of rows, and a reader wants the counts first and a sample of eac
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,8 +131,16 @@ def render_text(d: Diff) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Characters Markdown reads as emphasis, code, links or escapes: escaped in data.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]~])")
+
+
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Data as Markdown text on one line of a table: no cell split (``|``), no HTML (a value
+    gaining ``<!-- -->`` showed as unchanged in a PR comment) and no emphasis or code (``**x**``
+    turned bold): the change a reader sees is the change made."""
+    text = html.escape(text.replace("\n", " "), quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("|", "\\|")
 
 
 def render_markdown(d: Diff) -> str:
