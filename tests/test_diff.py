@@ -612,3 +612,27 @@ def test_markdown_shows_markup_in_values_as_written(tmp_path: Path) -> None:
     assert "&lt;i&gt;two&lt;/i&gt; **x**" in shown
     assert "<strong>" not in shown and "<em>" not in shown and "<i>" not in shown
     assert "a_b|c" in shown  # one cell, the pipe as written
+
+
+def test_an_id_in_two_splits_pairs_by_split_before_order(tmp_path: Path) -> None:
+    """Id 1 is in train and in test (a copy across splits). Re-sorting the file changes
+    nothing; editing the test copy is one change in test; moving the train copy to
+    validation is one move. Pairing by file order alone paired the train copy with the test
+    one: two phantom moves for a re-sort."""
+    head = "id,text,label,split\n"
+    rows = ["1,alpha,pos,train", "2,beta,neg,train", "1,alpha,pos,test", "3,gamma,neg,test"]
+    old = tmp_path / "old.csv"
+    old.write_text(head + "\n".join(rows) + "\n")
+
+    def diff_to(*new_rows: str) -> curate.Diff:
+        new = tmp_path / "new.csv"
+        new.write_text(head + "\n".join(new_rows) + "\n")
+        return curate.diff("table", old, new, id="id", split="split")
+
+    assert diff_to(rows[1], rows[2], rows[0], rows[3]).identical
+    edited = diff_to(rows[1], "1,alpha!,pos,test", rows[0], rows[3])
+    assert [(c.kind, c.split, c.new_split) for c in edited.changes] == [("changed", "test", "test")]
+    moved = diff_to("1,alpha,pos,validation", *rows[1:])
+    assert [(c.kind, c.split, c.new_split) for c in moved.changes] == [
+        ("moved", "train", "validation")
+    ]

@@ -566,8 +566,19 @@ def diff_sides(
     pairs: list[pl.DataFrame] = []
     left_o, left_n = o, n
     if spec.stable_ids:
-        p, left_o, left_n = _pair(left_o, left_n, RECORD)
-        pairs.append(p)
+        # an id several records share (a copy across splits) pairs the same record in the same
+        # split first, then one of its split, then the same record, then in file order:
+        # re-sorting a file with such a copy paired the train copy with the test one (two
+        # phantom moves). Ids that are all distinct pair on the id alone (one join).
+        shared_ids = o[RECORD].is_duplicated().any() or n[RECORD].is_duplicated().any()
+        stages: list[str | list[str]] = (
+            [[RECORD, SPLIT, "_all"], [RECORD, SPLIT], [RECORD, "_all"], RECORD]
+            if shared_ids
+            else [RECORD]
+        )
+        for on in stages:
+            p, left_o, left_n = _pair(left_o, left_n, on)
+            pairs.append(p)
     p, left_o, left_n = _pair(left_o, left_n, "_body" if spec.stable_ids else "_all")
     pairs.append(p)
     if key:
@@ -825,23 +836,27 @@ def _as_text(c: str, dtype: pl.DataType) -> pl.Expr:
 
 
 def _pair(
-    o: pl.DataFrame, n: pl.DataFrame, on: str
+    o: pl.DataFrame, n: pl.DataFrame, on: str | Sequence[str]
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Pair the rows of ``o`` and ``n`` with equal ``on`` (the k-th old with the k-th new of
     each value, in file order); the pairs and the rows of each side left over."""
-    cols = list(dict.fromkeys(["_i", RECORD, SPLIT, "_all", on]))
-    a = o.select(cols).with_columns(pl.int_range(pl.len()).over(on).alias("_k"))
-    b = n.select(cols).with_columns(pl.int_range(pl.len()).over(on).alias("_k"))
-    joined = a.join(b, on=[on, "_k"], how="inner", suffix="_n", maintain_order="left").select(
+    keys = [on] if isinstance(on, str) else list(on)
+    cols = list(dict.fromkeys(["_i", RECORD, SPLIT, "_all", *keys]))
+    a = o.select(cols).with_columns(pl.int_range(pl.len()).over(keys).alias("_k"))
+    b = n.select(cols).with_columns(pl.int_range(pl.len()).over(keys).alias("_k"))
+
+    def other(c: str) -> pl.Expr:  # the new side's column (a join key is not suffixed)
+        return pl.col(c) if c in keys else pl.col(f"{c}_n")
+
+    joined = a.join(b, on=[*keys, "_k"], how="inner", suffix="_n", maintain_order="left").select(
         pl.col("_i").alias("_i_o"),
         pl.col("_i_n"),
         pl.col(RECORD).alias("rec_o"),
-        # the join key itself is not suffixed: the id when pairing on it
-        (pl.col(RECORD) if on == RECORD else pl.col(f"{RECORD}_n")).alias("rec_n"),
+        other(RECORD).alias("rec_n"),
         pl.col(SPLIT).alias("split_o"),
-        pl.col(f"{SPLIT}_n").alias("split_n"),
+        other(SPLIT).alias("split_n"),
         pl.col("_all").alias("_all_o"),
-        (pl.col("_all") if on == "_all" else pl.col("_all_n")).alias("_all_n"),
+        other("_all").alias("_all_n"),
     )
     left_o = o.filter(~pl.col("_i").is_in(joined["_i_o"].implode()))
     left_n = n.filter(~pl.col("_i").is_in(joined["_i_n"].implode()))
