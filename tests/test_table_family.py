@@ -1002,3 +1002,19 @@ def test_a_finding_on_a_column_counts_no_record(tmp_path: Path) -> None:
     assert f.filter(pl.col("rule") == "TB101")["row"].null_count() == 3
     rows = f.filter(pl.col("row").is_not_null())["record"].n_unique()
     assert report.summary()["records_with_findings"] == rows <= report.records == 2
+
+
+def test_the_fix_reaudit_names_the_rows_an_audit_of_the_folder_names(tmp_path: Path) -> None:
+    """``audit.after.json`` of a fix of the shipped glycan sample (train, validation and test)
+    holds the findings, rows and records that auditing the published folder gives: the
+    re-audit read its pass folder in the files' sorted order (test before train), so every
+    row number named another row than the published folder's."""
+    sample = Path(curate.__file__).parent / "data" / "samples" / "glycan_taxonomy_sample.csv"
+    decl = {"id": "glycowork_row", "label": "Order", "text": "glycan", "normalise": []}
+    out = tmp_path / "fixed"
+    curate.fix("table", sample, out, split="split", label_model="none", **decl)
+    after = json.loads((out / "audit.after.json").read_text())["findings"]
+    again = curate.audit("table", out, label_model="none", **decl).findings
+    key = ("rule", "row", "record", "field")
+    assert len(after) > 100
+    assert {tuple(f[k] for k in key) for f in after} == set(again.select(key).iter_rows())

@@ -17,6 +17,7 @@ from typing import Any
 
 import curate.io.hub as io_hub
 from curate.core.errors import InputError
+from curate.core.keys import SPLIT_ORDER
 from curate.io.csv_files import csv_batches
 from curate.io.hub import hub_call, remote_blob, remote_sha256
 from curate.io.json_files import json_batches, jsonl_batches
@@ -272,7 +273,12 @@ def _layout_splits(tree: Any, under: str = "") -> dict[str, list[str]]:
     else:
         for rel in tree.glob(f"{pre}*/*.parquet"):
             splits.setdefault(rel.split("/")[-2], []).append(rel)
-    return splits
+    # train, validation, test first (as ``datasets`` orders the splits it infers, and as
+    # curate publishes them), any other after them by name; not the files' sorted order, in
+    # which test came before train: the rows of a fix's re-audit (read from such a folder)
+    # then named other rows than an audit of the published folder
+    ahead = [s for s in SPLIT_ORDER if s in splits]
+    return {s: splits[s] for s in [*ahead, *sorted(set(splits) - set(ahead))]}
 
 
 def _data_files(label: Any, name: str, value: Any) -> list[tuple[str, list[str]]]:
