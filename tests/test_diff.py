@@ -636,3 +636,16 @@ def test_an_id_in_two_splits_pairs_by_split_before_order(tmp_path: Path) -> None
     assert [(c.kind, c.split, c.new_split) for c in moved.changes] == [
         ("moved", "train", "validation")
     ]
+
+
+def test_the_summary_says_when_a_record_is_counted_twice(tmp_path: Path) -> None:
+    """One record relabelled and moved to test: counted as changed and as moved, and the line
+    says so, so that "1 changed, 1 moved" is not read as two records."""
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    old.write_text("id,text,label,split\n1,a,x,train\n2,b,y,train\n3,c,x,test\n")
+    new.write_text("id,text,label,split\n1,a,y,test\n2,b,y,train\n3,c,x,test\n")
+    d = curate.diff("table", old, new, id="id", split="split")
+    assert d.counts()["changed"] == d.counts()["moved"] == 1
+    assert summary_line(d) == (
+        "3 records → 3: 1 changed, 1 moved (1 record under more than one kind); 2 unchanged"
+    )

@@ -40,7 +40,8 @@ def _records(n: int) -> str:
 
 
 def summary_line(d: Diff) -> str:
-    """``52 records → 49: 3 removed, 5 changed; 44 unchanged`` (kinds with none left out)."""
+    """``52 records → 49: 3 removed, 5 changed; 44 unchanged`` (kinds with none left out;
+    ``(1 record under more than one kind)`` where a record is, say, changed and moved)."""
     if d.identical:
         return f"identical: {_records(d.records_old)}"
     c = d.counts()
@@ -53,8 +54,12 @@ def summary_line(d: Diff) -> str:
     tail = f"; {'; '.join(cols)}" if cols else ""
     if not parts:
         return f"{_records(d.records_old)}, none changed{tail}"
+    # a record is counted under each kind it is (changed and moved): say how many are, so
+    # the counts need not add up to the records ("3 → 3: 1 changed, 1 moved; 2 unchanged")
+    several = sum(1 for x in d.changes if len(x.kinds) > 1)
+    both = f" ({_records(several)} under more than one kind)" if several else ""
     return (
-        f"{_records(d.records_old)} → {d.records_new:,}: {', '.join(parts)}"
+        f"{_records(d.records_old)} → {d.records_new:,}: {', '.join(parts)}{both}"
         f"; {c['unchanged']:,} unchanged{tail}"
     )
 
