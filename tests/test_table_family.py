@@ -1018,3 +1018,17 @@ def test_the_fix_reaudit_names_the_rows_an_audit_of_the_folder_names(tmp_path: P
     key = ("rule", "row", "record", "field")
     assert len(after) > 100
     assert {tuple(f[k] for k in key) for f in after} == set(again.select(key).iter_rows())
+
+
+@pytest.mark.parametrize("spelling", ["Development", " DEV ", "val", "valid", "Validation"])
+def test_a_validation_split_in_any_usual_spelling_is_validation(
+    spelling: str, tmp_path: Path
+) -> None:
+    """Each spelling reads as validation: a copy of a training row in it is TB405's leak, and
+    no TB004 says the split is unknown."""
+    path = tmp_path / "t.csv"
+    path.write_text(f"id,text,y,split\n1,aa bb,p,train\n2,aa bb,p,{spelling}\n3,cc,n,test\n")
+    report = curate.audit("table", path, id="id", label="y", split="split", text="text")
+    assert found(report, "TB004").empty
+    (leak,) = found(report, "TB405")["message"]
+    assert leak.startswith("validation row")

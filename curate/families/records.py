@@ -44,20 +44,9 @@ from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, read_frame
 from curate.io.records import split_of
 from curate.schemas.records import plan_fields, validate_frame
+from curate.schemas.splits import SPLIT_NAMES  # (re-exported: the table family reads it)
 
 __all__ = ["SPLIT_NAMES", "RecordsFamily", "record_rows", "with_problems"]
-
-#: Split spellings read as the canonical splits (lower-cased first); others are kept as written.
-SPLIT_NAMES: dict[str, str] = {
-    "train": "train",
-    "training": "train",
-    "validation": "validation",
-    "valid": "validation",
-    "val": "validation",
-    "dev": "validation",
-    "test": "test",
-    "testing": "test",
-}
 
 
 def record_rows(

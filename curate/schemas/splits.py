@@ -14,6 +14,7 @@ SPLIT_NAMES = {
     "validation": "validation",
     "val": "validation",
     "dev": "validation",
+    "development": "validation",
     "test": "test",
     "testing": "test",
 }
