@@ -1032,3 +1032,19 @@ def test_a_validation_split_in_any_usual_spelling_is_validation(
     assert found(report, "TB004").empty
     (leak,) = found(report, "TB405")["message"]
     assert leak.startswith("validation row")
+
+
+def test_splits_differing_only_in_case_are_refused_before_writing(tmp_path: Path) -> None:
+    """``Eval`` and ``eval`` are two splits, whose files would be one file on macOS or Windows
+    (the second written over the first): export refuses (exit 2, one line), writing nothing."""
+    from curate.cli.main import main
+
+    path = tmp_path / "t.csv"
+    path.write_text("id,text,y,split\n1,aa,p,train\n2,bb,n,Eval\n3,cc,p,eval\n")
+    out = tmp_path / "out"
+    args = ["export", "table", str(path), "--id", "id", "--label", "y", "--split", "split"]
+    assert main([*args, "--text", "text", "--label-model", "none", "--out", str(out)]) == 2
+    assert not out.exists()
+    mapped = [*args, "--split-map", "Eval=eval", "--text", "text", "--label-model", "none"]
+    assert main([*mapped, "--out", str(out)]) == 0
+    assert sorted(p.name.split("-")[0] for p in (out / "data").iterdir()) == ["eval", "train"]

@@ -96,9 +96,18 @@ def write_hf_dataset(
 def _check_tables(tables: Mapping[str, SplitData], max_rows_per_shard: int | None) -> None:
     if not tables:
         raise UsageError("nothing to export: no valid records")
+    seen: dict[str, str] = {}
     for split in tables:
         if not SPLIT_NAME.match(split):
             raise UsageError(f"split name {split!r} is not a valid Hugging Face split name")
+        # data/Eval-*.parquet and data/eval-*.parquet are one file where case is not told
+        # apart (macOS, Windows): the second split would be written over the first
+        if (other := seen.setdefault(split.lower(), split)) != split:
+            raise UsageError(
+                f"splits {other!r} and {split!r} differ only in case: their files would be one "
+                f"file on a case-insensitive file system (map one onto the other with "
+                f"{arg('--split-map')})"
+            )
     if max_rows_per_shard is not None and max_rows_per_shard < 1:
         raise UsageError(f"{arg('--max-rows-per-shard')} must be at least 1")
 
