@@ -1048,3 +1048,22 @@ def test_splits_differing_only_in_case_are_refused_before_writing(tmp_path: Path
     mapped = [*args, "--split-map", "Eval=eval", "--text", "text", "--label-model", "none"]
     assert main([*mapped, "--out", str(out)]) == 0
     assert sorted(p.name.split("-")[0] for p in (out / "data").iterdir()) == ["eval", "train"]
+
+
+def test_a_split_map_value_no_row_holds_is_warned_of(tmp_path: Path) -> None:
+    """``--split-map evl=test`` (a typo) maps nothing: a warning names it and the values the
+    column holds; a value present in any case warns of nothing."""
+    from curate.core.errors import CurateWarning
+
+    path = tmp_path / "t.csv"
+    path.write_text("id,text,y,split\n1,aa,p,train\n2,bb,n,Eval\n3,cc,p,test\n")
+    decl = {"id": "id", "label": "y", "split": "split", "text": "text", "select": ["TB004"]}
+    with pytest.warns(CurateWarning, match="no row's split is 'evl'.*'eval', 'test', 'train'"):
+        typo = curate.audit("table", path, split_map={"evl": "test"}, **decl)
+    assert found(typo, "TB004")["details"].str.contains('"Eval"').all()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CurateWarning)
+        fine = curate.audit("table", path, split_map={"EVAL": "test"}, **decl)
+    assert found(fine, "TB004").empty

@@ -26,6 +26,7 @@ row by row); a 10 M-row parquet table must reach the rules as Arrow, untouched
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,7 +40,7 @@ from curate.audits.shared.records import RecordsData
 from curate.audits.table import RULES
 from curate.core.dataset import LoadedDataset
 from curate.core.diff import DiffSpec
-from curate.core.errors import InputError
+from curate.core.errors import CurateWarning, InputError, arg, quoted
 from curate.core.findings import InputInfo, Report
 from curate.core.keys import SPLIT_ORDER
 from curate.core.options import FamilyOptions
@@ -199,6 +200,25 @@ def splits_from_names(paths: list[Any], options: TableOptions) -> list[Any]:
     return named
 
 
+def _unmatched_split_map(options: TableOptions, written: set[str]) -> None:
+    """Warn of each ``--split-map`` value that no row's split cell holds (any case): a typo
+    (``evl=test``) mapped nothing, and the rows it meant stayed where they were."""
+    if not options.split_map or options.split is None:
+        return
+    missing = [k for k in options.split_map if k.strip().lower() not in written]
+    if missing:
+        warnings.warn(
+            f"{arg('--split-map')}: no row's {options.split} is "
+            + ", ".join(quoted(k) for k in missing)
+            + " (the values: "
+            + ", ".join(quoted(v) for v in sorted(written)[:8])
+            + (", ..." if len(written) > 8 else "")
+            + ")",
+            CurateWarning,
+            stacklevel=2,
+        )
+
+
 def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
     """``--split-map`` applied to the split column's values as written (``True``, ``1``,
     ``eval``; any case), before the canonical spellings; a value it does not name keeps its
@@ -300,6 +320,7 @@ class TableFamily(RecordsFamily):
         minus_one: set[str] = set()
         with_nulls: set[str] = set()
         offset = 0
+        written: set[str] = set()  # the split column's values, for --split-map's keys
         for i, path in enumerate(paths):
             frame, info, text = self._read_one(path, encoding)
             for name, names in info[6].items():  # the first input's names, if two disagree
@@ -320,6 +341,16 @@ class TableFamily(RecordsFamily):
             split = self._split(frame, path, options.split)
             if split is not None and options.split_map:
                 split = _mapped(frame, options, split)
+                if options.split in frame.columns:
+                    written |= set(
+                        text_cells(frame.select(options.split))
+                        .to_series()
+                        .str.strip_chars()
+                        .str.to_lowercase()
+                        .drop_nulls()
+                        .unique()
+                        .to_list()
+                    )
             if options.split and options.split not in frame.columns and split is not None:
                 # a dataset folder (curate's own output among them) keeps the split in its
                 # layout: the declared split column is that, for the model and the rules
@@ -349,6 +380,7 @@ class TableFamily(RecordsFamily):
             offset += typed.height
             if progress:
                 progress(f"read {info[0]}", offset)
+        _unmatched_split_map(options, written)
         raw = pl.concat([p[2] for p in parts], how="diagonal_relaxed")
         values = pl.concat([p[1] for p in parts], how="diagonal_relaxed")
         if model is not None:
