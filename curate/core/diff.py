@@ -648,15 +648,7 @@ def diff_sides(
             split_new, value_new, why_new = invalid_new[rec]
             if value_new != value or split_new != split:
                 out.append(
-                    RecordChange(
-                        "changed",
-                        rec,
-                        rec,
-                        split,
-                        split_new,
-                        (FieldChange("", value, value_new),),
-                        note=f"invalid in both: {why_new}",
-                    )
+                    _whole(rec, split, split_new, value, value_new, f"invalid in both: {why_new}")
                 )
             continue
         out.append(RecordChange("removed", rec, None, split, None, value=value, note=why))
@@ -679,15 +671,7 @@ def diff_sides(
         if rec in repaired:
             split_old, old_value, why = repaired[rec]
             out.append(
-                RecordChange(
-                    "changed",
-                    rec,
-                    rec,
-                    split_old,
-                    split,
-                    (FieldChange("", old_value, value),),
-                    note=f"invalid in {names[0]}: {why}",
-                )
+                _whole(rec, split_old, split, old_value, value, f"invalid in {names[0]}: {why}")
             )
             continue
         out.append(RecordChange("added", rec, rec, None, split, value=value))
@@ -833,6 +817,16 @@ def _as_text(c: str, dtype: pl.DataType) -> pl.Expr:
         encoded = pl.struct(pl.col(c).alias("v")).struct.json_encode()
         return encoded.str.slice(5).str.head(-1).alias(c)
     return pl.col(c).cast(pl.String)
+
+
+def _whole(
+    rec: str | None, split: str | None, split_new: str | None, old: Any, new: Any, note: str
+) -> RecordChange:
+    """A record changed as a whole (one side invalid, so no field of it is compared): one
+    field change of the record itself, with why."""
+    return RecordChange(
+        "changed", rec, rec, split, split_new, (FieldChange("", old, new),), note=note
+    )
 
 
 def _pair(

@@ -40,10 +40,11 @@ def clip(text: str, limit: int = QUOTE_CHARS, *, digest: bool = False) -> str:
     return f"{text[:limit]}… ({tail})"
 
 
-def counted(n: int, word: str) -> str:
-    """``1 error``, ``2 errors`` (a word whose plural takes an ``s``): summaries read
-    "1 errors, 1 records" before."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def counted(n: int, word: str, *, grouped: bool = False) -> str:
+    """``1 error``, ``2 errors`` (a word whose plural takes an ``s``; ``grouped``: thousands
+    separated, ``1,204 records``): summaries read "1 errors, 1 records" before."""
+    number = f"{n:,}" if grouped else str(n)
+    return f"{number} {word}" if n == 1 else f"{number} {word}s"
 
 
 def quoted(value: object, limit: int = QUOTE_CHARS) -> str:

@@ -219,19 +219,22 @@ def _unmatched_split_map(options: TableOptions, written: set[str]) -> None:
         )
 
 
-def _mapped(frame: pl.DataFrame, options: TableOptions, split: pl.Series) -> pl.Series:
+def _mapped(
+    frame: pl.DataFrame, options: TableOptions, split: pl.Series
+) -> tuple[pl.Series, set[str]]:
     """``--split-map`` applied to the split column's values as written (``True``, ``1``,
     ``eval``; any case), before the canonical spellings; a value it does not name keeps its
-    split."""
+    split. Also the values as written, lower-cased (:func:`_unmatched_split_map`)."""
     if options.split is None or options.split not in frame.columns:
-        return split
-    written = text_cells(frame.select(options.split)).to_series().str.strip_chars()
+        return split, set()
     # compared without case: a parquet boolean reads "true" where the CSV said "True"
+    written = text_cells(frame.select(options.split)).to_series().str.strip_chars()
+    lower = written.str.to_lowercase()
     keys = {k.lower(): v for k, v in options.split_map.items()}
-    mapped = written.str.to_lowercase().replace_strict(keys, default=None, return_dtype=pl.String)
+    mapped = lower.replace_strict(keys, default=None, return_dtype=pl.String)
     low = mapped.str.to_lowercase()
     canon = low.replace_strict(SPLIT_NAMES, default=mapped, return_dtype=pl.String)
-    return canon.fill_null(split).alias("split")
+    return canon.fill_null(split).alias("split"), set(lower.drop_nulls().unique().to_list())
 
 
 def text_cells(frame: pl.DataFrame) -> pl.DataFrame:
@@ -340,17 +343,8 @@ class TableFamily(RecordsFamily):
             self._check_declared(frame, path, options, model)
             split = self._split(frame, path, options.split)
             if split is not None and options.split_map:
-                split = _mapped(frame, options, split)
-                if options.split in frame.columns:
-                    written |= set(
-                        text_cells(frame.select(options.split))
-                        .to_series()
-                        .str.strip_chars()
-                        .str.to_lowercase()
-                        .drop_nulls()
-                        .unique()
-                        .to_list()
-                    )
+                split, spelt = _mapped(frame, options, split)
+                written |= spelt
             if options.split and options.split not in frame.columns and split is not None:
                 # a dataset folder (curate's own output among them) keeps the split in its
                 # layout: the declared split column is that, for the model and the rules

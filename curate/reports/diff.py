@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from curate.core.diff import KINDS, Diff, RecordChange
+from curate.core.errors import counted
 from curate.core.findings import json_bytes
 from curate.core.version import __version__
 
@@ -36,7 +37,7 @@ def render_json(d: Diff) -> str:
 
 
 def _records(n: int) -> str:
-    return f"{n:,} record" if n == 1 else f"{n:,} records"
+    return counted(n, "record", grouped=True)
 
 
 def summary_line(d: Diff) -> str:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from curate.core.errors import counted
 from curate.core.version import __version__
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ _JS = """
 
 def _n(n: int, word: str) -> str:
     """``1 record``, ``1,204 records``."""
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+    return counted(n, word, grouped=True)
 
 
 def _e(value: Any) -> str:
