@@ -194,6 +194,36 @@ def test_musiccaps_real_manifest(shared, capsys, tmp_path):
     assert sorted(again.rows["record"].to_list()) == sorted(ids)
 
 
+def test_a_repeated_id_differing_only_in_an_unmapped_column_is_not_dropped(
+    shared, capsys, tmp_path
+):
+    """Found by a new-user review: DF301 called a repeated id "an identical row" when every
+    mapped field was equal, and the safe fix dropped it, though the row's own ``caption`` and
+    ``author_id`` (published as read) differed. Only a row equal in every column is dropped."""
+    real = pl.read_csv(shared(MUSICCAPS), infer_schema_length=0).head(40)
+    twice = real.head(2).with_columns(pl.col("author_id") + "0")  # another author, same clip
+    same = real.slice(2, 1)  # listed twice as it is
+    path = write(pl.concat([real, twice, same]), tmp_path / "m.csv")
+    report = FAMILY.audit(
+        FAMILY.load(
+            [path],
+            columns={"sample_id": "ytid", "split": "is_audioset_eval"},
+            split_map={"True": "test", "False": "train"},
+            values={"label": "real", "modality": "audio"},
+        )  # fmt: skip
+    )
+    hits = report.findings.filter(pl.col("rule") == "DF301").sort("row")
+    assert hits["row"].to_list() == [40, 41, 42]
+    assert [json.loads(d)["identical"] for d in hits["details"]] == [False, False, True]
+    assert hits["fix"].is_null().to_list() == [True, True, False]
+    rc, _out, err = run(capsys, "fix", "deepfake", path, *MUSICCAPS_ARGS, "--out", tmp_path / "f")
+    assert rc in (0, 1), err
+    kept = pl.read_parquet(tmp_path / "f" / "data" / "*.parquet")
+    assert kept.height == 42  # the identical listing dropped, both authors' rows kept
+    for ytid in twice["ytid"]:
+        assert kept.filter(pl.col("sample_id") == ytid).height == 2
+
+
 def test_bad_column_mapping_is_one_line_with_a_hint(shared, capsys):
     rc, _out, err = run(capsys, "audit", "deepfake", shared(MUSICCAPS), "--column", "sample_id=ytd")
     assert rc == 2

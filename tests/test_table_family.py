@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import curate
-from curate.core.errors import UsageError
+from curate.core.errors import InputError, UsageError
 from curate.families.table import infer_types
 
 # ----------------------------------------------------------------- independent references
@@ -422,6 +422,48 @@ def test_schema_given_as_module(monkeypatch, sample, tmp_path: Path) -> None:
     assert set(found(report, "TB001")["field"]) == {"taxon_id", "split"}
 
 
+GLYCAN_SAMPLE = Path(curate.__file__).parent / "data" / "samples" / "glycan_taxonomy_sample.csv"
+
+
+def _glycan_only_model(tmp_path: Path) -> str:
+    """A model declaring only the glycan: every other column is published as read."""
+    (tmp_path / "only.py").write_text(
+        "from pydantic import BaseModel\n\nclass Row(BaseModel):\n    glycan: str\n"
+    )
+    return f"{tmp_path / 'only.py'}:Row"
+
+
+def test_a_column_the_model_leaves_out_still_tells_rows_apart(tmp_path: Path) -> None:
+    """Found by a new-user review: with ``--schema``, TB402 compared the model's fields only,
+    so rows of one glycan in different species were "every column equal" and the safe fix
+    dropped 334 of the sample's 639 rows, which the output then lacked though it publishes the
+    species. The columns a model leaves out are published as read; they count as the others
+    do, and the findings are those of the same table without a model."""
+    declared = dict(split="split", text="glycan", label_model="none")
+    plain = curate.audit("table", GLYCAN_SAMPLE, **declared)
+    modelled = curate.audit("table", GLYCAN_SAMPLE, schema=_glycan_only_model(tmp_path), **declared)
+    for code in ("TB402", "TB403", "TB405"):
+        assert rows_of(modelled, code) == rows_of(plain, code), code
+    assert found(modelled, "TB403").shape[0] > 300 and found(modelled, "TB402").empty
+    out = curate.fix(
+        "table", GLYCAN_SAMPLE, tmp_path / "fixed", schema=_glycan_only_model(tmp_path), **declared
+    )
+    kept = pl.read_parquet(out.path / "data" / "*.parquet")
+    assert kept.height == pl.read_csv(GLYCAN_SAMPLE, infer_schema_length=0).height
+
+
+@pytest.mark.parametrize("role", ["id", "label", "group", "text", "key"])
+def test_a_role_outside_the_model_is_one_line_naming_the_option(tmp_path: Path, role: str) -> None:
+    """Found by a new-user review: ``--label Order`` with a model that has no ``Order`` field
+    was an internal error (polars' ColumnNotFoundError, exit 3): the rules read a role's typed
+    value, and only the model's fields are typed."""
+    column = {"id": "glycowork_row", "label": "Order", "group": "Species"}.get(role, "Family")
+    value: str | list[str] = column if role in ("id", "group") else [column]
+    with pytest.raises(InputError, match=rf"--{role} '{column}' is not a field of") as e:
+        curate.audit("table", GLYCAN_SAMPLE, schema=_glycan_only_model(tmp_path), **{role: value})
+    assert "\n" not in str(e.value) and "glycan" in str(e.value)
+
+
 @pytest.mark.parametrize(
     ("spec", "words"),
     [
@@ -440,7 +482,7 @@ def test_schema_errors_are_one_line(spec: str, words: str, sample) -> None:
 
 _BUILD_IN_A_FRESH_PROCESS = """
 import json, pickle, sys
-from curate.core.errors import UsageError
+from curate.core.errors import InputError, UsageError
 source = pickle.loads(sys.stdin.buffer.read())
 try:
     model = source()

@@ -575,12 +575,7 @@ def _publish_frame(data: DeepfakeData) -> pl.DataFrame:
         for f in FIELDS
         if f != "split" and (f in data.options.values or any(f in m for m in data.columns))
     ]
-    mapped = {c for m in data.columns for c in m.values()}
-    extra = [
-        c
-        for c in data.raw.columns
-        if c not in mapped and c not in FIELDS and c != SPLIT_FROM_LAYOUT
-    ]
+    extra = data.extra_columns()
     return pl.concat(
         [
             rows.select(

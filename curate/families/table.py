@@ -462,6 +462,8 @@ class TableFamily(RecordsFamily):
                 and p.column not in missing
                 and not (p.column == options.split and layout)
             ]
+        if model is not None and not missing:
+            self._check_roles(options, model, header, path)
         if missing:
             import difflib
 
@@ -472,6 +474,34 @@ class TableFamily(RecordsFamily):
                 f"{', ...' if len(header) > 20 else ''}",
                 path=path,
             )
+
+    @staticmethod
+    def _check_roles(
+        options: TableOptions, model: type[BaseModel], header: list[str], path: str | Path
+    ) -> None:
+        """With ``--schema``, each column given a role (``--id``, ``--label``, ``--text``,
+        ``--group``, ``--key``) must be a field of the model: the rules read a role's typed
+        value, and the model's fields are what is typed. A role outside the model was an
+        internal error (a column polars could not find, exit 3); it is one line naming the
+        option and the model's fields (exit 2). The split is exempt: it is read as written."""
+        fields = [p.name for p in plan_fields(model, header)]
+        roles = [
+            ("--id", [options.id] if options.id else []),
+            ("--label", options.label),
+            ("--text", options.text),
+            ("--group", [options.group] if options.group else []),
+            ("--key", options.key),
+        ]
+        for option, names in roles:
+            for name in names:
+                if name not in fields:
+                    raise InputError(
+                        f"{option} {name!r} is not a field of the --schema model "
+                        f"{model.__name__} (its fields: {', '.join(fields[:20])}"
+                        f"{', ...' if len(fields) > 20 else ''}): declare {name!r} in the "
+                        "model, or leave the option out",
+                        path=path,
+                    )
 
     def _split_order(self) -> tuple[str, ...]:
         return SPLIT_ORDER

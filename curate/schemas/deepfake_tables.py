@@ -32,7 +32,8 @@ import polars as pl
 
 from curate.core.dataset import LoadedDataset
 from curate.core.keys import Keys
-from curate.schemas.deepfake import IDENTITY_FIELDS, SPLIT_ORDER, AvLabel, Label, Modality
+from curate.io.read import SPLIT_FROM_LAYOUT
+from curate.schemas.deepfake import FIELDS, IDENTITY_FIELDS, SPLIT_ORDER, AvLabel, Label, Modality
 
 __all__ = [
     "AV_LABEL",
@@ -105,6 +106,16 @@ class DeepfakeData(LoadedDataset):
 
     def valid_rows(self) -> pl.DataFrame:
         return self.rows.filter(pl.col("valid"))
+
+    def extra_columns(self) -> list[str]:
+        """The inputs' columns mapped to no field: published as read, beside the fields (so a
+        row is the same as another only if these are equal too, DF301)."""
+        mapped = {c for m in self.columns for c in m.values()}
+        return [
+            c
+            for c in self.raw.columns
+            if c not in mapped and c not in FIELDS and c != SPLIT_FROM_LAYOUT
+        ]
 
     def named_files(self) -> list[str]:
         """Every media file the manifest names, as an absolute path, valid row or not: the

@@ -47,13 +47,20 @@ def duplicate_sample_id(data: DeepfakeData, ctx: AuditContext) -> pl.DataFrame:
 
     Ids are how results, per-sample scores and fixes name a sample: a repeated id makes them
     ambiguous (which of the two did a detector get wrong?). Each later row is reported with
-    the first row of its id. Fix (safe, only where the later row repeats every field of the
-    first, i.e. the manifest lists the sample twice): drop the repeat. Rows that differ
+    the first row of its id. Fix (safe, only where the later row repeats every column of the
+    first, those curate does not map included, i.e. the manifest lists the sample twice):
+    drop the repeat. Rows that differ
     anywhere need new ids, which only the dataset's author can give.
     """
-    rows = data.rows.filter(pl.col("sample_id").is_not_null())
-    hits = later_copies(rows, ["sample_id"])
-    same = later_copies(rows, list(FIELDS)).select("row", pl.lit(True).alias("__same"))
+    # every field, and the columns the manifest has beyond them (published as read): a row
+    # differing only there (another author, another caption) is not the same row twice
+    extra = [f"__extra:{c}" for c in data.extra_columns()]
+    rows = pl.concat(
+        [data.rows, data.raw.select(pl.col(c).alias(f"__extra:{c}") for c in data.extra_columns())],
+        how="horizontal",
+    ).filter(pl.col("sample_id").is_not_null())
+    hits = later_copies(rows.drop(extra), ["sample_id"])
+    same = later_copies(rows, [*FIELDS, *extra]).select("row", pl.lit(True).alias("__same"))
     hits = _with_firsts(hits.join(same, on="row", how="left"), data)
     return finding_frame(
         hits,

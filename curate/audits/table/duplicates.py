@@ -72,10 +72,13 @@ def published_columns(data: TableView, ctx: AuditContext) -> list[str]:
     """The columns a duplicate row repeats: every published column but the split (a copy in
     another split is a leak) and, when the declaration names an input (``--text``/``--key``),
     the id: a copy under a new id is still a copy. Without a declared input nothing says the id
-    is not the content itself (a clip id, a URL), so it counts."""
+    is not the content itself (a clip id, a URL), so it counts. With ``--schema``, the columns
+    the model does not declare are published as read and count too: two rows differing only
+    there are two records."""
     opts = ctx.options
     skip = {opts.split, *([opts.id] if opts.key_columns() else [])}
-    return [c for c in data.values.columns if c not in skip]
+    names = [*data.values.columns, *(c for c in data.extra if c not in data.values.columns)]
+    return [c for c in names if c not in skip]
 
 
 @RULES.table("copies")

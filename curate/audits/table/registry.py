@@ -51,6 +51,8 @@ class TableView(Protocol):
     rows: pl.DataFrame
     values: pl.DataFrame
     raw: pl.DataFrame
+    #: The columns published as read, beside the values (a ``--schema`` model's non-fields).
+    extra: list[str]
     inputs: list[InputInfo]
     schema_findings: pl.DataFrame
     inferred: frozenset[str]
@@ -74,14 +76,21 @@ def key_names(n: int) -> list[str]:
 def columns(data: TableView, names: Sequence[str], *, valid: bool = True) -> pl.DataFrame:
     """The bookkeeping with the value columns ``names`` beside it (as :func:`value` names
     them); only the valid rows unless ``valid=False``."""
-    frame = pl.concat(
-        [
-            data.rows,
-            data.values.select([pl.col(n).alias(value(n)) for n in names]),
-        ],
-        how="horizontal",
-    )
+    frame = pl.concat([data.rows, _values(data, names)], how="horizontal")
     return frame.filter(pl.col("valid")) if valid else frame
+
+
+def _values(data: TableView, names: Sequence[str]) -> pl.DataFrame:
+    """The value columns ``names``: a model's typed field, or a column published as read
+    (:attr:`TableView.extra`: with ``--schema``, the columns the model does not declare)."""
+    if not names:
+        return data.values.select([])
+    return pl.DataFrame(
+        [
+            (data.values[n] if n in data.values.columns else data.raw[n]).alias(value(n))
+            for n in names
+        ]
+    )
 
 
 def at(data: TableView, rows: pl.Series | pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
@@ -91,13 +100,7 @@ def at(data: TableView, rows: pl.Series | pl.DataFrame, names: Sequence[str]) ->
     (``0 .. N-1``, see :class:`~curate.families.table.TableData`), so the few candidates of an
     exact rule cost their own number of rows, not a hash join against 10 M."""
     index = rows["row"] if isinstance(rows, pl.DataFrame) else rows
-    return pl.concat(
-        [
-            data.rows[index],
-            data.values.select([pl.col(n).alias(value(n)) for n in names])[index],
-        ],
-        how="horizontal",
-    )
+    return pl.concat([data.rows[index], _values(data, names)[index]], how="horizontal")
 
 
 def repeats(hashes: pl.Series) -> pl.Series:
