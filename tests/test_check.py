@@ -291,6 +291,41 @@ def test_a_curate_toml_and_an_unused_ignore(repo, capsys, tmp_path, monkeypatch)
     assert "curate-ignore[0] (GL304 record 1) matched no finding" in out
 
 
+def test_files_named_by_options_are_relative_to_the_configuration(
+    repo, capsys, tmp_path, monkeypatch
+):
+    """Found by a new-user review: a table ``schema = "models.py:Row"`` and a ``pred-probs``
+    beside the configuration were looked for in the current folder ("no such file", exit 2)
+    run from anywhere else, though the README says the paths are relative to the file."""
+    from curate.check.config import load_config
+    from curate.check.run import plan
+
+    folder = tmp_path / "proj"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(repo / "data" / "glycan" / "plant_taxonomy.csv", folder / "data" / "t.csv")
+    (folder / "models.py").write_text(
+        "from pydantic import BaseModel\n\nclass Row(BaseModel):\n    glycan: str\n", "utf-8"
+    )
+    options = 'text = ["glycan"], schema = "models.py:Row", label-model = "none"'
+    (folder / "curate.toml").write_text(
+        'fail-on = "never"\n[[datasets]]\nname = "g"\nfamily = "table"\n'
+        f'paths = ["data/t.csv"]\noptions = {{ {options} }}\n',
+        "utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    rc, _out, err = run(capsys, "check", "--config", "proj/curate.toml")
+    assert rc == 0, err
+    (folder / "curate.toml").write_text(
+        (folder / "curate.toml")
+        .read_text("utf-8")
+        .replace('label-model = "none"', 'pred-probs = "probs.parquet"'),
+        "utf-8",
+    )
+    (got,) = plan(load_config(folder / "curate.toml"))
+    assert got.options.pred_probs == folder / "probs.parquet"
+    assert got.options.schema == f"{folder / 'models.py'}:Row"
+
+
 def test_no_config_is_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     rc, _, err = run(capsys, "check")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+import typing
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,7 +126,7 @@ def plan(loaded: LoadedConfig, only: Sequence[str] = ()) -> list[Plan]:
                     f"{loaded.where(f'{at}.options.{key}')}: not an option of an "
                     f"audit (only of {', '.join(field_commands(fam.Options, fname))})"
                 )
-            raw[fname] = _relative_option(loaded, fname, value)
+            raw[fname] = _relative_option(loaded, fam.Options, fname, value)
         try:
             opts = fam.options(**raw)
         except UsageError as e:
@@ -185,12 +186,21 @@ def plan(loaded: LoadedConfig, only: Sequence[str] = ()) -> list[Plan]:
     return plans
 
 
-def _relative_option(loaded: LoadedConfig, name: str, value: Any) -> Any:
+def _relative_option(loaded: LoadedConfig, options: type, name: str, value: Any) -> Any:
     """Files an option names are relative to the configuration, like the dataset paths:
-    ``ids:FILE`` edit sets and path-typed options (a glycan ``mapping``)."""
-    if isinstance(value, str) and value.startswith("ids:"):
+    ``ids:FILE`` edit sets, every path-typed option (a glycan ``mapping``, ``pred-probs``, a
+    deepfake ``media-root`` or ``cache``) and a table ``schema``'s ``FILE.py:Model``. (Only
+    ``ids:`` and ``mapping`` were: a ``schema`` beside the configuration was "no such file"
+    run from anywhere else, found by a new-user review.)"""
+    if not isinstance(value, str):
+        return value
+    if value.startswith("ids:"):
         return "ids:" + str(loaded.resolve(value[4:]))
-    if name in ("mapping",) and isinstance(value, str):
+    if name == "schema" and ":" in value:
+        module, _, model = value.rpartition(":")
+        return f"{loaded.resolve(module)}:{model}" if module.endswith(".py") else value
+    annotation = options.model_fields[name].annotation
+    if Path in (typing.get_args(annotation) or (annotation,)):
         return str(loaded.resolve(value))
     return value
 
