@@ -210,7 +210,7 @@ def test_a_repeated_id_differing_only_in_an_unmapped_column_is_not_dropped(
             columns={"sample_id": "ytid", "split": "is_audioset_eval"},
             split_map={"True": "test", "False": "train"},
             values={"label": "real", "modality": "audio"},
-        )  # fmt: skip
+        )
     )
     hits = report.findings.filter(pl.col("rule") == "DF301").sort("row")
     assert hits["row"].to_list() == [40, 41, 42]
@@ -222,6 +222,40 @@ def test_a_repeated_id_differing_only_in_an_unmapped_column_is_not_dropped(
     assert kept.height == 42  # the identical listing dropped, both authors' rows kept
     for ytid in twice["ytid"]:
         assert kept.filter(pl.col("sample_id") == ytid).height == 2
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (
+            ("--split-map", "True=train"),
+            "--split-map: 'True' is given twice, as 'test' and as 'train'",
+        ),
+        (("--column", "sample_id=author_id"), "--column: 'sample_id' is given twice"),
+        (("--value", "label=fake"), "--value: 'label' is given twice, as 'real' and as 'fake'"),
+    ],
+)
+def test_a_key_given_twice_with_two_values_is_exit_2(shared, capsys, flags, named):
+    """Found by a new-user review: the last of two values silently won, so a second
+    ``--split-map True=train`` made every test clip train (no leak could be found, exit 0)."""
+    rc, _out, err = run(capsys, "audit", "deepfake", shared(MUSICCAPS), *MUSICCAPS_ARGS, *flags)
+    assert rc == 2 and named in err and len(err.strip().splitlines()) == 1, err
+    # the same pair twice says one thing: accepted
+    rc, _out, err = run(
+        capsys, "audit", "deepfake", shared(MUSICCAPS), *MUSICCAPS_ARGS, "--value", "label=real"
+    )
+    assert rc == 0, err
+
+
+def test_a_split_map_value_no_row_holds_is_warned_of(shared, capsys):
+    """A typo (``Flase=train``) mapped nothing and said nothing: the table family warned of it
+    already (found by a new-user review)."""
+    args = [a.replace("False=", "Flase=") for a in MUSICCAPS_ARGS]
+    rc, _out, err = run(capsys, "audit", "deepfake", shared(MUSICCAPS), *args)
+    assert "--split-map: no row's is_audioset_eval is 'Flase' (the values: 'false', 'true')" in err
+    assert rc == 1  # the unmapped False rows: unknown splits
+    rc, _out, err = run(capsys, "audit", "deepfake", shared(MUSICCAPS), *MUSICCAPS_ARGS)
+    assert rc == 0 and "warning" not in err, err
 
 
 def test_bad_column_mapping_is_one_line_with_a_hint(shared, capsys):

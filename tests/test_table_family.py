@@ -270,6 +270,8 @@ def test_keys_of_several_columns_with_empty_cells_match_pandas(rows: list, key: 
     df = pd.DataFrame(rows, columns=["a", "b", "c", "split"])
     df.insert(0, "id", [f"r{i}" for i in range(len(df))])
     report = curate.audit("table", pl.from_pandas(df), id="id", split="split", text=",".join(key))
+    # a row without a split is published, so audited, in train (TB405's documentation)
+    df["split"] = df["split"].fillna("train")
     expected = _exact_rules_by_pandas(df, key, None)
     # a row with a null or blank text cell is TB002's and takes no part in the others
     valid = df[[c for c in "abc"]].apply(lambda s: s.str.strip().fillna("") != "").all(axis=1)
@@ -450,6 +452,21 @@ def test_a_column_the_model_leaves_out_still_tells_rows_apart(tmp_path: Path) ->
     )
     kept = pl.read_parquet(out.path / "data" / "*.parquet")
     assert kept.height == pl.read_csv(GLYCAN_SAMPLE, infer_schema_length=0).height
+
+
+def test_a_split_map_value_given_two_splits_is_refused() -> None:
+    """``True=test,False=train,True=validation``: the last one silently won (a new-user
+    review); the same pair twice is one mapping."""
+    with pytest.raises(UsageError, match="'True' is given twice, as 'test' and as 'validation'"):
+        curate.audit("table", GLYCAN_SAMPLE, split="split", split_map="True=test,True=validation")
+    report = curate.audit(
+        "table",
+        GLYCAN_SAMPLE,
+        split="split",
+        split_map=["test=test", "test=test"],
+        label_model="none",
+    )
+    assert report.options["split_map"] == {"test": "test"}
 
 
 @pytest.mark.parametrize("role", ["id", "label", "group", "text", "key"])

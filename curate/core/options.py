@@ -49,6 +49,30 @@ def comma_list(v: Any) -> Any:
 CommaList = Annotated[list[str], BeforeValidator(comma_list)]
 
 
+def key_values(items: Any, what: str, *, commas: bool = False) -> dict[str, str]:
+    """Repeated ``KEY=VALUE`` flags (each item also comma-separated with ``commas``) as one
+    mapping, keys and values stripped.
+
+    A key given twice with two values is refused (``ValueError``, which the option's check
+    turns into one exit-2 line): the last one silently won, so ``--split-map True=test
+    --split-map True=train`` made every test row train and no leak could be found (found by a
+    new-user review). The same pair twice is harmless and kept once.
+    """
+    parts = [items] if isinstance(items, str) else list(items)
+    if commas:
+        parts = [p for item in parts for p in str(item).split(",")]
+    out: dict[str, str] = {}
+    for part in parts:
+        key, sep, value = str(part).partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ValueError(f"expected {what}, got {part!r}")
+        if out.get(key, value) != value:
+            raise ValueError(f"{key!r} is given twice, as {out[key]!r} and as {value!r}")
+        out[key] = value
+    return out
+
+
 class FamilyOptions(BaseModel):
     """Base class of every family's options (a family with none uses it as is)."""
 

@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ import pyarrow as pa
 
 from curate.core.dataset import ChangeEntry, FixResult, LoadedDataset, Written
 from curate.core.diff import Batches, DiffSpec, Prehashed, source_diff
-from curate.core.errors import InputError, UsageError, arg, clip
+from curate.core.errors import CurateWarning, InputError, UsageError, arg, clip, quoted
 from curate.core.findings import Report
 from curate.core.keys import Keys
 from curate.core.options import FamilyOptions, parse_options
@@ -147,6 +148,24 @@ def no_records(path: str | Path, why: str | None = None) -> InputError:
     message does not repeat the path: the error carries it, and the CLI prints it first.
     """
     return InputError("no records" + (f" ({why})" if why else ""), path=path)
+
+
+def unmatched_split_map(split_map: dict[str, str], written: set[str], column: str) -> None:
+    """Warn of each ``--split-map`` value that no row's ``column`` holds (``written``: the
+    values as written, stripped and lower-cased): a typo (``Flase=train``) mapped nothing, and
+    the rows it meant stayed where they were. The table and deepfake families both map."""
+    missing = [k for k in split_map if k.strip().lower() not in written]
+    if missing:
+        warnings.warn(
+            f"{arg('--split-map')}: no row's {column} is "
+            + ", ".join(quoted(k) for k in missing)
+            + " (the values: "
+            + ", ".join(quoted(v) for v in sorted(written)[:8])
+            + (", ..." if len(written) > 8 else "")
+            + ")",
+            CurateWarning,
+            stacklevel=3,
+        )
 
 
 def count_invalid(invalid: pl.DataFrame) -> int:

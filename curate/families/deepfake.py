@@ -43,6 +43,7 @@ from curate.families.base import (
     Progress,
     check_not_blank,
     no_records,
+    unmatched_split_map,
 )
 from curate.families.hints import hinted
 from curate.io.read import SPLIT_FROM_LAYOUT, is_stream, read_frame
@@ -195,6 +196,8 @@ class DeepfakeFamily(Family):
         mappings: list[dict[str, str]] = []
         roots: list[str] = []
         text_columns: set[str] = set()
+        written: set[str] = set()  # the split cells as written, for --split-map's keys
+        split_columns: dict[str, None] = {}
         offset = 0
         for i, path in enumerate(paths):
             check_not_blank(path)
@@ -231,6 +234,10 @@ class DeepfakeFamily(Family):
                 cols["split"] = SPLIT_FROM_LAYOUT
             elif layout and "split" not in cols and "split" not in opts.values:
                 cols["split"] = SPLIT_FROM_LAYOUT
+            if opts.split_map and cols.get("split") in frame.columns:
+                cells = frame[cols["split"]].cast(pl.String).str.strip_chars().str.to_lowercase()
+                written |= set(cells.drop_nulls().unique().to_list())
+                split_columns[cols["split"]] = None
             norm, errs = _normalise(i, str(path), frame, cols, opts, offset, src.nested_cells)
             rows.append(norm)
             raws.append(frame)
@@ -252,6 +259,9 @@ class DeepfakeFamily(Family):
             offset += frame.height
             if progress:
                 progress(f"read {Path(str(path)).name}", offset)
+        if opts.split_map:
+            named = ", ".join(c for c in split_columns if c != SPLIT_FROM_LAYOUT) or "split"
+            unmatched_split_map(opts.split_map, written, named)
         all_rows = pl.concat(rows, how="vertical")
         invalid = pl.concat(errors, how="vertical") if errors else _empty_errors()
         bad_rows = invalid["row"].unique()

@@ -26,7 +26,6 @@ row by row); a 10 M-row parquet table must reach the rules as Arrow, untouched
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,13 +39,20 @@ from curate.audits.shared.records import RecordsData
 from curate.audits.table import RULES
 from curate.core.dataset import LoadedDataset
 from curate.core.diff import DiffSpec
-from curate.core.errors import CurateWarning, InputError, arg, quoted
+from curate.core.errors import InputError
 from curate.core.findings import InputInfo, Report
 from curate.core.keys import SPLIT_ORDER
 from curate.core.options import FamilyOptions
 from curate.core.plots import Plot
 from curate.core.rules import AuditContext, RuleSet
-from curate.families.base import CardDefaults, InputSpec, Progress, check_not_blank, no_records
+from curate.families.base import (
+    CardDefaults,
+    InputSpec,
+    Progress,
+    check_not_blank,
+    no_records,
+    unmatched_split_map,
+)
 from curate.families.hints import hinted
 from curate.families.records import SPLIT_NAMES, RecordsFamily, record_rows, with_problems
 from curate.io.folders import card_features
@@ -201,22 +207,10 @@ def splits_from_names(paths: list[Any], options: TableOptions) -> list[Any]:
 
 
 def _unmatched_split_map(options: TableOptions, written: set[str]) -> None:
-    """Warn of each ``--split-map`` value that no row's split cell holds (any case): a typo
-    (``evl=test``) mapped nothing, and the rows it meant stayed where they were."""
+    """:func:`~curate.families.base.unmatched_split_map` for the table's split column."""
     if not options.split_map or options.split is None:
         return
-    missing = [k for k in options.split_map if k.strip().lower() not in written]
-    if missing:
-        warnings.warn(
-            f"{arg('--split-map')}: no row's {options.split} is "
-            + ", ".join(quoted(k) for k in missing)
-            + " (the values: "
-            + ", ".join(quoted(v) for v in sorted(written)[:8])
-            + (", ..." if len(written) > 8 else "")
-            + ")",
-            CurateWarning,
-            stacklevel=2,
-        )
+    unmatched_split_map(options.split_map, written, options.split)
 
 
 def _mapped(

@@ -35,7 +35,7 @@ from pydantic import (
 )
 
 from curate.core.errors import InputError, arg
-from curate.core.options import LabelIssueOptions, option
+from curate.core.options import LabelIssueOptions, key_values, option
 from curate.schemas.splits import SPLIT_NAMES as COMMON_SPLIT_NAMES
 
 
@@ -382,13 +382,7 @@ def _pairs(keys: tuple[str, ...] | None, what: str) -> Callable[[Any], Any]:
         if isinstance(v, str):
             v = [v]
         if isinstance(v, list | tuple):
-            out: dict[str, str] = {}
-            for item in v:
-                key, sep, value = str(item).partition("=")
-                if not sep or not key.strip():
-                    raise ValueError(f"{item!r}: expected {what}")
-                out[key.strip()] = value
-            v = out
+            v = key_values(v, what)
         if isinstance(v, dict) and keys is not None:
             unknown = sorted(set(v) - set(keys))
             if unknown:

@@ -32,7 +32,7 @@ import polars as pl
 from pydantic import BaseModel, BeforeValidator, field_validator, model_validator
 
 from curate.core.errors import UsageError, arg
-from curate.core.options import CommaList, LabelIssueOptions, option
+from curate.core.options import CommaList, LabelIssueOptions, key_values, option
 
 __all__ = [
     "NORMALISE_PARTS",
@@ -67,15 +67,7 @@ def _pairs(v: Any) -> Any:
         return {}
     if isinstance(v, dict):
         return {str(k): str(x) for k, x in v.items()}
-    items = [v] if isinstance(v, str) else list(v)
-    out: dict[str, str] = {}
-    for item in items:
-        for part in str(item).split(","):
-            key, sep, split = part.partition("=")
-            if not sep or not key.strip() or not split.strip():
-                raise ValueError(f"expected VALUE=SPLIT, got {part!r}")
-            out[key.strip()] = split.strip()
-    return out
+    return key_values(v, "VALUE=SPLIT", commas=True)
 
 
 SplitMap = Annotated[dict[str, str], BeforeValidator(_pairs)]
