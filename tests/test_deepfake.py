@@ -295,6 +295,12 @@ def test_fix_applies_safe_fixes_and_leaves_the_leak_to_unsafe(tmp_path, capsys):
     assert len(dropped) == 1 and json.loads(dropped[0])["record"] == leak
     # the label conflict has no fix: both rows are still there
     assert "DF305" in {f["rule"] for f in after["findings"]}
+    # the re-audit's own media folder and cache (machine paths) are in no published file: the
+    # card's options line named ~/.cache/curate/media/… and curate card check warned of it
+    # (found by a new-user review)
+    assert {"cache", "media_root"}.isdisjoint(after["options"])
+    rc, out, err = run(capsys, "card", "check", tmp_path / "all")
+    assert rc == 0 and ".cache" not in out + err, out + err
 
 
 def test_export_loads_with_datasets(tmp_path, capsys):

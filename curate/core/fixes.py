@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -523,6 +523,9 @@ def run_fixes(
     applied: dict[str, int] = {}
     current, audit_report = data, report
     reaudit = family.reaudit_options(options, data)
+    # what the re-audit set on its own (a deepfake input's media folder and cache, machine
+    # paths): not options anyone chose, and not for a published card (curate card check warns)
+    own = set(reaudit.public()) - set(options.public())
     passes = 0
     converged = False
     after = None
@@ -575,6 +578,7 @@ def run_fixes(
                 family.audit(current, reaudit, ignore=once or None),
                 folder,
                 files=bool(written.files),
+                own=own,
             )
             frame = _same_records(
                 family.fix_frame(current, family.invalid_records(current))[0], frame
@@ -591,7 +595,7 @@ def run_fixes(
             converged = not edits_of(audit_report.findings, again, unsafe=choice.unsafe)
         if once and written is not None:  # `after` left the fix_once rules out
             after = published(
-                family.audit(current, reaudit), folders[-1], files=bool(written.files)
+                family.audit(current, reaudit), folders[-1], files=bool(written.files), own=own
             )
         # the published tables of the parquet route (none when no record was left to write,
         # or when the family's own files are the data)
@@ -677,12 +681,13 @@ def write_parquet(tables: dict[str, Any], folder: Path) -> None:
         pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet")
 
 
-def published(after: Any, folder: Path, *, files: bool) -> Any:
+def published(after: Any, folder: Path, *, files: bool, own: Collection[str] = ()) -> Any:
     """The re-audit of a pass as it describes the published folder: a pass's path would mean
     nothing to a reader (and vary by machine). With ``files`` (the family's own files, published
     as written) each input is named by its file name and keeps its sha256; else (parquet, which
     the export writer shards anew) every input is ``.``, the folder ``audit.after.json`` sits
-    in, with no sha256."""
+    in, with no sha256. The options the re-audit set on its own (``own``: see
+    :func:`run_fixes`) are left out of its options."""
     from dataclasses import replace
 
     def where(path: str) -> str:
@@ -707,6 +712,7 @@ def published(after: Any, folder: Path, *, files: bool) -> Any:
     after.inputs = [
         replace(i, path=where(i.path), sha256=i.sha256 if files else "") for i in after.inputs
     ]
+    after.options = {k: v for k, v in after.options.items() if k not in own}
     return after
 
 
