@@ -106,10 +106,20 @@ def _column_frame(path: str, column: str) -> pl.DataFrame:
     from curate.io.read import SPLIT_FROM_LAYOUT, check_inputs, read_frame
 
     check_inputs([path])
-    df, _ = read_frame(path)
+    df, src = read_frame(path)
     if column not in df.columns:
         shown = ", ".join(c for c in df.columns if c != SPLIT_FROM_LAYOUT)
         raise InputError(f"no column {column!r} (columns: {shown})", path=path)
+    if nested := src.nested_cells.get(column):
+        # a list or an object, read as its JSON text: with its keys sorted, so that two files
+        # writing one object's fields in another order (a remaster's writer) hold the same
+        # value, as `curate diff` finds (found by a new-user review: 0 of 49 shared)
+        import orjson
+
+        cells = df[column].to_list()
+        for i in nested:
+            cells[i] = orjson.dumps(orjson.loads(cells[i]), option=orjson.OPT_SORT_KEYS).decode()
+        df = df.with_columns(pl.Series(column, cells, dtype=pl.String))
     split = (
         pl.col("split").cast(pl.String)
         if "split" in df.columns
@@ -269,14 +279,24 @@ def _near_lines(near: pl.DataFrame) -> list[str]:
 
 
 def render_markdown(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
-    lines = [f"## {title}", "", "| collection | keys | rows |", "|---|---:|---:|"]
+    """The overlap as GitHub Markdown tables, for a pull request. Names and keys are data: each
+    is escaped for its cell (a ``|`` split the row, a line break ended the table; found by a
+    new-user review), keys as code spans."""
+    from curate.reports.render import md_code, md_escape
+
+    def code(text: Any) -> str:
+        return md_code(str(text)).replace("|", "\\|")  # GFM: a pipe ends a cell, even in code
+
+    lines = [f"## {md_escape(title)}", "", "| collection | keys | rows |", "|---|---:|---:|"]
     lines += [
-        f"| {r['collection']} | {r['size']} | {r['rows']} |" for r in o.sizes.iter_rows(named=True)
+        f"| {md_escape(r['collection'])} | {r['size']} | {r['rows']} |"
+        for r in o.sizes.iter_rows(named=True)
     ]
     m = o.matrix("jaccard")
-    lines += ["", "### Jaccard index", "", "| | " + " | ".join(o.names) + " |"]
+    names = [md_escape(n) for n in o.names]
+    lines += ["", "### Jaccard index", "", "| | " + " | ".join(names) + " |"]
     lines.append("|---|" + "---:|" * len(o.names))
-    for i, name in enumerate(o.names):
+    for i, name in enumerate(names):
         lines.append(f"| {name} | " + " | ".join(f"{v:.4f}" for v in m[i]) + " |")
     lines += [
         "",
@@ -286,12 +306,15 @@ def render_markdown(o: Overlap, title: str, near: pl.DataFrame | None) -> str:
         "|---:|---|---|",
     ]
     for r in o.intersections.iter_rows(named=True):
-        ex = ", ".join(f"`{x}`" for x in r["examples"])
-        lines.append(f"| {r['count']} | {' & '.join(r['members'])} | {ex} |")
+        ex = ", ".join(code(x) for x in r["examples"])
+        members = " & ".join(md_escape(m) for m in r["members"])
+        lines.append(f"| {r['count']} | {members} | {ex} |")
     if o.merged.height:
         lines += ["", "### Merged by normalisation", "", "| key | raw spellings |", "|---|---|"]
         for r in o.merged.iter_rows(named=True):
-            lines.append(f"| `{r['key']}` | " + ", ".join(f"`{v}`" for v in r["variants"]) + " |")
+            lines.append(
+                f"| {code(r['key'])} | " + ", ".join(code(v) for v in r["variants"]) + " |"
+            )
     if near is not None:
         lines += ["", "### Near-duplicate texts", "", "```", *_near_lines(near), "```"]
     return "\n".join(lines) + "\n"

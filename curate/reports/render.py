@@ -210,13 +210,13 @@ def _shown(text: str) -> str:
     return escape(visible(text))
 
 
-def _md_escape(text: str) -> str:
+def md_escape(text: str) -> str:
     """Markdown text from data: one line, no table cell split (``|``), and no HTML (a cell
     holding ``<img src=x onerror=...>`` was passed into PR comments as markup)."""
     return visible(html.escape(text.replace("\n", " "), quote=False)).replace("|", "\\|")
 
 
-def _md_code(text: str) -> str:
+def md_code(text: str) -> str:
     """``text`` as one Markdown code span: fenced by more backticks than it holds in a row
     (CommonMark's rule), so a backtick in a value cannot end the span early."""
     text = visible(text)  # no `|` escape: a list item's span shows a backslash as written
@@ -229,8 +229,8 @@ def _md_code(text: str) -> str:
 def _md_headline(h: Headline) -> str:
     """A headline as Markdown: the sentence escaped, its values as code spans."""
     if not h.values:
-        return _md_escape(h.text)
-    return _md_escape(h.text).format(*(_md_code(str(v)) for v in h.values))
+        return md_escape(h.text)
+    return md_escape(h.text).format(*(md_code(str(v)) for v in h.values))
 
 
 def render_markdown(report: Report, *, heading_level: int = 2) -> str:
@@ -242,10 +242,10 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
     for i in report.inputs:
         digest = f", sha256 `{i.sha256[:16]}`" if i.sha256 else ""
         out.append(
-            f"- {_md_code(i.path)}: {counted(i.records, 'record')}{_one_split(report, i)}{digest}"
+            f"- {md_code(i.path)}: {counted(i.records, 'record')}{_one_split(report, i)}{digest}"
         )
     if report.options:
-        out.append(f"- options: {_md_escape(options_line(report))}")
+        out.append(f"- options: {md_escape(options_line(report))}")
     out += [f"- {_md_headline(h)}" for h in headlines(report)]
     sev = s["by_severity"]
     out += [
@@ -269,10 +269,10 @@ def render_markdown(report: Report, *, heading_level: int = 2) -> str:
         )
     out += ["", f"{h}# Examples", ""]
     for r in _examples(report).iter_rows(named=True):
-        field = f" {_md_code(r['field'])}" if r["field"] else ""
+        field = f" {md_code(r['field'])}" if r["field"] else ""
         out.append(
-            f"- **{r['rule']}** {_md_escape(_in_file(report, r))}record {_md_code(r['record'])}"
-            f"{field}: {_md_escape(r['message'])}"
+            f"- **{r['rule']}** {md_escape(_in_file(report, r))}record {md_code(r['record'])}"
+            f"{field}: {md_escape(r['message'])}"
         )
     return "\n".join(out) + "\n"
 
