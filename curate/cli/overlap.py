@@ -187,7 +187,11 @@ def collect_members(
         sets: dict[str, list[Any]] = {}
         for p in paths:
             if not Path(p).is_file():
-                raise InputError("no such file (without --key, inputs are JSON sets files)", path=p)
+                what = "a folder, not a file" if Path(p).is_dir() else "no such file"
+                raise InputError(
+                    f"{what} (without --key, inputs are JSON sets files; a dataset needs --key)",
+                    path=p,
+                )
             for name, items in read_sets_file(p).items():
                 if name in sets:
                     raise UsageError(f"set {name!r} is named in two sets files")

@@ -324,7 +324,8 @@ def annotation_cap(result: CheckResult) -> str | None:
     return (
         f"GitHub shows {ANNOTATIONS_PER_LEVEL} annotations of each level per step; this step "
         f"found {said}: the first {ANNOTATIONS_PER_LEVEL} of each level are annotations, the "
-        "rest are lines of this step's log (--format json lists every finding), and the job "
+        f"rest lines of this step's log, up to {LISTED_PER_RULE} findings a rule (the others "
+        "of a rule are counted in one line; --format json lists every finding), and the job "
         "summary counts them all."
     )
 
