@@ -511,6 +511,20 @@ def test_fix_mapping_overrides_majority_parent(glycan_sample_csv, fixed_sample, 
     assert not (work / "never").exists()
 
 
+def test_a_mapped_child_no_row_has_is_warned_of_once(glycan_sample_csv, sample, work, capsys):
+    """Found by a new-user review: a ``--mapping`` naming a child that no row files (a typo)
+    decided nothing and said nothing. It is one warning for the whole fix, though each pass
+    re-audits (and was five lines on a six-pass fix once said)."""
+    genus, _majority, minority = mapping_case(sample)
+    mapping = work / "typo_mapping.json"
+    mapping.write_text(json.dumps({"Genus": {genus: minority, genus + "x": minority}}))
+    capsys.readouterr()
+    fix(glycan_sample_csv, work / "typo", "--unsafe-fixes", "--mapping", mapping)
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "--mapping" in line]
+    assert said == [f"curate: warning: --mapping: no row has the genus {genus + 'x'!r} it names"]
+
+
 def test_fix_no_resplit_keeps_the_original_split(glycan_sample_csv, sample, work):
     kept = fix(glycan_sample_csv, work / "sample_noresplit", "--unsafe-fixes", "--no-resplit")
     out = everything(kept["splits"])

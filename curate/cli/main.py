@@ -238,7 +238,7 @@ def _main(argv: list[str] | None) -> int:
         # once for the whole command.
         with input_scope(), command_line_spelling(), warnings.catch_warnings():
             warnings.simplefilter("always", CurateWarning)
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_shower()
             rc = cli().main(args=argv, standalone_mode=False, prog_name="curate")
             # A reader that left is found now, not by the flush at exit (which would end 0).
             if sys.stdout is not None:
@@ -378,14 +378,24 @@ def _missing(ctx: Any) -> str:
     return "missing arguments"
 
 
-def _show_warning(
-    message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None
-) -> None:
-    """``curate: warning: ...`` on stderr for curate's warnings; others as Python shows them."""
-    if issubclass(category, CurateWarning):
-        typer.echo(f"curate: warning: {' '.join(str(message).split())}", err=True)
-    else:
-        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno))
+def _warning_shower() -> Any:
+    """``curate: warning: ...`` on stderr for curate's warnings, each text once per command
+    (a fix re-audits after every pass: a ``--mapping`` child no row has was said five times);
+    others as Python shows them."""
+    said: set[str] = set()
+
+    def show(
+        message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None
+    ) -> None:
+        if issubclass(category, CurateWarning):
+            text = " ".join(str(message).split())
+            if text not in said:
+                said.add(text)
+                typer.echo(f"curate: warning: {text}", err=True)
+        else:
+            sys.stderr.write(warnings.formatwarning(message, category, filename, lineno))
+
+    return show
 
 
 def _silence_stdout() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -22,7 +23,7 @@ from curate.audits.glycan.labels import (
     labels_long,
 )
 from curate.audits.glycan.registry import RULES
-from curate.core.errors import InputError, arg
+from curate.core.errors import CurateWarning, InputError, arg
 from curate.core.findings import (
     concat_outputs,
     finding_frame,
@@ -171,6 +172,7 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
     """
     mapping = load_mapping(ctx.options.mapping)
     parts = []
+    named: set[tuple[str, str]] = set()  # the mapped children some row files
     for t in label_tables(data):
         edges = hierarchy_edges(t)
         if edges.is_empty():
@@ -194,6 +196,12 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
             hit = edges.join(
                 names_of.rename({"code": "child", "norm": "child_name"}), on="child", how="left"
             ).join(mapped, on=["child_level", "child_name"], how="left")
+            named |= set(
+                hit.filter(pl.col("mapped").is_not_null())
+                .select("child_level", "child_name")
+                .unique()
+                .iter_rows()
+            )
         hit = hit.join(maj.drop("n"), on=["child_level", "parent_level", "child"], how="left")
         hit = hit.filter(
             pl.col("mapped").is_not_null()
@@ -306,7 +314,28 @@ def taxonomy_contradiction(data: GlycanData, ctx: AuditContext) -> pl.DataFrame:
                 fix=pl.col("fix"),
             )
         )
+    _unmatched_mapping(mapping, named)
     return concat_outputs(parts)
+
+
+def _unmatched_mapping(mapping: dict[str, dict[str, str]], named: set[tuple[str, str]]) -> None:
+    """Warn of each ``--mapping`` child no row files (a typo, ``Lamialez``): it decided
+    nothing, and the contradiction it was meant to settle stays (found by a new-user review)."""
+    missing = [
+        f"{level} {child!r}"
+        for level, m in mapping.items()
+        for child in m
+        if (level, child) not in named
+    ]
+    if missing:
+        warnings.warn(
+            f"{arg('--mapping')}: no row has the "
+            + ", ".join(missing[:8])
+            + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+            + " it names",
+            CurateWarning,
+            stacklevel=2,
+        )
 
 
 @RULES.prepare
