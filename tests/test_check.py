@@ -326,6 +326,22 @@ def test_files_named_by_options_are_relative_to_the_configuration(
     assert got.options.schema == f"{folder / 'models.py'}:Row"
 
 
+def test_a_file_named_twice_in_a_dataset_is_named_by_its_key(repo, capsys, tmp_path, monkeypatch):
+    """``paths = ["t.csv", "./t.csv"]`` said "t.csv is given twice (as 't.csv' and 't.csv')":
+    no key, and the two spellings shown alike (a new-user review)."""
+    shutil.copy(repo / "data" / "glycan" / "plant_taxonomy.csv", tmp_path / "t.csv")
+    (tmp_path / "curate.toml").write_text(
+        '[[datasets]]\nname = "g"\nfamily = "glycan"\npaths = ["t.csv", "./t.csv"]\n', "utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    rc, _out, err = run(capsys, "check")
+    assert rc == 2
+    assert err.strip() == (
+        "curate: error: curate.toml: datasets[0].paths[1]: './t.csv' is the file of "
+        "datasets[0].paths[0] ('t.csv') again"
+    )
+
+
 def test_no_config_is_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     rc, _, err = run(capsys, "check")

@@ -313,11 +313,17 @@ class LoadedConfig:
 
     def _expand(self, raws: list[str], key: str) -> list[str]:
         out: list[str] = []
+        first: dict[Path, int] = {}  # a file named twice: its key and both spellings
         for j, raw in enumerate(raws):
             if raw.startswith("hf://") or raw == "-":
                 out.append(raw)
                 continue
             full = self.resolve(raw)
+            if not glob.has_magic(raw) and (i := first.setdefault(full.resolve(), j)) != j:
+                raise UsageError(
+                    f"{self.where(f'{key}[{j}]')}: {raw!r} is the file of {key}[{i}] "
+                    f"({raws[i]!r}) again"
+                )
             if glob.has_magic(raw):
                 found = sorted(glob.glob(str(full), recursive=True))
                 if not found:

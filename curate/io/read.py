@@ -187,7 +187,8 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
         config = None if local == Path(str(p)) else str(p).rsplit(":", 1)[-1]
         key = (local.resolve(), config)
         if key in seen:
-            raise UsageError(f"{p} is given twice (as {seen[key]!r} and {str(p)!r})")
+            spelt = f" (as {seen[key]!r} and {str(p)!r})" if seen[key] != str(p) else ""
+            raise UsageError(f"{p} is given twice{spelt}")
         seen[key] = str(p)
 
 
