@@ -16,12 +16,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.check.baseline import read_baseline, stale_entries
 from curate.check.config import LoadedConfig
 from curate.core.errors import UsageError
 from curate.reports.verdict import PIN_RULE, CheckResult, Threshold, judge, pin_findings, unusable
+
+if TYPE_CHECKING:
+    from curate.core.options import FamilyOptions
 
 
 @dataclass
@@ -186,7 +189,9 @@ def plan(loaded: LoadedConfig, only: Sequence[str] = ()) -> list[Plan]:
     return plans
 
 
-def _relative_option(loaded: LoadedConfig, options: type, name: str, value: Any) -> Any:
+def _relative_option(
+    loaded: LoadedConfig, options: type[FamilyOptions], name: str, value: Any
+) -> Any:
     """Files an option names are relative to the configuration, like the dataset paths:
     ``ids:FILE`` edit sets, every path-typed option (a glycan ``mapping``, ``pred-probs``, a
     deepfake ``media-root`` or ``cache``) and a table ``schema``'s ``FILE.py:Model``. (Only
