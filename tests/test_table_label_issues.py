@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 import curate
+from curate.core.errors import InputError
 
 ROWS = 3000
 RATE = 0.05
@@ -344,3 +345,36 @@ def test_a_fix_fits_the_model_for_its_input_and_its_result_only(
     assert len(calls) == 2
     assert run.after is not None and "TB302" in run.after.rules_run
     assert run.after.findings.filter(pl.col("rule") == "TB302").height > 0
+
+
+def test_a_fix_that_drops_rows_re_audits_with_the_inputs_pred_probs(noisy, tmp_path: Path) -> None:
+    """Found by a new-user review: with ``--pred-probs``, any fix that dropped a row (a label
+    issue with ``--label-fix drop``, an exact copy) failed its re-audit: the file's row of the
+    dropped record was "id not in the dataset", exit 2, nothing written. The probabilities are
+    the input's; the records a fix dropped are passed over, every other still needs its row."""
+    df, _ = noisy
+    df = df.head(1500)
+    classes = sorted(df["Kingdom"].unique())
+    probs = _oof_probs(df, classes)
+    path = tmp_path / "p.parquet"
+    pl.DataFrame(
+        {"id": df["id"].to_numpy(), **{c: probs[:, i] for i, c in enumerate(classes)}}
+    ).write_parquet(path)
+    data = tmp_path / "t.parquet"
+    pl.from_pandas(df).write_parquet(data)
+    declared = dict(id="id", label="Kingdom", text="target", pred_probs=str(path))
+    hits = flagged(curate.audit("table", data, select=["TB302"], **declared))
+    assert len(hits) > 5
+    out = curate.fix(
+        "table", data, tmp_path / "dropped", select=["TB302"], unsafe_fixes=True,
+        label_fix="drop", **declared,
+    )  # fmt: skip
+    kept = pl.read_parquet(sorted((tmp_path / "dropped").rglob("*.parquet"))[0])
+    assert kept.height == len(df) - len(hits)
+    assert out.fix is not None and out.fix.after is not None  # the re-audit ran
+    # a file missing a kept record's row is still refused
+    pl.read_parquet(path).filter(pl.col("id") != df["id"].iloc[-1]).write_parquet(path)
+    with pytest.raises(InputError, match="record has no predicted probabilities"):
+        curate.fix(
+            "table", data, tmp_path / "never", unsafe_fixes=True, label_fix="drop", **declared
+        )

@@ -70,6 +70,7 @@ import polars as pl
 
 from curate.core.dataset import ChangeEntry, Written
 from curate.core.errors import UsageError, arg
+from curate.core.options import LabelIssueOptions
 from curate.core.rules import FixSafety, Rule, RuleSet
 
 ROW, RECORD, SPLIT = "__row", "__record", "__split"
@@ -523,6 +524,8 @@ def run_fixes(
     applied: dict[str, int] = {}
     current, audit_report = data, report
     reaudit = family.reaudit_options(options, data)
+    if isinstance(reaudit, LabelIssueOptions) and reaudit.pred_probs is not None:
+        reaudit = reaudit.of_fixed_data()  # the probabilities of the input's records
     # what the re-audit set on its own (a deepfake input's media folder and cache, machine
     # paths): not options anyone chose, and not for a published card (curate card check warns)
     own = set(reaudit.public()) - set(options.public())

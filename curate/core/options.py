@@ -23,7 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from curate.core.errors import ArgumentError, UsageError, arg
 
@@ -290,6 +298,10 @@ class LabelIssueOptions(FamilyOptions):
         "Label issues are then exactly cleanlab's find_label_issues on them.",
         commands=("audit", "fix", "export"),
     )
+    #: Set on a fix's re-audit (:meth:`of_fixed_data`): ``pred_probs`` were made for the input,
+    #: and the fixed data may lack records a fix dropped.
+    _of_fixed_data: bool = PrivateAttr(default=False)
+
     pred_probs_classes: CommaList = option(
         [],
         help="The classes of --pred-probs' columns in order, comma-separated, where the file "
@@ -321,6 +333,20 @@ class LabelIssueOptions(FamilyOptions):
         if v < 2:
             raise ValueError(f"must be at least 2 (got {v}): one fold scores nothing out of sample")
         return v
+
+    def of_fixed_data(self) -> LabelIssueOptions:
+        """These options for re-auditing fixed data: ``--pred-probs``' rows of records the fix
+        dropped are passed over, where an id the data lacks otherwise means the probabilities
+        of another table (a fix that dropped one row failed its re-audit with "id not in the
+        dataset": found by a new-user review). Every record left must still have its row."""
+        out = self.model_copy()
+        out._of_fixed_data = True
+        return out
+
+    @property
+    def probs_of_a_superset(self) -> bool:
+        """Are ``--pred-probs``' ids allowed beyond the data's (see :meth:`of_fixed_data`)?"""
+        return self._of_fixed_data
 
     def input_files(self) -> list[Path]:
         """``--pred-probs`` is read: the output gate protects it."""

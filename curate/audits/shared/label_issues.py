@@ -421,6 +421,7 @@ def read_pred_probs(
     *,
     multi_label: bool = False,
     declared: bool = False,
+    superset: bool = False,
 ) -> np.ndarray:
     """The user's predicted probabilities at ``path``, one row per id of ``ids`` in that order,
     one column per class of ``classes``.
@@ -431,7 +432,9 @@ def read_pred_probs(
     optionally ``ids`` and ``classes``; ``.npy`` rows in the records' order. Checked, each
     mismatch one line naming the file and the first offending id: every record has a row,
     no id twice, no id the dataset lacks, every label a column, every value a probability
-    (finite, 0..1; a single-label row summing to 1 within :data:`SUM_TOLERANCE`)."""
+    (finite, 0..1; a single-label row summing to 1 within :data:`SUM_TOLERANCE`). With
+    ``superset`` (a fix's re-audit) the file may have ids the dataset lacks: the records the
+    fix dropped."""
     p = Path(path)
     if not p.is_file():
         raise InputError("no such file (--pred-probs)", path=p)
@@ -486,7 +489,7 @@ def read_pred_probs(
             f"({', '.join(classes[:8])}{', ...' if len(classes) > 8 else ''})",
             path=p,
         )
-    probs = _aligned(probs, file_ids, list(ids), p)
+    probs = _aligned(probs, file_ids, list(ids), p, superset=superset)
     _check_probabilities(probs, list(ids), p, multi_label)
     return probs
 
@@ -518,6 +521,7 @@ def score_from_file(
         classes,
         multi_label=multi_label,
         declared=bool(opts.pred_probs_classes),
+        superset=bool(getattr(opts, "probs_of_a_superset", False)),
     )
     return score_labels(labels, probs[rows], classes, multi_label=multi_label)
 
@@ -558,7 +562,9 @@ def _from_frame(
     return frame.select(wanted).to_numpy(), ids, wanted
 
 
-def _aligned(probs: np.ndarray, file_ids: list[str] | None, ids: list[str], p: Path) -> np.ndarray:
+def _aligned(
+    probs: np.ndarray, file_ids: list[str] | None, ids: list[str], p: Path, *, superset: bool
+) -> np.ndarray:
     if file_ids is None:
         if probs.shape[0] != len(ids):
             raise InputError(
@@ -573,7 +579,7 @@ def _aligned(probs: np.ndarray, file_ids: list[str] | None, ids: list[str], p: P
             raise InputError("id given twice", path=p, record=v, field="id")
         at[v] = i
     wanted = set(ids)
-    extra = next((v for v in file_ids if v not in wanted), None)
+    extra = None if superset else next((v for v in file_ids if v not in wanted), None)
     if extra is not None:
         raise InputError(
             "id not in the dataset (probabilities of another table?)",
