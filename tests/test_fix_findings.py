@@ -121,9 +121,14 @@ def test_rules_show_fix_availability_and_safety(capsys):
     assert rules["KE302"]["fix"] == "never" and rules["KE302"]["fix_safety"] is None
     assert main(["rules", "knowledge-editing"]) == 0
     text = capsys.readouterr().out
-    assert (
-        "KE401  duplicate-case  [knowledge-editing; duplicate; warning; fix: always (safe)]" in text
+    # an edited case's drop is unsafe: the header says some are (it said "safe" alone while
+    # fix held those back, found by a new-user review)
+    header = (
+        "KE401  duplicate-case  [knowledge-editing; duplicate; warning; "
+        "fix: always (safe, some unsafe)]"
     )
+    assert header in text
+    assert rules["KE401"]["some_unsafe"] is True and rules["KE201"]["some_unsafe"] is False
 
 
 def test_glycan_select_changes_only_what_it_selects(glycan_sample_csv, tmp_path):

@@ -195,6 +195,23 @@ def test_fix_safe_only(tmp_path: Path) -> None:
     assert drops == [("r5", "RV401", 1)]
 
 
+def test_a_column_the_model_does_not_declare_tells_records_apart(tmp_path: Path) -> None:
+    """Found by a new-user review (the table and deepfake families had the same fault): the
+    duplicate rule compared the model's fields only, so r5, whose ``scraped_at`` (a column
+    the model does not declare, published as read) differs from r2's, was dropped as a safe
+    copy. It is a copy with another value now: unsafe, named in the message."""
+    path = tmp_path / "reviews.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        rows = [(*r, f"2024-05-{i + 1:02d}") for i, r in enumerate(ROWS)]
+        csv.writer(f).writerows([(*HEADER, "scraped_at"), *rows])
+    report = api.audit(FAMILY, path)
+    (hit,) = report.findings.filter(pl.col("rule") == "RV401").iter_rows(named=True)
+    assert hit["record"] == "r5" and "scraped_at" in hit["message"]
+    assert json.loads(hit["fix"])["unsafe"] is True
+    api.fix(FAMILY, path, tmp_path / "fixed")
+    assert "r5" in {r["review_id"] for r in _written(tmp_path / "fixed")["train"]}
+
+
 def test_fix_unsafe_moves_the_leak_then_drops_it_as_a_copy(tmp_path: Path) -> None:
     out = api.fix(FAMILY, _write(tmp_path, "csv"), tmp_path / "fixed", unsafe_fixes=True)
     log = [json.loads(x) for x in (tmp_path / "fixed" / "changelog.jsonl").read_text().splitlines()]
@@ -233,7 +250,7 @@ def test_rules_are_documented_with_the_declared_key() -> None:
     assert list(codes) == ["RV001", "RV101", "RV401", "RV402"]
     assert FAMILY.rules.invalid == ("RV001",)
     assert codes["RV401"].summary.startswith("Two records of one split have the same text:")
-    assert codes["RV401"].fix_label == "fix: always (safe)"
+    assert codes["RV401"].fix_label == "fix: always (safe, some unsafe)"
     assert codes["RV402"].fix_label == "fix: always (unsafe)"
     assert "train < validation < test" in codes["RV402"].doc
 

@@ -133,6 +133,10 @@ class Rule:
     #: data it relabelled, and chasing those would relabel by the model's drift, not by the
     #: evidence the user reviewed. The re-audit still reports them.
     fix_once: bool = False
+    #: A safe rule some of whose findings' fixes are unsafe, each saying so in its ``fix``
+    #: (``"unsafe": true``): a repeat whose other fields differ, an edited case's drop. Shown,
+    #: so that ``curate rules`` does not call such a fix safe and ``fix`` then hold it back.
+    some_unsafe: bool = False
 
     @property
     def fixable(self) -> bool:
@@ -143,7 +147,7 @@ class Rule:
         """``fix: always (safe)`` as ``curate rules`` shows it, or ``""``."""
         if not self.fixable:
             return ""
-        return f"fix: {self.fix.value} ({self.safety.value})"
+        return fix_label(self.fix.value, self.safety.value, self.some_unsafe)
 
     @property
     def doc(self) -> str:
@@ -178,10 +182,17 @@ class Rule:
             "fixable": self.fixable,
             "fix": self.fix.value,
             "fix_safety": self.safety.value if self.fixable else None,
+            "some_unsafe": self.some_unsafe,
             "needs": list(self.needs),
             "summary": self.summary,
             "doc": self.doc,
         }
+
+
+def fix_label(fix: str, safety: str | None, some_unsafe: bool = False) -> str:
+    """``fix: always (safe)`` as ``curate rules`` shows it; ``(safe, some unsafe)`` for a rule
+    whose findings say which of their fixes need ``--unsafe-fixes``."""
+    return f"fix: {fix} ({safety}{', some unsafe' if some_unsafe and safety == 'safe' else ''})"
 
 
 class RuleSet:
@@ -234,12 +245,14 @@ class RuleSet:
         needs: Iterable[str] = (),
         invalid: bool = False,
         fix_once: bool = False,
+        some_unsafe: bool = False,
     ) -> Callable[[RuleFunc], RuleFunc]:
         """Register ``func`` as rule ``code``. ``fix`` is ``always``/``sometimes``/``never``
         (does a finding carry an edit in its ``fix`` column), ``unsafe`` marks fixes that
         choose between meanings (applied only with ``--unsafe-fixes``), ``invalid`` rules
-        whose findings make a record unpublishable (:attr:`Rule.invalid`) and ``fix_once``
-        fixes applied to the input's audit only (:attr:`Rule.fix_once`)."""
+        whose findings make a record unpublishable (:attr:`Rule.invalid`), ``fix_once``
+        fixes applied to the input's audit only (:attr:`Rule.fix_once`) and ``some_unsafe``
+        safe rules some of whose findings' fixes are unsafe (:attr:`Rule.some_unsafe`)."""
 
         def register(func: RuleFunc) -> RuleFunc:
             if code in self._rules:
@@ -258,6 +271,7 @@ class RuleSet:
                 tuple(needs),
                 invalid,
                 fix_once,
+                some_unsafe,
             )
             return func
 

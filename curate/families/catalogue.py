@@ -85,11 +85,16 @@ class RuleEntry:
     needs: tuple[str, ...]
     summary: str
     doc: str
+    some_unsafe: bool = False
 
     @property
     def fix_label(self) -> str:
         """``fix: always (safe)`` as ``curate rules`` shows it, or ``""``."""
-        return f"fix: {self.fix} ({self.fix_safety})" if self.fixable else ""
+        if not self.fixable:
+            return ""
+        # as curate.core.rules.fix_label says it (that module loads polars: not for --help)
+        some = ", some unsafe" if self.some_unsafe and self.fix_safety == "safe" else ""
+        return f"fix: {self.fix} ({self.fix_safety}{some})"
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "needs": list(self.needs)}

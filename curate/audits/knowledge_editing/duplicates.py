@@ -86,6 +86,7 @@ def case_keys(ctx: AuditContext) -> pl.DataFrame:
     category="duplicate",
     severity="warning",
     fix="always",
+    some_unsafe=True,
     needs=("case_keys", "edited"),
 )
 def duplicate_case(data: KEData, ctx: AuditContext) -> pl.DataFrame:

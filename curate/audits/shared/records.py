@@ -83,9 +83,10 @@ first.
 
 A repeated example weighs double in training and counts twice in a score. Each later copy is
 reported with the first record of its key (record and row); a record with an empty key column
-is never a duplicate. Fix: drop the later copy — safe where it repeats every field of the first,
-its id aside (the table lists one record twice); where other fields differ (named in the
-message) the drop chooses between two versions, so it is unsafe and needs ``--unsafe-fixes``."""
+is never a duplicate. Fix: drop the later copy — safe where it repeats every field of the first
+and every other column the input has, its id aside (the table lists one record twice); where
+anything else differs (named in the message) the drop chooses between two versions, so it is
+unsafe and needs ``--unsafe-fixes``."""
 
 _LEAK_DOC = """A record of a later split has the same {groups} as a record of an earlier one
 (order: {order}): an evaluation example the model was trained on.
@@ -155,8 +156,20 @@ def record_rules(
         return data.schema_findings.drop("rule")
 
     def duplicate_record(data: RecordsData, ctx: AuditContext) -> pl.DataFrame:
-        fields = [c for c in data.values.columns if c not in (*key_cols, id_field)]
-        table = data.valid_rows().drop_nulls(key_cols)
+        # every published column counts: the model's fields, and the input's other columns,
+        # published as read (two records differing only in one of those are not one record
+        # listed twice, and dropping the later is no safe fix: found by a new-user review)
+        taken = {*data.values.columns, *data.rows.columns}
+        extra = [c for c in data.extra if c not in taken and c != id_field]
+        fields = [c for c in (*data.values.columns, *extra) if c not in (*key_cols, id_field)]
+        table = (
+            pl.concat(
+                [key_table(data, list(data.values.columns)), data.raw.select(extra)],
+                how="horizontal",
+            )
+            .filter(pl.col("valid"))
+            .drop_nulls(key_cols)
+        )
         hits = later_copies(table, keys.within_split())
         hits = name_firsts(hits, table, extra=fields)
         differs = [
@@ -248,7 +261,12 @@ def record_rules(
         _documented(schema_invalid, _SCHEMA_DOC)
     )
     rules.rule(
-        codes[1], GENERIC_CODES["401"], category="duplicate", severity="warning", fix="always"
+        codes[1],
+        GENERIC_CODES["401"],
+        category="duplicate",
+        severity="warning",
+        fix="always",
+        some_unsafe=True,
     )(_documented(duplicate_record, _DUPLICATE_DOC.format(key=_named(keys.name, key_cols))))
     if keys.split is not None:
         doc = _LEAK_DOC.format(

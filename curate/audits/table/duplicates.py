@@ -159,6 +159,7 @@ def duplicate_row(data: TableView, ctx: AuditContext) -> pl.DataFrame:
     category="duplicate",
     severity="warning",
     fix="sometimes",
+    some_unsafe=True,
     needs=("key_hashes", "candidates", "copies"),
 )
 def duplicate_input(data: TableView, ctx: AuditContext) -> pl.DataFrame:
