@@ -524,7 +524,11 @@ __all__ = [
 ]
 
 
-@checked(family="a family name or a Family")
+@checked(
+    family="a family name or a Family",
+    old="a path, a list of paths or a table in memory",
+    new="a path, a list of paths or a table in memory",
+)
 @input_scope()
 def diff(
     family: str | Family,

@@ -68,6 +68,16 @@ def test_paths_of_the_wrong_type_name_the_argument() -> None:
         curate.load("mquake", [MQUAKE, 5])
     with pytest.raises(ArgumentError, match=r"^family: expected a family name or a Family"):
         curate.audit(7, MQUAKE)
+    # a list of the same kinds is "a list of them" (it read "a list of paths or a DataFrame
+    # (polars, pandas), a pyarrow Tables or a datasets Datasets": found by a new-user review)
+    with pytest.raises(ArgumentError) as ei:
+        curate.fix("mquake", 123, "out")
+    assert str(ei.value) == (
+        "paths: expected a path or a DataFrame (polars, pandas), a pyarrow Table or a datasets "
+        "Dataset or a list of them, got int"
+    )
+    with pytest.raises(ArgumentError, match=r"^old: expected a path, a list of paths or a table"):
+        curate.diff("mquake", 3, MQUAKE)
 
 
 PUBLIC = {"load": curate.load, "audit": curate.audit, "fix": curate.fix, "export": curate.export}

@@ -454,6 +454,16 @@ def test_a_column_the_model_leaves_out_still_tells_rows_apart(tmp_path: Path) ->
     assert kept.height == pl.read_csv(GLYCAN_SAMPLE, infer_schema_length=0).height
 
 
+@pytest.mark.parametrize("kind", ["polars", "pandas"])
+def test_an_empty_frame_is_no_records_as_an_empty_file_is(kind: str) -> None:
+    """Found by a new-user review: an empty frame was audited as clean ("no findings"), where
+    a header-only CSV is exit 2 "no records" (README: an input with no records is exit 2)."""
+    frame = pl.DataFrame({"id": [], "lab": []}, schema={"id": pl.String, "lab": pl.String})
+    given = frame if kind == "polars" else frame.to_pandas()
+    with pytest.raises(InputError, match="no records"):
+        curate.audit("table", given)
+
+
 def test_a_split_map_value_given_two_splits_is_refused() -> None:
     """``True=test,False=train,True=validation``: the last one silently won (a new-user
     review); the same pair twice is one mapping."""

@@ -109,7 +109,14 @@ def describe(annotation: Any) -> str:
         parts = [a for a in union if a is not type(None)]
         if str in parts and Path in parts:  # str | Path is one path, whatever its type
             parts = [Path, *[a for a in parts if a not in (str, Path)]]
-        words = [describe(a) for a in parts]
+        single = " or ".join(dict.fromkeys(describe(a) for a in parts if not _is_sequence(a)))
+        # a list of the same kinds (``Paths``: a path, a table, or a list of them) is said
+        # so: "a list of" before a description with commas of its own read as nonsense ("a
+        # list of paths or a DataFrame (polars, pandas), a pyarrow Tables ...")
+        words = [
+            "a list of them" if _is_sequence(a) and describe(_item(a)) == single else describe(a)
+            for a in parts
+        ]
         if type(None) in union:
             words.append("None")
         return " or ".join(dict.fromkeys(words))

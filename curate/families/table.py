@@ -412,6 +412,8 @@ class TableFamily(RecordsFamily):
         from curate.io.frames import in_memory
 
         if (given := in_memory(path)) is not None:
+            if given.frame.height == 0:  # as an empty file is (an empty frame was "no findings")
+                raise no_records(given.name)
             empty: tuple[Any, ...] = (given.name, frozenset(), {}, given.sha256, given.kind)
             return given.frame, (*empty, None, {}), False
         check_not_blank(path)
