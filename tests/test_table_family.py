@@ -479,6 +479,23 @@ def test_a_split_map_value_given_two_splits_is_refused() -> None:
     assert report.options["split_map"] == {"test": "test"}
 
 
+def test_a_role_naming_an_aliased_field_says_it_is_not_supported(tmp_path: Path) -> None:
+    """``--id glycowork_row`` where the model has ``row_id: str = Field(alias=...)``: the
+    rules read values by field and the file by column, so a role cannot name an alias yet.
+    One line that says so, not "not a field" for the column the model reads it from (a
+    new-user review)."""
+    (tmp_path / "aliased.py").write_text(
+        "from pydantic import BaseModel, Field\n\nclass Row(BaseModel):\n"
+        "    row_id: str = Field(alias='glycowork_row')\n    glycan: str\n"
+    )
+    with pytest.raises(
+        InputError, match=r"--id 'glycowork_row' is the column of .* field 'row_id'"
+    ):
+        curate.audit(
+            "table", GLYCAN_SAMPLE, schema=f"{tmp_path / 'aliased.py'}:Row", id="glycowork_row"
+        )
+
+
 @pytest.mark.parametrize("role", ["id", "label", "group", "text", "key"])
 def test_a_role_outside_the_model_is_one_line_naming_the_option(tmp_path: Path, role: str) -> None:
     """Found by a new-user review: ``--label Order`` with a model that has no ``Order`` field

@@ -480,7 +480,9 @@ class TableFamily(RecordsFamily):
         value, and the model's fields are what is typed. A role outside the model was an
         internal error (a column polars could not find, exit 3); it is one line naming the
         option and the model's fields (exit 2). The split is exempt: it is read as written."""
-        fields = [p.name for p in plan_fields(model, header)]
+        plans = plan_fields(model, header)
+        fields = [p.name for p in plans]
+        aliased = {p.column: p.name for p in plans if p.column != p.name}
         roles = [
             ("--id", [options.id] if options.id else []),
             ("--label", options.label),
@@ -490,6 +492,13 @@ class TableFamily(RecordsFamily):
         ]
         for option, names in roles:
             for name in names:
+                if name in aliased:  # the rules read values by field, the file by column
+                    raise InputError(
+                        f"{option} {name!r} is the column of the --schema model "
+                        f"{model.__name__}'s field {aliased[name]!r} (an alias): a role "
+                        "cannot name an aliased field yet; name the field as its column",
+                        path=path,
+                    )
                 if name not in fields:
                     raise InputError(
                         f"{option} {name!r} is not a field of the --schema model "
