@@ -464,6 +464,27 @@ def test_an_empty_frame_is_no_records_as_an_empty_file_is(kind: str) -> None:
         curate.audit("table", given)
 
 
+def test_a_pandas_index_is_kept_and_a_frame_polars_cannot_hold_is_one_line(tmp_path: Path) -> None:
+    """Found by a new-user review: a frame indexed by ``id`` lost its ids in the export (and
+    ``id="id"`` was "no column"); a column name given twice and an object cell were polars' and
+    pyarrow's tracebacks. A named index is kept as a column, as ``datasets`` keeps it."""
+    glycans = pl.read_csv(GLYCAN_SAMPLE, infer_schema_length=0).head(50).to_pandas()
+    indexed = glycans.set_index("glycowork_row")
+    report = curate.audit("table", indexed, id="glycowork_row", label_model="none")
+    assert report.stats["rows"] == 50
+    out = curate.export("table", indexed, tmp_path / "hf", id="glycowork_row", label_model="none")
+    published = pl.read_parquet(out.path / "data" / "*.parquet")
+    assert sorted(published["glycowork_row"].to_list()) == sorted(glycans["glycowork_row"])
+    twice = glycans[["glycan", "Species", "Genus"]].set_axis(
+        ["glycan", "Species", "glycan"], axis=1
+    )
+    with pytest.raises(InputError, match=r"^<pandas DataFrame>: column 'glycan' is given twice$"):
+        curate.audit("table", twice)
+    odd = glycans.head(3).assign(cell=[{1}, object(), None])
+    with pytest.raises(InputError, match=r"^<pandas DataFrame>: cannot read the frame \("):
+        curate.audit("table", odd)
+
+
 def test_a_split_map_value_given_two_splits_is_refused() -> None:
     """``True=test,False=train,True=validation``: the last one silently won (a new-user
     review); the same pair twice is one mapping."""

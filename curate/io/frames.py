@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from curate.core.errors import InputError
 from curate.io.read import SPLIT_FROM_LAYOUT
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def as_input(obj: Any) -> MemoryTable:
     elif kind == "polars LazyFrame":
         frame = obj.collect()
     elif kind == "pandas DataFrame":
-        frame = pl.from_pandas(obj)
+        frame = _pandas_frame(obj)
     elif kind == "pyarrow Table":
         frame = pl.from_arrow(obj)
     elif kind == "datasets Dataset":
@@ -110,6 +111,31 @@ def as_input(obj: Any) -> MemoryTable:
         )
     assert isinstance(frame, pl.DataFrame)
     return MemoryTable(frame, kind)
+
+
+def _pandas_frame(df: Any) -> pl.DataFrame:
+    """A pandas DataFrame as polars: a named index (or a MultiIndex's named levels) kept as
+    columns, as ``datasets.Dataset.from_pandas`` keeps them (they were dropped without a word:
+    a frame indexed by ``id`` lost its ids); a column name given twice, or cells polars
+    cannot hold (objects of mixed kinds), one line naming the frame, never polars' traceback
+    (found by a new-user review). An unnamed index is pandas' row numbering: not data."""
+    where = "<pandas DataFrame>"
+    names = [str(c) for c in df.columns]
+    twice = next((c for c in names if names.count(c) > 1), None)
+    if twice is not None:
+        raise InputError(f"column {twice!r} is given twice", path=where)
+    if any(n is not None for n in df.index.names):
+        clash = next((str(n) for n in df.index.names if n is not None and str(n) in names), None)
+        if clash is not None:
+            raise InputError(f"index {clash!r} is also a column's name", path=where)
+        df = df.reset_index(level=[n for n in df.index.names if n is not None])
+    try:
+        return pl.from_pandas(df)
+    except Exception as e:  # polars' or pyarrow's reason, one line
+        reason = " ".join(str(e).split())[:300]
+        raise InputError(
+            f"cannot read the frame ({type(e).__name__}: {reason})", path=where
+        ) from None
 
 
 def _dataset_frame(ds: Any) -> pl.DataFrame:
