@@ -13,6 +13,7 @@ Two kinds of test:
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import unicodedata
 from collections.abc import Callable
@@ -483,6 +484,30 @@ def test_a_pandas_index_is_kept_and_a_frame_polars_cannot_hold_is_one_line(tmp_p
     odd = glycans.head(3).assign(cell=[{1}, object(), None])
     with pytest.raises(InputError, match=r"^<pandas DataFrame>: cannot read the frame \("):
         curate.audit("table", odd)
+
+
+def test_the_card_tells_records_read_from_rows_published(tmp_path: Path) -> None:
+    """A new-user review: the card's "Splits" (published rows) and "Records" (the input's,
+    invalid ones included) contradicted each other under two headings of the same meaning."""
+    (tmp_path / "short.py").write_text(
+        "from pydantic import BaseModel, Field\n\nclass Row(BaseModel):\n"
+        "    glycan: str = Field(max_length=40)\n"
+    )
+    out = curate.export(
+        "table", GLYCAN_SAMPLE, tmp_path / "hf", split="split",
+        schema=f"{tmp_path / 'short.py'}:Row", label_model="none",
+    )  # fmt: skip
+    card = (out.path / "README.md").read_text("utf-8")
+    published = pl.read_parquet(out.path / "data" / "*.parquet").height
+    read = pl.read_csv(GLYCAN_SAMPLE, infer_schema_length=0).height
+    assert 0 < published < read
+
+    def total(heading: str) -> int:
+        section = card.split(heading, 1)[1].split("\n## ", 1)[0]
+        return sum(int(m) for m in re.findall(r"^\| \w+ \| (\d+) \|$", section, re.M))
+
+    assert total("## Splits") == published
+    assert total("## Records read") == read and "invalid ones included" in card
 
 
 def test_a_split_map_value_given_two_splits_is_refused() -> None:

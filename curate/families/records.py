@@ -335,8 +335,18 @@ class RecordsFamily(Family):
         return cells
 
     def card_sections(self, data: LoadedDataset, options: FamilyOptions) -> list[str]:
-        """Rows per split."""
+        """Records of the input per split, invalid ones included: said as such, since the
+        card's "Splits" counts the rows published (the two tables, both headed as records of
+        the dataset, contradicted each other when a record was left out: a new-user review)."""
         assert isinstance(data, RecordsData)
-        lines = ["## Records", "", "| split | records |", "|---|---:|"]
+        lines = [
+            "## Records read",
+            "",
+            "The input's records per split, as read (invalid ones included; "
+            "the Splits table counts what is published).",
+            "",
+            "| split | records read |",
+            "|---|---:|",
+        ]
         lines += [f"| {k} | {v} |" for k, v in data.stats.get("splits", {}).items()]
         return [*lines, ""]
