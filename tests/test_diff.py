@@ -649,3 +649,17 @@ def test_the_summary_says_when_a_record_is_counted_twice(tmp_path: Path) -> None
     assert summary_line(d) == (
         "3 records → 3: 1 changed, 1 moved (1 record under more than one kind); 2 unchanged"
     )
+
+
+def test_unchanged_says_it_covers_the_columns_both_sides_have(tmp_path: Path) -> None:
+    """Found by a new-user review: a fix card said "401 unchanged" beside "KE202: 313
+    records changed": the columns the fix adds (``withheld_edits``) are not compared. The
+    summary says what "unchanged" covers when columns were added or removed."""
+    sample = SAMPLES / "mquake_sample.json"
+    out = curate.fix("mquake", sample, tmp_path / "fixed", unsafe_fixes=True)
+    d = curate.diff("mquake", sample, out.path)
+    assert set(d.columns_added) >= {"withheld_edits"}
+    line = summary_line(d)
+    assert "unchanged in the columns both sides have; columns added: " in line, line
+    same = curate.diff("mquake", sample, sample)
+    assert "both sides" not in summary_line(same)

@@ -53,15 +53,19 @@ def summary_line(d: Diff) -> str:
     if d.columns_removed:
         cols.append(f"columns removed: {', '.join(d.columns_removed)}")
     tail = f"; {'; '.join(cols)}" if cols else ""
+    # an added or removed column's values are not compared (every record would differ): say
+    # what "unchanged" covers, so that a remaster's added marks (KE202's withheld_edits on
+    # 313 cases) do not read as "401 unchanged" records (found by a new-user review)
+    scope = " in the columns both sides have" if cols else ""
     if not parts:
-        return f"{_records(d.records_old)}, none changed{tail}"
+        return f"{_records(d.records_old)}, none changed{scope}{tail}"
     # a record is counted under each kind it is (changed and moved): say how many are, so
     # the counts need not add up to the records ("3 → 3: 1 changed, 1 moved; 2 unchanged")
     several = sum(1 for x in d.changes if len(x.kinds) > 1)
     both = f" ({_records(several)} under more than one kind)" if several else ""
     return (
         f"{_records(d.records_old)} → {d.records_new:,}: {', '.join(parts)}{both}"
-        f"; {c['unchanged']:,} unchanged{tail}"
+        f"; {c['unchanged']:,} unchanged{scope}{tail}"
     )
 
 
