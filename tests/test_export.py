@@ -402,3 +402,20 @@ def test_fixed_dataset_loads_and_card_mentions_changes(fixed, fixed_rows, tmp_pa
     assert "## Changelog summary" in body
     assert "| KE401 | `<record>` | 5 |" in body
     assert re.search(r"\| KE110 \| `answer_alias` \| \d+ \|", body)
+
+
+def test_a_fixs_withheld_edits_keep_their_type_when_re_exported(tmp_path):
+    """Found by a new-user review: a remaster whose cases withheld no edit, exported again,
+    had ``withheld_edits: list<null>`` (Arrow's type of empty lists), which ``datasets``
+    reads as ``List(Value('null'))`` and cannot concatenate with a remaster that withheld
+    some. The re-export keeps the type the fix wrote."""
+    import datasets
+
+    assert main(["fix", "mquake", str(SAMPLE), "--out", str(tmp_path / "fixed")]) == 0
+    assert main(["export", "mquake", str(tmp_path / "fixed"), "--out", str(tmp_path / "hf")]) == 0
+    fixed = pq.read_schema(next((tmp_path / "fixed" / "data").glob("*.parquet")))
+    again = pq.read_schema(next((tmp_path / "hf" / "data").glob("*.parquet")))
+    assert again.field("withheld_edits").type == fixed.field("withheld_edits").type
+    assert "struct" in str(again.field("withheld_edits").type)
+    features = datasets.load_dataset(str(tmp_path / "hf"))["train"].features
+    assert "null" not in str(features["withheld_edits"])

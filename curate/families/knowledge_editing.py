@@ -509,6 +509,7 @@ class KnowledgeEditingFamily(Family):
                 if (arr := struct_array(rows, only_input(data))) is not None
             ]
             struct_type = unify_struct_types(types)
+        struct_type = _withheld_typed(struct_type)
         schema = pa.schema(list(struct_type))
         carried = _carried(data)
         out_schema = remastered_schema(schema, carried) if layout == "remastered" else schema
@@ -981,3 +982,26 @@ def load_span(span: Span, first_row: int, encoding: str | None) -> Shard:
 FAMILY = KnowledgeEditingFamily()
 
 __all__ = ["FAMILY", "KEData", "KnowledgeEditingFamily", "validate_record"]
+
+
+def _withheld_typed(struct_type: pa.StructType) -> pa.StructType:
+    """``withheld_edits`` with its own type where every case's list was empty (Arrow infers
+    ``list<null>`` from empty lists): a remaster re-exported with no edit withheld kept
+    ``list<null>``, which cannot be concatenated with one whose lists hold edits (found by a
+    new-user review). The type is the one ``curate fix`` writes."""
+    at = struct_type.get_field_index("withheld_edits")
+    if at < 0 or struct_type.field(at).type != pa.list_(pa.null()):
+        return struct_type
+    ids = struct_type.field(struct_type.get_field_index("case_id")).type
+    withheld = pa.list_(
+        pa.struct(
+            [
+                pa.field("case_id", ids),
+                pa.field("edit_index", pa.int64()),
+                pa.field("triple", pa.list_(pa.string())),
+            ]
+        )
+    )
+    fields = [struct_type.field(i) for i in range(struct_type.num_fields)]
+    fields[at] = pa.field("withheld_edits", withheld, nullable=fields[at].nullable)
+    return pa.struct(fields)
