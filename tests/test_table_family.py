@@ -510,6 +510,21 @@ def test_the_card_tells_records_read_from_rows_published(tmp_path: Path) -> None
     assert total("## Records read") == read and "invalid ones included" in card
 
 
+def test_an_empty_cell_is_not_called_white_space_and_a_frame_has_no_path(tmp_path: Path) -> None:
+    """A new-user review: an empty --text cell was "only white space", and a card made from a
+    frame named its source ``../<polars DataFrame>``, a path that is none."""
+    frame = pl.DataFrame({"id": ["a", "b", "c", "d"], "text": ["x", "", " ", None]})
+    report = curate.audit("table", frame, id="id", text="text", label_model="none")
+    assert found(report, "TB002")["message"].tolist() == [
+        "an empty string in --text column text",
+        "only white space in --text column text",
+        "no value in --text column text",
+    ]
+    out = curate.export("table", frame, tmp_path / "hf", id="id", text="text", label_model="none")
+    card = (out.path / "README.md").read_text("utf-8")
+    assert "- `<polars DataFrame> (sha256 " in card and "../<" not in card
+
+
 def test_a_split_map_value_given_two_splits_is_refused() -> None:
     """``True=test,False=train,True=validation``: the last one silently won (a new-user
     review); the same pair twice is one mapping."""

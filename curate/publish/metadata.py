@@ -250,12 +250,15 @@ def size_category(n: int) -> str:
 
 def named_from(path: str, folder: str | Path | None) -> str:
     """``path`` as a card written in ``folder`` names it: a local file relative to the card
-    (``../data/cases.json``), anything else as given (``hf://...``, standard input).
+    (``../data/cases.json``), anything else as given (``hf://...``, standard input, a table
+    in memory: ``<polars DataFrame>``, which read ``../<polars DataFrame>``).
 
     Why: an absolute path (``/home/me/...``) means nothing to a reader of the Hub and tells
     them about the machine the remaster was made on; relative to the card, it still says
     where the input sat beside the published folder."""
     if folder is None or not path or path == "-" or "://" in path or path.startswith("hf:"):
+        return path
+    if path.startswith("<") and path.endswith(">"):  # a table in memory: no file to point to
         return path
     try:
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(folder))

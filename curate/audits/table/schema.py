@@ -62,6 +62,10 @@ def missing_value(data: TableView, ctx: AuditContext) -> pl.DataFrame:
                 field=pl.lit(c),
                 message=pl.when(pl.col(value(c)).is_null())
                 .then(pl.format("no value in {} column {}", pl.lit(_role(opts, c)), pl.lit(c)))
+                .when(pl.col(value(c)).cast(pl.String) == "")
+                .then(
+                    pl.format("an empty string in {} column {}", pl.lit(_role(opts, c)), pl.lit(c))
+                )
                 .otherwise(
                     pl.format("only white space in {} column {}", pl.lit(_role(opts, c)), pl.lit(c))
                 ),
