@@ -151,6 +151,9 @@ def test_pred_probs_give_exactly_cleanlabs_set(noisy, tmp_path: Path, kind: str)
         ("twice", "id given twice"),
         ("missing-class", "has no column of probabilities"),
         ("sum", "sum to"),
+        # a class the data has no label of holds part of each row (a new-user review: the
+        # message guessed at multi-label and softmax)
+        ("other-class", "column 'Other' is no label of the data"),
         ("negative", "not probabilities"),
         ("npy-rows", "rows of probabilities for"),
     ],
@@ -179,6 +182,8 @@ def test_bad_pred_probs_are_one_line_exit_2(
         cols.pop(classes[0])
     elif damage == "sum":
         cols[classes[0]] = cols[classes[0]] + 0.2
+    elif damage == "other-class":
+        cols = {c: v * 0.5 for c, v in cols.items()} | {"Other": np.full(len(ids), 0.5)}
     elif damage == "negative":
         cols[classes[0]] = cols[classes[0]] - 1.0
     if damage == "npy-rows":

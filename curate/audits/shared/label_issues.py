@@ -441,6 +441,7 @@ def read_pred_probs(
     classes = [str(c) for c in classes]
     suffix = p.suffix.lower()
     file_ids: list[str] | None = None
+    ignored: list[str] = []  # a file's class columns no label of the data has
     try:
         if suffix == ".npy":
             probs = np.load(p, allow_pickle=False)
@@ -461,6 +462,7 @@ def read_pred_probs(
                 )
             )
             probs, file_ids, file_classes = _from_frame(frame, classes, p)
+            ignored = [c for c in frame.columns if c != "id" and c not in classes]
         else:
             raise InputError("--pred-probs takes .parquet, .csv, .tsv, .npy or .npz", path=p)
     except InputError:
@@ -490,7 +492,7 @@ def read_pred_probs(
             path=p,
         )
     probs = _aligned(probs, file_ids, list(ids), p, superset=superset)
-    _check_probabilities(probs, list(ids), p, multi_label)
+    _check_probabilities(probs, list(ids), p, multi_label, ignored)
     return probs
 
 
@@ -595,7 +597,9 @@ def _aligned(
     return probs[[at[v] for v in ids]]
 
 
-def _check_probabilities(probs: np.ndarray, ids: list[str], p: Path, multi_label: bool) -> None:
+def _check_probabilities(
+    probs: np.ndarray, ids: list[str], p: Path, multi_label: bool, ignored: Sequence[str] = ()
+) -> None:
     bad = ~np.isfinite(probs).all(axis=1) | (probs < 0).any(axis=1) | (probs > 1).any(axis=1)
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
@@ -606,9 +610,15 @@ def _check_probabilities(probs: np.ndarray, ids: list[str], p: Path, multi_label
         off = np.abs(probs.sum(axis=1) - 1.0) > SUM_TOLERANCE
         if off.any():
             r = int(np.flatnonzero(off)[0])
+            # a column of a class the data has no label of holds the rest (a new-user review:
+            # the message guessed at multi-label and softmax instead of naming it)
+            why = (
+                f"column {ignored[0]!r} is no label of the data, and its probabilities are left out"
+                if ignored
+                else "a multi-label file? scores not passed through softmax?"
+            )
             raise InputError(
-                f"probabilities sum to {probs[r].sum():.4g}, not 1 (a multi-label file? scores "
-                "not passed through softmax?)",
+                f"probabilities sum to {probs[r].sum():.4g}, not 1 ({why})",
                 path=p,
                 record=ids[r],
                 field="pred_probs",
