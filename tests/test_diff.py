@@ -663,3 +663,21 @@ def test_unchanged_says_it_covers_the_columns_both_sides_have(tmp_path: Path) ->
     assert "unchanged in the columns both sides have; columns added: " in line, line
     same = curate.diff("mquake", sample, sample)
     assert "both sides" not in summary_line(same)
+
+
+def test_unreadable_records_of_a_file_without_splits_are_counted_in_its_split(
+    tmp_path: Path,
+) -> None:
+    """Found by a new-user review: MQuAKE records that fail the schema, left out by export,
+    were counted under a split "(none)" beside "train" for a file whose every case is in
+    train. They are in the one split every record read is in."""
+    cases = json.loads((SAMPLES / "mquake_sample.json").read_text("utf-8"))
+    cases[3]["answer"] = 7  # not a string
+    del cases[5]["questions"]
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(cases), "utf-8")
+    out = curate.export("mquake", broken, tmp_path / "hf")
+    d = curate.diff("mquake", broken, out.path)
+    assert set(d.by_split()) == {"train"}, d.by_split()
+    assert d.by_split()["train"]["removed"] == 2
+    assert d.counts()["removed"] == 2

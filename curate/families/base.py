@@ -248,7 +248,8 @@ def with_splits(
     changes: list[ChangeEntry], invalid: pl.DataFrame, data: LoadedDataset
 ) -> list[ChangeEntry]:
     """``changes`` with each record left out as invalid given its split (``train`` where it has
-    none, as export publishes such a record), found by its row in ``data.record_splits()``.
+    none, as export publishes such a record), found by its row in ``data.record_splits()``; a
+    record not among them (unreadable) takes the one split every record read is in, if so.
 
     Why: a diff counts changes per split, and a record left out carried no split, so a
     validation row dropped as invalid was counted under "(none)"."""
@@ -261,7 +262,15 @@ def with_splits(
         on="row",
         how="left",
     )
-    of = dict(zip(where["record"].to_list(), where["split"].to_list(), strict=True))
+    # a record the family could not read at all (MQuAKE's KE001) has no row among the
+    # records: where every record read is in one split, it was in that one too ("(none): 4
+    # removed" beside "train: 1 removed" for a file without splits: a new-user review)
+    known = splits["split"].cast(pl.String).fill_null("train").unique()
+    only = known.item() if known.len() == 1 else None
+    of = {
+        r: s if s is not None else only
+        for r, s in zip(where["record"].to_list(), where["split"].to_list(), strict=True)
+    }
     return [
         dataclasses.replace(c, split=of[c.record])
         if c.new is None and c.record in of and of[c.record] is not None
