@@ -40,6 +40,14 @@ def clip(text: str, limit: int = QUOTE_CHARS, *, digest: bool = False) -> str:
     return f"{text[:limit]}… ({tail})"
 
 
+def fix_label(fix: str, safety: str | None, some_unsafe: bool = False) -> str:
+    """``fix: always (safe)`` as ``curate rules`` shows a rule; ``(safe, some unsafe)`` for a
+    rule whose findings say which of their fixes need ``--unsafe-fixes``. Here, beside the
+    other words of messages, so that ``curate rules`` (the catalogue, no polars) and the rules
+    themselves say it one way."""
+    return f"fix: {fix} ({safety}{', some unsafe' if some_unsafe and safety == 'safe' else ''})"
+
+
 def counted(n: int, word: str, *, grouped: bool = False) -> str:
     """``1 error``, ``2 errors`` (a word whose plural takes an ``s``; ``grouped``: thousands
     separated, ``1,204 records``): summaries read "1 errors, 1 records" before."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from curate.core.errors import UsageError, arg
+from curate.core.errors import UsageError, arg, fix_label
 from curate.core.findings import RULE_OUTPUT_SCHEMA, Severity
 from curate.core.findings import category as valid_category
 
@@ -187,12 +187,6 @@ class Rule:
             "summary": self.summary,
             "doc": self.doc,
         }
-
-
-def fix_label(fix: str, safety: str | None, some_unsafe: bool = False) -> str:
-    """``fix: always (safe)`` as ``curate rules`` shows it; ``(safe, some unsafe)`` for a rule
-    whose findings say which of their fixes need ``--unsafe-fixes``."""
-    return f"fix: {fix} ({safety}{', some unsafe' if some_unsafe and safety == 'safe' else ''})"
 
 
 class RuleSet:

@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.errors import fix_label
 from curate.families import (
     BUILTIN,
     FamilyLoadError,
@@ -90,11 +91,7 @@ class RuleEntry:
     @property
     def fix_label(self) -> str:
         """``fix: always (safe)`` as ``curate rules`` shows it, or ``""``."""
-        if not self.fixable:
-            return ""
-        # as curate.core.rules.fix_label says it (that module loads polars: not for --help)
-        some = ", some unsafe" if self.some_unsafe and self.fix_safety == "safe" else ""
-        return f"fix: {self.fix} ({self.fix_safety}{some})"
+        return fix_label(self.fix, self.fix_safety, self.some_unsafe) if self.fixable else ""
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "needs": list(self.needs)}

@@ -63,6 +63,17 @@ class RecordsData(LoadedDataset):
         """Bookkeeping and values of the valid rows."""
         return key_table(self, list(self.values.columns)).filter(pl.col("valid"))
 
+    def published_names(self) -> list[str]:
+        """What a published record holds: the model's fields, then the input's other columns
+        (published as read). Two records are one listed twice only if all of these are equal:
+        the duplicate rules compare them all (comparing the fields alone dropped rows that
+        differ in a column the model leaves out, found by a new-user review)."""
+        return [*self.values.columns, *(c for c in self.extra if c not in self.values.columns)]
+
+    def column(self, name: str) -> pl.Series:
+        """One of :meth:`published_names`: a field's typed values, else the column as read."""
+        return self.values[name] if name in self.values.columns else self.raw[name]
+
     def file_of(self) -> pl.Expr:
         """The input path of each row (``input`` → path), for ``details.file``."""
         paths = [i.path for i in self.inputs]
@@ -72,10 +83,11 @@ class RecordsData(LoadedDataset):
 
 
 def key_table(data: RecordsData, columns: list[str]) -> pl.DataFrame:
-    """``data.rows`` with the value columns ``columns`` beside it (a field that shares a
-    bookkeeping column's name, such as the split, is the bookkeeping one)."""
-    own = [c for c in columns if c not in data.rows.columns]
-    return pl.concat([data.rows, data.values.select(own)], how="horizontal")
+    """``data.rows`` with the columns ``columns`` (of :meth:`RecordsData.published_names`)
+    beside it (one that shares a bookkeeping column's name, such as the split, is the
+    bookkeeping one)."""
+    own = [data.column(c) for c in columns if c not in data.rows.columns]
+    return pl.concat([data.rows, pl.DataFrame(own)], how="horizontal") if own else data.rows
 
 
 _DUPLICATE_DOC = """Two records of one split have the same {key}: the later one repeats the
@@ -156,20 +168,15 @@ def record_rules(
         return data.schema_findings.drop("rule")
 
     def duplicate_record(data: RecordsData, ctx: AuditContext) -> pl.DataFrame:
-        # every published column counts: the model's fields, and the input's other columns,
-        # published as read (two records differing only in one of those are not one record
-        # listed twice, and dropping the later is no safe fix: found by a new-user review)
-        taken = {*data.values.columns, *data.rows.columns}
-        extra = [c for c in data.extra if c not in taken and c != id_field]
-        fields = [c for c in (*data.values.columns, *extra) if c not in (*key_cols, id_field)]
-        table = (
-            pl.concat(
-                [key_table(data, list(data.values.columns)), data.raw.select(extra)],
-                how="horizontal",
-            )
-            .filter(pl.col("valid"))
-            .drop_nulls(key_cols)
-        )
+        # every published column (see RecordsData.published_names), the key and id aside
+        names = data.published_names()
+        fields = [
+            c
+            for c in names
+            if c not in (*key_cols, id_field)
+            and (c in data.values.columns or c not in data.rows.columns)
+        ]
+        table = key_table(data, names).filter(pl.col("valid")).drop_nulls(key_cols)
         hits = later_copies(table, keys.within_split())
         hits = name_firsts(hits, table, extra=fields)
         differs = [

@@ -77,8 +77,7 @@ def published_columns(data: TableView, ctx: AuditContext) -> list[str]:
     there are two records."""
     opts = ctx.options
     skip = {opts.split, *([opts.id] if opts.key_columns() else [])}
-    names = [*data.values.columns, *(c for c in data.extra if c not in data.values.columns)]
-    return [c for c in names if c not in skip]
+    return [c for c in data.published_names() if c not in skip]
 
 
 @RULES.table("copies")

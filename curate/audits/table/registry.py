@@ -51,13 +51,15 @@ class TableView(Protocol):
     rows: pl.DataFrame
     values: pl.DataFrame
     raw: pl.DataFrame
-    #: The columns published as read, beside the values (a ``--schema`` model's non-fields).
-    extra: list[str]
     inputs: list[InputInfo]
     schema_findings: pl.DataFrame
     inferred: frozenset[str]
 
     def file_of(self) -> pl.Expr: ...
+
+    def published_names(self) -> list[str]: ...
+
+    def column(self, name: str) -> pl.Series: ...
 
 
 T = TypeVar("T")
@@ -81,16 +83,10 @@ def columns(data: TableView, names: Sequence[str], *, valid: bool = True) -> pl.
 
 
 def _values(data: TableView, names: Sequence[str]) -> pl.DataFrame:
-    """The value columns ``names``: a model's typed field, or a column published as read
-    (:attr:`TableView.extra`: with ``--schema``, the columns the model does not declare)."""
+    """The columns ``names`` (of :meth:`TableView.published_names`) under their value names."""
     if not names:
         return data.values.select([])
-    return pl.DataFrame(
-        [
-            (data.values[n] if n in data.values.columns else data.raw[n]).alias(value(n))
-            for n in names
-        ]
-    )
+    return pl.DataFrame([data.column(n).alias(value(n)) for n in names])
 
 
 def at(data: TableView, rows: pl.Series | pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
